@@ -1,0 +1,111 @@
+"""Heron: build AI agents and run them as durable, observable background jobs.
+
+::
+
+    from heron import SimpleAgent, tool
+    from heron.testing import ScriptedProvider, call
+
+    @tool
+    def add(a: int, b: int) -> int:
+        \"\"\"Add two integers.\"\"\"
+        return a + b
+
+    agent = SimpleAgent(provider=ScriptedProvider([call("add", a=2, b=3), "5"]), tools=[add])
+    print(agent.run_sync("What is 2 + 3?").reply)
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ._core import (
+    Capabilities,
+    ChatResponse,
+    ChunkCallback,
+    FinishReason,
+    HeronError,
+    ImagePart,
+    Message,
+    OutputValidationError,
+    Part,
+    ProviderError,
+    Role,
+    RunError,
+    ScriptExhaustedError,
+    StreamChunk,
+    TextPart,
+    ToolCall,
+    ToolError,
+    ToolSchema,
+    Usage,
+    UserError,
+)
+from .agents import (
+    AgentState,
+    BaseAgent,
+    RunResult,
+    SimpleAgent,
+    StopReason,
+    ToolCallRecord,
+)
+from .providers import Provider, resolve_think_effort, think_budget
+from .tools import (
+    FunctionTool,
+    IdGenerator,
+    LocalToolClient,
+    MemoryStorage,
+    Skill,
+    Storage,
+    Tool,
+    ToolClient,
+    ToolContext,
+    ToolResult,
+    tool,
+)
+
+try:
+    __version__ = version("heron")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0"
+
+__all__ = [
+    "AgentState",
+    "BaseAgent",
+    "Capabilities",
+    "ChatResponse",
+    "ChunkCallback",
+    "FinishReason",
+    "FunctionTool",
+    "HeronError",
+    "IdGenerator",
+    "ImagePart",
+    "LocalToolClient",
+    "MemoryStorage",
+    "Message",
+    "OutputValidationError",
+    "Part",
+    "Provider",
+    "ProviderError",
+    "Role",
+    "RunError",
+    "RunResult",
+    "ScriptExhaustedError",
+    "SimpleAgent",
+    "Skill",
+    "StopReason",
+    "Storage",
+    "StreamChunk",
+    "TextPart",
+    "Tool",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolClient",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "ToolSchema",
+    "Usage",
+    "UserError",
+    "__version__",
+    "resolve_think_effort",
+    "think_budget",
+    "tool",
+]

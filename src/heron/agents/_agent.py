@@ -1,0 +1,315 @@
+"""Agents: :class:`BaseAgent` (any tool client) and :class:`SimpleAgent` (in-process tools)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._core import (
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    ToolSchema,
+    Usage,
+    UserError,
+)
+from .._core.tokens import estimate_message_tokens, estimate_tokens
+from ..providers import Provider
+from ..tools import LocalToolClient, Skill, Tool, ToolClient, merge_tools, render_skills
+from ._compaction import compaction_request, memory_block
+from ._output import OutputSpec
+from ._result import RunResult
+from ._run import Hook, Run
+from ._state import STATE_VERSION, AgentState
+
+__all__ = ["DEFAULT_MAX_TURNS", "BaseAgent", "SimpleAgent"]
+
+DEFAULT_MAX_TURNS = 25
+"""Model turns one run may take before it stops with ``stop_reason="max_turns"``."""
+
+
+class BaseAgent:
+    """An agent loop over a provider and an explicit :class:`ToolClient`.
+
+    Use :class:`SimpleAgent` unless the tools live elsewhere (an MCP server, a
+    sandbox); ``allowed_tools`` then limits which of the client's tools the
+    model sees (skills' tools are added to it)::
+
+        agent = BaseAgent(
+            provider=provider,
+            instruction="You are a helpful assistant.",
+            tool_client=client,
+            allowed_tools=["get-current-time"],
+        )
+        result = await agent.run("What time is it?")
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        tool_client: ToolClient,
+        instruction: str = "",
+        allowed_tools: Sequence[str] | None = None,
+        skills: Sequence[Skill] = (),
+        name: str | None = None,
+        state: AgentState | Mapping[str, Any] | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        output_retries: int = 2,
+        on_tool_call: Hook | None = None,
+        on_tool_result: Hook | None = None,
+    ) -> None:
+        if not isinstance(provider, Provider):
+            raise UserError(f"provider must be a heron Provider, not {type(provider).__name__}")
+        if not isinstance(tool_client, ToolClient):
+            raise UserError(
+                f"tool_client must be a heron ToolClient, not {type(tool_client).__name__}"
+            )
+        if max_turns < 1:
+            raise UserError("max_turns must be at least 1")
+        if output_retries < 0:
+            raise UserError("output_retries cannot be negative")
+        self.provider = provider
+        """The provider driving the loop."""
+        self.tool_client = tool_client
+        """Where the agent's tools run."""
+        self.instruction = instruction
+        """The agent's instruction, first in the system prompt."""
+        self.skills: tuple[Skill, ...] = tuple(skills)
+        """Skills folded into the system prompt."""
+        self.name = name or "agent"
+        """The agent's name, carried on its results."""
+        self.max_turns = max_turns
+        """Model turns one run may take."""
+        self.output_retries = output_retries
+        """How many times an invalid structured answer is sent back for another try."""
+        self.on_tool_call = on_tool_call
+        """Called with each :class:`ToolCall` before it runs."""
+        self.on_tool_result = on_tool_result
+        """Called with each :class:`ToolCallRecord` once its call has finished."""
+        self.last_result: RunResult | None = None
+        """The most recent run's result, including failed and cancelled runs."""
+        self._allowed: frozenset[str] | None = None
+        if allowed_tools is not None:
+            skill_tools = (t.name for s in self.skills for t in s.tools)
+            self._allowed = frozenset((*allowed_tools, *skill_tools))
+        self._base_prompt = "\n\n".join(
+            part for part in (instruction.strip(), render_skills(self.skills)) if part
+        )
+        saved = AgentState.load(state) if state is not None else AgentState()
+        self._full: list[Message] = saved.full_messages()
+        self._working: list[Message] = saved.working_messages()
+        self._memory: str | None = saved.memory
+        self._usage = saved.usage
+        self._context_tokens = saved.context_tokens
+        self._compactions = saved.compactions
+        self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- public surface -------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """The working context sent to the model (a copy)."""
+        return list(self._working)
+
+    @property
+    def messages_full(self) -> list[Message]:
+        """Every message ever added, never rewritten by compaction (a copy)."""
+        return list(self._full)
+
+    @property
+    def memory(self) -> str | None:
+        """The running summary of compacted context, if any compaction happened."""
+        return self._memory
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and requests over the agent's life, compaction included."""
+        return self._usage
+
+    @property
+    def compactions(self) -> int:
+        """How many times the working context has been compacted."""
+        return self._compactions
+
+    def system_prompt(self, output_type: Any = None) -> str:
+        """The system prompt as the model sees it now (memory included)."""
+        spec = OutputSpec(output_type) if output_type is not None else None
+        return self._system_text(spec)
+
+    def state(self) -> dict[str, Any]:
+        """A JSON-serialisable, versioned snapshot; pass it back as ``state=`` to resume."""
+        return AgentState(
+            version=STATE_VERSION,
+            name=self.name,
+            messages_full=[m.to_dict() for m in self._full],
+            messages=[m.to_dict() for m in self._working],
+            memory=self._memory,
+            input_tokens=self._usage.input_tokens,
+            output_tokens=self._usage.output_tokens,
+            requests=self._usage.requests,
+            context_tokens=self._context_tokens,
+            compactions=self._compactions,
+        ).model_dump(mode="json")
+
+    async def visible_tools(self) -> list[ToolSchema]:
+        """The tools the model is offered: the client's, narrowed by ``allowed_tools``."""
+        tools = await self.tool_client.list_tools()
+        if self._allowed is None:
+            return tools
+        names = {t.name for t in tools}
+        missing = sorted(self._allowed - names)
+        if missing:
+            raise UserError(f"allowed tools not provided by the tool client: {', '.join(missing)}")
+        return [t for t in tools if t.name in self._allowed]
+
+    async def run(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: Any = None,
+    ) -> RunResult:
+        """Run the loop on ``prompt`` until the model answers; return the :class:`RunResult`.
+
+        ``on_chunk`` (sync or async) receives the live :class:`StreamChunk`
+        sequence. ``output_type`` (a pydantic model, any type pydantic
+        validates, or a JSON schema dict) asks for a structured answer, put on
+        ``result.output_value``. A call made while another run is in progress
+        waits for it, so prompts are taken in call order.
+        """
+        if not self.provider.capabilities.supports_tools:
+            raise UserError(
+                f"provider {self.provider.name!r} does not support native tool calling, "
+                "which agents require; pick a model that does (or set supports_tools=True "
+                "if it really can)"
+            )
+        spec = OutputSpec(output_type) if output_type is not None else None
+        message = prompt if isinstance(prompt, Message) else Message.user(prompt)
+        if message.role != "user":
+            raise UserError(f"a prompt must be a user message, not {message.role!r}")
+        async with self._run_lock():
+            return await Run(self, on_chunk=on_chunk, spec=spec).execute(message)
+
+    def run_sync(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: Any = None,
+    ) -> RunResult:
+        """Blocking :meth:`run`, for scripts; refused inside a running event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(prompt, on_chunk=on_chunk, output_type=output_type))
+        raise UserError("run_sync() cannot be called from a running event loop; use `await run()`")
+
+    # -- used by the loop -----------------------------------------------
+
+    def _run_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop
+        return self._lock
+
+    def _system_text(self, spec: OutputSpec | None) -> str:
+        parts = [self._base_prompt]
+        if spec is not None:
+            parts.append(spec.instructions())
+        if self._memory:
+            parts.append(memory_block(self._memory))
+        return "\n\n".join(p for p in parts if p)
+
+    def _request_messages(self, spec: OutputSpec | None) -> list[Message]:
+        system = self._system_text(spec)
+        if not system:
+            return list(self._working)
+        return [Message.system(system), *self._working]
+
+    def _append(self, message: Message, result: RunResult) -> None:
+        self._full.append(message)
+        self._working.append(message)
+        result.messages.append(message)
+        if message.role != "assistant":  # assistant output is counted from usage
+            self._context_tokens += estimate_message_tokens((message,))
+
+    def _account(self, response: ChatResponse, result: RunResult) -> None:
+        result.input_tokens += response.input_tokens
+        result.output_tokens += response.output_tokens
+        self._usage = self._usage + Usage(
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            requests=1,
+        )
+        if response.input_tokens:
+            self._context_tokens = response.input_tokens + response.output_tokens
+
+    async def _maybe_compact(self, keep: Message | None, result: RunResult) -> None:
+        """Fold the working context into memory once it passes the safe threshold."""
+        if self._context_tokens <= self.provider.capabilities.compaction_threshold:
+            return
+        if len(self._working) <= 1:
+            return  # nothing left to fold: only the prompt itself
+        request = compaction_request(self._memory, self._working)
+        response = await self.provider.chat(request)
+        result.input_tokens += response.input_tokens
+        result.output_tokens += response.output_tokens
+        self._usage = self._usage + Usage(
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            requests=1,
+        )
+        summary = response.content.strip()
+        if not summary:
+            return  # a model that summarises to nothing must not wipe the context
+        self._memory = summary
+        self._working = [keep] if keep is not None else []
+        self._compactions += 1
+        self._context_tokens = estimate_tokens(self._system_text(None)) + estimate_message_tokens(
+            self._working
+        )
+
+
+class SimpleAgent(BaseAgent):
+    """An agent whose tools and skills run in this process.
+
+    Tools passed both directly and inside a skill are registered once::
+
+        agent = SimpleAgent(
+            provider=provider,
+            instruction="You are a helpful assistant.",
+            tools=[get_current_time],
+        )
+        result = await agent.run("What time is it?")
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        instruction: str = "",
+        tools: Sequence[Tool] = (),
+        skills: Sequence[Skill] = (),
+        name: str | None = None,
+        state: AgentState | Mapping[str, Any] | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        output_retries: int = 2,
+        on_tool_call: Hook | None = None,
+        on_tool_result: Hook | None = None,
+    ) -> None:
+        client = LocalToolClient(merge_tools(tools, skills), env_id=name or "agent")
+        super().__init__(
+            provider=provider,
+            tool_client=client,
+            instruction=instruction,
+            skills=skills,
+            name=name,
+            state=state,
+            max_turns=max_turns,
+            output_retries=output_retries,
+            on_tool_call=on_tool_call,
+            on_tool_result=on_tool_result,
+        )

@@ -1,0 +1,58 @@
+"""Memory compaction: folding the working context into a running summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from .._core import Message
+
+__all__ = ["compaction_request", "memory_block"]
+
+# A single huge tool output must not make the summary request itself overflow.
+_MAX_CHARS_PER_MESSAGE = 4_000
+
+_SYSTEM = (
+    "You maintain the long-term memory of an AI agent whose conversation has grown too "
+    "long for its context window. Write a new memory that replaces the old one and the "
+    "transcript below. Keep every fact the agent may need later: what the user wants "
+    "(including the task in progress and what remains of it), names, numbers, decisions, "
+    "file paths, tool results that matter, and what has already been done. Leave out "
+    "pleasantries and repetition. Write plain text, concise but complete."
+)
+
+
+def _render(message: Message) -> str:
+    text = message.text
+    if len(text) > _MAX_CHARS_PER_MESSAGE:
+        text = text[:_MAX_CHARS_PER_MESSAGE] + " [...truncated]"
+    if message.role == "tool":
+        state = "failed" if message.is_error else "result"
+        return f"TOOL {message.tool_name} {state}: {text}"
+    line = f"{message.role.upper()}: {text}"
+    for call in message.tool_calls:
+        line += f"\n  [called {call.name} {json.dumps(call.arguments)}]"
+    if message.images:
+        line += f"\n  [{len(message.images)} image(s)]"
+    return line
+
+
+def compaction_request(memory: str | None, messages: Sequence[Message]) -> list[Message]:
+    """The messages asking a provider to merge ``memory`` and ``messages`` into a new memory."""
+    transcript = "\n".join(_render(m) for m in messages)
+    previous = memory.strip() if memory else "(none yet)"
+    return [
+        Message.system(_SYSTEM),
+        Message.user(
+            f"CURRENT MEMORY:\n{previous}\n\nTRANSCRIPT SINCE THEN:\n{transcript}\n\n"
+            "Write the new memory now."
+        ),
+    ]
+
+
+def memory_block(memory: str) -> str:
+    """The system-prompt section that carries the memory into later turns."""
+    return (
+        "MEMORY (a summary of the earlier conversation, which is no longer shown):\n"
+        + memory.strip()
+    )

@@ -1,0 +1,90 @@
+"""Structured output: asking for, parsing and validating a typed final answer."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+from pydantic import TypeAdapter, ValidationError
+
+from .._core import UserError
+
+__all__ = ["OutputSpec"]
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+class InvalidOutput(Exception):
+    """The final answer did not parse or validate; ``str()`` is the model-facing reason."""
+
+    def __init__(self, message: str, errors: Any = None) -> None:
+        super().__init__(message)
+        self.errors = errors
+
+
+class OutputSpec:
+    """A run's output type: a pydantic model, any type pydantic takes, or a JSON schema."""
+
+    def __init__(self, output_type: Any) -> None:
+        self.schema: dict[str, Any]
+        self._adapter: TypeAdapter[Any] | None = None
+        self._validator: jsonschema.Draft202012Validator | None = None
+        if isinstance(output_type, Mapping):
+            schema = dict(output_type)
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise UserError(f"output_type is not a valid JSON schema: {exc.message}") from None
+            self.schema = schema
+            self._validator = jsonschema.Draft202012Validator(schema)
+        else:
+            try:
+                self._adapter = TypeAdapter(output_type)
+                self.schema = self._adapter.json_schema()
+            except Exception as exc:
+                raise UserError(f"output_type {output_type!r} has no JSON schema: {exc}") from None
+
+    def instructions(self) -> str:
+        """The system-prompt text asking for output in this shape."""
+        return (
+            "OUTPUT FORMAT:\nWhen you give your final answer, reply with only a JSON value "
+            "(no prose, no code fences) that matches this JSON schema:\n"
+            + json.dumps(self.schema, separators=(",", ":"))
+        )
+
+    def parse(self, text: str) -> Any:
+        """Parse and validate ``text``; raise :class:`InvalidOutput` with a reason."""
+        fenced = _FENCE.match(text)
+        raw = fenced.group(1) if fenced else text.strip()
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidOutput(f"the answer is not valid JSON ({exc.msg} at {exc.pos})") from None
+        if self._validator is not None:
+            errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.path))
+            if errors:
+                details = [
+                    f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}" for e in errors
+                ]
+                raise InvalidOutput("; ".join(details), details)
+            return value
+        assert self._adapter is not None
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError as exc:
+            details = [
+                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+                for e in exc.errors()
+            ]
+            raise InvalidOutput("; ".join(details), exc.errors()) from None
+
+    @staticmethod
+    def retry_prompt(reason: str) -> str:
+        """The message sent back to the model after an invalid answer."""
+        return (
+            f"Your final answer did not match the required output format: {reason}. "
+            "Reply again with only the corrected JSON value."
+        )

@@ -1,0 +1,201 @@
+"""The record of one agent run: reply, tool calls, tokens, timing, identity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from .._core import Message
+
+__all__ = ["RunResult", "StopReason", "ToolCallRecord"]
+
+StopReason: TypeAlias = Literal["end_turn", "tool_stop", "max_turns", "cancelled", "error"]
+"""Why a run ended: the model answered, a stop tool ran, the turn limit was
+reached, the run was cancelled, or it failed."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallRecord:
+    """One tool call made during a run, with its result."""
+
+    id: str
+    """The call's id, as the model made it."""
+    name: str
+    """The tool called."""
+    arguments: dict[str, Any]
+    """The arguments the model passed."""
+    result: str = ""
+    """The result's text, as the model saw it."""
+    is_error: bool = False
+    """Whether the call failed."""
+    duration: float | None = None
+    """Seconds the call took."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data; ``is_error`` and ``duration`` only when set."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "result": self.result,
+        }
+        if self.is_error:
+            out["is_error"] = True
+        if self.duration is not None:
+            out["duration"] = round(self.duration, 6)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCallRecord:
+        """Rebuild a record from :meth:`to_dict` output."""
+        return cls(
+            id=str(data["id"]),
+            name=str(data["name"]),
+            arguments=dict(data.get("arguments", {})),
+            result=str(data.get("result", "")),
+            is_error=bool(data.get("is_error", False)),
+            duration=data.get("duration"),
+        )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(kw_only=True, slots=True)
+class RunResult:
+    """What one ``agent.run()`` produced.
+
+    ``reply`` is the final answer's text; ``tool_calls`` every call made during
+    the run with its result; ``input_tokens`` / ``output_tokens`` every token
+    spent (memory compaction included); ``stop_reason`` why it ended::
+
+        result = await agent.run("What time is it?")
+        print(result.reply, result.stop_reason, result.input_tokens)
+    """
+
+    agent_name: str
+    """Name of the agent that produced the result."""
+    output: list[Message] = field(default_factory=list)
+    """The final assistant answer as a one-element list, or empty when there was none."""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    """Every tool call of the run, in the order the model made them."""
+    input_tokens: int = 0
+    """Tokens read by providers during the run."""
+    output_tokens: int = 0
+    """Tokens generated during the run."""
+    duration: float = 0.0
+    """Wall-clock seconds the run took."""
+    delegated_by: str | None = None
+    """Name of the agent that delegated this run, if any."""
+    id: str = field(default_factory=_new_id)
+    """Unique id of this run (UUID4)."""
+    created_at: datetime = field(default_factory=_now)
+    """When the run started (UTC)."""
+    stop_reason: StopReason | None = None
+    """Why the run ended."""
+    turns: int = 0
+    """Model turns taken."""
+    output_value: Any = None
+    """The validated structured output, when ``output_type`` was given."""
+    error: str | None = None
+    """What went wrong, when ``stop_reason`` is ``"error"``."""
+    messages: list[Message] = field(default_factory=list)
+    """Every message this run added to the conversation."""
+
+    @property
+    def reply(self) -> str:
+        """Text of the final answer ("" when there was none)."""
+        return self.output[-1].text if self.output else ""
+
+    @property
+    def last_text_content(self) -> str:
+        """Alias of :attr:`reply`."""
+        return self.reply
+
+    @property
+    def has_tool_calls(self) -> bool:
+        """Whether any tool was called during the run."""
+        return bool(self.tool_calls)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the run ended naturally: the model answered or a stop tool ran."""
+        return self.stop_reason in ("end_turn", "tool_stop")
+
+    @property
+    def checksum(self) -> str:
+        """SHA-256 of the output, the tool calls and ``created_at`` (integer epoch)."""
+        payload = {
+            "output": [m.to_dict() for m in self.output],
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "created_at": int(self.created_at.timestamp()),
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def export(self) -> dict[str, Any]:
+        """A compact dict for persistence: no ``None`` values and no zero token counts."""
+        data: dict[str, Any] = {
+            "agent_name": self.agent_name,
+            "delegated_by": self.delegated_by,
+            "output": [m.to_dict() for m in self.output],
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "created_at": self.created_at.isoformat(),
+            "id": self.id,
+            "checksum": self.checksum,
+            "stop_reason": self.stop_reason,
+            "duration": round(self.duration, 6),
+            "turns": self.turns or None,
+            "input_tokens": self.input_tokens or None,
+            "output_tokens": self.output_tokens or None,
+            "output_value": self.output_value,
+            "error": self.error,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`export` plus this run's ``messages``."""
+        return {**self.export(), "messages": [m.to_dict() for m in self.messages]}
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`export` as a JSON string; ``kwargs`` go to :func:`json.dumps`."""
+        return json.dumps(self.export(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunResult:
+        """Rebuild a result from :meth:`export` or :meth:`to_dict` output.
+
+        Missing keys take their defaults. A ``checksum`` that does not match the
+        rebuilt result raises :class:`ValueError`: the data was altered.
+        """
+        created = data.get("created_at")
+        result = cls(
+            agent_name=str(data["agent_name"]),
+            output=[Message.from_dict(m) for m in data.get("output", ())],
+            tool_calls=[ToolCallRecord.from_dict(c) for c in data.get("tool_calls", ())],
+            input_tokens=int(data.get("input_tokens", 0)),
+            output_tokens=int(data.get("output_tokens", 0)),
+            duration=float(data.get("duration", 0.0)),
+            delegated_by=data.get("delegated_by"),
+            id=str(data.get("id") or _new_id()),
+            created_at=datetime.fromisoformat(created) if created else _now(),
+            stop_reason=data.get("stop_reason"),
+            turns=int(data.get("turns", 0)),
+            output_value=data.get("output_value"),
+            error=data.get("error"),
+            messages=[Message.from_dict(m) for m in data.get("messages", ())],
+        )
+        expected = data.get("checksum")
+        if expected is not None and expected != result.checksum:
+            raise ValueError("RunResult checksum does not match its data: it was altered")
+        return result

@@ -1,0 +1,231 @@
+"""One run of the agent loop, split into its steps.
+
+A run appends the prompt, then repeats *model turn* → *tool dispatch* until the
+model answers without calling tools, a stop tool runs, or the turn limit is hit.
+Memory compaction happens between turns. Every step leaves the history
+consistent: an assistant message that made tool calls is always followed by a
+result for each of them, even when the run is cancelled mid-dispatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from .._core import (
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    OutputValidationError,
+    Part,
+    RunError,
+    StreamChunk,
+    TextPart,
+    ToolCall,
+    ToolSchema,
+    emit,
+)
+from ..tools import ToolResult
+from ._output import InvalidOutput, OutputSpec
+from ._result import RunResult, ToolCallRecord
+
+if TYPE_CHECKING:
+    from ._agent import BaseAgent
+
+__all__ = ["Hook", "Run"]
+
+Hook: TypeAlias = Callable[[Any], Awaitable[None] | None]
+"""A sync or async callback taking one argument."""
+
+_Outcome: TypeAlias = tuple[ToolResult, ToolCallRecord]
+
+
+async def call_hook(hook: Hook | None, value: Any) -> None:
+    """Call ``hook`` with ``value``, awaiting it when it is async."""
+    if hook is not None:
+        result = hook(value)
+        if inspect.isawaitable(result):
+            await result
+
+
+class Run:
+    """The state of one ``agent.run()``; :meth:`execute` drives it to the end."""
+
+    def __init__(
+        self,
+        agent: BaseAgent,
+        *,
+        on_chunk: ChunkCallback | None,
+        spec: OutputSpec | None,
+    ) -> None:
+        self.agent = agent
+        self.on_chunk = on_chunk
+        self.spec = spec
+        self.result = RunResult(agent_name=agent.name)
+        self.prompt: Message | None = None
+        self._tools: list[ToolSchema] = []
+        self._tool_names: frozenset[str] = frozenset()
+        self._retries_left = agent.output_retries
+
+    async def execute(self, prompt: Message) -> RunResult:
+        """Run the loop for ``prompt``; the result is also left on ``agent.last_result``."""
+        started = time.perf_counter()
+        result = self.result
+        try:
+            self._tools = await self.agent.visible_tools()
+            self._tool_names = frozenset(t.name for t in self._tools)
+            self.prompt = prompt
+            self.agent._append(prompt, result)
+            await emit(self.on_chunk, StreamChunk(role="user", content=prompt.text, done=True))
+            while not await self.step():
+                pass
+        except asyncio.CancelledError:
+            result.stop_reason = "cancelled"
+            raise
+        except BaseException as exc:
+            result.stop_reason = "error"
+            result.error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, RunError) and exc.result is None:
+                exc.result = result
+            raise
+        finally:
+            result.duration = time.perf_counter() - started
+            self.agent.last_result = result
+        return result
+
+    async def step(self) -> bool:
+        """One model turn and its tool calls; ``True`` when the run is over."""
+        agent, result = self.agent, self.result
+        if result.turns >= agent.max_turns:
+            return self._finish("max_turns")
+        await agent._maybe_compact(self.prompt, result)
+        messages = agent._request_messages(self.spec)
+        response = await agent.provider.chat(messages, tools=self._tools, on_chunk=self.on_chunk)
+        agent._account(response, result)
+        result.turns += 1
+        assistant = Message.assistant(
+            response.content,
+            tool_calls=response.tool_calls,
+            thinking=response.thinking,
+            provider_thinking=response.provider_thinking,
+        )
+        agent._append(assistant, result)
+        if response.tool_calls:
+            if await self._dispatch(response.tool_calls):
+                return self._finish("tool_stop")
+            return False
+        return self._answer(response)
+
+    def _answer(self, response: ChatResponse) -> bool:
+        if self.spec is not None:
+            try:
+                self.result.output_value = self.spec.parse(response.content)
+            except InvalidOutput as exc:
+                if self._retries_left <= 0:
+                    raise OutputValidationError(
+                        f"structured output still invalid after "
+                        f"{self.agent.output_retries} retries: {exc}",
+                        errors=exc.errors,
+                    ) from None
+                self._retries_left -= 1
+                self.agent._append(Message.user(self.spec.retry_prompt(str(exc))), self.result)
+                return False
+        return self._finish("end_turn")
+
+    def _finish(self, reason: Any) -> bool:
+        self.result.stop_reason = reason
+        for m in reversed(self.result.messages):
+            if m.role == "assistant":
+                if m.text:
+                    self.result.output = [Message.assistant(m.text)]
+                break
+        return True
+
+    async def _dispatch(self, calls: Sequence[ToolCall]) -> bool:
+        """Run every call of a turn concurrently; ``True`` if one asked to stop the run."""
+        for c in calls:
+            await call_hook(self.agent.on_tool_call, c)
+        outcomes: dict[str, _Outcome] = {}
+        if len(calls) == 1:
+            # Most turns make one call: skip the task machinery.
+            try:
+                outcomes[calls[0].id] = await self._call(calls[0])
+            finally:
+                self._record(calls, outcomes)
+        else:
+            tasks = [asyncio.ensure_future(self._call(c)) for c in calls]
+            try:
+                await asyncio.wait(tasks)
+            except asyncio.CancelledError:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.wait(tasks)
+                raise
+            finally:
+                for c, t in zip(calls, tasks, strict=True):
+                    if t.done() and not t.cancelled() and t.exception() is None:
+                        outcomes[c.id] = t.result()
+                self._record(calls, outcomes)
+            for t in tasks:
+                if not t.cancelled() and (exc := t.exception()) is not None:
+                    raise exc
+        return any(res.stop_iteration for res, _ in outcomes.values())
+
+    async def _call(self, call: ToolCall) -> _Outcome:
+        started = time.perf_counter()
+        if call.name not in self._tool_names:
+            known = ", ".join(sorted(self._tool_names)) or "none"
+            res = ToolResult.error(f"unknown tool {call.name!r}; available tools: {known}")
+        else:
+            try:
+                res = await self.agent.tool_client.call_tool(call.name, call.arguments)
+            except Exception as exc:  # transport faults: the model hears about them
+                res = ToolResult.error(f"tool {call.name!r} could not be run: {exc}")
+        record = ToolCallRecord(
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            result=res.text,
+            is_error=res.is_error,
+            duration=time.perf_counter() - started,
+        )
+        await emit(
+            self.on_chunk,
+            StreamChunk(
+                role="tool",
+                content=res.text,
+                done=True,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                is_error=res.is_error,
+            ),
+        )
+        await call_hook(self.agent.on_tool_result, record)
+        return res, record
+
+    def _record(self, calls: Sequence[ToolCall], outcomes: dict[str, _Outcome]) -> None:
+        """Append one tool message per call, in call order, filling in unfinished ones."""
+        for c in calls:
+            outcome = outcomes.get(c.id)
+            if outcome is None:
+                res = ToolResult.error("tool call cancelled before it finished")
+                record = ToolCallRecord(
+                    id=c.id, name=c.name, arguments=c.arguments, result=res.text, is_error=True
+                )
+            else:
+                res, record = outcome
+            self.result.tool_calls.append(record)
+            content: str | tuple[Part, ...] = res.content
+            if all(isinstance(p, TextPart) for p in content):
+                content = res.text
+            message = Message(
+                role="tool",
+                content=content,
+                tool_call_id=c.id,
+                tool_name=c.name,
+                is_error=res.is_error,
+            )
+            self.agent._append(message, self.result)

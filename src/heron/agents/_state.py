@@ -1,0 +1,70 @@
+"""An agent's saved state: a versioned, JSON-serialisable snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .._core import Message, Usage, UserError
+
+__all__ = ["STATE_VERSION", "AgentState"]
+
+STATE_VERSION = 1
+"""Schema version written by this release of Heron."""
+
+
+class AgentState(BaseModel):
+    """Everything needed to resume an agent: what ``agent.state()`` returns as a dict.
+
+    ``messages_full`` is every message ever added (never rewritten);
+    ``messages`` is the working context sent to the model, which restarts from
+    ``memory`` after each compaction.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(default=STATE_VERSION, description="State schema version.")
+    name: str | None = Field(default=None, description="The agent's name when saved.")
+    messages_full: list[dict[str, Any]] = Field(default_factory=list)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    memory: str | None = Field(default=None, description="Running summary of compacted context.")
+    input_tokens: int = Field(default=0, ge=0, description="Tokens read over the agent's life.")
+    output_tokens: int = Field(default=0, ge=0, description="Tokens generated over its life.")
+    requests: int = Field(default=0, ge=0, description="Provider requests over its life.")
+    context_tokens: int = Field(default=0, ge=0, description="Size of the working context.")
+    compactions: int = Field(default=0, ge=0, description="Compactions performed.")
+
+    @classmethod
+    def load(cls, data: AgentState | Mapping[str, Any]) -> AgentState:
+        """Validate saved state, refusing versions this release cannot read."""
+        if isinstance(data, AgentState):
+            return data
+        version = data.get("version") if isinstance(data, Mapping) else None
+        if version != STATE_VERSION:
+            raise UserError(
+                f"cannot resume agent state of version {version!r}; "
+                f"this Heron reads version {STATE_VERSION}"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise UserError(f"invalid agent state: {exc}") from None
+
+    def full_messages(self) -> list[Message]:
+        """``messages_full`` as :class:`Message` values."""
+        return [Message.from_dict(m) for m in self.messages_full]
+
+    def working_messages(self) -> list[Message]:
+        """``messages`` as :class:`Message` values."""
+        return [Message.from_dict(m) for m in self.messages]
+
+    @property
+    def usage(self) -> Usage:
+        """The lifetime token counters."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            requests=self.requests,
+        )

@@ -1,0 +1,6 @@
+"""Model providers: the :class:`Provider` interface and its implementations."""
+
+from ._base import Provider, resolve_think_effort, think_budget
+from .scripted import ScriptedProvider
+
+__all__ = ["Provider", "ScriptedProvider", "resolve_think_effort", "think_budget"]

@@ -1,0 +1,24 @@
+"""Tools and skills: what an agent's model can call, and how to bundle it."""
+
+from ._client import LocalToolClient, ToolClient
+from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
+from ._result import ToolResult, to_tool_result
+from ._skill import Skill, merge_tools, render_skills
+from ._tool import FunctionTool, Tool, tool
+
+__all__ = [
+    "FunctionTool",
+    "IdGenerator",
+    "LocalToolClient",
+    "MemoryStorage",
+    "Skill",
+    "Storage",
+    "Tool",
+    "ToolClient",
+    "ToolContext",
+    "ToolResult",
+    "merge_tools",
+    "render_skills",
+    "to_tool_result",
+    "tool",
+]

@@ -1,0 +1,77 @@
+"""What a running tool can reach: its environment id, storage and id generator."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+__all__ = ["IdGenerator", "MemoryStorage", "Storage", "ToolContext"]
+
+
+class Storage(ABC):
+    """A small async key/value store for tool state (strings in, strings out)."""
+
+    @abstractmethod
+    async def get(self, key: str) -> str | None:
+        """Return the value stored under ``key``, or ``None``."""
+
+    @abstractmethod
+    async def set(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key``, replacing any earlier value."""
+
+
+class MemoryStorage(Storage):
+    """A :class:`Storage` kept in this process's memory; gone when it exits."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, str] = {}
+
+    async def get(self, key: str) -> str | None:
+        """Return the value under ``key``, or ``None``."""
+        return self._data.get(key)
+
+    async def set(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key``."""
+        self._data[key] = value
+
+
+class IdGenerator:
+    """Hands out short ids that are stable per environment: ``ref-1``, ``ref-2``, ...
+
+    The counters live in ``storage`` under the ``env_id``, so a restarted
+    process continues the same sequence instead of reusing ids.
+    """
+
+    def __init__(self, storage: Storage, env_id: str) -> None:
+        self._storage = storage
+        self._env_id = env_id
+        self._lock = asyncio.Lock()
+
+    async def next(self, prefix: str = "ref") -> str:
+        """Return the next id with ``prefix``."""
+        key = f"heron.ids/{self._env_id}/{prefix}"
+        async with self._lock:
+            current = int(await self._storage.get(key) or 0) + 1
+            await self._storage.set(key, str(current))
+        return f"{prefix}-{current}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolContext:
+    """Passed to a tool's ``execute``: the state of the client that called it.
+
+    Two clients with different ``env_id`` values see separate state even when
+    they share one tool server.
+    """
+
+    env_id: str = "local"
+    """The calling client's environment id."""
+    storage: Storage = field(default_factory=MemoryStorage)
+    """Key/value storage for tool state; prefix keys with ``env_id`` to scope them."""
+    ids: IdGenerator | None = None
+    """Stable id generator for this environment."""
+
+    def scoped_key(self, key: str) -> str:
+        """``key`` prefixed with this environment's id."""
+        return f"{self.env_id}/{key}"

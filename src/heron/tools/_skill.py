@@ -1,0 +1,63 @@
+"""Skills: instructions bundled with the tools they depend on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .._core import UserError
+from ._tool import Tool
+
+__all__ = ["Skill", "merge_tools", "render_skills"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Skill:
+    """Instructions and the tools they need, included in an agent as one unit.
+
+    The description is the model's first signal of whether the skill applies:
+    write it as "use this when ..."::
+
+        math = Skill(
+            name="math-helper",
+            description="Use for exact arithmetic.",
+            instructions="- Always use math-sum for addition.",
+            tools=[math_sum],
+        )
+    """
+
+    name: str
+    """Short identifier shown to the model."""
+    description: str
+    """When to use the skill."""
+    instructions: str
+    """How to go about it, folded into the system prompt."""
+    tools: Sequence[Tool] = field(default_factory=tuple)
+    """Tools the instructions rely on; registered with the skill."""
+
+    def render(self) -> str:
+        """The skill's entry in the ``SKILLS:`` block of the system prompt."""
+        return f"{self.name} - {self.description}\n{self.instructions.strip()}"
+
+
+def render_skills(skills: Sequence[Skill]) -> str:
+    """The ``SKILLS:`` block for ``skills``, or an empty string when there are none."""
+    if not skills:
+        return ""
+    return "SKILLS:\n\n" + "\n\n".join(s.render() for s in skills)
+
+
+def merge_tools(tools: Iterable[Tool], skills: Iterable[Skill]) -> list[Tool]:
+    """All tools of ``tools`` and ``skills``, each registered once.
+
+    A tool passed both directly and inside a skill (or in two skills) is kept
+    once; two *different* tools sharing a name are a :class:`UserError`.
+    """
+    merged: dict[str, Tool] = {}
+    for t in [*tools, *(t for s in skills for t in s.tools)]:
+        seen = merged.get(t.name)
+        if seen is None:
+            merged[t.name] = t
+        elif seen is not t and not seen.same_definition(t):
+            raise UserError(f"two different tools are named {t.name!r}; tool names must be unique")
+    return list(merged.values())

@@ -1,0 +1,238 @@
+"""Tools: the :class:`Tool` base class and the :func:`tool` decorator."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+import jsonschema
+from pydantic import ValidationError
+
+from .._core import ToolError, ToolSchema, UserError
+from ._context import ToolContext
+from ._result import ToolResult, to_tool_result
+from ._schema import inspect_function
+
+__all__ = ["FunctionTool", "Tool", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class Tool:
+    """Something an agent's model can call.
+
+    Subclass it and implement :meth:`execute` (sync or async), or decorate a
+    function with :func:`tool`. Arguments are validated against
+    ``input_schema`` before ``execute`` runs; a failure of either reaches the
+    model as an error result and the run goes on::
+
+        class Sum(Tool):
+            name = "math-sum"
+            description = "Add two numbers."
+            input_schema = {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            }
+
+            async def execute(self, arguments, context):
+                return arguments["a"] + arguments["b"]
+    """
+
+    name: str = ""
+    """The name the model calls the tool by."""
+    description: str = ""
+    """What the tool does and when to use it: the model's guide."""
+    input_schema: dict[str, Any] = _EMPTY_SCHEMA
+    """JSON schema of the arguments object."""
+    stop_iteration_after_use: bool = False
+    """End the agent's run once this tool has run (e.g. after asking the user)."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        stop_iteration_after_use: bool | None = None,
+    ) -> None:
+        if name is not None:
+            self.name = name
+        if description is not None:
+            self.description = description
+        if input_schema is not None:
+            self.input_schema = input_schema
+        if stop_iteration_after_use is not None:
+            self.stop_iteration_after_use = stop_iteration_after_use
+        if not self.name:
+            raise UserError(f"{type(self).__name__} needs a name")
+        jsonschema.Draft202012Validator.check_schema(self.input_schema)
+        self._validator = jsonschema.Draft202012Validator(self.input_schema)
+
+    @property
+    def schema(self) -> ToolSchema:
+        """The tool as the model sees it."""
+        return ToolSchema(
+            name=self.name, description=self.description, input_schema=self.input_schema
+        )
+
+    def execute(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """Run the tool; return a string, data, an image or a :class:`ToolResult`.
+
+        May be a coroutine function. Sync implementations run in a worker thread
+        so a slow one never blocks the other calls of the turn.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement execute()")
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check ``arguments`` against the schema; raise :class:`ToolError` if they fail."""
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}" for e in errors
+            )
+            raise ToolError(f"invalid arguments for tool {self.name!r}: {details}")
+        return arguments
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        """Validate, execute and wrap the result; failures become error results."""
+        try:
+            checked = self.validate(arguments)
+            if inspect.iscoroutinefunction(self.execute):
+                value = await self.execute(checked, context)
+            else:
+                value = await asyncio.to_thread(self.execute, checked, context)
+                if inspect.isawaitable(value):
+                    value = await value
+            result = to_tool_result(value)
+        except ToolError as exc:
+            result = ToolResult.error(str(exc))
+        except Exception as exc:
+            result = ToolResult.error(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}")
+        if self.stop_iteration_after_use and not result.stop_iteration:
+            result = ToolResult(
+                content=result.content,
+                structured=result.structured,
+                is_error=result.is_error,
+                stop_iteration=True,
+            )
+        return result
+
+    def same_definition(self, other: Tool) -> bool:
+        """Whether ``other`` is this tool again (same kind, name, schema and text)."""
+        return (
+            type(self) is type(other)
+            and self.name == other.name
+            and self.description == other.description
+            and json.dumps(self.input_schema, sort_keys=True)
+            == json.dumps(other.input_schema, sort_keys=True)
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class FunctionTool(Tool):
+    """A :class:`Tool` wrapping a plain function; made by :func:`tool`."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        stop_iteration_after_use: bool = False,
+    ) -> None:
+        info = inspect_function(func)
+        self.func = func
+        """The wrapped function."""
+        self._model = info.model
+        self._context_param = info.context_param
+        self._is_async = inspect.iscoroutinefunction(func)
+        super().__init__(
+            name=name or func.__name__,
+            description=description if description is not None else info.description,
+            input_schema=info.json_schema,
+            stop_iteration_after_use=stop_iteration_after_use,
+        )
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate and coerce ``arguments`` with the signature's pydantic model."""
+        try:
+            model = self._model.model_validate(arguments)
+        except ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise ToolError(f"invalid arguments for tool {self.name!r}: {details}") from None
+        return {k: getattr(model, k) for k in type(model).model_fields}
+
+    async def execute(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """Call the wrapped function (sync functions in a worker thread)."""
+        kwargs = dict(arguments)
+        if self._context_param is not None:
+            kwargs[self._context_param] = context
+        if self._is_async:
+            return await self.func(**kwargs)
+        return await asyncio.to_thread(self.func, **kwargs)
+
+    def same_definition(self, other: Tool) -> bool:
+        """Whether ``other`` wraps the same function under the same name."""
+        return (
+            isinstance(other, FunctionTool) and other.func is self.func and other.name == self.name
+        )
+
+
+@overload
+def tool(func: F, /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    stop_iteration_after_use: bool = False,
+) -> Callable[[F], FunctionTool]: ...
+
+
+def tool(
+    func: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    stop_iteration_after_use: bool = False,
+) -> FunctionTool | Callable[[F], FunctionTool]:
+    """Make a :class:`Tool` from a function, its type hints and its docstring.
+
+    The docstring's first part is the description; an ``Args:`` section (or
+    ``:param x:`` lines) describes each argument. A parameter annotated
+    :class:`ToolContext` receives the calling client's context and is hidden
+    from the model::
+
+        @tool
+        def add(a: int, b: int) -> int:
+            \"\"\"Add two integers.
+
+            Args:
+                a: The first number.
+                b: The second number.
+            \"\"\"
+            return a + b
+    """
+
+    def wrap(f: F) -> FunctionTool:
+        return FunctionTool(
+            f, name=name, description=description, stop_iteration_after_use=stop_iteration_after_use
+        )
+
+    if func is not None:
+        return wrap(func)
+    return wrap

@@ -211,7 +211,7 @@ class Run:
         for c in calls:
             outcome = outcomes.get(c.id)
             if outcome is None:
-                res = ToolResult.error("tool call cancelled before it finished")
+                res = ToolResult.error("tool call cancelled: the run stopped before it finished")
                 record = ToolCallRecord(
                     id=c.id, name=c.name, arguments=c.arguments, result=res.text, is_error=True
                 )

@@ -1,0 +1,109 @@
+"""Memory compaction with a small context window."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from heron import Capabilities, Message, SimpleAgent, tool
+from heron.testing import ScriptedProvider, call
+
+SUMMARY_MARKER = "long-term memory"
+
+
+def is_compaction(messages: Sequence[Message]) -> bool:
+    return bool(messages) and messages[0].role == "system" and SUMMARY_MARKER in messages[0].text
+
+
+def model(messages: Sequence[Message]) -> str:
+    """A stand-in model that can only use what is in its context."""
+    context = "\n".join(m.text for m in messages)
+    if is_compaction(messages):
+        facts = sorted(set(re.findall(r"locker code is \d+|name is \w+", context)))
+        return "Facts: " + "; ".join(facts) + "."
+    question = messages[-1].text
+    if "locker code?" in question:
+        found = re.search(r"locker code is (\d+)", context)
+        return f"Your locker code is {found.group(1)}." if found else "I don't know."
+    return "Noted. " + "ok " * 10
+
+
+def small_window() -> Capabilities:
+    return Capabilities(context_window=240, safe_usage_ratio=0.5)
+
+
+async def test_compaction_folds_context_into_memory_and_keeps_facts() -> None:
+    provider = ScriptedProvider([model] * 40, capabilities=small_window())
+    agent = SimpleAgent(provider=provider, instruction="You are helpful.")
+
+    await agent.run("Remember this: my name is Ada and my locker code is 4471.")
+    for i in range(6):
+        await agent.run(f"Here is some unrelated chatter number {i}, just keep listening please.")
+    assert agent.compactions >= 1
+    assert agent.memory is not None and "4471" in agent.memory
+
+    # The original message has left the working context but is kept in full.
+    assert all("4471" not in m.text for m in agent.messages)
+    assert any("4471" in m.text for m in agent.messages_full)
+    assert len(agent.messages_full) > len(agent.messages)
+
+    result = await agent.run("What is my locker code?")
+    assert result.reply == "Your locker code is 4471."
+    # The memory travelled in the system prompt of that request.
+    assert "4471" in provider.requests[-1].messages[0].text
+    assert "MEMORY" in provider.requests[-1].messages[0].text
+
+
+async def test_compaction_calls_are_counted_in_tokens() -> None:
+    provider = ScriptedProvider([model] * 40, capabilities=small_window())
+    agent = SimpleAgent(provider=provider)
+    results = [await agent.run(f"message {i} " + "padding " * 20) for i in range(5)]
+
+    compaction_requests = [r for r in provider.requests if is_compaction(r.messages)]
+    assert compaction_requests, "expected at least one compaction"
+    assert agent.usage.requests == len(provider.requests)
+    assert agent.usage.input_tokens == sum(r.input_tokens for r in results)
+    assert agent.usage.output_tokens == sum(r.output_tokens for r in results)
+    # A run that compacted spent more than its own turns' input.
+    assert sum(r.turns for r in results) == len(provider.requests) - len(compaction_requests)
+
+
+async def test_compaction_mid_run_keeps_the_task_and_tool_pairs_consistent() -> None:
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page of a long document."""
+        return f"page {page}: " + "lorem ipsum " * 15
+
+    def step(messages: Sequence[Message]) -> object:
+        if is_compaction(messages):
+            pages = sorted(set(re.findall(r"page \d+", "\n".join(m.text for m in messages))))
+            return "Task: read pages. Read so far: " + ", ".join(pages)
+        seen = "\n".join(m.text for m in messages)
+        read = len(set(re.findall(r"page (\d+)", seen)))
+        return call("fetch", page=read + 1) if read < 6 else "Read six pages."
+
+    provider = ScriptedProvider([step] * 30, capabilities=small_window())
+    agent = SimpleAgent(provider=provider, tools=[fetch])
+    result = await agent.run("Read the document page by page until you have six pages.")
+
+    assert result.reply == "Read six pages."
+    assert agent.compactions >= 1
+    # After compaction the working context restarts from the current prompt.
+    assert agent.messages[0].text.startswith("Read the document")
+    # No tool result without its call, no call without its result.
+    call_ids = [c.id for m in agent.messages for c in m.tool_calls]
+    result_ids = [m.tool_call_id for m in agent.messages if m.role == "tool"]
+    assert call_ids == result_ids
+    assert [r.arguments["page"] for r in result.tool_calls] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_an_empty_summary_does_not_wipe_the_context() -> None:
+    def step(messages: Sequence[Message]) -> str:
+        return "" if is_compaction(messages) else "answer " * 30
+
+    provider = ScriptedProvider([step] * 10, capabilities=small_window())
+    agent = SimpleAgent(provider=provider)
+    await agent.run("first " * 30)
+    await agent.run("second")
+    assert agent.compactions == 0
+    assert [m.text.split()[0] for m in agent.messages] == ["first", "answer", "second", "answer"]

@@ -1,0 +1,391 @@
+"""The agent loop: streaming contract, tool dispatch, stop conditions, queueing, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from heron import (
+    BaseAgent,
+    Capabilities,
+    LocalToolClient,
+    Message,
+    SimpleAgent,
+    StreamChunk,
+    ToolCall,
+    ToolCallRecord,
+    UserError,
+    tool,
+)
+from heron.testing import Reply, ScriptedProvider, call
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(name="ask-user", stop_iteration_after_use=True)
+def ask_user(question: str) -> str:
+    """Ask the human a question and stop."""
+    return f"asked: {question}"
+
+
+def kinds(chunks: Sequence[StreamChunk]) -> list[str]:
+    """A compact picture of a chunk sequence."""
+    out = []
+    for c in chunks:
+        if c.role == "user":
+            out.append("user")
+        elif c.role == "tool":
+            out.append(f"tool:{c.tool_name}")
+        elif c.tool_calls:
+            out.append(f"call:{c.tool_calls[0].name}")
+        elif c.thinking:
+            out.append("thinking")
+        elif c.done:
+            out.append("done")
+        else:
+            out.append("text")
+    return out
+
+
+def squash(seq: list[str]) -> list[str]:
+    """Collapse runs of repeated text/thinking deltas into one entry."""
+    out: list[str] = []
+    for k in seq:
+        if out and k in ("text", "thinking") and out[-1] == k:
+            continue
+        out.append(k)
+    return out
+
+
+async def test_streams_the_seed_sequence_for_one_tool_call_then_answer() -> None:
+    chunks: list[StreamChunk] = []
+    agent = SimpleAgent(
+        provider=ScriptedProvider([call("add", a=2, b=3), "The sum is 5."]), tools=[add]
+    )
+    result = await agent.run("What is 2 + 3?", on_chunk=chunks.append)
+
+    assert squash(kinds(chunks)) == ["user", "call:add", "done", "tool:add", "text", "done"]
+    assert chunks[0] == StreamChunk(role="user", content="What is 2 + 3?", done=True)
+    tool_chunk = chunks[3]
+    assert (tool_chunk.content, tool_chunk.done, tool_chunk.tool_name) == ("5", True, "add")
+    assert tool_chunk.tool_call_id == chunks[1].tool_calls[0].id
+    text = "".join(c.content for c in chunks if c.role == "assistant" and not c.done)
+    assert text == "The sum is 5."
+    assert all(not c.tool_calls for c in chunks if c.done)
+    assert result.reply == "The sum is 5."
+    assert result.stop_reason == "end_turn"
+
+
+async def test_thinking_deltas_come_before_content_and_never_on_done() -> None:
+    chunks: list[StreamChunk] = []
+    provider = ScriptedProvider([Reply(text="Paris.", thinking="The capital of France is Paris.")])
+    agent = SimpleAgent(provider=provider)
+    result = await agent.run("Capital of France?", on_chunk=chunks.append)
+
+    assert squash(kinds(chunks)) == ["user", "thinking", "text", "done"]
+    for c in chunks:
+        assert not (c.thinking and c.content)
+        if c.done:
+            assert c.thinking is None
+    assert "".join(c.thinking or "" for c in chunks) == "The capital of France is Paris."
+    assert agent.messages[-1].thinking == "The capital of France is Paris."
+    assert result.reply == "Paris."
+
+
+async def test_async_on_chunk_is_awaited() -> None:
+    seen: list[str] = []
+
+    async def on_chunk(chunk: StreamChunk) -> None:
+        await asyncio.sleep(0)
+        seen.append(chunk.role)
+
+    agent = SimpleAgent(provider=ScriptedProvider([call("add", a=1, b=1), "2"]), tools=[add])
+    await agent.run("1+1", on_chunk=on_chunk)
+    assert seen[0] == "user" and "tool" in seen and seen[-1] == "assistant"
+
+
+async def test_parallel_tool_calls_run_concurrently() -> None:
+    # Each call waits until both have started: only concurrent dispatch can finish.
+    started = 0
+    both_started = asyncio.Event()
+
+    @tool
+    async def rendezvous(name: str) -> str:
+        """Wait for the other call."""
+        nonlocal started
+        started += 1
+        if started == 2:
+            both_started.set()
+        await asyncio.wait_for(both_started.wait(), timeout=5)
+        return f"hello {name}"
+
+    chunks: list[StreamChunk] = []
+    provider = ScriptedProvider(
+        [[call("rendezvous", name="a"), call("rendezvous", name="b")], "both done"]
+    )
+    agent = SimpleAgent(provider=provider, tools=[rendezvous])
+    result = await agent.run("go", on_chunk=chunks.append)
+
+    assert result.reply == "both done"
+    assert [r.result for r in result.tool_calls] == ["hello a", "hello b"]
+    assert squash(kinds(chunks))[:5] == [
+        "user",
+        "call:rendezvous",
+        "call:rendezvous",
+        "done",
+        "tool:rendezvous",
+    ]
+    # Results are stored in call order, each right after the assistant message.
+    tool_messages = [m for m in agent.messages if m.role == "tool"]
+    assert [m.text for m in tool_messages] == ["hello a", "hello b"]
+    assert [m.tool_call_id for m in tool_messages] == [c.id for c in agent.messages[1].tool_calls]
+
+
+async def test_tool_failures_unknown_tools_and_bad_arguments_reach_the_model() -> None:
+    @tool
+    def explode() -> str:
+        """Always fails."""
+        raise RuntimeError("boom")
+
+    provider = ScriptedProvider(
+        [[call("explode"), call("no-such-tool"), call("add", a="x", b=1)], "recovered"]
+    )
+    agent = SimpleAgent(provider=provider, tools=[add, explode])
+    result = await agent.run("try things")
+
+    assert result.reply == "recovered"
+    errors = {r.name: r.result for r in result.tool_calls}
+    assert all(r.is_error for r in result.tool_calls)
+    assert "boom" in errors["explode"]
+    assert "unknown tool 'no-such-tool'" in errors["no-such-tool"]
+    assert "add, explode" in errors["no-such-tool"]
+    assert "a:" in errors["add"] and "integer" in errors["add"]
+    # The model saw the errors on its next request.
+    last_request = provider.requests[-1].messages
+    assert [m.is_error for m in last_request if m.role == "tool"] == [True, True, True]
+
+
+async def test_stop_iteration_tool_ends_the_run() -> None:
+    provider = ScriptedProvider(
+        [Reply(text="Let me ask.", tool_calls=[call("ask-user", question="Which?")])]
+    )
+    agent = SimpleAgent(provider=provider, tools=[ask_user])
+    result = await agent.run("do something vague")
+
+    assert result.stop_reason == "tool_stop"
+    assert result.stopped
+    assert result.reply == "Let me ask."
+    assert result.tool_calls[0].result == "asked: Which?"
+    assert provider.remaining == 0
+
+
+async def test_max_turns_is_a_stop_reason_not_an_exception() -> None:
+    provider = ScriptedProvider([call("add", a=1, b=1)] * 5)
+    agent = SimpleAgent(provider=provider, tools=[add], max_turns=3)
+    result = await agent.run("loop forever")
+
+    assert result.stop_reason == "max_turns"
+    assert result.turns == 3
+    assert len(provider.requests) == 3
+    assert not result.stopped
+    # History stays consistent: every call has its result.
+    assert agent.messages[-1].role == "tool"
+
+
+async def test_provider_without_tool_support_is_refused() -> None:
+    provider = ScriptedProvider(["hi"], capabilities=Capabilities(supports_tools=False))
+    agent = SimpleAgent(provider=provider)
+    with pytest.raises(UserError, match="tool calling"):
+        await agent.run("hello")
+    assert provider.requests == []
+
+
+async def test_a_run_made_during_another_queues_its_prompt() -> None:
+    order: list[str] = []
+    provider = ScriptedProvider([Reply(text="first answer", delay=0.05), "second answer"])
+    agent = SimpleAgent(provider=provider)
+
+    async def run(prompt: str) -> str:
+        result = await agent.run(prompt, on_chunk=lambda c: order.append(prompt))
+        return result.reply
+
+    first, second = await asyncio.gather(run("one"), run("two"))
+    assert (first, second) == ("first answer", "second answer")
+    assert [m.text for m in agent.messages] == ["one", "first answer", "two", "second answer"]
+    # Every chunk of the first run arrived before any chunk of the queued one.
+    assert order == sorted(order, key=lambda p: p == "two")
+    assert order.count("one") > 1 and order.count("two") > 1
+
+
+async def test_cancelling_during_the_model_call_keeps_history_consistent() -> None:
+    asked = asyncio.Event()
+
+    def slow_model(messages: Sequence[Message]) -> Reply:
+        asked.set()
+        return Reply(text="never", delay=30)
+
+    agent = SimpleAgent(provider=ScriptedProvider([slow_model]))
+    task = asyncio.create_task(agent.run("slow"))
+    await asyncio.wait_for(asked.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=5)
+
+    assert [m.role for m in agent.messages] == ["user"]
+    assert agent.last_result is not None
+    assert agent.last_result.stop_reason == "cancelled"
+    assert not agent.last_result.stopped
+
+
+async def test_cancelling_during_tools_cancels_them_and_records_results() -> None:
+    entered = asyncio.Event()
+    cancelled: list[str] = []
+
+    @tool
+    async def slow(name: str) -> str:
+        """Takes forever."""
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            raise
+        return "never"
+
+    provider = ScriptedProvider([[call("slow", name="a"), call("add", a=1, b=2)], "unused"])
+    agent = SimpleAgent(provider=provider, tools=[slow, add])
+    task = asyncio.create_task(agent.run("go"))
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=5)
+
+    assert cancelled == ["a"]
+    roles = [m.role for m in agent.messages]
+    assert roles == ["user", "assistant", "tool", "tool"]
+    calls = agent.messages[1].tool_calls
+    assert [m.tool_call_id for m in agent.messages[2:]] == [c.id for c in calls]
+    assert agent.messages[2].is_error and "cancelled" in agent.messages[2].text
+    assert agent.messages[3].text == "3"
+    assert agent.last_result is not None and agent.last_result.stop_reason == "cancelled"
+
+    # The agent is still usable and the next request is well formed.
+    provider2 = ScriptedProvider(["fine"])
+    agent.provider = provider2
+    result = await agent.run("again")
+    assert result.reply == "fine"
+
+
+async def test_run_sync_works_outside_and_is_refused_inside_a_loop() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider(["hi"]))
+    with pytest.raises(UserError, match="running event loop"):
+        agent.run_sync("hello")
+
+
+def test_run_sync_runs_the_loop() -> None:
+    agent = SimpleAgent(
+        provider=ScriptedProvider([call("add", a=4, b=5), "9", "again"]), tools=[add]
+    )
+    assert agent.run_sync("4+5").reply == "9"
+    assert agent.run_sync("more").reply == "again"  # a second event loop works too
+
+
+async def test_hooks_see_each_call_and_result() -> None:
+    calls: list[ToolCall] = []
+    records: list[ToolCallRecord] = []
+
+    async def on_result(record: ToolCallRecord) -> None:
+        records.append(record)
+
+    agent = SimpleAgent(
+        provider=ScriptedProvider([[call("add", a=1, b=2), call("add", a=3, b=4)], "ok"]),
+        tools=[add],
+        on_tool_call=calls.append,
+        on_tool_result=on_result,
+    )
+    await agent.run("add twice")
+    assert [c.arguments for c in calls] == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+    assert sorted(r.result for r in records) == ["3", "7"]
+    assert all(r.duration is not None and r.duration >= 0 for r in records)
+
+
+async def test_an_exception_in_on_chunk_propagates_and_history_stays_consistent() -> None:
+    def on_chunk(chunk: StreamChunk) -> None:
+        if chunk.role == "tool":
+            raise ValueError("consumer broke")
+
+    agent = SimpleAgent(
+        provider=ScriptedProvider([[call("add", a=1, b=2), call("add", a=2, b=2)], "x"]),
+        tools=[add],
+    )
+    with pytest.raises(ValueError, match="consumer broke"):
+        await agent.run("go", on_chunk=on_chunk)
+    assert [m.role for m in agent.messages] == ["user", "assistant", "tool", "tool"]
+    assert agent.last_result is not None and agent.last_result.stop_reason == "error"
+
+
+async def test_base_agent_limits_tools_to_allowed_ones() -> None:
+    @tool
+    def secret() -> str:
+        """Not for this agent."""
+        return "leaked"
+
+    client = LocalToolClient([add, secret])
+    provider = ScriptedProvider([call("secret"), "ok"])
+    agent = BaseAgent(provider=provider, tool_client=client, allowed_tools=["add"])
+    result = await agent.run("hi")
+
+    assert provider.requests[0].tool_names == ["add"]
+    assert result.tool_calls[0].is_error
+    assert "unknown tool 'secret'" in result.tool_calls[0].result
+
+
+async def test_allowed_tools_missing_from_the_client_is_a_clear_error() -> None:
+    agent = BaseAgent(
+        provider=ScriptedProvider(["x"]), tool_client=LocalToolClient([add]), allowed_tools=["nope"]
+    )
+    with pytest.raises(UserError, match="nope"):
+        await agent.run("hi")
+
+
+async def test_provider_errors_propagate_with_a_recorded_result() -> None:
+    from heron import ProviderError
+
+    provider = ScriptedProvider([ProviderError("overloaded", status=529, retryable=True)])
+    agent = SimpleAgent(provider=provider)
+    with pytest.raises(ProviderError) as info:
+        await agent.run("hello")
+    assert info.value.status == 529
+    assert agent.last_result is not None
+    assert agent.last_result.stop_reason == "error"
+    assert "overloaded" in (agent.last_result.error or "")
+    assert [m.role for m in agent.messages] == ["user"]
+
+
+async def test_system_prompt_and_history_are_sent_each_turn() -> None:
+    provider = ScriptedProvider([call("add", a=1, b=1), "2"])
+    agent = SimpleAgent(provider=provider, instruction="Be terse.", tools=[add])
+    await agent.run("1+1")
+    first, second = provider.requests
+    assert first.messages[0] == Message.system("Be terse.")
+    assert [m.role for m in second.messages] == ["system", "user", "assistant", "tool"]
+    assert second.tool_names == ["add"]
+
+
+async def test_tokens_are_counted_per_run_and_over_the_agent_life() -> None:
+    provider = ScriptedProvider([call("add", a=1, b=1), "2", "second"])
+    agent = SimpleAgent(provider=provider, tools=[add])
+    r1 = await agent.run("1+1")
+    r2 = await agent.run("more")
+    assert r1.input_tokens > 0 and r1.output_tokens > 0
+    assert r2.input_tokens > 0
+    assert agent.usage.input_tokens == r1.input_tokens + r2.input_tokens
+    assert agent.usage.output_tokens == r1.output_tokens + r2.output_tokens
+    assert agent.usage.requests == 3
+    assert r1.duration > 0

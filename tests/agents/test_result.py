@@ -1,0 +1,137 @@
+"""RunResult: populated fields, export, JSON, checksum and reconstruction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from heron import Message, RunResult, SimpleAgent, ToolCallRecord, tool
+from heron.testing import ScriptedProvider, call
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def test_a_run_fills_every_field() -> None:
+    agent = SimpleAgent(
+        provider=ScriptedProvider([call("add", a=1, b=2), "3"]), tools=[add], name="calc"
+    )
+    before = datetime.now(UTC)
+    result = await agent.run("1+2")
+
+    assert result.agent_name == "calc"
+    assert result.reply == result.last_text_content == "3"
+    assert result.output == [Message.assistant("3")]
+    assert [(c.name, c.arguments, c.result, c.is_error) for c in result.tool_calls] == [
+        ("add", {"a": 1, "b": 2}, "3", False)
+    ]
+    assert result.tool_calls[0].id.startswith("call_")
+    assert result.has_tool_calls
+    assert result.input_tokens > 0 and result.output_tokens > 0
+    assert result.duration > 0
+    assert result.delegated_by is None
+    assert result.stop_reason == "end_turn"
+    assert result.turns == 2
+    assert before <= result.created_at <= datetime.now(UTC)
+    assert [m.role for m in result.messages] == ["user", "assistant", "tool", "assistant"]
+    assert len(result.id) == 36
+
+
+async def test_each_run_gets_its_own_id_and_messages() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider(["a", "b"]))
+    r1, r2 = await agent.run("1"), await agent.run("2")
+    assert r1.id != r2.id
+    assert [m.text for m in r2.messages] == ["2", "b"]
+
+
+def test_export_is_compact() -> None:
+    result = RunResult(agent_name="a")
+    exported = result.export()
+    assert set(exported) == {
+        "agent_name",
+        "output",
+        "tool_calls",
+        "created_at",
+        "id",
+        "checksum",
+        "duration",
+    }
+    assert None not in exported.values()
+
+
+def test_export_keeps_set_fields() -> None:
+    result = RunResult(
+        agent_name="analyst",
+        delegated_by="manager",
+        output=[Message.assistant("hi")],
+        input_tokens=512,
+        output_tokens=128,
+        duration=2.34,
+        stop_reason="end_turn",
+    )
+    exported = result.export()
+    assert exported["delegated_by"] == "manager"
+    assert (exported["input_tokens"], exported["output_tokens"]) == (512, 128)
+    assert exported["duration"] == 2.34
+    assert exported["stop_reason"] == "end_turn"
+    assert json.loads(result.to_json()) == exported
+
+
+def test_checksum_is_sha256_of_output_tool_calls_and_epoch() -> None:
+    created = datetime(2026, 4, 18, 12, 0, 0, 750_000, tzinfo=UTC)
+    result = RunResult(
+        agent_name="a",
+        output=[Message.assistant("Paris")],
+        tool_calls=[ToolCallRecord(id="c1", name="lookup", arguments={"q": "x"}, result="r")],
+        created_at=created,
+    )
+    payload = {
+        "output": [{"role": "assistant", "content": "Paris"}],
+        "tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"q": "x"}, "result": "r"}],
+        "created_at": 1776513600,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    assert result.checksum == hashlib.sha256(blob.encode()).hexdigest()
+    # Sub-second differences do not change it; the content does.
+    same = RunResult(
+        agent_name="b",
+        output=result.output,
+        tool_calls=result.tool_calls,
+        created_at=created.replace(microsecond=0),
+    )
+    assert same.checksum == result.checksum
+    other = RunResult(agent_name="a", output=[Message.assistant("Lyon")], created_at=created)
+    assert other.checksum != result.checksum
+
+
+async def test_from_dict_round_trips_export_and_to_dict() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider([call("add", a=1, b=2), "3"]), tools=[add])
+    result = await agent.run("1+2")
+
+    restored = RunResult.from_dict(json.loads(result.to_json()))
+    assert restored.export() == result.export()
+    assert restored.messages == []
+
+    full = RunResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert full.messages == result.messages
+    assert full.checksum == result.checksum
+
+
+def test_from_dict_detects_tampering() -> None:
+    data = RunResult(agent_name="a", output=[Message.assistant("yes")]).export()
+    data["output"][0]["content"] = "no"
+    with pytest.raises(ValueError, match="checksum"):
+        RunResult.from_dict(data)
+
+
+def test_from_dict_tolerates_missing_optional_keys() -> None:
+    restored = RunResult.from_dict({"agent_name": "a"})
+    assert restored.input_tokens == 0
+    assert restored.stop_reason is None
+    assert restored.reply == ""

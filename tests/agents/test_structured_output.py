@@ -1,0 +1,109 @@
+"""Structured output: typed final answers, validation feedback and retries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+from pydantic import BaseModel
+
+from heron import Message, OutputValidationError, SimpleAgent, UserError
+from heron.testing import ScriptedProvider
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+async def test_a_valid_answer_is_parsed_into_the_model() -> None:
+    provider = ScriptedProvider(['{"name": "Lyon", "population": 522000}'])
+    agent = SimpleAgent(provider=provider)
+    result = await agent.run("Tell me about Lyon.", output_type=City)
+
+    assert result.output_value == City(name="Lyon", population=522000)
+    assert result.stop_reason == "end_turn"
+    system = provider.requests[0].messages[0].text
+    assert "OUTPUT FORMAT" in system and '"population"' in system
+
+
+async def test_code_fences_are_tolerated() -> None:
+    provider = ScriptedProvider(['```json\n{"name": "Oslo", "population": 709000}\n```'])
+    result = await SimpleAgent(provider=provider).run("Oslo?", output_type=City)
+    assert result.output_value == City(name="Oslo", population=709000)
+
+
+async def test_an_invalid_answer_goes_back_with_the_errors_then_succeeds() -> None:
+    def second(messages: Sequence[Message]) -> str:
+        feedback = messages[-1].text
+        assert messages[-1].role == "user"
+        assert "population" in feedback and "integer" in feedback
+        return '{"name": "Lyon", "population": 522000}'
+
+    provider = ScriptedProvider(['{"name": "Lyon", "population": "lots"}', second])
+    agent = SimpleAgent(provider=provider)
+    result = await agent.run("Lyon?", output_type=City)
+
+    assert result.output_value == City(name="Lyon", population=522000)
+    assert result.turns == 2
+    assert len(provider.requests) == 2
+
+
+async def test_not_json_at_all_is_reported_as_such() -> None:
+    def second(messages: Sequence[Message]) -> str:
+        assert "not valid JSON" in messages[-1].text
+        return '{"name": "Nice", "population": 342000}'
+
+    provider = ScriptedProvider(["Lyon is lovely.", second])
+    result = await SimpleAgent(provider=provider).run("Nice?", output_type=City)
+    assert result.output_value.name == "Nice"
+
+
+async def test_giving_up_after_the_retry_limit_is_a_clear_failure() -> None:
+    provider = ScriptedProvider(["nope"] * 3)
+    agent = SimpleAgent(provider=provider, output_retries=2)
+    with pytest.raises(OutputValidationError, match="after 2 retries") as info:
+        await agent.run("City?", output_type=City)
+    assert len(provider.requests) == 3
+    assert info.value.result is not None
+    assert info.value.result.stop_reason == "error"
+    assert info.value.result.output_value is None
+
+
+async def test_a_json_schema_dict_works_as_output_type() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["tags"],
+        "additionalProperties": False,
+    }
+
+    def second(messages: Sequence[Message]) -> str:
+        assert "tags" in messages[-1].text
+        return json.dumps({"tags": ["a", "b"]})
+
+    provider = ScriptedProvider(['{"tags": [1]}', second])
+    result = await SimpleAgent(provider=provider).run("Tag it.", output_type=schema)
+    assert result.output_value == {"tags": ["a", "b"]}
+
+
+async def test_plain_python_types_are_accepted() -> None:
+    provider = ScriptedProvider(["[1, 2, 3]"])
+    result = await SimpleAgent(provider=provider).run("Numbers?", output_type=list[int])
+    assert result.output_value == [1, 2, 3]
+
+
+async def test_an_invalid_schema_is_a_user_error() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider(["{}"]))
+    with pytest.raises(UserError, match="JSON schema"):
+        await agent.run("x", output_type={"type": "no-such-type"})
+
+
+async def test_runs_without_output_type_do_not_carry_the_format_instructions() -> None:
+    provider = ScriptedProvider(['{"name": "A", "population": 1}', "plain"])
+    agent = SimpleAgent(provider=provider, instruction="Be brief.")
+    await agent.run("one", output_type=City)
+    await agent.run("two")
+    assert "OUTPUT FORMAT" in provider.requests[0].messages[0].text
+    assert provider.requests[1].messages[0].text == "Be brief."

@@ -136,12 +136,7 @@ class ScriptedProvider(Provider):
         reply = await self._resolve(step, messages)
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        calls = tuple(
-            c
-            if c.id
-            else ToolCall(id=f"call_{next(self._ids)}", name=c.name, arguments=c.arguments)
-            for c in reply.tool_calls
-        )
+        calls = tuple(c if c.id else self._with_id(c) for c in reply.tool_calls)
         if on_chunk is not None:
             await self._stream(reply, calls, on_chunk)
         input_tokens = estimate_message_tokens(messages) + sum(

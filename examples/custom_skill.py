@@ -1,0 +1,109 @@
+"""Writing a custom skill: instructions bundled with the tools they rely on.
+
+``math_helper`` bundles two tools, ``math-sum`` and ``fs-write-file``, with
+instructions for using them. Giving the skill to an agent registers both tools
+and folds the instructions into the system prompt's ``SKILLS:`` block, printed
+below. The agent then adds some numbers and saves the total to a file.
+
+``fs-write-file`` can only write inside the directory it was created for, so a
+model cannot reach anything else on disk. Run it with
+``python examples/custom_skill.py [DIRECTORY]`` (default: a temporary directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from heron import Message, SimpleAgent, Skill, Tool, ToolCall, ToolError, tool
+from heron.testing import ScriptedProvider, call
+
+
+@tool(name="math-sum")
+def math_sum(numbers: list[float]) -> float:
+    """Add numbers exactly.
+
+    Args:
+        numbers: The numbers to add.
+    """
+    return sum(numbers)
+
+
+def fs_write_file(root: Path) -> Tool:
+    """A tool writing text files inside ``root`` and nowhere else."""
+    root = root.resolve()
+
+    @tool(name="fs-write-file")
+    def write_file(path: str, content: str) -> str:
+        """Write text to a file in the workspace, replacing it if it exists.
+
+        Args:
+            path: Where to write, relative to the workspace.
+            content: The text to write.
+        """
+        target = (root / path).resolve()
+        if not target.is_relative_to(root):
+            raise ToolError(f"{path!r} is outside the workspace")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        return f"wrote {len(content)} characters to {path}"
+
+    return write_file
+
+
+def math_helper(workspace: Path) -> Skill:
+    """The skill: when to use it, how, and the tools it needs."""
+    return Skill(
+        name="math-helper",
+        description=(
+            "Use this skill whenever the user asks for arithmetic that should be computed "
+            "exactly rather than estimated - sums, running totals, or anything written to "
+            "a file afterward."
+        ),
+        instructions=(
+            "- Always use the math-sum tool for addition instead of computing it yourself.\n"
+            "- If asked to save a result, write it with fs-write-file and confirm the path."
+        ),
+        tools=[math_sum, fs_write_file(workspace)],
+    )
+
+
+def save_the_sum(messages: Sequence[Message]) -> ToolCall:
+    """Scripted turn 2: write the sum that math-sum returned to total.txt."""
+    return call("fs-write-file", path="total.txt", content=messages[-1].text)
+
+
+def confirm(messages: Sequence[Message]) -> str:
+    """Scripted turn 3: report the sum and what fs-write-file said."""
+    total = next(m.text for m in messages if m.tool_name == "math-sum")
+    return f"The sum is {total}; I saved it ({messages[-1].text})."
+
+
+async def main(workspace: Path) -> None:
+    # ScriptedProvider stands in for the model, playing back three turns: sum,
+    # save, confirm. A real provider drops in at the same place.
+    provider = ScriptedProvider([call("math-sum", numbers=[12, 30, 18.5]), save_the_sum, confirm])
+    agent = SimpleAgent(
+        provider=provider,
+        instruction="You are a helpful assistant.",
+        skills=[math_helper(workspace)],
+    )
+    prompt = agent.system_prompt()
+    print(prompt[prompt.index("SKILLS:") :])
+    print()
+
+    result = await agent.run("Add 12, 30 and 18.5 and save the total to total.txt.")
+    print(f"reply: {result.reply}")
+    saved = workspace / "total.txt"
+    print(f"{saved.name} contains: {saved.read_text(encoding='utf-8')}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        asyncio.run(main(Path(sys.argv[1])))
+    else:
+        with tempfile.TemporaryDirectory() as directory:
+            asyncio.run(main(Path(directory)))

@@ -107,3 +107,14 @@ async def test_runs_without_output_type_do_not_carry_the_format_instructions() -
     await agent.run("two")
     assert "OUTPUT FORMAT" in provider.requests[0].messages[0].text
     assert provider.requests[1].messages[0].text == "Be brief."
+
+
+async def test_a_structured_result_exports_to_json() -> None:
+    provider = ScriptedProvider(['{"name": "Lyon", "population": 522000}'])
+    result = await SimpleAgent(provider=provider).run("Lyon?", output_type=City)
+    exported = json.loads(result.to_json())
+    assert exported["output_value"] == {"name": "Lyon", "population": 522000}
+    # Rebuilt results carry the JSON form of the value.
+    from heron import RunResult
+
+    assert RunResult.from_dict(exported).output_value == {"name": "Lyon", "population": 522000}

@@ -91,7 +91,7 @@ class RunError(HeronError):
     ``result`` holds the run as far as it went (``stop_reason == "error"``).
     """
 
-    def __init__(self, message: str, *, result: RunResult | None = None) -> None:
+    def __init__(self, message: str, *, result: RunResult[Any] | None = None) -> None:
         super().__init__(message)
         self.result = result
         """The partial run, for inspection."""
@@ -101,7 +101,7 @@ class OutputValidationError(RunError):
     """The model's structured output failed validation on every allowed attempt."""
 
     def __init__(
-        self, message: str, *, errors: Any = None, result: RunResult | None = None
+        self, message: str, *, errors: Any = None, result: RunResult[Any] | None = None
     ) -> None:
         super().__init__(message, result=result)
         self.errors = errors

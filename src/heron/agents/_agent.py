@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from .._core import (
     ChatResponse,
@@ -24,6 +24,8 @@ from ._run import Hook, Run
 from ._state import STATE_VERSION, AgentState
 
 __all__ = ["DEFAULT_MAX_TURNS", "BaseAgent", "SimpleAgent"]
+
+T = TypeVar("T")
 
 DEFAULT_MAX_TURNS = 25
 """Model turns one run may take before it stops with ``stop_reason="max_turns"``."""
@@ -88,7 +90,7 @@ class BaseAgent:
         """Called with each :class:`ToolCall` before it runs."""
         self.on_tool_result = on_tool_result
         """Called with each :class:`ToolCallRecord` once its call has finished."""
-        self.last_result: RunResult | None = None
+        self.last_result: RunResult[Any] | None = None
         """The most recent run's result, including failed and cancelled runs."""
         self._allowed: frozenset[str] | None = None
         if allowed_tools is not None:
@@ -165,20 +167,48 @@ class BaseAgent:
             raise UserError(f"allowed tools not provided by the tool client: {', '.join(missing)}")
         return [t for t in tools if t.name in self._allowed]
 
+    @overload
+    async def run(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: None = None,
+    ) -> RunResult[None]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: type[T],
+    ) -> RunResult[T]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: Mapping[str, Any],
+    ) -> RunResult[Any]: ...
+
     async def run(
         self,
         prompt: str | Message,
         *,
         on_chunk: ChunkCallback | None = None,
         output_type: Any = None,
-    ) -> RunResult:
+    ) -> RunResult[Any]:
         """Run the loop on ``prompt`` until the model answers; return the :class:`RunResult`.
 
         ``on_chunk`` (sync or async) receives the live :class:`StreamChunk`
         sequence. ``output_type`` (a pydantic model, any type pydantic
         validates, or a JSON schema dict) asks for a structured answer, put on
-        ``result.output_value``. A call made while another run is in progress
-        waits for it, so prompts are taken in call order.
+        ``result.output_value`` and typed accordingly. A call made while
+        another run is in progress waits for it, so prompts are taken in call
+        order.
         """
         if not self.provider.capabilities.supports_tools:
             raise UserError(
@@ -193,13 +223,40 @@ class BaseAgent:
         async with self._run_lock():
             return await Run(self, on_chunk=on_chunk, spec=spec).execute(message)
 
+    @overload
+    def run_sync(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: None = None,
+    ) -> RunResult[None]: ...
+
+    @overload
+    def run_sync(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: type[T],
+    ) -> RunResult[T]: ...
+
+    @overload
+    def run_sync(
+        self,
+        prompt: str | Message,
+        *,
+        on_chunk: ChunkCallback | None = None,
+        output_type: Mapping[str, Any],
+    ) -> RunResult[Any]: ...
+
     def run_sync(
         self,
         prompt: str | Message,
         *,
         on_chunk: ChunkCallback | None = None,
         output_type: Any = None,
-    ) -> RunResult:
+    ) -> RunResult[Any]:
         """Blocking :meth:`run`, for scripts; refused inside a running event loop."""
         try:
             asyncio.get_running_loop()
@@ -229,14 +286,14 @@ class BaseAgent:
             return list(self._working)
         return [Message.system(system), *self._working]
 
-    def _append(self, message: Message, result: RunResult) -> None:
+    def _append(self, message: Message, result: RunResult[Any]) -> None:
         self._full.append(message)
         self._working.append(message)
         result.messages.append(message)
         if message.role != "assistant":  # assistant output is counted from usage
             self._context_tokens += estimate_message_tokens((message,))
 
-    def _account(self, response: ChatResponse, result: RunResult) -> None:
+    def _account(self, response: ChatResponse, result: RunResult[Any]) -> None:
         result.input_tokens += response.input_tokens
         result.output_tokens += response.output_tokens
         self._usage = self._usage + Usage(
@@ -247,7 +304,7 @@ class BaseAgent:
         if response.input_tokens:
             self._context_tokens = response.input_tokens + response.output_tokens
 
-    async def _maybe_compact(self, keep: Message | None, result: RunResult) -> None:
+    async def _maybe_compact(self, keep: Message | None, result: RunResult[Any]) -> None:
         """Fold the working context into memory once it passes the safe threshold."""
         if self._context_tokens <= self.provider.capabilities.compaction_threshold:
             return

@@ -8,11 +8,17 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Generic, Literal, TypeAlias
+
+from pydantic_core import to_jsonable_python
+from typing_extensions import TypeVar
 
 from .._core import Message
 
-__all__ = ["RunResult", "StopReason", "ToolCallRecord"]
+__all__ = ["OutputT", "RunResult", "StopReason", "ToolCallRecord"]
+
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of a run's structured output (``None`` when none was asked for)."""
 
 StopReason: TypeAlias = Literal["end_turn", "tool_stop", "max_turns", "cancelled", "error"]
 """Why a run ended: the model answered, a stop tool ran, the turn limit was
@@ -63,6 +69,10 @@ class ToolCallRecord:
         )
 
 
+# A typed stand-in for "no structured output", valid for any OutputT.
+_NO_OUTPUT: Any = None
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -72,7 +82,7 @@ def _new_id() -> str:
 
 
 @dataclass(kw_only=True, slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """What one ``agent.run()`` produced.
 
     ``reply`` is the final answer's text; ``tool_calls`` every call made during
@@ -105,8 +115,8 @@ class RunResult:
     """Why the run ended."""
     turns: int = 0
     """Model turns taken."""
-    output_value: Any = None
-    """The validated structured output, when ``output_type`` was given."""
+    output_value: OutputT = _NO_OUTPUT
+    """The validated structured output, typed by ``output_type`` (``None`` without one)."""
     error: str | None = None
     """What went wrong, when ``stop_reason`` is ``"error"``."""
     messages: list[Message] = field(default_factory=list)
@@ -158,7 +168,7 @@ class RunResult:
             "turns": self.turns or None,
             "input_tokens": self.input_tokens or None,
             "output_tokens": self.output_tokens or None,
-            "output_value": self.output_value,
+            "output_value": to_jsonable_python(self.output_value),
             "error": self.error,
         }
         return {k: v for k, v in data.items() if v is not None}
@@ -172,14 +182,14 @@ class RunResult:
         return json.dumps(self.export(), **kwargs)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> RunResult[Any]:
         """Rebuild a result from :meth:`export` or :meth:`to_dict` output.
 
         Missing keys take their defaults. A ``checksum`` that does not match the
         rebuilt result raises :class:`ValueError`: the data was altered.
         """
         created = data.get("created_at")
-        result = cls(
+        result: RunResult[Any] = RunResult(
             agent_name=str(data["agent_name"]),
             output=[Message.from_dict(m) for m in data.get("output", ())],
             tool_calls=[ToolCallRecord.from_dict(c) for c in data.get("tool_calls", ())],

@@ -64,13 +64,13 @@ class Run:
         self.agent = agent
         self.on_chunk = on_chunk
         self.spec = spec
-        self.result = RunResult(agent_name=agent.name)
+        self.result: RunResult[Any] = RunResult(agent_name=agent.name)
         self.prompt: Message | None = None
         self._tools: list[ToolSchema] = []
         self._tool_names: frozenset[str] = frozenset()
         self._retries_left = agent.output_retries
 
-    async def execute(self, prompt: Message) -> RunResult:
+    async def execute(self, prompt: Message) -> RunResult[Any]:
         """Run the loop for ``prompt``; the result is also left on ``agent.last_result``."""
         started = time.perf_counter()
         result = self.result

@@ -47,7 +47,7 @@ async def main() -> None:
     retries = [m.text for m in result.messages[1:] if m.role == "user"]
     for complaint in retries:
         print(f"sent back: {complaint}")
-    meeting: Meeting = result.output_value
+    meeting = result.output_value  # typed as Meeting by output_type
     print(f"turns: {result.turns}")
     print(f"output_value: {meeting!r}")
     print(f"as JSON: {meeting.model_dump_json()}")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from .._core import ImagePart, Part, TextPart
 
@@ -73,20 +73,20 @@ def to_tool_result(value: Any) -> ToolResult:
             v if isinstance(v, ImagePart | TextPart) else TextPart(text=_as_text(v)) for v in value
         )
         return ToolResult(content=parts)
-    if isinstance(value, BaseModel):
-        data = value.model_dump(mode="json")
-        return ToolResult(content=(TextPart(text=json.dumps(data)),), structured=data)
     try:
-        text = json.dumps(value)
+        # pydantic's encoder reaches models nested in lists and dicts, which
+        # json.dumps alone would give up on.
+        data = to_jsonable_python(value)
+        text = json.dumps(data)
     except (TypeError, ValueError):
         return ToolResult.of_text(str(value))
-    return ToolResult(content=(TextPart(text=text),), structured=value)
+    return ToolResult(content=(TextPart(text=text),), structured=data)
 
 
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value)
+        return json.dumps(to_jsonable_python(value))
     except (TypeError, ValueError):
         return str(value)

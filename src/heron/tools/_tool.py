@@ -71,7 +71,12 @@ class Tool:
             self.stop_iteration_after_use = stop_iteration_after_use
         if not self.name:
             raise UserError(f"{type(self).__name__} needs a name")
-        jsonschema.Draft202012Validator.check_schema(self.input_schema)
+        try:
+            jsonschema.Draft202012Validator.check_schema(self.input_schema)
+        except jsonschema.SchemaError as exc:
+            raise UserError(
+                f"tool {self.name!r} has an invalid input_schema: {exc.message}"
+            ) from exc
         self._validator = jsonschema.Draft202012Validator(self.input_schema)
 
     @property

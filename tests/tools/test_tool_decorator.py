@@ -1,0 +1,457 @@
+"""``@tool``: schemas from type hints, descriptions from docstrings, and running the function."""
+
+import asyncio
+import threading
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel
+
+from heron import FunctionTool, ToolContext, ToolError, ToolResult, tool
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+class Box(BaseModel):
+    corner: Point
+    label: str = "box"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def run(t: FunctionTool, context: ToolContext | None = None, /, **args: Any) -> ToolResult:
+    return await t.run(args, context or ToolContext())
+
+
+class TestSchema:
+    def test_ints_are_required_integers_and_nothing_else_is_allowed(self) -> None:
+        assert add.input_schema == {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        }
+
+    def test_scalar_types(self) -> None:
+        @tool
+        def f(s: str, n: float, flag: bool) -> None:
+            """F."""
+
+        props = f.input_schema["properties"]
+        assert props == {
+            "s": {"type": "string"},
+            "n": {"type": "number"},
+            "flag": {"type": "boolean"},
+        }
+
+    def test_defaults_and_optionals_are_not_required(self) -> None:
+        @tool
+        def search(query: str, limit: int = 10, lang: str | None = None) -> None:
+            """Search."""
+
+        schema = search.input_schema
+        assert schema["required"] == ["query"]
+        assert schema["properties"]["limit"] == {"type": "integer", "default": 10}
+        assert schema["properties"]["lang"] == {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "default": None,
+        }
+
+    def test_a_tool_without_parameters(self) -> None:
+        @tool
+        def now() -> str:
+            """The time."""
+            return "noon"
+
+        assert now.input_schema["properties"] == {}
+        assert "required" not in now.input_schema
+
+    def test_lists(self) -> None:
+        @tool
+        def total(values: list[int], names: list[str] | None = None) -> int:
+            """Total."""
+            return sum(values)
+
+        assert total.input_schema["properties"]["values"] == {
+            "type": "array",
+            "items": {"type": "integer"},
+        }
+
+    def test_nested_models_become_definitions(self) -> None:
+        @tool
+        def draw(box: Box) -> None:
+            """Draw a box."""
+
+        schema = draw.input_schema
+        assert schema["properties"]["box"] == {"$ref": "#/$defs/Box"}
+        assert schema["$defs"]["Box"]["properties"]["corner"] == {"$ref": "#/$defs/Point"}
+        assert schema["$defs"]["Point"]["required"] == ["x", "y"]
+
+    def test_literals_become_enums(self) -> None:
+        @tool
+        def go(mode: Literal["fast", "slow"] = "fast") -> None:
+            """Go."""
+
+        assert go.input_schema["properties"]["mode"] == {
+            "type": "string",
+            "enum": ["fast", "slow"],
+            "default": "fast",
+        }
+
+    def test_no_pydantic_titles_leak_into_properties(self) -> None:
+        @tool
+        def f(some_value: int, other: Point) -> None:
+            """F."""
+
+        assert "title" not in f.input_schema
+        assert all("title" not in p for p in f.input_schema["properties"].values())
+
+    def test_unannotated_parameters_take_anything(self) -> None:
+        @tool
+        def f(anything) -> None:  # type: ignore[no-untyped-def]
+            """F."""
+
+        assert f.input_schema["properties"]["anything"] == {}
+        assert f.input_schema["required"] == ["anything"]
+
+    def test_star_args_are_refused(self) -> None:
+        def f(*values: int) -> None:
+            """F."""
+
+        with pytest.raises(TypeError, match=r"\*args and \*\*kwargs cannot be described"):
+            tool(f)
+
+    def test_star_kwargs_are_refused(self) -> None:
+        def f(**options: int) -> None:
+            """F."""
+
+        with pytest.raises(TypeError, match="cannot be described"):
+            tool(f)
+
+    def test_unresolvable_hints_are_a_clear_error(self) -> None:
+        def f(x: "NoSuchType") -> None:  # type: ignore[name-defined]  # noqa: F821
+            """F."""
+
+        with pytest.raises(TypeError, match="cannot resolve type hints of tool 'f'"):
+            tool(f)
+
+    def test_schema_property(self) -> None:
+        assert add.schema.name == "add"
+        assert add.schema.description == "Add two integers."
+        assert add.schema.input_schema == add.input_schema
+
+
+class TestDocstrings:
+    def test_google_style(self) -> None:
+        @tool
+        def move(x: int, y: int, speed: float = 1.0) -> None:
+            """Move the cursor.
+
+            The cursor stays inside the screen.
+
+            Args:
+                x: Horizontal position,
+                    counted from the left.
+                y (int): Vertical position.
+                speed: How fast to move.
+
+            Returns:
+                Nothing at all.
+            """
+
+        assert move.description == "Move the cursor.\n\nThe cursor stays inside the screen."
+        props = move.input_schema["properties"]
+        assert props["x"]["description"] == "Horizontal position, counted from the left."
+        assert props["y"]["description"] == "Vertical position."
+        assert props["speed"]["description"] == "How fast to move."
+
+    def test_sphinx_style(self) -> None:
+        @tool
+        def fetch(url: str, timeout: float = 5.0) -> str:
+            """Fetch a page.
+
+            :param url: The address to fetch,
+                including the scheme.
+            :param float timeout: Seconds to wait.
+            :returns: The page text.
+            """
+            return ""
+
+        assert fetch.description == "Fetch a page."
+        props = fetch.input_schema["properties"]
+        assert props["url"]["description"] == "The address to fetch, including the scheme."
+        assert props["timeout"]["description"] == "Seconds to wait."
+
+    def test_undocumented_parameters_have_no_description(self) -> None:
+        @tool
+        def f(a: int, b: int) -> None:
+            """F.
+
+            Args:
+                a: Documented.
+            """
+
+        assert "description" not in f.input_schema["properties"]["b"]
+
+    def test_no_docstring_means_no_description(self) -> None:
+        @tool
+        def bare(a: int) -> int:
+            return a
+
+        assert bare.description == ""
+        assert bare.input_schema["properties"]["a"] == {"type": "integer"}
+
+
+class TestOptions:
+    def test_name_defaults_to_the_function_name(self) -> None:
+        assert add.name == "add"
+        assert isinstance(add, FunctionTool)
+        assert add.stop_iteration_after_use is False
+
+    async def test_name_description_and_stop(self) -> None:
+        @tool(
+            name="ask-user", description="Ask the user a question.", stop_iteration_after_use=True
+        )
+        def ask(question: str) -> str:
+            """Ignored docstring."""
+            return "asked"
+
+        assert ask.name == "ask-user"
+        assert ask.description == "Ask the user a question."
+        assert ask.schema.name == "ask-user"
+        result = await run(ask, question="Which file?")
+        assert result.stop_iteration is True
+        assert result.text == "asked"
+
+    def test_empty_description_overrides_the_docstring(self) -> None:
+        @tool(description="")
+        def f() -> None:
+            """From the docstring."""
+
+        assert f.description == ""
+
+    def test_the_wrapped_function_is_kept(self) -> None:
+        def mul(a: int, b: int) -> int:
+            """Multiply."""
+            return a * b
+
+        wrapped = tool(mul)
+        assert wrapped.func is mul
+        assert repr(wrapped) == "<FunctionTool 'mul'>"
+
+
+class TestContext:
+    async def test_context_is_injected_and_hidden_from_the_schema(self) -> None:
+        received: list[ToolContext] = []
+
+        @tool
+        def remember(note: str, ctx: ToolContext) -> str:
+            """Remember a note."""
+            received.append(ctx)
+            return f"{ctx.env_id}: {note}"
+
+        assert list(remember.input_schema["properties"]) == ["note"]
+        assert remember.input_schema["required"] == ["note"]
+        context = ToolContext(env_id="env-7")
+        result = await run(remember, context, note="milk")
+        assert result.text == "env-7: milk"
+        assert received == [context]
+        assert received[0] is context
+
+    async def test_the_model_cannot_pass_the_context(self) -> None:
+        @tool
+        def f(ctx: ToolContext) -> str:
+            """F."""
+            return "ran"
+
+        result = await run(f, ctx="forged")
+        assert result.is_error
+        assert "ctx" in result.text
+
+    async def test_async_tools_get_the_context_too(self) -> None:
+        @tool
+        async def where(context: ToolContext) -> str:
+            """Where am I."""
+            return context.env_id
+
+        assert (await run(where, ToolContext(env_id="box-1"))).text == "box-1"
+
+
+class TestExecution:
+    async def test_sync_functions_run_in_a_worker_thread(self) -> None:
+        @tool
+        def which_thread() -> int:
+            """Thread id."""
+            return threading.get_ident()
+
+        result = await run(which_thread)
+        assert result.structured != threading.get_ident()
+
+    async def test_async_functions_run_on_the_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        @tool
+        async def which_thread() -> int:
+            """Thread id."""
+            assert asyncio.get_running_loop() is loop
+            return threading.get_ident()
+
+        result = await run(which_thread)
+        assert not result.is_error
+        assert result.structured == threading.get_ident()
+
+    async def test_slow_sync_tools_do_not_block_each_other(self) -> None:
+        # Both calls must be inside the function at once to pass the barrier;
+        # run one after the other on the loop, the first would wait it out.
+        barrier = threading.Barrier(2, timeout=5)
+
+        @tool
+        def meet(who: str) -> str:
+            """Wait for the other caller."""
+            barrier.wait()
+            return who
+
+        results = await asyncio.gather(run(meet, who="a"), run(meet, who="b"))
+        assert [r.text for r in results] == ["a", "b"]
+        assert not any(r.is_error for r in results)
+
+    async def test_arguments_are_validated_and_coerced(self) -> None:
+        result = await run(add, a="2", b=3)
+        assert not result.is_error
+        assert result.text == "5"
+        assert result.structured == 5
+
+    async def test_defaults_are_filled_in(self) -> None:
+        @tool
+        def greet(name: str, greeting: str = "Hello") -> str:
+            """Greet."""
+            return f"{greeting}, {name}!"
+
+        assert (await run(greet, name="Ada")).text == "Hello, Ada!"
+
+    async def test_nested_models_arrive_as_models(self) -> None:
+        @tool
+        def area(box: Box) -> str:
+            """Describe a box."""
+            assert isinstance(box.corner, Point)
+            return f"{box.label} at {box.corner.x},{box.corner.y}"
+
+        result = await run(area, box={"corner": {"x": 1, "y": 2}})
+        assert result.text == "box at 1,2"
+
+    async def test_a_wrong_type_is_an_error_naming_the_field(self) -> None:
+        result = await run(add, a=1, b="three")
+        assert result.is_error
+        assert result.text.startswith("invalid arguments for tool 'add': b: ")
+        assert "valid integer" in result.text
+
+    async def test_a_missing_field_is_named(self) -> None:
+        result = await run(add, a=1)
+        assert result.is_error
+        assert "b: Field required" in result.text
+
+    async def test_a_nested_field_is_named_by_its_path(self) -> None:
+        @tool
+        def draw(box: Box) -> None:
+            """Draw."""
+
+        result = await run(draw, box={"corner": {"x": 1}})
+        assert result.is_error
+        assert "box.corner.y: Field required" in result.text
+
+    async def test_a_literal_outside_its_values_is_refused(self) -> None:
+        @tool
+        def go(mode: Literal["fast", "slow"]) -> str:
+            """Go."""
+            return mode
+
+        result = await run(go, mode="warp")
+        assert result.is_error
+        assert "mode:" in result.text
+        assert "'fast' or 'slow'" in result.text
+
+    async def test_extra_arguments_are_refused(self) -> None:
+        result = await run(add, a=1, b=2, c=3)
+        assert result.is_error
+        assert "c: Extra inputs are not permitted" in result.text
+
+    async def test_every_problem_is_reported_at_once(self) -> None:
+        result = await run(add, a="x", c=3)
+        assert result.is_error
+        for field in ("a:", "b:", "c:"):
+            assert field in result.text
+
+    async def test_validation_failures_never_call_the_function(self) -> None:
+        calls: list[int] = []
+
+        @tool
+        def record(n: int) -> None:
+            """Record."""
+            calls.append(n)
+
+        await run(record, n="not a number")
+        assert calls == []
+
+    async def test_an_exception_becomes_an_error_result(self) -> None:
+        @tool
+        def broken(path: str) -> str:
+            """Break."""
+            raise FileNotFoundError(f"no such file: {path}")
+
+        result = await run(broken, path="a.txt")
+        assert result.is_error
+        assert result.text == "tool 'broken' failed: FileNotFoundError: no such file: a.txt"
+
+    async def test_an_async_exception_becomes_an_error_result(self) -> None:
+        @tool
+        async def broken() -> str:
+            """Break."""
+            raise ValueError("bad state")
+
+        result = await run(broken)
+        assert result.is_error
+        assert "ValueError: bad state" in result.text
+
+    async def test_a_tool_error_is_reported_as_just_its_message(self) -> None:
+        @tool
+        def picky(n: int) -> int:
+            """Refuse odd numbers."""
+            if n % 2:
+                raise ToolError(f"{n} is odd; pass an even number")
+            return n
+
+        result = await run(picky, n=3)
+        assert result.is_error
+        assert result.text == "3 is odd; pass an even number"
+        assert result.structured is None
+
+    async def test_cancellation_is_not_swallowed(self) -> None:
+        @tool
+        async def cancelled() -> None:
+            """Cancelled."""
+            raise asyncio.CancelledError
+
+        with pytest.raises(asyncio.CancelledError):
+            await run(cancelled)
+
+    async def test_return_values_are_converted(self) -> None:
+        @tool
+        def stats() -> dict[str, int]:
+            """Stats."""
+            return {"count": 2}
+
+        @tool
+        def point() -> Point:
+            """A point."""
+            return Point(x=1, y=2)
+
+        assert (await run(stats)).structured == {"count": 2}
+        assert (await run(point)).structured == {"x": 1, "y": 2}
+        assert (await run(point)).text == '{"x": 1, "y": 2}'

@@ -14,7 +14,7 @@
     print(agent.run_sync("What is 2 + 3?").reply)
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata as _metadata
 
 from ._core import (
     Capabilities,
@@ -62,8 +62,8 @@ from .tools import (
 )
 
 try:
-    __version__ = version("heron")
-except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = _metadata.version("heron")
+except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0"
 
 __all__ = [

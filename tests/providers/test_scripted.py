@@ -410,3 +410,9 @@ async def test_a_minimal_custom_provider() -> None:
     assert (await echo.chat(HELLO)).content == "Hello"
     assert echo.name == "provider"
     assert echo.capabilities.compaction_threshold == 5
+
+
+async def test_an_exception_class_step_is_raised() -> None:
+    provider = ScriptedProvider([TimeoutError])
+    with pytest.raises(TimeoutError):
+        await provider.chat([Message.user("hi")])

@@ -110,3 +110,10 @@ class TestThinkBudget:
     def test_bad_bounds_are_refused(self, minimum: int, maximum: int) -> None:
         with pytest.raises(ValueError, match="need 0 < minimum <= maximum"):
             think_budget(0.5, minimum=minimum, maximum=maximum)
+
+
+def test_nan_effort_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        resolve_think_effort(float("nan"), ["low", "high"])
+    with pytest.raises(ValueError, match="NaN"):
+        think_budget(float("nan"), minimum=1, maximum=2)

@@ -455,3 +455,38 @@ class TestExecution:
         assert (await run(stats)).structured == {"count": 2}
         assert (await run(point)).structured == {"x": 1, "y": 2}
         assert (await run(point)).text == '{"x": 1, "y": 2}'
+
+
+class TestFollowUps:
+    def test_a_decorated_function_can_still_be_called(self) -> None:
+        assert add(2, b=3) == 5
+
+    async def test_an_optional_context_parameter_is_recognised(self) -> None:
+        @tool
+        def where(ctx: ToolContext | None = None) -> str:
+            """Report the environment."""
+            return ctx.env_id if ctx else "none"
+
+        assert where.input_schema["properties"] == {}
+        result = await run(where, ToolContext(env_id="env-9"))
+        assert result.text == "env-9"
+
+    async def test_a_stop_tool_that_fails_does_not_stop_the_run(self) -> None:
+        @tool(stop_iteration_after_use=True)
+        def ask(question: str) -> str:
+            """Ask the human."""
+            return question
+
+        bad = await run(ask)
+        assert bad.is_error and not bad.stop_iteration
+        good = await run(ask, question="Which one?")
+        assert good.stop_iteration and not good.is_error
+
+    def test_wrappers_differing_in_options_are_different_tools(self) -> None:
+        def f() -> str:
+            """Original."""
+            return "x"
+
+        assert tool(f).same_definition(tool(f))
+        assert not tool(f).same_definition(tool(description="Other.")(f))
+        assert not tool(f).same_definition(tool(stop_iteration_after_use=True)(f))

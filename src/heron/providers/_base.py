@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TypeVar
@@ -66,6 +67,8 @@ def resolve_think_effort(effort: float | None, levels: Sequence[T]) -> T | None:
         return None
     if not levels:
         raise ValueError("levels must not be empty")
+    if math.isnan(effort):
+        raise ValueError("think effort must be a number between 0 and 1, not NaN")
     clamped = min(max(float(effort), 0.0), 1.0)
     index = min(int(clamped * len(levels)), len(levels) - 1)
     return levels[index]
@@ -82,6 +85,8 @@ def think_budget(effort: float | None, *, minimum: int, maximum: int) -> int | N
     """
     if minimum <= 0 or maximum < minimum:
         raise ValueError("need 0 < minimum <= maximum")
+    if effort is not None and math.isnan(effort):
+        raise ValueError("think effort must be a number between 0 and 1, not NaN")
     if effort is None or effort <= 0:
         return None
     clamped = min(float(effort), 1.0)

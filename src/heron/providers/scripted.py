@@ -55,6 +55,7 @@ Step: TypeAlias = (
     | Sequence[ToolCall]
     | Reply
     | BaseException
+    | type[BaseException]
     | Callable[[Sequence[Message]], "Step | Awaitable[Step]"]
 )
 """What a script holds per turn; see :class:`ScriptedProvider`."""
@@ -86,7 +87,7 @@ class ScriptedProvider(Provider):
     - a ``str``: the assistant's text for that turn;
     - ``call(name, **arguments)`` or a list of them: a turn making those calls;
     - ``Reply(text=..., tool_calls=[...], thinking=..., delay=...)``: all of it;
-    - an exception instance: raised by ``chat``;
+    - an exception instance (or class): raised by ``chat``;
     - a callable taking the messages and returning (or awaiting to) a step.
 
     Every request is recorded in :attr:`requests`; token counts are estimated
@@ -160,6 +161,8 @@ class ScriptedProvider(Provider):
         return ToolCall(id=f"call_{next(self._ids)}", name=c.name, arguments=c.arguments)
 
     async def _resolve(self, step: Any, messages: Sequence[Message]) -> Reply:
+        if isinstance(step, type) and issubclass(step, BaseException):
+            raise step()
         # Callables may return another callable; keep unwrapping to a value.
         while callable(step) and not isinstance(step, type):
             step = step(messages)

@@ -6,7 +6,8 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -96,7 +97,7 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {func.__name__!r}: *args and **kwargs cannot be described")
         annotation = hints.get(name, Any)
-        if annotation is ToolContext:
+        if _is_context(annotation):
             context_param = name
             continue
         default = ... if param.default is param.empty else param.default
@@ -110,6 +111,13 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
     return FunctionSignature(
         model=model, json_schema=schema, description=description, context_param=context_param
     )
+
+
+def _is_context(annotation: Any) -> bool:
+    """``ToolContext``, or a union holding it (``ToolContext | None``)."""
+    if annotation is ToolContext:
+        return True
+    return get_origin(annotation) in (Union, UnionType) and ToolContext in get_args(annotation)
 
 
 def _tidy(schema: dict[str, Any]) -> dict[str, Any]:

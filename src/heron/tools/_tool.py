@@ -51,7 +51,7 @@ class Tool:
     input_schema: dict[str, Any] = _EMPTY_SCHEMA
     """JSON schema of the arguments object."""
     stop_iteration_after_use: bool = False
-    """End the agent's run once this tool has run (e.g. after asking the user)."""
+    """End the agent's run once this tool has run successfully (e.g. after asking the user)."""
 
     def __init__(
         self,
@@ -119,7 +119,9 @@ class Tool:
             result = ToolResult.error(str(exc))
         except Exception as exc:
             result = ToolResult.error(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}")
-        if self.stop_iteration_after_use and not result.stop_iteration:
+        # A failed call (bad arguments, say) lets the model try again instead of
+        # ending the run on an error it never got to correct.
+        if self.stop_iteration_after_use and not result.is_error and not result.stop_iteration:
             result = ToolResult(
                 content=result.content,
                 structured=result.structured,
@@ -134,6 +136,7 @@ class Tool:
             type(self) is type(other)
             and self.name == other.name
             and self.description == other.description
+            and self.stop_iteration_after_use == other.stop_iteration_after_use
             and json.dumps(self.input_schema, sort_keys=True)
             == json.dumps(other.input_schema, sort_keys=True)
         )
@@ -188,10 +191,18 @@ class FunctionTool(Tool):
         return await asyncio.to_thread(self.func, **kwargs)
 
     def same_definition(self, other: Tool) -> bool:
-        """Whether ``other`` wraps the same function under the same name."""
+        """Whether ``other`` wraps the same function with the same name and options."""
         return (
-            isinstance(other, FunctionTool) and other.func is self.func and other.name == self.name
+            isinstance(other, FunctionTool)
+            and other.func is self.func
+            and other.name == self.name
+            and other.description == self.description
+            and other.stop_iteration_after_use == self.stop_iteration_after_use
         )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function directly, as if it were not decorated."""
+        return self.func(*args, **kwargs)
 
 
 @overload

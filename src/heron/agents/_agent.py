@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, TypedDict, TypeVar, overload
+
+from typing_extensions import Unpack
 
 from .._core import (
     ChatResponse,
@@ -23,7 +25,7 @@ from ._result import RunResult
 from ._run import Hook, Run
 from ._state import STATE_VERSION, AgentState
 
-__all__ = ["DEFAULT_MAX_TURNS", "BaseAgent", "SimpleAgent"]
+__all__ = ["DEFAULT_MAX_TURNS", "AgentOptions", "BaseAgent", "SimpleAgent"]
 
 T = TypeVar("T")
 
@@ -330,9 +332,22 @@ class BaseAgent:
         )
 
 
+class AgentOptions(TypedDict, total=False):
+    """The :class:`BaseAgent` options :class:`SimpleAgent` passes through unchanged."""
+
+    name: str | None
+    state: AgentState | Mapping[str, Any] | None
+    max_turns: int
+    output_retries: int
+    on_tool_call: Hook | None
+    on_tool_result: Hook | None
+
+
 class SimpleAgent(BaseAgent):
     """An agent whose tools and skills run in this process.
 
+    Takes the options of :class:`BaseAgent` (``name``, ``state``,
+    ``max_turns``, ``output_retries``, ``on_tool_call``, ``on_tool_result``).
     Tools passed both directly and inside a skill are registered once::
 
         agent = SimpleAgent(
@@ -350,23 +365,13 @@ class SimpleAgent(BaseAgent):
         instruction: str = "",
         tools: Sequence[Tool] = (),
         skills: Sequence[Skill] = (),
-        name: str | None = None,
-        state: AgentState | Mapping[str, Any] | None = None,
-        max_turns: int = DEFAULT_MAX_TURNS,
-        output_retries: int = 2,
-        on_tool_call: Hook | None = None,
-        on_tool_result: Hook | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
-        client = LocalToolClient(merge_tools(tools, skills), env_id=name or "agent")
+        client = LocalToolClient(merge_tools(tools, skills), env_id=options.get("name") or "agent")
         super().__init__(
             provider=provider,
             tool_client=client,
             instruction=instruction,
             skills=skills,
-            name=name,
-            state=state,
-            max_turns=max_turns,
-            output_retries=output_retries,
-            on_tool_call=on_tool_call,
-            on_tool_result=on_tool_result,
+            **options,
         )

@@ -27,8 +27,12 @@ class AgentState(BaseModel):
 
     version: int = Field(default=STATE_VERSION, description="State schema version.")
     name: str | None = Field(default=None, description="The agent's name when saved.")
-    messages_full: list[dict[str, Any]] = Field(default_factory=list)
-    messages: list[dict[str, Any]] = Field(default_factory=list)
+    messages_full: list[dict[str, Any]] = Field(
+        default_factory=list, description="Every message ever added, as Message.to_dict() data."
+    )
+    messages: list[dict[str, Any]] = Field(
+        default_factory=list, description="The working context sent to the model."
+    )
     memory: str | None = Field(default=None, description="Running summary of compacted context.")
     input_tokens: int = Field(default=0, ge=0, description="Tokens read over the agent's life.")
     output_tokens: int = Field(default=0, ge=0, description="Tokens generated over its life.")

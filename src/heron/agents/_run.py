@@ -79,7 +79,8 @@ class Run:
             self._tool_names = frozenset(t.name for t in self._tools)
             self.prompt = prompt
             self.agent._append(prompt, result)
-            await emit(self.on_chunk, StreamChunk(role="user", content=prompt.text, done=True))
+            if self.on_chunk is not None:
+                await emit(self.on_chunk, StreamChunk(role="user", content=prompt.text, done=True))
             while not await self.step():
                 pass
         except asyncio.CancelledError:
@@ -192,17 +193,18 @@ class Run:
             is_error=res.is_error,
             duration=time.perf_counter() - started,
         )
-        await emit(
-            self.on_chunk,
-            StreamChunk(
-                role="tool",
-                content=res.text,
-                done=True,
-                tool_call_id=call.id,
-                tool_name=call.name,
-                is_error=res.is_error,
-            ),
-        )
+        if self.on_chunk is not None:
+            await emit(
+                self.on_chunk,
+                StreamChunk(
+                    role="tool",
+                    content=res.text,
+                    done=True,
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    is_error=res.is_error,
+                ),
+            )
         await call_hook(self.agent.on_tool_result, record)
         return res, record
 

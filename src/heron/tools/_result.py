@@ -62,6 +62,8 @@ def to_tool_result(value: Any) -> ToolResult:
         return ToolResult.of_text("(no output)")
     if isinstance(value, str):
         return ToolResult.of_text(value)
+    if isinstance(value, bool | int | float):  # the common scalar case, without the encoder
+        return ToolResult(content=(TextPart(text=json.dumps(value)),), structured=value)
     if isinstance(value, ImagePart | TextPart):
         return ToolResult(content=(value,))
     if (

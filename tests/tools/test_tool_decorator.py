@@ -490,3 +490,61 @@ class TestFollowUps:
         assert tool(f).same_definition(tool(f))
         assert not tool(f).same_definition(tool(description="Other.")(f))
         assert not tool(f).same_definition(tool(stop_iteration_after_use=True)(f))
+
+
+class TestTimeouts:
+    async def test_a_slow_async_tool_times_out_as_an_error_result(self) -> None:
+        cancelled = asyncio.Event()
+
+        @tool(timeout=0.05)
+        async def slow() -> str:
+            """Never finishes in time."""
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return "late"
+
+        result = await asyncio.wait_for(run(slow), timeout=10)
+        assert result.is_error
+        assert result.text == "tool 'slow' timed out after 0.05 s"
+        assert cancelled.is_set()
+
+    async def test_a_slow_sync_tool_times_out_and_its_thread_is_left_to_finish(self) -> None:
+        release = threading.Event()
+
+        @tool(timeout=0.05)
+        def blocking() -> str:
+            """Blocks until released."""
+            release.wait(10)
+            return "late"
+
+        try:
+            result = await asyncio.wait_for(run(blocking), timeout=10)
+        finally:
+            release.set()
+        assert result.is_error and "timed out" in result.text
+
+    async def test_a_tools_own_timeout_error_is_not_mistaken_for_ours(self) -> None:
+        @tool(timeout=30)
+        async def upstream() -> str:
+            """Its upstream timed out."""
+            raise TimeoutError("upstream took too long")
+
+        result = await run(upstream)
+        assert result.text == "tool 'upstream' failed: TimeoutError: upstream took too long"
+
+    async def test_fast_tools_are_unaffected(self) -> None:
+        @tool(timeout=30)
+        async def quick(x: int) -> int:
+            """Fast."""
+            return x * 2
+
+        assert (await run(quick, x=21)).text == "42"
+
+    def test_a_non_positive_timeout_is_refused(self) -> None:
+        from heron import UserError
+
+        with pytest.raises(UserError, match="timeout must be positive"):
+            tool(timeout=0)(lambda: "x")

@@ -52,6 +52,8 @@ class Tool:
     """JSON schema of the arguments object."""
     stop_iteration_after_use: bool = False
     """End the agent's run once this tool has run successfully (e.g. after asking the user)."""
+    timeout: float | None = None
+    """Seconds a call may take before it fails with a timeout error result (``None``: no limit)."""
 
     def __init__(
         self,
@@ -60,7 +62,12 @@ class Tool:
         description: str | None = None,
         input_schema: dict[str, Any] | None = None,
         stop_iteration_after_use: bool | None = None,
+        timeout: float | None = None,
     ) -> None:
+        if timeout is not None:
+            if timeout <= 0:
+                raise UserError(f"tool timeout must be positive, not {timeout!r}")
+            self.timeout = timeout
         if name is not None:
             self.name = name
         if description is not None:
@@ -106,19 +113,22 @@ class Tool:
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Validate, execute and wrap the result; failures become error results."""
+        deadline = asyncio.timeout(self.timeout)
         try:
             checked = self.validate(arguments)
-            if inspect.iscoroutinefunction(self.execute):
-                value = await self.execute(checked, context)
-            else:
-                value = await asyncio.to_thread(self.execute, checked, context)
-                if inspect.isawaitable(value):
-                    value = await value
+            async with deadline:
+                value = await self._invoke(checked, context)
             result = to_tool_result(value)
+        except TimeoutError as exc:
+            if not deadline.expired():
+                result = _failure(self.name, exc)  # the tool's own TimeoutError
+            else:
+                # A sync tool's worker thread cannot be stopped; its late result is dropped.
+                result = ToolResult.error(f"tool {self.name!r} timed out after {self.timeout:g} s")
         except ToolError as exc:
             result = ToolResult.error(str(exc))
         except Exception as exc:
-            result = ToolResult.error(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}")
+            result = _failure(self.name, exc)
         # A failed call (bad arguments, say) lets the model try again instead of
         # ending the run on an error it never got to correct.
         if self.stop_iteration_after_use and not result.is_error and not result.stop_iteration:
@@ -130,6 +140,14 @@ class Tool:
             )
         return result
 
+    async def _invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        if inspect.iscoroutinefunction(self.execute):
+            return await self.execute(arguments, context)
+        value = await asyncio.to_thread(self.execute, arguments, context)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
     def same_definition(self, other: Tool) -> bool:
         """Whether ``other`` is this tool again (same kind, name, schema and text)."""
         return (
@@ -137,12 +155,17 @@ class Tool:
             and self.name == other.name
             and self.description == other.description
             and self.stop_iteration_after_use == other.stop_iteration_after_use
+            and self.timeout == other.timeout
             and json.dumps(self.input_schema, sort_keys=True)
             == json.dumps(other.input_schema, sort_keys=True)
         )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _failure(name: str, exc: BaseException) -> ToolResult:
+    return ToolResult.error(f"tool {name!r} failed: {type(exc).__name__}: {exc}")
 
 
 class FunctionTool(Tool):
@@ -155,6 +178,7 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         stop_iteration_after_use: bool = False,
+        timeout: float | None = None,
     ) -> None:
         info = inspect_function(func)
         self.func = func
@@ -167,6 +191,7 @@ class FunctionTool(Tool):
             description=description if description is not None else info.description,
             input_schema=info.json_schema,
             stop_iteration_after_use=stop_iteration_after_use,
+            timeout=timeout,
         )
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -198,6 +223,7 @@ class FunctionTool(Tool):
             and other.name == self.name
             and other.description == self.description
             and other.stop_iteration_after_use == self.stop_iteration_after_use
+            and other.timeout == self.timeout
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -215,6 +241,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     stop_iteration_after_use: bool = False,
+    timeout: float | None = None,
 ) -> Callable[[F], FunctionTool]: ...
 
 
@@ -225,13 +252,14 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     stop_iteration_after_use: bool = False,
+    timeout: float | None = None,
 ) -> FunctionTool | Callable[[F], FunctionTool]:
     """Make a :class:`Tool` from a function, its type hints and its docstring.
 
     The docstring's first part is the description; an ``Args:`` section (or
     ``:param x:`` lines) describes each argument. A parameter annotated
     :class:`ToolContext` receives the calling client's context and is hidden
-    from the model::
+    from the model. ``timeout`` bounds each call in seconds::
 
         @tool
         def add(a: int, b: int) -> int:
@@ -246,7 +274,11 @@ def tool(
 
     def wrap(f: F) -> FunctionTool:
         return FunctionTool(
-            f, name=name, description=description, stop_iteration_after_use=stop_iteration_after_use
+            f,
+            name=name,
+            description=description,
+            stop_iteration_after_use=stop_iteration_after_use,
+            timeout=timeout,
         )
 
     if func is not None:

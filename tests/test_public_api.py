@@ -15,7 +15,7 @@ import heron.tools
 PUBLIC_MODULES = [heron, heron.agents, heron.providers, heron.testing, heron.tools]
 
 EXPECTED = {
-    "AgentState", "BaseAgent", "Capabilities", "ChatResponse", "ChunkCallback",
+    "AgentState", "AgentStream", "BaseAgent", "Capabilities", "ChatResponse", "ChunkCallback",
     "FinishReason", "FunctionTool", "HeronError", "IdGenerator", "ImagePart",
     "LocalToolClient", "MemoryStorage", "Message", "OutputValidationError", "Part",
     "Provider", "ProviderError", "Role", "RunError", "RunResult", "ScriptExhaustedError",

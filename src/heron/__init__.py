@@ -40,6 +40,7 @@ from ._core import (
 )
 from .agents import (
     AgentState,
+    AgentStream,
     BaseAgent,
     RunResult,
     SimpleAgent,
@@ -68,6 +69,7 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was ne
 
 __all__ = [
     "AgentState",
+    "AgentStream",
     "BaseAgent",
     "Capabilities",
     "ChatResponse",

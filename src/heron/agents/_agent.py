@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -24,6 +24,7 @@ from ._output import OutputSpec
 from ._result import RunResult
 from ._run import Hook, Run
 from ._state import STATE_VERSION, AgentState
+from ._stream import AgentStream
 
 __all__ = ["DEFAULT_MAX_TURNS", "AgentOptions", "BaseAgent", "SimpleAgent"]
 
@@ -265,6 +266,35 @@ class BaseAgent:
         except RuntimeError:
             return asyncio.run(self.run(prompt, on_chunk=on_chunk, output_type=output_type))
         raise UserError("run_sync() cannot be called from a running event loop; use `await run()`")
+
+    @overload
+    def run_stream(
+        self, prompt: str | Message, *, output_type: None = None
+    ) -> AgentStream[None]: ...
+
+    @overload
+    def run_stream(self, prompt: str | Message, *, output_type: type[T]) -> AgentStream[T]: ...
+
+    @overload
+    def run_stream(
+        self, prompt: str | Message, *, output_type: Mapping[str, Any]
+    ) -> AgentStream[Any]: ...
+
+    def run_stream(self, prompt: str | Message, *, output_type: Any = None) -> AgentStream[Any]:
+        """:meth:`run`, read as an async iterator of chunks instead of a callback.
+
+        ::
+
+            async with agent.run_stream("What time is it?") as stream:
+                async for chunk in stream:
+                    print(chunk.content, end="")
+            print((await stream.result()).reply)
+        """
+
+        def start(on_chunk: ChunkCallback) -> Awaitable[RunResult[Any]]:
+            return self.run(prompt, on_chunk=on_chunk, output_type=output_type)
+
+        return AgentStream(start)
 
     # -- used by the loop -----------------------------------------------
 

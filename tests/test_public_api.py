@@ -15,13 +15,13 @@ import heron.tools
 PUBLIC_MODULES = [heron, heron.agents, heron.providers, heron.testing, heron.tools]
 
 EXPECTED = {
-    "AgentState", "AgentStream", "BaseAgent", "Capabilities", "ChatResponse", "ChunkCallback",
-    "FinishReason", "FunctionTool", "HeronError", "IdGenerator", "ImagePart",
-    "LocalToolClient", "MemoryStorage", "Message", "OutputValidationError", "Part",
-    "Provider", "ProviderError", "Role", "RunError", "RunResult", "ScriptExhaustedError",
-    "SimpleAgent", "Skill", "StopReason", "Storage", "StreamChunk", "TextPart", "Tool",
-    "ToolCall", "ToolCallRecord", "ToolClient", "ToolContext", "ToolError", "ToolResult",
-    "ToolSchema", "Usage", "UserError", "__version__", "resolve_think_effort",
+    "AgentOptions", "AgentState", "AgentStream", "BaseAgent", "Capabilities", "ChatResponse",
+    "ChunkCallback", "FinishReason", "FunctionTool", "HeronError", "IdGenerator", "ImagePart",
+    "LocalToolClient", "MemoryStorage", "Message", "OutputValidationError", "Part", "Provider",
+    "ProviderError", "Role", "RunError", "RunResult", "ScriptExhaustedError", "SimpleAgent",
+    "Skill", "StopReason", "Storage", "StreamChunk", "TextPart", "Tool", "ToolCall",
+    "ToolCallHook", "ToolCallRecord", "ToolClient", "ToolContext", "ToolError", "ToolResult",
+    "ToolResultHook", "ToolSchema", "Usage", "UserError", "__version__", "resolve_think_effort",
     "think_budget", "tool",
 }  # fmt: skip
 

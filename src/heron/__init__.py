@@ -39,13 +39,16 @@ from ._core import (
     UserError,
 )
 from .agents import (
+    AgentOptions,
     AgentState,
     AgentStream,
     BaseAgent,
     RunResult,
     SimpleAgent,
     StopReason,
+    ToolCallHook,
     ToolCallRecord,
+    ToolResultHook,
 )
 from .providers import Provider, resolve_think_effort, think_budget
 from .tools import (
@@ -68,6 +71,7 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was ne
     __version__ = "0.0.0"
 
 __all__ = [
+    "AgentOptions",
     "AgentState",
     "AgentStream",
     "BaseAgent",
@@ -98,11 +102,13 @@ __all__ = [
     "TextPart",
     "Tool",
     "ToolCall",
+    "ToolCallHook",
     "ToolCallRecord",
     "ToolClient",
     "ToolContext",
     "ToolError",
     "ToolResult",
+    "ToolResultHook",
     "ToolSchema",
     "Usage",
     "UserError",

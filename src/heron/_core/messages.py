@@ -89,7 +89,7 @@ def part_from_dict(data: Mapping[str, Any]) -> Part:
         media_type = str(data.get("media_type", "image/png"))
         if "url" in data:
             return ImagePart(url=str(data["url"]), media_type=media_type)
-        return ImagePart(data=base64.b64decode(data["data"]), media_type=media_type)
+        return ImagePart(data=base64.b64decode(data["data"], validate=True), media_type=media_type)
     raise ValueError(f"unknown content part type: {kind!r}")
 
 

@@ -1,18 +1,22 @@
 """Agents: the run loop, memory compaction, saved state and run results."""
 
-from ._agent import DEFAULT_MAX_TURNS, BaseAgent, SimpleAgent
+from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
 from ._result import RunResult, StopReason, ToolCallRecord
+from ._run import ToolCallHook, ToolResultHook
 from ._state import STATE_VERSION, AgentState
 from ._stream import AgentStream
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
     "STATE_VERSION",
+    "AgentOptions",
     "AgentState",
     "AgentStream",
     "BaseAgent",
     "RunResult",
     "SimpleAgent",
     "StopReason",
+    "ToolCallHook",
     "ToolCallRecord",
+    "ToolResultHook",
 ]

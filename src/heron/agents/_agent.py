@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from .._core import (
-    ChatResponse,
-    ChunkCallback,
-    Message,
-    ToolSchema,
-    Usage,
-    UserError,
-)
-from .._core.tokens import estimate_message_tokens, estimate_tokens
+from .._core import ChatResponse, ChunkCallback, Message, ToolSchema, Usage, UserError
 from ..providers import Provider
-from ..tools import LocalToolClient, Skill, Tool, ToolClient, merge_tools, render_skills
-from ._compaction import compaction_request, memory_block
+from ..tools import (
+    LocalToolClient,
+    Skill,
+    Storage,
+    Tool,
+    ToolClient,
+    merge_tools,
+    render_skills,
+)
+from ._compaction import memory_block
+from ._conversation import Conversation
 from ._output import OutputSpec
 from ._result import RunResult
-from ._run import Hook, Run
-from ._state import STATE_VERSION, AgentState
+from ._run import Run, ToolCallHook, ToolResultHook
+from ._state import AgentState
 from ._stream import AgentStream
 
 __all__ = ["DEFAULT_MAX_TURNS", "AgentOptions", "BaseAgent", "SimpleAgent"]
@@ -32,6 +35,10 @@ T = TypeVar("T")
 
 DEFAULT_MAX_TURNS = 25
 """Model turns one run may take before it stops with ``stop_reason="max_turns"``."""
+
+# The agents whose run() is in progress in this task (and the tasks it started),
+# so that a tool calling its own agent fails clearly instead of deadlocking.
+_RUNNING: ContextVar[frozenset[int]] = ContextVar("heron_running_agents", default=frozenset())
 
 
 class BaseAgent:
@@ -62,8 +69,8 @@ class BaseAgent:
         state: AgentState | Mapping[str, Any] | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
         output_retries: int = 2,
-        on_tool_call: Hook | None = None,
-        on_tool_result: Hook | None = None,
+        on_tool_call: ToolCallHook | None = None,
+        on_tool_result: ToolResultHook | None = None,
     ) -> None:
         if not isinstance(provider, Provider):
             raise UserError(f"provider must be a heron Provider, not {type(provider).__name__}")
@@ -71,10 +78,15 @@ class BaseAgent:
             raise UserError(
                 f"tool_client must be a heron ToolClient, not {type(tool_client).__name__}"
             )
-        if max_turns < 1:
-            raise UserError("max_turns must be at least 1")
-        if output_retries < 0:
-            raise UserError("output_retries cannot be negative")
+        if not _is_int(max_turns) or max_turns < 1:
+            raise UserError(f"max_turns must be a whole number of at least 1, not {max_turns!r}")
+        if not _is_int(output_retries) or output_retries < 0:
+            raise UserError(f"output_retries must be a whole number >= 0, not {output_retries!r}")
+        if isinstance(skills, Skill) or not all(isinstance(s, Skill) for s in skills):
+            raise UserError("skills must be a list of Skill objects")
+        if isinstance(allowed_tools, str):
+            raise UserError("allowed_tools must be a list of tool names, not one string")
+        saved = AgentState.load(state) if state is not None else AgentState()
         self.provider = provider
         """The provider driving the loop."""
         self.tool_client = tool_client
@@ -83,7 +95,7 @@ class BaseAgent:
         """The agent's instruction, first in the system prompt."""
         self.skills: tuple[Skill, ...] = tuple(skills)
         """Skills folded into the system prompt."""
-        self.name = name or "agent"
+        self.name = name or saved.name or "agent"
         """The agent's name, carried on its results."""
         self.max_turns = max_turns
         """Model turns one run may take."""
@@ -102,42 +114,38 @@ class BaseAgent:
         self._base_prompt = "\n\n".join(
             part for part in (instruction.strip(), render_skills(self.skills)) if part
         )
-        saved = AgentState.load(state) if state is not None else AgentState()
-        self._full: list[Message] = saved.full_messages()
-        self._working: list[Message] = saved.working_messages()
-        self._memory: str | None = saved.memory
-        self._usage = saved.usage
-        self._context_tokens = saved.context_tokens
-        self._compactions = saved.compactions
+        self._conversation = Conversation(saved)
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
+        self._runs_in_flight = 0
+        self._guard = threading.Lock()
 
     # -- public surface -------------------------------------------------
 
     @property
     def messages(self) -> list[Message]:
         """The working context sent to the model (a copy)."""
-        return list(self._working)
+        return list(self._conversation.working)
 
     @property
     def messages_full(self) -> list[Message]:
         """Every message ever added, never rewritten by compaction (a copy)."""
-        return list(self._full)
+        return list(self._conversation.full)
 
     @property
     def memory(self) -> str | None:
         """The running summary of compacted context, if any compaction happened."""
-        return self._memory
+        return self._conversation.memory
 
     @property
     def usage(self) -> Usage:
         """Tokens and requests over the agent's life, compaction included."""
-        return self._usage
+        return self._conversation.usage
 
     @property
     def compactions(self) -> int:
         """How many times the working context has been compacted."""
-        return self._compactions
+        return self._conversation.compactions
 
     def system_prompt(self, output_type: Any = None) -> str:
         """The system prompt as the model sees it now (memory included)."""
@@ -146,36 +154,29 @@ class BaseAgent:
 
     def state(self) -> dict[str, Any]:
         """A JSON-serialisable, versioned snapshot; pass it back as ``state=`` to resume."""
-        return AgentState(
-            version=STATE_VERSION,
-            name=self.name,
-            messages_full=[m.to_dict() for m in self._full],
-            messages=[m.to_dict() for m in self._working],
-            memory=self._memory,
-            input_tokens=self._usage.input_tokens,
-            output_tokens=self._usage.output_tokens,
-            requests=self._usage.requests,
-            context_tokens=self._context_tokens,
-            compactions=self._compactions,
-        ).model_dump(mode="json")
+        return self._conversation.snapshot(self.name).model_dump(mode="json")
 
     async def visible_tools(self) -> list[ToolSchema]:
         """The tools the model is offered: the client's, narrowed by ``allowed_tools``."""
         tools = await self.tool_client.list_tools()
+        names = {t.name for t in tools}
+        wanted = self._allowed or {t.name for s in self.skills for t in s.tools}
+        missing = sorted(wanted - names)
+        if missing:
+            raise UserError(
+                f"tools not provided by the agent's tool client: {', '.join(missing)} "
+                "(register skills' tools with the client too)"
+            )
         if self._allowed is None:
             return tools
-        names = {t.name for t in tools}
-        missing = sorted(self._allowed - names)
-        if missing:
-            raise UserError(f"allowed tools not provided by the tool client: {', '.join(missing)}")
         return [t for t in tools if t.name in self._allowed]
 
     @overload
     async def run(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: None = None,
     ) -> RunResult[None]: ...
 
@@ -183,8 +184,8 @@ class BaseAgent:
     async def run(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: type[T],
     ) -> RunResult[T]: ...
 
@@ -192,16 +193,16 @@ class BaseAgent:
     async def run(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: Mapping[str, Any],
     ) -> RunResult[Any]: ...
 
     async def run(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: Any = None,
     ) -> RunResult[Any]:
         """Run the loop on ``prompt`` until the model answers; return the :class:`RunResult`.
@@ -213,6 +214,16 @@ class BaseAgent:
         another run is in progress waits for it, so prompts are taken in call
         order.
         """
+        if not isinstance(prompt, str | Message):
+            raise UserError(
+                f"a prompt must be a str or a Message, not {type(prompt).__name__}; "
+                "build images into one with Message.user(text, ImagePart(...))"
+            )
+        if id(self) in _RUNNING.get():
+            raise UserError(
+                f"agent {self.name!r} was asked to run from inside its own run (a tool or "
+                "callback); that would wait for itself forever. Use another agent."
+            )
         if not self.provider.capabilities.supports_tools:
             raise UserError(
                 f"provider {self.provider.name!r} does not support native tool calling, "
@@ -223,15 +234,22 @@ class BaseAgent:
         message = prompt if isinstance(prompt, Message) else Message.user(prompt)
         if message.role != "user":
             raise UserError(f"a prompt must be a user message, not {message.role!r}")
-        async with self._run_lock():
-            return await Run(self, on_chunk=on_chunk, spec=spec).execute(message)
+        lock = self._enter()
+        token = _RUNNING.set(_RUNNING.get() | {id(self)})
+        try:
+            async with lock:
+                return await Run(self, on_chunk=on_chunk, spec=spec).execute(message)
+        finally:
+            _RUNNING.reset(token)
+            with self._guard:
+                self._runs_in_flight -= 1
 
     @overload
     def run_sync(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: None = None,
     ) -> RunResult[None]: ...
 
@@ -239,8 +257,8 @@ class BaseAgent:
     def run_sync(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: type[T],
     ) -> RunResult[T]: ...
 
@@ -248,16 +266,16 @@ class BaseAgent:
     def run_sync(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: Mapping[str, Any],
     ) -> RunResult[Any]: ...
 
     def run_sync(
         self,
         prompt: str | Message,
-        *,
         on_chunk: ChunkCallback | None = None,
+        *,
         output_type: Any = None,
     ) -> RunResult[Any]:
         """Blocking :meth:`run`, for scripts; refused inside a running event loop."""
@@ -298,68 +316,53 @@ class BaseAgent:
 
     # -- used by the loop -----------------------------------------------
 
-    def _run_lock(self) -> asyncio.Lock:
+    def _enter(self) -> asyncio.Lock:
+        """Count a run in and return the lock that orders runs on this loop."""
         loop = asyncio.get_running_loop()
-        if self._lock is None or self._lock_loop is not loop:
-            self._lock, self._lock_loop = asyncio.Lock(), loop
-        return self._lock
+        with self._guard:
+            if self._runs_in_flight and self._lock_loop is not loop:
+                raise UserError(
+                    f"agent {self.name!r} is already running in another event loop or "
+                    "thread; give each thread its own agent"
+                )
+            if self._lock is None or self._lock_loop is not loop:
+                self._lock, self._lock_loop = asyncio.Lock(), loop
+            self._runs_in_flight += 1
+            return self._lock
 
     def _system_text(self, spec: OutputSpec | None) -> str:
         parts = [self._base_prompt]
         if spec is not None:
             parts.append(spec.instructions())
-        if self._memory:
-            parts.append(memory_block(self._memory))
+        if self._conversation.memory:
+            parts.append(memory_block(self._conversation.memory))
         return "\n\n".join(p for p in parts if p)
 
     def _request_messages(self, spec: OutputSpec | None) -> list[Message]:
         system = self._system_text(spec)
         if not system:
-            return list(self._working)
-        return [Message.system(system), *self._working]
+            return list(self._conversation.working)
+        return [Message.system(system), *self._conversation.working]
 
     def _append(self, message: Message, result: RunResult[Any]) -> None:
-        self._full.append(message)
-        self._working.append(message)
-        result.messages.append(message)
-        if message.role != "assistant":  # assistant output is counted from usage
-            self._context_tokens += estimate_message_tokens((message,))
+        self._conversation.append(message, result)
 
-    def _account(self, response: ChatResponse, result: RunResult[Any]) -> None:
-        result.input_tokens += response.input_tokens
-        result.output_tokens += response.output_tokens
-        self._usage = self._usage + Usage(
-            input_tokens=response.input_tokens,
-            output_tokens=response.output_tokens,
-            requests=1,
-        )
-        if response.input_tokens:
-            self._context_tokens = response.input_tokens + response.output_tokens
+    def _account(
+        self, response: ChatResponse, result: RunResult[Any], request: Sequence[Message]
+    ) -> None:
+        self._conversation.account(response, result, request)
 
-    async def _maybe_compact(self, keep: Message | None, result: RunResult[Any]) -> None:
-        """Fold the working context into memory once it passes the safe threshold."""
-        if self._context_tokens <= self.provider.capabilities.compaction_threshold:
-            return
-        if len(self._working) <= 1:
-            return  # nothing left to fold: only the prompt itself
-        request = compaction_request(self._memory, self._working)
-        response = await self.provider.chat(request)
-        result.input_tokens += response.input_tokens
-        result.output_tokens += response.output_tokens
-        self._usage = self._usage + Usage(
-            input_tokens=response.input_tokens,
-            output_tokens=response.output_tokens,
-            requests=1,
+    async def _maybe_compact(self, prompt: Message | None, result: RunResult[Any]) -> None:
+        await self._conversation.compact(
+            self.provider,
+            prompt=prompt,
+            threshold=self.provider.capabilities.compaction_threshold,
+            result=result,
         )
-        summary = response.content.strip()
-        if not summary:
-            return  # a model that summarises to nothing must not wipe the context
-        self._memory = summary
-        self._working = [keep] if keep is not None else []
-        self._compactions += 1
-        self._context_tokens = estimate_tokens(self._system_text(None)) + estimate_message_tokens(
-            self._working
-        )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class AgentOptions(TypedDict, total=False):
@@ -369,8 +372,8 @@ class AgentOptions(TypedDict, total=False):
     state: AgentState | Mapping[str, Any] | None
     max_turns: int
     output_retries: int
-    on_tool_call: Hook | None
-    on_tool_result: Hook | None
+    on_tool_call: ToolCallHook | None
+    on_tool_result: ToolResultHook | None
 
 
 class SimpleAgent(BaseAgent):
@@ -378,7 +381,9 @@ class SimpleAgent(BaseAgent):
 
     Takes the options of :class:`BaseAgent` (``name``, ``state``,
     ``max_turns``, ``output_retries``, ``on_tool_call``, ``on_tool_result``).
-    Tools passed both directly and inside a skill are registered once::
+    Tools passed both directly and inside a skill are registered once;
+    ``storage`` is the tools' key/value store (in memory by default: pass a
+    persistent one for tool state that outlives the process)::
 
         agent = SimpleAgent(
             provider=provider,
@@ -395,9 +400,12 @@ class SimpleAgent(BaseAgent):
         instruction: str = "",
         tools: Sequence[Tool] = (),
         skills: Sequence[Skill] = (),
+        storage: Storage | None = None,
         **options: Unpack[AgentOptions],
     ) -> None:
-        client = LocalToolClient(merge_tools(tools, skills), env_id=options.get("name") or "agent")
+        client = LocalToolClient(
+            merge_tools(tools, skills), env_id=options.get("name") or "agent", storage=storage
+        )
         super().__init__(
             provider=provider,
             tool_client=client,

@@ -25,7 +25,7 @@ StopReason: TypeAlias = Literal["end_turn", "tool_stop", "max_turns", "cancelled
 reached, the run was cancelled, or it failed."""
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallRecord:
     """One tool call made during a run, with its result."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -30,20 +31,22 @@ from .._core import (
 )
 from ..tools import ToolResult
 from ._output import InvalidOutput, OutputSpec
-from ._result import RunResult, ToolCallRecord
+from ._result import RunResult, StopReason, ToolCallRecord
 
 if TYPE_CHECKING:
     from ._agent import BaseAgent
 
-__all__ = ["Hook", "Run"]
+__all__ = ["Run", "ToolCallHook", "ToolResultHook"]
 
-Hook: TypeAlias = Callable[[Any], Awaitable[None] | None]
-"""A sync or async callback taking one argument."""
+ToolCallHook: TypeAlias = Callable[[ToolCall], Awaitable[None] | None]
+"""Called (sync or async) with each tool call before it runs."""
+ToolResultHook: TypeAlias = Callable[[ToolCallRecord], Awaitable[None] | None]
+"""Called (sync or async) with each finished tool call's record."""
 
 _Outcome: TypeAlias = tuple[ToolResult, ToolCallRecord]
 
 
-async def call_hook(hook: Hook | None, value: Any) -> None:
+async def call_hook(hook: Callable[[Any], Awaitable[None] | None] | None, value: Any) -> None:
     """Call ``hook`` with ``value``, awaiting it when it is async."""
     if hook is not None:
         result = hook(value)
@@ -79,8 +82,7 @@ class Run:
             self._tool_names = frozenset(t.name for t in self._tools)
             self.prompt = prompt
             self.agent._append(prompt, result)
-            if self.on_chunk is not None:
-                await emit(self.on_chunk, StreamChunk(role="user", content=prompt.text, done=True))
+            await self._echo(prompt)
             while not await self.step():
                 pass
         except asyncio.CancelledError:
@@ -97,6 +99,10 @@ class Run:
             self.agent.last_result = result
         return result
 
+    async def _echo(self, message: Message) -> None:
+        if self.on_chunk is not None:
+            await emit(self.on_chunk, StreamChunk(role="user", content=message.text, done=True))
+
     async def step(self) -> bool:
         """One model turn and its tool calls; ``True`` when the run is over."""
         agent, result = self.agent, self.result
@@ -104,23 +110,26 @@ class Run:
             return self._finish("max_turns")
         await agent._maybe_compact(self.prompt, result)
         messages = agent._request_messages(self.spec)
-        response = await agent.provider.chat(messages, tools=self._tools, on_chunk=self.on_chunk)
-        agent._account(response, result)
+        response = await agent.provider.chat(
+            messages, tools=self._tools or None, on_chunk=self.on_chunk
+        )
+        agent._account(response, result, messages)
         result.turns += 1
+        calls = unique_ids(response.tool_calls)
         assistant = Message.assistant(
             response.content,
-            tool_calls=response.tool_calls,
+            tool_calls=calls,
             thinking=response.thinking,
             provider_thinking=response.provider_thinking,
         )
         agent._append(assistant, result)
-        if response.tool_calls:
-            if await self._dispatch(response.tool_calls):
+        if calls:
+            if await self._dispatch(calls):
                 return self._finish("tool_stop")
             return False
-        return self._answer(response)
+        return await self._answer(response)
 
-    def _answer(self, response: ChatResponse) -> bool:
+    async def _answer(self, response: ChatResponse) -> bool:
         if self.spec is not None:
             try:
                 self.result.output_value = self.spec.parse(response.content)
@@ -132,50 +141,61 @@ class Run:
                         errors=exc.errors,
                     ) from None
                 self._retries_left -= 1
-                self.agent._append(Message.user(self.spec.retry_prompt(str(exc))), self.result)
+                retry = Message.user(self.spec.retry_prompt(str(exc)))
+                self.agent._append(retry, self.result)
+                await self._echo(retry)
                 return False
         return self._finish("end_turn")
 
-    def _finish(self, reason: Any) -> bool:
+    def _finish(self, reason: StopReason) -> bool:
         self.result.stop_reason = reason
         for m in reversed(self.result.messages):
             if m.role == "assistant":
                 if m.text:
                     self.result.output = [Message.assistant(m.text)]
                 break
+        if self.spec is not None and reason != "end_turn":
+            # A typed output_value is a promise: a run that cannot keep it fails.
+            raise RunError(f"the run ended ({reason}) before the model gave its structured answer")
         return True
 
     async def _dispatch(self, calls: Sequence[ToolCall]) -> bool:
-        """Run every call of a turn concurrently; ``True`` if one asked to stop the run."""
-        for c in calls:
-            await call_hook(self.agent.on_tool_call, c)
-        outcomes: dict[str, _Outcome] = {}
-        if len(calls) == 1:
-            # Most turns make one call: skip the task machinery.
-            try:
-                outcomes[calls[0].id] = await self._call(calls[0])
-            finally:
-                self._record(calls, outcomes)
-        else:
-            tasks = [asyncio.ensure_future(self._call(c)) for c in calls]
-            try:
-                await asyncio.wait(tasks)
-            except asyncio.CancelledError:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.wait(tasks)
-                raise
-            finally:
-                for c, t in zip(calls, tasks, strict=True):
-                    if t.done() and not t.cancelled() and t.exception() is None:
-                        outcomes[c.id] = t.result()
-                self._record(calls, outcomes)
-            for t in tasks:
-                if not t.cancelled() and (exc := t.exception()) is not None:
-                    raise exc
+        """Run every call of a turn concurrently; ``True`` if one asked to stop the run.
+
+        Whatever happens (a hook raising, cancellation), every call gets a
+        result in the history: the real one if the tool finished, else an error.
+        """
+        outcomes: dict[int, _Outcome] = {}
+        try:
+            for c in calls:
+                await call_hook(self.agent.on_tool_call, c)
+            if len(calls) == 1:
+                # Most turns make one call: skip the task machinery.
+                await self._call(0, calls[0], outcomes)
+                if _being_cancelled():
+                    raise asyncio.CancelledError  # a tool swallowed our cancellation
+            else:
+                await self._call_all(calls, outcomes)
+        finally:
+            self._record(calls, outcomes)
         return any(res.stop_iteration for res, _ in outcomes.values())
 
-    async def _call(self, call: ToolCall) -> _Outcome:
+    async def _call_all(self, calls: Sequence[ToolCall], outcomes: dict[int, _Outcome]) -> None:
+        tasks = [asyncio.ensure_future(self._call(i, c, outcomes)) for i, c in enumerate(calls)]
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            for t in tasks:
+                t.cancel()
+            await asyncio.wait(tasks)
+            raise
+        # Read every failure (so none is logged as unretrieved), then raise the first.
+        failures = [t.exception() for t in tasks if not t.cancelled()]
+        for exc in failures:
+            if exc is not None:
+                raise exc
+
+    async def _call(self, index: int, call: ToolCall, outcomes: dict[int, _Outcome]) -> None:
         started = time.perf_counter()
         if call.name not in self._tool_names:
             known = ", ".join(sorted(self._tool_names)) or "none"
@@ -183,6 +203,10 @@ class Run:
         else:
             try:
                 res = await self.agent.tool_client.call_tool(call.name, call.arguments)
+            except asyncio.CancelledError:
+                if _being_cancelled():
+                    raise
+                res = ToolResult.error(f"tool {call.name!r} was cancelled from inside")
             except Exception as exc:  # transport faults: the model hears about them
                 res = ToolResult.error(f"tool {call.name!r} could not be run: {exc}")
         record = ToolCallRecord(
@@ -193,6 +217,9 @@ class Run:
             is_error=res.is_error,
             duration=time.perf_counter() - started,
         )
+        # Stored before any callback runs: a failing callback must not relabel a
+        # call that really happened as one that did not.
+        outcomes[index] = (res, record)
         if self.on_chunk is not None:
             await emit(
                 self.on_chunk,
@@ -206,12 +233,11 @@ class Run:
                 ),
             )
         await call_hook(self.agent.on_tool_result, record)
-        return res, record
 
-    def _record(self, calls: Sequence[ToolCall], outcomes: dict[str, _Outcome]) -> None:
+    def _record(self, calls: Sequence[ToolCall], outcomes: dict[int, _Outcome]) -> None:
         """Append one tool message per call, in call order, filling in unfinished ones."""
-        for c in calls:
-            outcome = outcomes.get(c.id)
+        for i, c in enumerate(calls):
+            outcome = outcomes.get(i)
             if outcome is None:
                 res = ToolResult.error("tool call cancelled: the run stopped before it finished")
                 record = ToolCallRecord(
@@ -231,3 +257,21 @@ class Run:
                 is_error=res.is_error,
             )
             self.agent._append(message, self.result)
+
+
+def _being_cancelled() -> bool:
+    """Whether someone asked to cancel the task we are running in."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    """The calls, each with an id of its own (some APIs send none, or repeat one)."""
+    seen: set[str] = set()
+    out: list[ToolCall] = []
+    for c in calls:
+        if not c.id or c.id in seen:
+            c = ToolCall(id=f"call_{uuid.uuid4().hex[:16]}", name=c.name, arguments=c.arguments)
+        seen.add(c.id)
+        out.append(c)
+    return tuple(out)

@@ -52,9 +52,17 @@ class AgentState(BaseModel):
                 f"this Heron reads version {STATE_VERSION}"
             )
         try:
-            return cls.model_validate(data)
+            state = cls.model_validate(data)
         except ValidationError as exc:
             raise UserError(f"invalid agent state: {exc}") from None
+        for field in ("messages_full", "messages"):
+            for i, raw in enumerate(getattr(state, field)):
+                try:
+                    Message.from_dict(raw)
+                except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                    reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+                    raise UserError(f"invalid agent state: {field}[{i}]: {reason}") from None
+        return state
 
     def full_messages(self) -> list[Message]:
         """``messages_full`` as :class:`Message` values."""

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Generic
 
-from .._core import ChunkCallback, StreamChunk
+from .._core import ChunkCallback, StreamChunk, UserError
 from ._result import OutputT, RunResult
 
 __all__ = ["AgentStream"]
@@ -20,7 +20,8 @@ class AgentStream(Generic[OutputT]):
 
     Made by :meth:`BaseAgent.run_stream`. The run starts on first use; after
     the chunks, :meth:`result` gives the :class:`RunResult`. Leaving the
-    ``async with`` block early cancels the run (the history stays consistent)::
+    ``async with`` block early, or breaking out of the loop and dropping the
+    iterator, cancels the run (the history stays consistent)::
 
         async with agent.run_stream("What time is it?") as stream:
             async for chunk in stream:
@@ -32,11 +33,14 @@ class AgentStream(Generic[OutputT]):
         self._start = start
         self._queue: asyncio.Queue[StreamChunk | object] = asyncio.Queue()
         self._task: asyncio.Task[RunResult[OutputT]] | None = None
-        self._finished = False
+        self._iterated = False
 
     def _ensure_started(self) -> asyncio.Task[RunResult[OutputT]]:
         if self._task is None:
             self._task = asyncio.ensure_future(self._drive())
+            # The failure is raised to whoever iterates or awaits result();
+            # reading it here keeps an unread one from being logged as lost.
+            self._task.add_done_callback(lambda t: t.cancelled() or t.exception())
         return self._task
 
     async def _drive(self) -> RunResult[OutputT]:
@@ -45,22 +49,29 @@ class AgentStream(Generic[OutputT]):
         finally:
             self._queue.put_nowait(_END)
 
-    def __aiter__(self) -> AgentStream[OutputT]:
-        return self
+    def __aiter__(self) -> AsyncIterator[StreamChunk]:
+        if self._iterated:
+            raise UserError("an AgentStream can be iterated once")
+        self._iterated = True
+        return self._chunks()
 
-    async def __anext__(self) -> StreamChunk:
+    async def _chunks(self) -> AsyncIterator[StreamChunk]:
         task = self._ensure_started()
-        if self._finished:
-            raise StopAsyncIteration
-        item = await self._queue.get()
-        if item is _END:
-            self._finished = True
-            failure = None if task.cancelled() else task.exception()
-            if failure is not None:
-                raise failure
-            raise StopAsyncIteration
-        assert isinstance(item, StreamChunk)
-        return item
+        ended = False
+        try:
+            while (item := await self._queue.get()) is not _END:
+                assert isinstance(item, StreamChunk)
+                yield item
+            ended = True
+        finally:
+            # The consumer broke out and the iterator was closed: the run is no
+            # longer wanted.
+            if not ended:
+                task.cancel()
+        await asyncio.wait([task])
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            raise failure
 
     async def result(self) -> RunResult[OutputT]:
         """Wait for the run to end and return its result (unread chunks are discarded)."""

@@ -45,6 +45,8 @@ class Reply:
     """Tool calls made this turn (build them with :func:`call`)."""
     thinking: str | None = None
     """Reasoning text, streamed before the answer."""
+    provider_thinking: Sequence[Any] | None = None
+    """Opaque provider data (e.g. signed thinking blocks) put on the response."""
     delay: float = 0.0
     """Seconds to wait before answering, like a slow model (cancellable)."""
 
@@ -154,6 +156,9 @@ class ScriptedProvider(Provider):
             output_tokens=max(output_tokens, 1),
             tool_calls=calls,
             thinking=reply.thinking,
+            provider_thinking=(
+                tuple(reply.provider_thinking) if reply.provider_thinking is not None else None
+            ),
             stop_reason="tool_use" if calls else "end_turn",
         )
 

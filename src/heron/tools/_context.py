@@ -39,19 +39,25 @@ class MemoryStorage(Storage):
 class IdGenerator:
     """Hands out short ids that are stable per environment: ``ref-1``, ``ref-2``, ...
 
-    The counters live in ``storage`` under the ``env_id``, so a restarted
-    process continues the same sequence instead of reusing ids.
+    The counters live in ``storage`` under the ``env_id``: with a persistent
+    storage, a restarted process continues the sequence instead of reusing ids.
+    Share one generator per environment; two generators over the same storage
+    and env id may hand out the same id concurrently.
     """
 
     def __init__(self, storage: Storage, env_id: str) -> None:
         self._storage = storage
         self._env_id = env_id
-        self._lock = asyncio.Lock()
+        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
     async def next(self, prefix: str = "ref") -> str:
         """Return the next id with ``prefix``."""
         key = f"heron.ids/{self._env_id}/{prefix}"
-        async with self._lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:  # one lock per event loop: asyncio locks cannot cross loops
+            self._locks = {loop: (lock := asyncio.Lock())}
+        async with lock:
             current = int(await self._storage.get(key) or 0) + 1
             await self._storage.set(key, str(current))
         return f"{prefix}-{current}"

@@ -96,6 +96,11 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
     for name, param in signature.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {func.__name__!r}: *args and **kwargs cannot be described")
+        if param.kind is param.POSITIONAL_ONLY:
+            raise TypeError(
+                f"tool {func.__name__!r}: parameter {name!r} is positional-only, "
+                "but tool arguments arrive by name"
+            )
         annotation = hints.get(name, Any)
         if _is_context(annotation):
             context_param = name

@@ -35,6 +35,12 @@ class Skill:
     tools: Sequence[Tool] = field(default_factory=tuple)
     """Tools the instructions rely on; registered with the skill."""
 
+    def __post_init__(self) -> None:
+        tools = self.tools
+        if isinstance(tools, Tool) or not all(isinstance(t, Tool) for t in tools):
+            raise UserError(f"skill {self.name!r}: tools must be a list of Tool objects")
+        object.__setattr__(self, "tools", tuple(tools))  # frozen, hashable, not the caller's list
+
     def render(self) -> str:
         """The skill's entry in the ``SKILLS:`` block of the system prompt."""
         return f"{self.name} - {self.description}\n{self.instructions.strip()}"
@@ -53,8 +59,15 @@ def merge_tools(tools: Iterable[Tool], skills: Iterable[Skill]) -> list[Tool]:
     A tool passed both directly and inside a skill (or in two skills) is kept
     once; two *different* tools sharing a name are a :class:`UserError`.
     """
+    if isinstance(tools, Tool) or isinstance(skills, Skill):
+        raise UserError("tools and skills must be lists, even of one item")
+    if not all(isinstance(s, Skill) for s in skills):
+        raise UserError("skills must be a list of Skill objects")
     merged: dict[str, Tool] = {}
     for t in [*tools, *(t for s in skills for t in s.tools)]:
+        if not isinstance(t, Tool):
+            hint = " (decorate functions with @tool)" if callable(t) else ""
+            raise UserError(f"not a Tool: {t!r}{hint}")
         seen = merged.get(t.name)
         if seen is None:
             merged[t.name] = t

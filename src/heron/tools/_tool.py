@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import inspect
 import json
 from collections.abc import Callable
@@ -72,8 +74,10 @@ class Tool:
             self.name = name
         if description is not None:
             self.description = description
-        if input_schema is not None:
-            self.input_schema = input_schema
+        # Each tool owns its schema: a class default or a caller's dict is never shared.
+        self.input_schema = copy.deepcopy(
+            input_schema if input_schema is not None else self.input_schema
+        )
         if stop_iteration_after_use is not None:
             self.stop_iteration_after_use = stop_iteration_after_use
         if not self.name:
@@ -84,13 +88,19 @@ class Tool:
             raise UserError(
                 f"tool {self.name!r} has an invalid input_schema: {exc.message}"
             ) from exc
-        self._validator = jsonschema.Draft202012Validator(self.input_schema)
+
+    @functools.cached_property
+    def _validator(self) -> jsonschema.Draft202012Validator:
+        # Lazy, so a subclass whose __init__ forgot super().__init__() still validates.
+        return jsonschema.Draft202012Validator(self.input_schema)
 
     @property
     def schema(self) -> ToolSchema:
-        """The tool as the model sees it."""
+        """The tool as the model sees it (a copy: changing it changes nothing)."""
         return ToolSchema(
-            name=self.name, description=self.description, input_schema=self.input_schema
+            name=self.name,
+            description=self.description,
+            input_schema=copy.deepcopy(self.input_schema),
         )
 
     def execute(self, arguments: dict[str, Any], context: ToolContext) -> Any:
@@ -109,7 +119,8 @@ class Tool:
                 f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}" for e in errors
             )
             raise ToolError(f"invalid arguments for tool {self.name!r}: {details}")
-        return arguments
+        # The tool gets its own copy: mutating it must not rewrite the model's call.
+        return copy.deepcopy(arguments)
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Validate, execute and wrap the result; failures become error results."""

@@ -1,0 +1,124 @@
+"""An agent's conversation: every message, the working context, memory and counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._core import ChatResponse, Message, Usage
+from .._core.tokens import estimate_message_tokens, estimate_tokens
+from ..providers import Provider
+from ._compaction import compaction_request
+from ._result import RunResult
+from ._state import STATE_VERSION, AgentState
+
+__all__ = ["Conversation"]
+
+# Compacting costs a model call; below this share of the threshold it buys too little.
+_MIN_FOLD_SHARE = 8
+
+
+class Conversation:
+    """The history behind an agent.
+
+    ``full`` only ever grows; ``working`` is what the model is sent, and
+    restarts from ``memory`` after each compaction. ``context_tokens`` tracks
+    the working context's size: the provider's own count after each response,
+    an estimate for what was added since (or when a provider reports none).
+    """
+
+    def __init__(self, state: AgentState) -> None:
+        self.full: list[Message] = state.full_messages()
+        self.working: list[Message] = state.working_messages()
+        self.memory: str | None = state.memory
+        self.usage: Usage = state.usage
+        self.context_tokens = state.context_tokens
+        self.compactions = state.compactions
+
+    def append(self, message: Message, result: RunResult[Any]) -> None:
+        """Add ``message`` to every view of the history."""
+        self.full.append(message)
+        self.working.append(message)
+        result.messages.append(message)
+        if message.role != "assistant":  # assistant output is counted by account()
+            self.context_tokens += estimate_message_tokens((message,))
+
+    def account(
+        self, response: ChatResponse, result: RunResult[Any], request: Sequence[Message]
+    ) -> None:
+        """Count a response's tokens into the run and the agent's life."""
+        self._count(response, result)
+        if response.input_tokens:
+            self.context_tokens = response.input_tokens + response.output_tokens
+        else:  # a provider that reports no usage must still trigger compaction
+            answer = Message.assistant(response.content, tool_calls=response.tool_calls)
+            self.context_tokens = estimate_message_tokens((*request, answer))
+
+    def _count(self, response: ChatResponse, result: RunResult[Any]) -> None:
+        result.input_tokens += response.input_tokens
+        result.output_tokens += response.output_tokens
+        self.usage = self.usage + Usage(
+            input_tokens=response.input_tokens, output_tokens=response.output_tokens, requests=1
+        )
+
+    async def compact(
+        self,
+        provider: Provider,
+        *,
+        prompt: Message | None,
+        threshold: int,
+        result: RunResult[Any],
+    ) -> bool:
+        """Fold the working context into ``memory`` once it passes ``threshold``.
+
+        The current prompt and the latest tool turn (the calls and their
+        results, which the model has not acted on yet) stay verbatim; the rest
+        is summarised by ``provider``. Returns whether a compaction happened.
+        """
+        if self.context_tokens <= threshold:
+            return False
+        tail = _latest_tool_turn(self.working)
+        fold = self.working[: len(self.working) - len(tail)]
+        dropped = [m for m in fold if m is not prompt]
+        if not dropped or estimate_message_tokens(dropped) * _MIN_FOLD_SHARE < threshold:
+            return False  # too little left to fold for a model call to be worth it
+        response = await provider.chat(compaction_request(self.memory, fold))
+        self._count(response, result)
+        summary = response.content.strip()
+        if not summary:
+            return False  # a model that summarises to nothing must not wipe the context
+        kept = [prompt] if prompt is not None and len(dropped) < len(fold) else []
+        self.context_tokens += (
+            estimate_tokens(summary)
+            - estimate_tokens(self.memory or "")
+            - estimate_message_tokens(dropped)
+        )
+        self.memory = summary
+        self.working = [*kept, *tail]
+        self.compactions += 1
+        return True
+
+    def snapshot(self, name: str) -> AgentState:
+        """The conversation as a versioned :class:`AgentState`."""
+        return AgentState(
+            version=STATE_VERSION,
+            name=name,
+            messages_full=[m.to_dict() for m in self.full],
+            messages=[m.to_dict() for m in self.working],
+            memory=self.memory,
+            input_tokens=self.usage.input_tokens,
+            output_tokens=self.usage.output_tokens,
+            requests=self.usage.requests,
+            context_tokens=max(self.context_tokens, 0),
+            compactions=self.compactions,
+        )
+
+
+def _latest_tool_turn(messages: Sequence[Message]) -> list[Message]:
+    """The trailing assistant message that called tools and its results, if it ends the list."""
+    i = len(messages)
+    while i > 0 and messages[i - 1].role == "tool":
+        i -= 1
+    if i < len(messages) and i > 0 and messages[i - 1].tool_calls:
+        return list(messages[i - 1 :])
+    return []

@@ -134,17 +134,21 @@ class TestSteps:
         with pytest.raises(TypeError, match="not a script step: 42"):
             await play(42)  # type: ignore[arg-type]
 
-    async def test_explicit_ids_are_kept_and_do_not_use_up_numbers(self) -> None:
+    async def test_explicit_ids_are_kept_and_others_numbered_by_position(self) -> None:
         response = await play([ToolCall(id="mine", name="a"), call("b")])
-        assert [c.id for c in response.tool_calls] == ["mine", "call_1"]
+        assert [c.id for c in response.tool_calls] == ["mine", "call_2"]
 
 
-async def test_ids_keep_counting_across_turns() -> None:
-    provider = ScriptedProvider([[call("a"), call("b")], "thinking it over", call("c")])
-    ids = []
-    for _ in range(3):
-        ids += [c.id for c in (await provider.chat(HELLO)).tool_calls]
-    assert ids == ["call_1", "call_2", "call_3"]
+async def test_ids_number_on_from_the_calls_in_the_conversation() -> None:
+    provider = ScriptedProvider([[call("a"), call("b")], call("c"), call("c")])
+    first = await provider.chat(HELLO)
+    assert [c.id for c in first.tool_calls] == ["call_1", "call_2"]
+    history = [*HELLO, Message.assistant(tool_calls=first.tool_calls)]
+    second = await provider.chat(history)
+    assert [c.id for c in second.tool_calls] == ["call_3"]
+    # The same conversation played again (say, resumed) gets the same ids.
+    again = await provider.chat(history)
+    assert [c.id for c in again.tool_calls] == ["call_3"]
 
 
 async def test_ids_start_over_per_provider() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ __all__ = ["Reply", "ScriptedProvider", "ScriptedRequest", "Step", "call"]
 def call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> ToolCall:
     """Script one tool call: ``call("add", a=1, b=2)`` or ``call("add", {"a": 1})``.
 
-    The provider gives it an id (``call_1``, ``call_2``, ...) when it is played.
+    The provider gives it an id when it is played: ``call_N``, numbering on from
+    the calls already in the conversation.
     """
     return ToolCall(id="", name=name, arguments={**(arguments or {}), **kwargs})
 
@@ -103,7 +103,6 @@ class ScriptedProvider(Provider):
     def __init__(self, steps: Sequence[Step], *, capabilities: Capabilities | None = None) -> None:
         self._steps = list(steps)
         self._next = 0
-        self._ids = itertools.count(1)
         self._capabilities = capabilities or Capabilities(
             supports_tools=True, supports_images=True, supports_thinking=True
         )
@@ -139,7 +138,13 @@ class ScriptedProvider(Provider):
         reply = await self._resolve(step, messages)
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        calls = tuple(c if c.id else self._with_id(c) for c in reply.tool_calls)
+        # Ids number on from the calls already in the conversation: unique within
+        # it, and the same again when a saved conversation is resumed.
+        made = sum(len(m.tool_calls) for m in messages)
+        calls = tuple(
+            c if c.id else ToolCall(id=f"call_{made + i}", name=c.name, arguments=c.arguments)
+            for i, c in enumerate(reply.tool_calls, start=1)
+        )
         if on_chunk is not None:
             await self._stream(reply, calls, on_chunk)
         input_tokens = estimate_message_tokens(messages) + sum(
@@ -161,9 +166,6 @@ class ScriptedProvider(Provider):
             ),
             stop_reason="tool_use" if calls else "end_turn",
         )
-
-    def _with_id(self, c: ToolCall) -> ToolCall:
-        return ToolCall(id=f"call_{next(self._ids)}", name=c.name, arguments=c.arguments)
 
     async def _resolve(self, step: Any, messages: Sequence[Message]) -> Reply:
         if isinstance(step, type) and issubclass(step, BaseException):

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import pytest
+
 from heron import Capabilities, Message, SimpleAgent, tool
+from heron._core.tokens import estimate_message_tokens
 from heron.testing import ScriptedProvider, call
 
 SUMMARY_MARKER = "long-term memory"
@@ -99,11 +102,57 @@ async def test_compaction_mid_run_keeps_the_task_and_tool_pairs_consistent() -> 
 
 async def test_an_empty_summary_does_not_wipe_the_context() -> None:
     def step(messages: Sequence[Message]) -> str:
-        return "" if is_compaction(messages) else "answer " * 30
+        return "" if is_compaction(messages) else "answer " * 60
 
     provider = ScriptedProvider([step] * 10, capabilities=small_window())
     agent = SimpleAgent(provider=provider)
     await agent.run("first " * 30)
     await agent.run("second")
+    asked = [r for r in provider.requests if is_compaction(r.messages)]
+    assert asked, "the test must reach a compaction for the guard to matter"
     assert agent.compactions == 0
+    assert agent.memory is None
     assert [m.text.split()[0] for m in agent.messages] == ["first", "answer", "second", "answer"]
+
+
+def reply(messages: Sequence[Message]) -> str:
+    return "SUMMARY" if is_compaction(messages) else "a short answer"
+
+
+@pytest.mark.parametrize(("slack", "compacts"), [(0, False), (-1, True)])
+async def test_compaction_starts_just_past_the_threshold(slack: int, compacts: bool) -> None:
+    probe = SimpleAgent(provider=ScriptedProvider([reply]))
+    await probe.run("the first question, with a few words in it")
+    second = "and a second question"
+    size = probe.state()["context_tokens"] + estimate_message_tokens([Message.user(second)])
+    caps = Capabilities(context_window=size + slack, safe_usage_ratio=1.0)
+
+    agent = SimpleAgent(provider=ScriptedProvider([reply] * 3, capabilities=caps))
+    await agent.run("the first question, with a few words in it")
+    await agent.run(second)
+    assert agent.compactions == (1 if compacts else 0)
+
+
+async def test_a_fold_too_small_to_pay_for_a_model_call_is_skipped() -> None:
+    provider = ScriptedProvider([reply] * 3, capabilities=Capabilities(context_window=400))
+    agent = SimpleAgent(provider=provider)
+    await agent.run("hi")
+    await agent.run("word " * 300)  # far past the threshold, but only "hi" could be folded
+    assert not any(is_compaction(r.messages) for r in provider.requests)
+    assert agent.compactions == 0
+
+
+async def test_cjk_text_fills_the_window_and_is_compacted() -> None:
+    paragraph = "東京は日本の首都で、多くの人が暮らしています。" * 10
+
+    def model(messages: Sequence[Message]) -> str:
+        if is_compaction(messages):
+            return "ユーザーは東京について話した。"
+        return "はい、わかりました。" * 5
+
+    provider = ScriptedProvider([model] * 10, capabilities=Capabilities(context_window=600))
+    agent = SimpleAgent(provider=provider)
+    for _ in range(3):
+        await agent.run(paragraph)
+    assert agent.compactions >= 1
+    assert agent.memory == "ユーザーは東京について話した。"

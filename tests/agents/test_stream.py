@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from heron import ProviderError, SimpleAgent, StreamChunk, tool
+from heron import ProviderError, RunError, SimpleAgent, StreamChunk, UserError, tool
 from heron.testing import Reply, ScriptedProvider, call
 
 
@@ -69,24 +69,47 @@ async def test_a_failing_run_raises_from_the_iteration() -> None:
         await stream.result()
 
 
-async def test_leaving_the_block_early_cancels_the_run_and_keeps_history_consistent() -> None:
-    entered = asyncio.Event()
+async def test_a_reader_that_stops_at_a_tool_call_stops_the_run_before_the_tool() -> None:
+    ran: list[str] = []
 
     @tool
-    async def slow() -> str:
-        """Takes forever."""
-        entered.set()
-        await asyncio.sleep(30)
-        return "never"
+    async def launch() -> str:
+        """Irreversible."""
+        ran.append("launched")
+        return "launched"
 
-    agent = SimpleAgent(provider=ScriptedProvider([call("slow"), "unused"]), tools=[slow])
+    agent = SimpleAgent(provider=ScriptedProvider([call("launch"), "unused"]), tools=[launch])
     async with agent.run_stream("go") as stream:
         async for chunk in stream:
             if chunk.tool_calls:
-                await asyncio.wait_for(entered.wait(), timeout=5)
-                break
+                break  # the reader decides: no
+    assert ran == []
     assert agent.last_result is not None
     assert agent.last_result.stop_reason == "cancelled"
-    assert [m.role for m in agent.messages] == ["user", "assistant", "tool"]
-    with pytest.raises(asyncio.CancelledError):
+    assert [m.role for m in agent.messages] == ["user"]
+    with pytest.raises(RunError, match="cancelled") as info:
         await stream.result()
+    assert info.value.result is agent.last_result
+
+
+async def test_the_run_waits_for_a_slow_reader() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider([call("add", a=1, b=2), "3"]), tools=[add])
+    tool_results_seen_early: list[bool] = []
+    async with agent.run_stream("1+2") as stream:
+        async for chunk in stream:
+            if chunk.tool_calls:
+                await asyncio.sleep(0.01)  # a slow reader; the run must not run ahead
+                tool_results_seen_early.append(any(m.role == "tool" for m in agent.messages))
+    assert tool_results_seen_early == [False]
+    assert (await stream.result()).reply == "3"
+
+
+async def test_a_stream_is_iterated_once_and_result_leaves_chunks_readable() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider(["hello there"]))
+    stream = agent.run_stream("hi")
+    result = await stream.result()
+    chunks = [c async for c in stream]
+    assert result.reply == "hello there"
+    assert "".join(c.content for c in chunks if c.role == "assistant") == "hello there"
+    with pytest.raises(UserError, match="once"):
+        stream.__aiter__()

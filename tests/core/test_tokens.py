@@ -7,7 +7,17 @@ from heron._core.tokens import estimate_message_tokens, estimate_tokens
 def test_words_and_punctuation_count_as_tokens() -> None:
     assert estimate_tokens("") == 0
     assert estimate_tokens("Hello, world!") == 4
-    assert estimate_tokens("  spaced   out  ") == 2
+    assert estimate_tokens("a b c d e f") == 6
+
+
+def test_cjk_characters_count_one_each() -> None:
+    assert estimate_tokens("東京は日本の首都です") == 10
+    assert estimate_tokens("abc漢字") == 3
+
+
+def test_long_unbroken_strings_count_by_length() -> None:
+    assert estimate_tokens("f" * 4000) == 1000
+    assert estimate_tokens("  spaced   out  ") == 4
 
 
 def test_each_message_costs_framing() -> None:

@@ -139,16 +139,17 @@ class TestSteps:
         assert [c.id for c in response.tool_calls] == ["mine", "call_2"]
 
 
-async def test_ids_number_on_from_the_calls_in_the_conversation() -> None:
-    provider = ScriptedProvider([[call("a"), call("b")], call("c"), call("c")])
+async def test_ids_are_unique_across_turns_shrinking_history_and_resumes() -> None:
+    provider = ScriptedProvider([[call("a"), call("b")], call("c"), call("d")])
     first = await provider.chat(HELLO)
     assert [c.id for c in first.tool_calls] == ["call_1", "call_2"]
-    history = [*HELLO, Message.assistant(tool_calls=first.tool_calls)]
-    second = await provider.chat(history)
+    # Even when the history it is shown no longer holds them (compaction).
+    second = await provider.chat(HELLO)
     assert [c.id for c in second.tool_calls] == ["call_3"]
-    # The same conversation played again (say, resumed) gets the same ids.
-    again = await provider.chat(history)
-    assert [c.id for c in again.tool_calls] == ["call_3"]
+    # A new provider resuming a saved conversation numbers on from what it is shown.
+    history = [*HELLO, Message.assistant(tool_calls=[*first.tool_calls, *second.tool_calls])]
+    resumed = await ScriptedProvider([call("e")]).chat(history)
+    assert [c.id for c in resumed.tool_calls] == ["call_4"]
 
 
 async def test_ids_start_over_per_provider() -> None:

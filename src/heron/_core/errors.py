@@ -11,7 +11,9 @@
         └── OutputValidationError   structured output still invalid after the retries
 
 Agent-side outcomes that are not failures (the turn limit, a stop tool) are
-returned on :class:`heron.RunResult` as ``stop_reason`` values, not raised.
+returned on :class:`heron.RunResult` as ``stop_reason`` values, not raised;
+only a run that was asked for a typed ``output_type`` and ends that way
+raises :class:`RunError`, since it cannot return the value it promised.
 """
 
 from __future__ import annotations

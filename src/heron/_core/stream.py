@@ -20,7 +20,8 @@ class StreamChunk:
     turn, ``assistant`` deltas (``thinking`` deltas first, then ``content``),
     one chunk per finished tool call (``tool_calls`` holding that one call),
     and a ``done`` chunk carrying no tool calls; then one ``tool`` chunk per
-    tool result.
+    tool result. When a structured answer is sent back for another try, the
+    request to the model is echoed as a ``user`` chunk too.
     """
 
     role: Literal["user", "assistant", "tool"]

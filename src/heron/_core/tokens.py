@@ -9,9 +9,10 @@ from .messages import Message
 
 __all__ = ["estimate_message_tokens", "estimate_tokens"]
 
-# Words, numbers and single punctuation marks: close to what BPE tokenizers
-# produce for English prose, and deterministic, which tests rely on.
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+# Han, kana and hangul: tokenizers spend about one token per character on them.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+# One CJK character, a word (of other letters and digits), or one punctuation mark.
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
 
 # Every message costs a few tokens of framing (role markers, separators).
 _MESSAGE_OVERHEAD = 4
@@ -20,8 +21,13 @@ _IMAGE_TOKENS = 256
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimate how many tokens ``text`` takes."""
-    return len(_TOKEN.findall(text))
+    """Estimate how many tokens ``text`` takes.
+
+    Words, CJK characters and punctuation marks count one each, and never less
+    than a token per four characters, so long unbroken strings (hashes, base64,
+    minified code) are not mistaken for one token.
+    """
+    return max(len(_TOKEN.findall(text)), (len(text) + 3) // 4)
 
 
 def estimate_message_tokens(messages: Iterable[Message]) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Mapping, Sequence
 from contextvars import ContextVar
@@ -72,6 +73,8 @@ class BaseAgent:
         on_tool_call: ToolCallHook | None = None,
         on_tool_result: ToolResultHook | None = None,
     ) -> None:
+        skills = () if skills is None else skills
+        instruction = instruction or ""
         if not isinstance(provider, Provider):
             raise UserError(f"provider must be a heron Provider, not {type(provider).__name__}")
         if not isinstance(tool_client, ToolClient):
@@ -212,7 +215,9 @@ class BaseAgent:
         validates, or a JSON schema dict) asks for a structured answer, put on
         ``result.output_value`` and typed accordingly. A call made while
         another run is in progress waits for it, so prompts are taken in call
-        order.
+        order; a call from inside this agent's own run (from a tool, a
+        callback, or a task either of them started) is refused with
+        :class:`UserError`, since it could only wait for itself.
         """
         if not isinstance(prompt, str | Message):
             raise UserError(
@@ -240,7 +245,10 @@ class BaseAgent:
             async with lock:
                 return await Run(self, on_chunk=on_chunk, spec=spec).execute(message)
         finally:
-            _RUNNING.reset(token)
+            # A run abandoned on a closed loop is closed later by the garbage
+            # collector, in another context, where the token cannot be reset.
+            with contextlib.suppress(ValueError):
+                _RUNNING.reset(token)
             with self._guard:
                 self._runs_in_flight -= 1
 
@@ -312,7 +320,7 @@ class BaseAgent:
         def start(on_chunk: ChunkCallback) -> Awaitable[RunResult[Any]]:
             return self.run(prompt, on_chunk=on_chunk, output_type=output_type)
 
-        return AgentStream(start)
+        return AgentStream(start, partial=lambda: self.last_result)
 
     # -- used by the loop -----------------------------------------------
 
@@ -320,6 +328,8 @@ class BaseAgent:
         """Count a run in and return the lock that orders runs on this loop."""
         loop = asyncio.get_running_loop()
         with self._guard:
+            if self._lock_loop is not None and self._lock_loop.is_closed():
+                self._runs_in_flight = 0  # runs left pending on a closed loop will never end
             if self._runs_in_flight and self._lock_loop is not loop:
                 raise UserError(
                     f"agent {self.name!r} is already running in another event loop or "
@@ -403,9 +413,12 @@ class SimpleAgent(BaseAgent):
         storage: Storage | None = None,
         **options: Unpack[AgentOptions],
     ) -> None:
-        client = LocalToolClient(
-            merge_tools(tools, skills), env_id=options.get("name") or "agent", storage=storage
-        )
+        tools, skills = tools or (), skills or ()
+        state = options.get("state")
+        saved_name = AgentState.load(state).name if state is not None else None
+        # The tools' environment follows the agent's identity, resumed ones included.
+        env_id = options.get("name") or saved_name or "agent"
+        client = LocalToolClient(merge_tools(tools, skills), env_id=env_id, storage=storage)
         super().__init__(
             provider=provider,
             tool_client=client,

@@ -34,12 +34,38 @@ class Conversation:
         self.usage: Usage = state.usage
         self.context_tokens = state.context_tokens
         self.compactions = state.compactions
+        self.call_ids: set[str] = {c.id for m in self.full for c in m.tool_calls}
+        """Every tool-call id in the history, so new ones never repeat them."""
+        self._answer_interrupted_calls()
+
+    def _answer_interrupted_calls(self) -> None:
+        """Give calls left unanswered by a process that died mid-turn an error result.
+
+        State saved between a model turn and its tool results (a checkpoint in
+        ``on_tool_call``, say) would otherwise resume into a request every
+        provider rejects: a tool call without its result.
+        """
+        tail = _latest_tool_turn(self.working) or self.working[-1:]
+        if not tail or not tail[0].tool_calls:
+            return
+        answered = {m.tool_call_id for m in tail if m.role == "tool"}
+        for call in tail[0].tool_calls:
+            if call.id not in answered:
+                message = Message.tool(
+                    "tool call interrupted: the agent stopped before it finished",
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    is_error=True,
+                )
+                self.full.append(message)
+                self.working.append(message)
 
     def append(self, message: Message, result: RunResult[Any]) -> None:
         """Add ``message`` to every view of the history."""
         self.full.append(message)
         self.working.append(message)
         result.messages.append(message)
+        self.call_ids.update(c.id for c in message.tool_calls)
         if message.role != "assistant":  # assistant output is counted by account()
             self.context_tokens += estimate_message_tokens((message,))
 
@@ -71,13 +97,14 @@ class Conversation:
     ) -> bool:
         """Fold the working context into ``memory`` once it passes ``threshold``.
 
-        The current prompt and the latest tool turn (the calls and their
-        results, which the model has not acted on yet) stay verbatim; the rest
-        is summarised by ``provider``. Returns whether a compaction happened.
+        The current prompt and what the model has not acted on yet (the latest
+        tool calls and their results, or a request sent after its last answer)
+        stay verbatim; the rest is summarised by ``provider``. Returns whether a
+        compaction happened.
         """
         if self.context_tokens <= threshold:
             return False
-        tail = _latest_tool_turn(self.working)
+        tail = _unanswered_tail(self.working)
         fold = self.working[: len(self.working) - len(tail)]
         dropped = [m for m in fold if m is not prompt]
         if not dropped or estimate_message_tokens(dropped) * _MIN_FOLD_SHARE < threshold:
@@ -112,6 +139,21 @@ class Conversation:
             context_tokens=max(self.context_tokens, 0),
             compactions=self.compactions,
         )
+
+
+def _unanswered_tail(messages: Sequence[Message]) -> list[Message]:
+    """The trailing messages the model has not answered yet.
+
+    That is the latest tool turn (the assistant message that made the calls,
+    and their results), or the user messages after its last answer.
+    """
+    tool_turn = _latest_tool_turn(messages)
+    if tool_turn:
+        return tool_turn
+    i = len(messages)
+    while i > 0 and messages[i - 1].role == "user":
+        i -= 1
+    return list(messages[i:])
 
 
 def _latest_tool_turn(messages: Sequence[Message]) -> list[Message]:

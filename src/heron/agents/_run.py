@@ -14,6 +14,7 @@ import inspect
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._core import (
@@ -110,12 +111,14 @@ class Run:
             return self._finish("max_turns")
         await agent._maybe_compact(self.prompt, result)
         messages = agent._request_messages(self.spec)
-        response = await agent.provider.chat(
-            messages, tools=self._tools or None, on_chunk=self.on_chunk
-        )
+        ids = CallIds(agent._conversation.call_ids)
+        on_chunk = self.on_chunk
+        if on_chunk is not None:
+            on_chunk = ids.wrap(on_chunk)
+        response = await agent.provider.chat(messages, tools=self._tools or None, on_chunk=on_chunk)
         agent._account(response, result, messages)
         result.turns += 1
-        calls = unique_ids(response.tool_calls)
+        calls = ids.fix_all(response.tool_calls)
         assistant = Message.assistant(
             response.content,
             tool_calls=calls,
@@ -166,13 +169,15 @@ class Run:
         result in the history: the real one if the tool finished, else an error.
         """
         outcomes: dict[int, _Outcome] = {}
+        # Cancellations the caller requested and caught before this turn are not ours.
+        baseline = _cancelling()
         try:
             for c in calls:
                 await call_hook(self.agent.on_tool_call, c)
             if len(calls) == 1:
                 # Most turns make one call: skip the task machinery.
-                await self._call(0, calls[0], outcomes)
-                if _being_cancelled():
+                await self._call(0, calls[0], outcomes, baseline)
+                if _cancelling() > baseline:
                     raise asyncio.CancelledError  # a tool swallowed our cancellation
             else:
                 await self._call_all(calls, outcomes)
@@ -181,13 +186,20 @@ class Run:
         return any(res.stop_iteration for res, _ in outcomes.values())
 
     async def _call_all(self, calls: Sequence[ToolCall], outcomes: dict[int, _Outcome]) -> None:
-        tasks = [asyncio.ensure_future(self._call(i, c, outcomes)) for i, c in enumerate(calls)]
+        tasks = [asyncio.ensure_future(self._call(i, c, outcomes, 0)) for i, c in enumerate(calls)]
         try:
             await asyncio.wait(tasks)
         except asyncio.CancelledError:
             for t in tasks:
                 t.cancel()
-            await asyncio.wait(tasks)
+            pending: set[asyncio.Task[None]] = set(tasks)
+            while pending:
+                # Let every tool wind down, however often we are cancelled meanwhile:
+                # a call that finished is recorded as finished, and no hook fires late.
+                try:
+                    _, pending = await asyncio.wait(pending)
+                except asyncio.CancelledError:
+                    continue
             raise
         # Read every failure (so none is logged as unretrieved), then raise the first.
         failures = [t.exception() for t in tasks if not t.cancelled()]
@@ -195,7 +207,9 @@ class Run:
             if exc is not None:
                 raise exc
 
-    async def _call(self, index: int, call: ToolCall, outcomes: dict[int, _Outcome]) -> None:
+    async def _call(
+        self, index: int, call: ToolCall, outcomes: dict[int, _Outcome], baseline: int
+    ) -> None:
         started = time.perf_counter()
         if call.name not in self._tool_names:
             known = ", ".join(sorted(self._tool_names)) or "none"
@@ -204,7 +218,7 @@ class Run:
             try:
                 res = await self.agent.tool_client.call_tool(call.name, call.arguments)
             except asyncio.CancelledError:
-                if _being_cancelled():
+                if _cancelling() > baseline:
                     raise
                 res = ToolResult.error(f"tool {call.name!r} was cancelled from inside")
             except Exception as exc:  # transport faults: the model hears about them
@@ -259,19 +273,47 @@ class Run:
             self.agent._append(message, self.result)
 
 
-def _being_cancelled() -> bool:
-    """Whether someone asked to cancel the task we are running in."""
+def _cancelling() -> int:
+    """How many cancellation requests the current task has pending."""
     task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
+    return task.cancelling() if task is not None else 0
 
 
-def unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-    """The calls, each with an id of its own (some APIs send none, or repeat one)."""
-    seen: set[str] = set()
-    out: list[ToolCall] = []
-    for c in calls:
-        if not c.id or c.id in seen:
-            c = ToolCall(id=f"call_{uuid.uuid4().hex[:16]}", name=c.name, arguments=c.arguments)
-        seen.add(c.id)
-        out.append(c)
-    return tuple(out)
+class CallIds:
+    """Gives each tool call of a turn an id unused in the conversation.
+
+    Some APIs send no ids, or repeat one; the k-th call gets the same id in the
+    streamed chunk and in the history, so consumers can match the two.
+    """
+
+    def __init__(self, taken: set[str]) -> None:
+        self._taken = taken
+        self._assigned: list[str] = []
+        self._streamed = 0
+
+    def _fix(self, k: int, call: ToolCall) -> ToolCall:
+        if k == len(self._assigned):
+            used = call.id in self._taken or call.id in self._assigned
+            self._assigned.append(
+                f"call_{uuid.uuid4().hex[:16]}" if not call.id or used else call.id
+            )
+        new_id = self._assigned[k]
+        return call if call.id == new_id else replace(call, id=new_id)
+
+    def fix_all(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+        """The turn's calls with their final ids."""
+        return tuple(self._fix(k, c) for k, c in enumerate(calls))
+
+    def wrap(self, on_chunk: ChunkCallback) -> ChunkCallback:
+        """``on_chunk``, seeing streamed tool calls under their final ids."""
+
+        def fixed(chunk: StreamChunk) -> Awaitable[None] | None:
+            if chunk.tool_calls:
+                calls = tuple(
+                    self._fix(self._streamed + i, c) for i, c in enumerate(chunk.tool_calls)
+                )
+                self._streamed += len(calls)
+                chunk = replace(chunk, tool_calls=calls)
+            return on_chunk(chunk)
+
+        return fixed

@@ -44,8 +44,13 @@ class AgentState(BaseModel):
     def load(cls, data: AgentState | Mapping[str, Any]) -> AgentState:
         """Validate saved state, refusing versions this release cannot read."""
         if isinstance(data, AgentState):
-            return data
-        version = data.get("version") if isinstance(data, Mapping) else None
+            data = data.model_dump()
+        if not isinstance(data, Mapping):
+            raise UserError(
+                f"state must be the dict agent.state() returned, not {type(data).__name__}"
+                + (" (json.loads it first)" if isinstance(data, str | bytes) else "")
+            )
+        version = data.get("version")
         if version != STATE_VERSION:
             raise UserError(
                 f"cannot resume agent state of version {version!r}; "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Generic
+from typing import Any, Generic
 
-from .._core import ChunkCallback, StreamChunk, UserError
+from .._core import ChunkCallback, RunError, StreamChunk, UserError
 from ._result import OutputT, RunResult
 
 __all__ = ["AgentStream"]
@@ -18,10 +18,12 @@ _END = object()
 class AgentStream(Generic[OutputT]):
     """A run whose :class:`StreamChunk` sequence is read with ``async for``.
 
-    Made by :meth:`BaseAgent.run_stream`. The run starts on first use; after
-    the chunks, :meth:`result` gives the :class:`RunResult`. Leaving the
-    ``async with`` block early, or breaking out of the loop and dropping the
-    iterator, cancels the run (the history stays consistent)::
+    Made by :meth:`BaseAgent.run_stream`. The run starts on first use and
+    waits for the reader at each chunk, exactly as it waits for an
+    ``on_chunk`` callback, so a reader that stops at a chunk stops the run
+    there. Leaving the ``async with`` block early, or breaking out of the loop,
+    cancels the run (the history stays consistent); :meth:`result` then raises
+    :class:`RunError` carrying the partial run::
 
         async with agent.run_stream("What time is it?") as stream:
             async for chunk in stream:
@@ -29,10 +31,18 @@ class AgentStream(Generic[OutputT]):
         result = await stream.result()
     """
 
-    def __init__(self, start: Callable[[ChunkCallback], Awaitable[RunResult[OutputT]]]) -> None:
+    def __init__(
+        self,
+        start: Callable[[ChunkCallback], Awaitable[RunResult[OutputT]]],
+        partial: Callable[[], RunResult[Any] | None],
+    ) -> None:
         self._start = start
+        self._partial = partial
         self._queue: asyncio.Queue[StreamChunk | object] = asyncio.Queue()
+        self._taken = asyncio.Event()
         self._task: asyncio.Task[RunResult[OutputT]] | None = None
+        self._reading = False
+        self._detached = False
         self._iterated = False
 
     def _ensure_started(self) -> asyncio.Task[RunResult[OutputT]]:
@@ -45,14 +55,21 @@ class AgentStream(Generic[OutputT]):
 
     async def _drive(self) -> RunResult[OutputT]:
         try:
-            return await self._start(self._queue.put_nowait)
+            return await self._start(self._offer)
         finally:
             self._queue.put_nowait(_END)
+
+    async def _offer(self, chunk: StreamChunk) -> None:
+        self._queue.put_nowait(chunk)
+        if self._reading and not self._detached:
+            self._taken.clear()
+            await self._taken.wait()  # until the reader comes back for the next chunk
 
     def __aiter__(self) -> AsyncIterator[StreamChunk]:
         if self._iterated:
             raise UserError("an AgentStream can be iterated once")
         self._iterated = True
+        self._reading = True
         return self._chunks()
 
     async def _chunks(self) -> AsyncIterator[StreamChunk]:
@@ -62,20 +79,33 @@ class AgentStream(Generic[OutputT]):
             while (item := await self._queue.get()) is not _END:
                 assert isinstance(item, StreamChunk)
                 yield item
+                self._taken.set()
             ended = True
         finally:
-            # The consumer broke out and the iterator was closed: the run is no
+            # The reader broke out and the iterator was closed: the run is no
             # longer wanted.
             if not ended:
                 task.cancel()
         await asyncio.wait([task])
-        failure = None if task.cancelled() else task.exception()
-        if failure is not None:
+        if not task.cancelled() and (failure := task.exception()) is not None:
             raise failure
 
     async def result(self) -> RunResult[OutputT]:
-        """Wait for the run to end and return its result (unread chunks are discarded)."""
-        return await self._ensure_started()
+        """Wait for the run to end and return its result.
+
+        Chunks not read yet stay readable. A run cancelled because the stream
+        was left early raises :class:`RunError` with the partial run.
+        """
+        self._detached = True  # nobody may be reading any more: stop waiting for them
+        self._taken.set()
+        task = self._ensure_started()
+        await asyncio.wait([task])
+        if task.cancelled():
+            raise RunError(
+                "the run was cancelled: its stream was closed before it finished",
+                result=self._partial(),
+            )
+        return task.result()
 
     async def cancel(self) -> None:
         """Cancel the run if it is still going, and wait until it has stopped."""

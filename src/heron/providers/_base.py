@@ -22,6 +22,9 @@ class Provider(ABC):
     thinking deltas, then text deltas, one chunk per finished tool call, then a
     ``done`` chunk; without it a provider may take a non-streaming path.
 
+    A failure of the model service (an HTTP error, a broken stream, a timeout)
+    is raised as :class:`heron.ProviderError`; agents let it propagate.
+
     Subclasses implement :meth:`chat` and :attr:`capabilities`::
 
         class EchoProvider(Provider):

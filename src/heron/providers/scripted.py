@@ -30,7 +30,7 @@ def call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -
     """Script one tool call: ``call("add", a=1, b=2)`` or ``call("add", {"a": 1})``.
 
     The provider gives it an id when it is played: ``call_N``, numbering on from
-    the calls already in the conversation.
+    the highest such id it has made or seen in the conversation.
     """
     return ToolCall(id="", name=name, arguments={**(arguments or {}), **kwargs})
 
@@ -78,6 +78,7 @@ class ScriptedRequest:
         return [t.name for t in self.tools]
 
 
+_ID = re.compile(r"call_(\d+)")
 _PIECES = re.compile(r"\S+\s*|\s+")
 
 
@@ -103,6 +104,7 @@ class ScriptedProvider(Provider):
     def __init__(self, steps: Sequence[Step], *, capabilities: Capabilities | None = None) -> None:
         self._steps = list(steps)
         self._next = 0
+        self._last_id = 0
         self._capabilities = capabilities or Capabilities(
             supports_tools=True, supports_images=True, supports_thinking=True
         )
@@ -138,13 +140,18 @@ class ScriptedProvider(Provider):
         reply = await self._resolve(step, messages)
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        # Ids number on from the calls already in the conversation: unique within
-        # it, and the same again when a saved conversation is resumed.
-        made = sum(len(m.tool_calls) for m in messages)
+        # Ids number on from the highest call_N this provider made or was shown,
+        # so they stay unique after compaction shrinks the history and after a
+        # saved conversation is resumed with a new provider.
+        shown = (
+            int(m[1]) for msg in messages for c in msg.tool_calls if (m := _ID.fullmatch(c.id))
+        )
+        made = max(self._last_id, *shown, 0)
         calls = tuple(
             c if c.id else ToolCall(id=f"call_{made + i}", name=c.name, arguments=c.arguments)
             for i, c in enumerate(reply.tool_calls, start=1)
         )
+        self._last_id = max(self._last_id, made + len(reply.tool_calls))
         if on_chunk is not None:
             await self._stream(reply, calls, on_chunk)
         input_tokens = estimate_message_tokens(messages) + sum(

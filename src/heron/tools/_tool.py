@@ -6,7 +6,7 @@ import asyncio
 import copy
 import functools
 import inspect
-import json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -23,6 +23,8 @@ __all__ = ["FunctionTool", "Tool", "tool"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+# What every major model API accepts as a function name.
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class Tool:
@@ -80,8 +82,11 @@ class Tool:
         )
         if stop_iteration_after_use is not None:
             self.stop_iteration_after_use = stop_iteration_after_use
-        if not self.name:
-            raise UserError(f"{type(self).__name__} needs a name")
+        if not _NAME.fullmatch(self.name or ""):
+            raise UserError(
+                f"tool name {self.name!r} is not usable: model APIs accept 1-64 letters, "
+                "digits, '_' and '-'"
+            )
         try:
             jsonschema.Draft202012Validator.check_schema(self.input_schema)
         except jsonschema.SchemaError as exc:
@@ -119,14 +124,14 @@ class Tool:
                 f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}" for e in errors
             )
             raise ToolError(f"invalid arguments for tool {self.name!r}: {details}")
-        # The tool gets its own copy: mutating it must not rewrite the model's call.
-        return copy.deepcopy(arguments)
+        return arguments
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Validate, execute and wrap the result; failures become error results."""
         deadline = asyncio.timeout(self.timeout)
         try:
-            checked = self.validate(arguments)
+            # The tool gets its own copy: mutating it must not rewrite the model's call.
+            checked = self.validate(copy.deepcopy(arguments))
             async with deadline:
                 value = await self._invoke(checked, context)
             result = to_tool_result(value)
@@ -160,16 +165,13 @@ class Tool:
         return value
 
     def same_definition(self, other: Tool) -> bool:
-        """Whether ``other`` is this tool again (same kind, name, schema and text)."""
-        return (
-            type(self) is type(other)
-            and self.name == other.name
-            and self.description == other.description
-            and self.stop_iteration_after_use == other.stop_iteration_after_use
-            and self.timeout == other.timeout
-            and json.dumps(self.input_schema, sort_keys=True)
-            == json.dumps(other.input_schema, sort_keys=True)
-        )
+        """Whether ``other`` is this very tool.
+
+        Two instances of one class may differ in state the schema does not show
+        (a root directory, a client), so only the same object counts; override
+        this where instances really are interchangeable.
+        """
+        return other is self
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -314,7 +314,10 @@ def test_tools_do_not_share_schema_dicts() -> None:
     class Ping(Tool):
         name = "ping"
 
-    class Pong(Tool):
+        async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+            return "ping"
+
+    class Pong(Ping):
         name = "pong"
 
     ping, pong = Ping(), Pong()
@@ -447,7 +450,7 @@ def test_positional_only_tool_parameters_are_refused_at_decoration() -> None:
     def f(x: int, /) -> int:
         return x
 
-    with pytest.raises(TypeError, match="positional-only"):
+    with pytest.raises(UserError, match="positional-only"):
         tool(f)
 
 
@@ -643,3 +646,93 @@ async def test_tool_chunks_say_whether_the_call_failed() -> None:
     await agent.run("go", chunks.append)
     assert sorted((c.content, c.is_error) for c in chunks if c.role == "tool")[0] == ("2", False)
     assert [c.is_error for c in chunks if c.role == "tool"].count(True) == 1
+
+
+# -- a newcomer's first tries ---------------------------------------------------
+
+
+def test_a_provider_with_a_sync_chat_is_refused() -> None:
+    class Blocking(Provider):
+        @property
+        def capabilities(self) -> Capabilities:
+            return Capabilities()
+
+        def chat(self, messages: Any, *, tools: Any = None, on_chunk: Any = None) -> Any:  # type: ignore[override]
+            return ChatResponse(content="x")
+
+    with pytest.raises(UserError, match="must be `async def`"):
+        SimpleAgent(provider=Blocking())
+
+
+async def test_a_provider_that_does_not_stream_is_streamed_for_it() -> None:
+    calls = [ToolCall(id="c1", name="add", arguments={"a": 1, "b": 2})]
+    provider = RecordingProvider(
+        [
+            ChatResponse(content="Adding.", thinking="Use add.", tool_calls=tuple(calls)),
+            ChatResponse(content="3"),
+        ]
+    )
+    chunks: list[StreamChunk] = []
+    await SimpleAgent(provider=provider, tools=[add]).run("1+2", chunks.append)
+    picture = [
+        (
+            "user"
+            if c.role == "user"
+            else "tool"
+            if c.role == "tool"
+            else "call"
+            if c.tool_calls
+            else "thinking"
+            if c.thinking
+            else "done"
+            if c.done
+            else "text"
+        )
+        for c in chunks
+    ]
+    assert picture == ["user", "thinking", "text", "call", "done", "tool", "text", "done"]
+
+
+async def test_output_parsing_is_forgiving_where_it_is_unambiguous() -> None:
+    class Point(BaseModel):
+        x: int
+
+    text = await SimpleAgent(provider=ScriptedProvider(["hello world"])).run("hi", output_type=str)
+    assert text.output_value == "hello world"
+    prose = 'Here it is:\n```json\n{"x": 4}\n```\nAnything else?'
+    point = await SimpleAgent(provider=ScriptedProvider([prose])).run("p", output_type=Point)
+    assert point.output_value == Point(x=4)
+    with pytest.raises(UserError, match="does not look like a JSON schema"):
+        await SimpleAgent(provider=ScriptedProvider(["{}"])).run("p", output_type={"a": 1})
+
+
+def test_a_dict_that_is_not_saved_state_is_named_as_such() -> None:
+    with pytest.raises(UserError, match="no 'version'"):
+        SimpleAgent(provider=ScriptedProvider([]), state={"foo": 1})
+
+
+async def test_to_json_can_keep_the_messages() -> None:
+    from heron import RunResult
+
+    result = await SimpleAgent(provider=ScriptedProvider(["hi"])).run("hello")
+    restored = RunResult.from_dict(json.loads(result.to_json(messages=True)))
+    assert restored.messages == result.messages
+    assert "messages" not in json.loads(result.to_json())
+
+
+async def test_compaction_requests_can_be_told_apart() -> None:
+    from heron.testing import is_compaction_request
+
+    seen: list[bool] = []
+
+    def model(messages: Sequence[Message]) -> str:
+        seen.append(is_compaction_request(messages))
+        return "summary" if seen[-1] else "answer " * 80
+
+    agent = SimpleAgent(
+        provider=ScriptedProvider([model] * 6, capabilities=Capabilities(context_window=300))
+    )
+    for i in range(3):
+        await agent.run(f"question {i}")
+    assert True in seen and False in seen
+    assert agent.memory == "summary"

@@ -22,6 +22,13 @@ STRICT_SCHEMA: dict[str, Any] = {
 }
 
 
+class Noop(Tool):
+    """The smallest complete tool: for tests of definitions, not behaviour."""
+
+    async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        return "ok"
+
+
 class Sum(Tool):
     name = "math-sum"
     description = "Add two numbers."
@@ -64,7 +71,7 @@ class TestDefinition:
         assert Sum().name == "math-sum"  # the class is left alone
 
     def test_a_name_is_required(self) -> None:
-        class Nameless(Tool):
+        class Nameless(Noop):
             description = "No name."
 
         with pytest.raises(UserError, match="tool name '' is not usable"):
@@ -73,18 +80,18 @@ class TestDefinition:
     @pytest.mark.parametrize("name", ["has spaces", "dots.not.allowed", "x" * 65, "naïve"])
     def test_names_model_apis_reject_are_refused(self, name: str) -> None:
         with pytest.raises(UserError, match="not usable"):
-            Tool(name=name)
+            Noop(name=name)
 
     @pytest.mark.parametrize("name", ["get-current-time", "fs_write_file", "A1", "x" * 64])
     def test_usual_names_are_accepted(self, name: str) -> None:
-        assert Tool(name=name).name == name
+        assert Noop(name=name).name == name
 
     def test_an_invalid_schema_is_a_user_error(self) -> None:
         with pytest.raises(UserError, match="tool 'bad' has an invalid input_schema"):
-            Tool(name="bad", input_schema={"type": "objekt"})
+            Noop(name="bad", input_schema={"type": "objekt"})
 
     def test_the_default_schema_is_an_empty_object(self) -> None:
-        assert Tool(name="noop").input_schema == {"type": "object", "properties": {}}
+        assert Noop(name="noop").input_schema == {"type": "object", "properties": {}}
 
     def test_repr(self) -> None:
         assert repr(Sum()) == "<Sum 'math-sum'>"
@@ -123,11 +130,12 @@ class TestExecution:
         result = await Where().run({}, ToolContext(env_id="env-3"))
         assert result.text == "env-3/notes"
 
-    async def test_a_missing_execute_is_an_error_result(self) -> None:
-        result = await run(Tool(name="hollow"), {})
-        assert result.is_error
-        assert "NotImplementedError" in result.text
-        assert "must implement execute()" in result.text
+    def test_a_missing_execute_is_refused_at_construction(self) -> None:
+        class Hollow(Tool):
+            name = "hollow"
+
+        with pytest.raises(UserError, match="Hollow must implement execute"):
+            Hollow()
 
     async def test_returning_a_tool_result_passes_it_through(self) -> None:
         image = ImagePart(data=b"\x89PNG")

@@ -7,7 +7,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from heron import FunctionTool, ToolContext, ToolError, ToolResult, tool
+from heron import FunctionTool, ToolContext, ToolError, ToolResult, UserError, tool
 
 
 class Point(BaseModel):
@@ -125,21 +125,21 @@ class TestSchema:
         def f(*values: int) -> None:
             """F."""
 
-        with pytest.raises(TypeError, match=r"\*args and \*\*kwargs cannot be described"):
+        with pytest.raises(UserError, match=r"\*args and \*\*kwargs cannot be described"):
             tool(f)
 
     def test_star_kwargs_are_refused(self) -> None:
         def f(**options: int) -> None:
             """F."""
 
-        with pytest.raises(TypeError, match="cannot be described"):
+        with pytest.raises(UserError, match="cannot be described"):
             tool(f)
 
     def test_unresolvable_hints_are_a_clear_error(self) -> None:
         def f(x: "NoSuchType") -> None:  # type: ignore[name-defined]  # noqa: F821
             """F."""
 
-        with pytest.raises(TypeError, match="cannot resolve type hints of tool 'f'"):
+        with pytest.raises(UserError, match="cannot resolve the type hints of tool 'f'"):
             tool(f)
 
     def test_schema_property(self) -> None:
@@ -548,3 +548,59 @@ class TestTimeouts:
 
         with pytest.raises(UserError, match="timeout must be positive"):
             tool(timeout=0)(lambda: "x")
+
+
+class TestPydanticFields:
+    async def test_annotated_fields_constrain_and_describe(self) -> None:
+        from typing import Annotated
+
+        from pydantic import Field
+
+        @tool
+        def take(n: Annotated[int, Field(ge=0, description="How many.")]) -> str:
+            """Take some."""
+            return f"took {n}"
+
+        assert take.input_schema["properties"]["n"] == {
+            "type": "integer",
+            "minimum": 0,
+            "description": "How many.",
+        }
+        refused = await run(take, n=-5)
+        assert refused.is_error and "greater than or equal to 0" in refused.text
+        assert (await run(take, n=3)).text == "took 3"
+
+    async def test_a_field_default_is_a_default_not_a_value(self) -> None:
+        from pydantic import Field
+
+        @tool
+        def page(m: int = Field(default=1, ge=1)) -> str:
+            """Read a page.
+
+            Args:
+                m: The page number.
+            """
+            return f"page {m}"
+
+        prop = page.input_schema["properties"]["m"]
+        assert (prop["default"], prop["minimum"], prop["description"]) == (1, 1, "The page number.")
+        assert (await run(page)).text == "page 1"
+        assert (await run(page, m=0)).is_error
+
+    def test_methods_are_refused_with_a_hint(self) -> None:
+        class Service:
+            def lookup(self, key: str) -> str:
+                return key
+
+        with pytest.raises(UserError, match="cannot bind 'self'"):
+            tool(Service.lookup)
+
+    def test_argument_types_without_a_schema_are_named(self) -> None:
+        class Opaque:
+            pass
+
+        def use(thing: Opaque) -> str:
+            return "x"
+
+        with pytest.raises(UserError, match="tool 'use': an argument type has no JSON schema"):
+            tool(use)

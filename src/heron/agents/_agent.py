@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import threading
 from collections.abc import Awaitable, Mapping, Sequence
 from contextvars import ContextVar
@@ -77,6 +78,8 @@ class BaseAgent:
         instruction = instruction or ""
         if not isinstance(provider, Provider):
             raise UserError(f"provider must be a heron Provider, not {type(provider).__name__}")
+        if not inspect.iscoroutinefunction(provider.chat):
+            raise UserError(f"{type(provider).__name__}.chat must be `async def`")
         if not isinstance(tool_client, ToolClient):
             raise UserError(
                 f"tool_client must be a heron ToolClient, not {type(tool_client).__name__}"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from .._core import Message
 
-__all__ = ["compaction_request", "memory_block"]
+__all__ = ["compaction_request", "is_compaction_request", "memory_block"]
 
 # A single huge tool output must not make the summary request itself overflow.
 _MAX_CHARS_PER_MESSAGE = 4_000
@@ -48,6 +48,19 @@ def compaction_request(memory: str | None, messages: Sequence[Message]) -> list[
             "Write the new memory now."
         ),
     ]
+
+
+def is_compaction_request(messages: Sequence[Message]) -> bool:
+    """Whether ``messages`` is an agent asking its provider to summarise its memory.
+
+    Scripted models use it to answer compaction requests apart from turns::
+
+        def model(messages):
+            if is_compaction_request(messages):
+                return "Summary: ..."
+            return "An answer."
+    """
+    return bool(messages) and messages[0].role == "system" and messages[0].text == _SYSTEM
 
 
 def memory_block(memory: str) -> str:

@@ -14,7 +14,20 @@ from .._core import UserError
 
 __all__ = ["OutputSpec"]
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+_SCHEMA_KEYWORDS = frozenset(
+    ("type", "properties", "$ref", "enum", "const", "anyOf", "oneOf", "allOf", "items", "not")
+)
+
+
+_NOT_JSON = object()
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return _NOT_JSON
 
 
 class InvalidOutput(Exception):
@@ -32,8 +45,14 @@ class OutputSpec:
         self.schema: dict[str, Any]
         self._adapter: TypeAdapter[Any] | None = None
         self._validator: jsonschema.Draft202012Validator | None = None
+        self._text = output_type is str
         if isinstance(output_type, Mapping):
             schema = dict(output_type)
+            if not _SCHEMA_KEYWORDS & schema.keys():
+                raise UserError(
+                    f"output_type {schema!r} does not look like a JSON schema (no 'type', "
+                    "'properties', '$ref', 'enum', 'anyOf', ...); pass a schema or a type"
+                )
             try:
                 jsonschema.Draft202012Validator.check_schema(schema)
             except jsonschema.SchemaError as exc:
@@ -56,13 +75,19 @@ class OutputSpec:
         )
 
     def parse(self, text: str) -> Any:
-        """Parse and validate ``text``; raise :class:`InvalidOutput` with a reason."""
-        fenced = _FENCE.match(text)
-        raw = fenced.group(1) if fenced else text.strip()
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InvalidOutput(f"the answer is not valid JSON ({exc.msg} at {exc.pos})") from None
+        """Parse and validate ``text``; raise :class:`InvalidOutput` with a reason.
+
+        The JSON may stand alone or in a fenced code block among other text; a
+        plain ``str`` output takes the answer as it is (quoted JSON or not).
+        """
+        value = _loads(text)
+        if self._text:
+            return value if isinstance(value, str) else text.strip()
+        if value is _NOT_JSON:
+            fenced = _FENCE.search(text)
+            value = _loads(fenced.group(1)) if fenced else _NOT_JSON
+        if value is _NOT_JSON:
+            raise InvalidOutput("the answer is not valid JSON")
         if self._validator is not None:
             errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.path))
             if errors:

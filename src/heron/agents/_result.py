@@ -177,9 +177,12 @@ class RunResult(Generic[OutputT]):
         """:meth:`export` plus this run's ``messages``."""
         return {**self.export(), "messages": [m.to_dict() for m in self.messages]}
 
-    def to_json(self, **kwargs: Any) -> str:
-        """:meth:`export` as a JSON string; ``kwargs`` go to :func:`json.dumps`."""
-        return json.dumps(self.export(), **kwargs)
+    def to_json(self, *, messages: bool = False, **kwargs: Any) -> str:
+        """:meth:`export` (or, with ``messages=True``, :meth:`to_dict`) as a JSON string.
+
+        ``kwargs`` go to :func:`json.dumps`.
+        """
+        return json.dumps(self.to_dict() if messages else self.export(), **kwargs)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunResult[Any]:

@@ -104,6 +104,19 @@ class Run:
         if self.on_chunk is not None:
             await emit(self.on_chunk, StreamChunk(role="user", content=message.text, done=True))
 
+    async def _replay(self, response: ChatResponse, calls: Sequence[ToolCall]) -> None:
+        """Stream a turn whose provider did not: the same chunks, all at once."""
+        assert self.on_chunk is not None
+        chunks: list[StreamChunk] = []
+        if response.thinking:
+            chunks.append(StreamChunk(role="assistant", thinking=response.thinking))
+        if response.content:
+            chunks.append(StreamChunk(role="assistant", content=response.content))
+        chunks += [StreamChunk(role="assistant", tool_calls=(c,)) for c in calls]
+        chunks.append(StreamChunk(role="assistant", done=True))
+        for chunk in chunks:
+            await emit(self.on_chunk, chunk)
+
     async def step(self) -> bool:
         """One model turn and its tool calls; ``True`` when the run is over."""
         agent, result = self.agent, self.result
@@ -119,6 +132,8 @@ class Run:
         agent._account(response, result, messages)
         result.turns += 1
         calls = ids.fix_all(response.tool_calls)
+        if self.on_chunk is not None and not ids.streamed_any:
+            await self._replay(response, calls)
         assistant = Message.assistant(
             response.content,
             tool_calls=calls,
@@ -290,6 +305,8 @@ class CallIds:
         self._taken = taken
         self._assigned: list[str] = []
         self._streamed = 0
+        self.streamed_any = False
+        """Whether the provider sent any chunk this turn."""
 
     def _fix(self, k: int, call: ToolCall) -> ToolCall:
         if k == len(self._assigned):
@@ -308,6 +325,7 @@ class CallIds:
         """``on_chunk``, seeing streamed tool calls under their final ids."""
 
         def fixed(chunk: StreamChunk) -> Awaitable[None] | None:
+            self.streamed_any = True
             if chunk.tool_calls:
                 calls = tuple(
                     self._fix(self._streamed + i, c) for i, c in enumerate(chunk.tool_calls)

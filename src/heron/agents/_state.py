@@ -51,6 +51,8 @@ class AgentState(BaseModel):
                 + (" (json.loads it first)" if isinstance(data, str | bytes) else "")
             )
         version = data.get("version")
+        if version is None:
+            raise UserError("state has no 'version': pass the dict agent.state() returned")
         if version != STATE_VERSION:
             raise UserError(
                 f"cannot resume agent state of version {version!r}; "

@@ -25,7 +25,9 @@ class Provider(ABC):
     A failure of the model service (an HTTP error, a broken stream, a timeout)
     is raised as :class:`heron.ProviderError`; agents let it propagate.
 
-    Subclasses implement :meth:`chat` and :attr:`capabilities`::
+    Subclasses implement :meth:`chat` and :attr:`capabilities`; :func:`emit`
+    delivers a chunk to ``on_chunk`` whether it is sync or async. An agent
+    streams a turn its provider did not stream (all at once, when it ends)::
 
         class EchoProvider(Provider):
             @property
@@ -33,7 +35,11 @@ class Provider(ABC):
                 return Capabilities()
 
             async def chat(self, messages, *, tools=None, on_chunk=None):
-                return ChatResponse(content=messages[-1].text)
+                text = messages[-1].text
+                for word in text.split(" "):
+                    await emit(on_chunk, StreamChunk(role="assistant", content=word + " "))
+                await emit(on_chunk, StreamChunk(role="assistant", done=True))
+                return ChatResponse(content=text, input_tokens=..., output_tokens=...)
     """
 
     name: str = "provider"

@@ -11,6 +11,14 @@
     )
 """
 
+from ..agents._compaction import is_compaction_request
 from ..providers.scripted import Reply, ScriptedProvider, ScriptedRequest, Step, call
 
-__all__ = ["Reply", "ScriptedProvider", "ScriptedRequest", "Step", "call"]
+__all__ = [
+    "Reply",
+    "ScriptedProvider",
+    "ScriptedRequest",
+    "Step",
+    "call",
+    "is_compaction_request",
+]

@@ -68,7 +68,9 @@ class ToolContext:
     """Passed to a tool's ``execute``: the state of the client that called it.
 
     Two clients with different ``env_id`` values see separate state even when
-    they share one tool server.
+    they share one tool server. ``storage`` and ``ids`` are async: a tool that
+    uses them is written ``async def``. Their calls are not transactions; guard
+    a read-modify-write that parallel calls of a turn could interleave.
     """
 
     env_id: str = "local"

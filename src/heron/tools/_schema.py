@@ -7,10 +7,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, create_model
+from pydantic.fields import FieldInfo
 
+from .._core import UserError
 from ._context import ToolContext
 
 __all__ = ["FunctionSignature", "inspect_function", "parse_docstring"]
@@ -84,38 +86,70 @@ class FunctionSignature:
 
 
 def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
-    """Build the argument model and JSON schema of ``func`` from its hints and docstring."""
+    """Build the argument model and JSON schema of ``func`` from its hints and docstring.
+
+    ``Annotated[int, Field(ge=0)]`` and ``x: int = Field(1, ge=1)`` constrain and
+    describe an argument as they would a pydantic model field; a description in
+    the docstring fills in where the field has none.
+    """
+    where = f"tool {getattr(func, '__name__', func)!r}"
     signature = inspect.signature(func)
     try:
-        hints = get_type_hints(func)
+        hints = get_type_hints(func, include_extras=True)
     except NameError as exc:
-        raise TypeError(f"cannot resolve type hints of tool {func.__name__!r}: {exc}") from exc
+        raise UserError(f"cannot resolve the type hints of {where}: {exc}") from exc
     description, arg_docs = parse_docstring(func.__doc__)
     fields: dict[str, Any] = {}
     context_param: str | None = None
-    for name, param in signature.parameters.items():
+    for index, (name, param) in enumerate(signature.parameters.items()):
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {func.__name__!r}: *args and **kwargs cannot be described")
+            raise UserError(f"{where}: *args and **kwargs cannot be described to a model")
         if param.kind is param.POSITIONAL_ONLY:
-            raise TypeError(
-                f"tool {func.__name__!r}: parameter {name!r} is positional-only, "
-                "but tool arguments arrive by name"
+            raise UserError(
+                f"{where}: parameter {name!r} is positional-only, but tool arguments arrive by name"
+            )
+        if index == 0 and name in ("self", "cls"):
+            raise UserError(
+                f"{where}: @tool cannot bind {name!r}; decorate a plain function (a closure "
+                "over the object works) or write a Tool subclass"
             )
         annotation = hints.get(name, Any)
         if _is_context(annotation):
             context_param = name
             continue
-        default = ... if param.default is param.empty else param.default
-        fields[name] = (annotation, Field(default, description=arg_docs.get(name)))
-    model = create_model(
-        f"{func.__name__}_arguments",
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-        **fields,
-    )
-    schema = _tidy(model.model_json_schema())
+        doc = arg_docs.get(name)
+        if _annotated_description(annotation):
+            doc = None  # the annotation describes the argument already
+        if isinstance(param.default, FieldInfo):
+            field = param.default
+            if field.description is None and doc:
+                field = FieldInfo.merge_field_infos(field, description=doc)
+        else:
+            default = ... if param.default is param.empty else param.default
+            field = Field(default, description=doc) if doc else Field(default)
+        fields[name] = (annotation, field)
+    try:
+        model = create_model(
+            f"{getattr(func, '__name__', 'tool')}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **fields,
+        )
+        schema = _tidy(model.model_json_schema())
+    except PydanticSchemaGenerationError as exc:
+        raise UserError(
+            f"{where}: an argument type has no JSON schema, so a model could not fill it in "
+            f"({exc.args[0].splitlines()[0]}); use JSON-friendly types or pydantic models"
+        ) from None
     return FunctionSignature(
         model=model, json_schema=schema, description=description, context_param=context_param
     )
+
+
+def _annotated_description(annotation: Any) -> bool:
+    """Whether ``Annotated[..., Field(description=...)]`` already describes an argument."""
+    if get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__)
 
 
 def _is_context(annotation: Any) -> bool:

@@ -82,6 +82,8 @@ class Tool:
         )
         if stop_iteration_after_use is not None:
             self.stop_iteration_after_use = stop_iteration_after_use
+        if type(self).execute is Tool.execute:
+            raise UserError(f"{type(self).__name__} must implement execute()")
         if not _NAME.fullmatch(self.name or ""):
             raise UserError(
                 f"tool name {self.name!r} is not usable: model APIs accept 1-64 letters, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -27,7 +28,19 @@ def estimate_tokens(text: str) -> int:
     than a token per four characters, so long unbroken strings (hashes, base64,
     minified code) are not mistaken for one token.
     """
+    if len(text) <= _CACHED_CHARS:
+        return _estimate_cached(text)
+    return _estimate(text)
+
+
+def _estimate(text: str) -> int:
     return max(len(_TOKEN.findall(text)), (len(text) + 3) // 4)
+
+
+# A history's texts are estimated again every turn; short ones are remembered
+# (at most 2,048 of at most 8 KiB, so the cache never holds much).
+_CACHED_CHARS = 8192
+_estimate_cached = functools.lru_cache(maxsize=2048)(_estimate)
 
 
 def estimate_message_tokens(messages: Iterable[Message]) -> int:

@@ -140,18 +140,7 @@ class ScriptedProvider(Provider):
         reply = await self._resolve(step, messages)
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        # Ids number on from the highest call_N this provider made or was shown,
-        # so they stay unique after compaction shrinks the history and after a
-        # saved conversation is resumed with a new provider.
-        shown = (
-            int(m[1]) for msg in messages for c in msg.tool_calls if (m := _ID.fullmatch(c.id))
-        )
-        made = max(self._last_id, *shown, 0)
-        calls = tuple(
-            c if c.id else ToolCall(id=f"call_{made + i}", name=c.name, arguments=c.arguments)
-            for i, c in enumerate(reply.tool_calls, start=1)
-        )
-        self._last_id = max(self._last_id, made + len(reply.tool_calls))
+        calls = self._number(reply.tool_calls, messages)
         if on_chunk is not None:
             await self._stream(reply, calls, on_chunk)
         input_tokens = estimate_message_tokens(messages) + sum(
@@ -172,6 +161,22 @@ class ScriptedProvider(Provider):
                 tuple(reply.provider_thinking) if reply.provider_thinking is not None else None
             ),
             stop_reason="tool_use" if calls else "end_turn",
+        )
+
+    def _number(
+        self, calls: Sequence[ToolCall], messages: Sequence[Message]
+    ) -> tuple[ToolCall, ...]:
+        """Give id-less calls ``call_N`` ids, numbering on from the highest one this
+        provider made or was shown: unique after compaction shrinks the history,
+        and after a saved conversation is resumed with a new provider."""
+        if all(c.id for c in calls):
+            return tuple(calls)
+        shown = (c.id for m in messages for c in m.tool_calls)
+        made = max(self._last_id, 0, *(int(m[1]) for i in shown if (m := _ID.fullmatch(i))))
+        self._last_id = made + len(calls)
+        return tuple(
+            c if c.id else ToolCall(id=f"call_{made + i}", name=c.name, arguments=c.arguments)
+            for i, c in enumerate(calls, start=1)
         )
 
     async def _resolve(self, step: Any, messages: Sequence[Message]) -> Reply:

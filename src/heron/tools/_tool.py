@@ -103,12 +103,18 @@ class Tool:
 
     @property
     def schema(self) -> ToolSchema:
-        """The tool as the model sees it (a copy: changing it changes nothing)."""
-        return ToolSchema(
-            name=self.name,
-            description=self.description,
-            input_schema=copy.deepcopy(self.input_schema),
-        )
+        """The tool as the model sees it (its schema a copy of :attr:`input_schema`)."""
+        key = (self.name, self.description, id(self.input_schema))
+        cached: tuple[tuple[str, str, int], ToolSchema] | None = getattr(self, "_schema", None)
+        if cached is None or cached[0] != key:
+            schema = ToolSchema(
+                name=self.name,
+                description=self.description,
+                input_schema=copy.deepcopy(self.input_schema),
+            )
+            cached = (key, schema)
+            self._schema = cached
+        return cached[1]
 
     def execute(self, arguments: dict[str, Any], context: ToolContext) -> Any:
         """Run the tool; return a string, data, an image or a :class:`ToolResult`.
@@ -133,7 +139,7 @@ class Tool:
         deadline = asyncio.timeout(self.timeout)
         try:
             # The tool gets its own copy: mutating it must not rewrite the model's call.
-            checked = self.validate(copy.deepcopy(arguments))
+            checked = self.validate(_copy_json(arguments))
             async with deadline:
                 value = await self._invoke(checked, context)
             result = to_tool_result(value)
@@ -177,6 +183,15 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _copy_json(value: Any) -> Any:
+    """A copy of JSON data (dicts and lists rebuilt, scalars shared): cheaper than deepcopy."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
 
 
 def _failure(name: str, exc: BaseException) -> ToolResult:

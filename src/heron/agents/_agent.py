@@ -12,7 +12,7 @@ from typing import Any, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from .._core import ChatResponse, ChunkCallback, Message, ToolSchema, Usage, UserError
+from .._core import ChunkCallback, Message, ToolSchema, Usage, UserError
 from ..providers import Provider
 from ..tools import (
     LocalToolClient,
@@ -23,11 +23,10 @@ from ..tools import (
     merge_tools,
     render_skills,
 )
-from ._compaction import memory_block
 from ._conversation import Conversation
 from ._output import OutputSpec
 from ._result import RunResult
-from ._run import Run, ToolCallHook, ToolResultHook
+from ._run import Run, ToolCallHook, ToolResultHook, system_text
 from ._state import AgentState
 from ._stream import AgentStream
 
@@ -156,7 +155,7 @@ class BaseAgent:
     def system_prompt(self, output_type: Any = None) -> str:
         """The system prompt as the model sees it now (memory included)."""
         spec = OutputSpec(output_type) if output_type is not None else None
-        return self._system_text(spec)
+        return system_text(self._base_prompt, spec, self._conversation.memory)
 
     def state(self) -> dict[str, Any]:
         """A JSON-serialisable, versioned snapshot; pass it back as ``state=`` to resume."""
@@ -246,7 +245,14 @@ class BaseAgent:
         token = _RUNNING.set(_RUNNING.get() | {id(self)})
         try:
             async with lock:
-                return await Run(self, on_chunk=on_chunk, spec=spec).execute(message)
+                run = Run(
+                    self,
+                    self._conversation,
+                    base_prompt=self._base_prompt,
+                    on_chunk=on_chunk,
+                    spec=spec,
+                )
+                return await run.execute(message)
         finally:
             # A run abandoned on a closed loop is closed later by the garbage
             # collector, in another context, where the token cannot be reset.
@@ -342,36 +348,6 @@ class BaseAgent:
                 self._lock, self._lock_loop = asyncio.Lock(), loop
             self._runs_in_flight += 1
             return self._lock
-
-    def _system_text(self, spec: OutputSpec | None) -> str:
-        parts = [self._base_prompt]
-        if spec is not None:
-            parts.append(spec.instructions())
-        if self._conversation.memory:
-            parts.append(memory_block(self._conversation.memory))
-        return "\n\n".join(p for p in parts if p)
-
-    def _request_messages(self, spec: OutputSpec | None) -> list[Message]:
-        system = self._system_text(spec)
-        if not system:
-            return list(self._conversation.working)
-        return [Message.system(system), *self._conversation.working]
-
-    def _append(self, message: Message, result: RunResult[Any]) -> None:
-        self._conversation.append(message, result)
-
-    def _account(
-        self, response: ChatResponse, result: RunResult[Any], request: Sequence[Message]
-    ) -> None:
-        self._conversation.account(response, result, request)
-
-    async def _maybe_compact(self, prompt: Message | None, result: RunResult[Any]) -> None:
-        await self._conversation.compact(
-            self.provider,
-            prompt=prompt,
-            threshold=self.provider.capabilities.compaction_threshold,
-            result=result,
-        )
 
 
 def _is_int(value: object) -> bool:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._core import (
@@ -31,6 +29,9 @@ from .._core import (
     emit,
 )
 from ..tools import ToolResult
+from ._call_ids import CallIds
+from ._compaction import memory_block
+from ._conversation import Conversation
 from ._output import InvalidOutput, OutputSpec
 from ._result import RunResult, StopReason, ToolCallRecord
 
@@ -47,6 +48,16 @@ ToolResultHook: TypeAlias = Callable[[ToolCallRecord], Awaitable[None] | None]
 _Outcome: TypeAlias = tuple[ToolResult, ToolCallRecord]
 
 
+def system_text(base_prompt: str, spec: OutputSpec | None, memory: str | None) -> str:
+    """The system prompt: instruction and skills, output format, then memory."""
+    parts = [base_prompt]
+    if spec is not None:
+        parts.append(spec.instructions())
+    if memory:
+        parts.append(memory_block(memory))
+    return "\n\n".join(p for p in parts if p)
+
+
 async def call_hook(hook: Callable[[Any], Awaitable[None] | None] | None, value: Any) -> None:
     """Call ``hook`` with ``value``, awaiting it when it is async."""
     if hook is not None:
@@ -61,11 +72,15 @@ class Run:
     def __init__(
         self,
         agent: BaseAgent,
+        conversation: Conversation,
         *,
+        base_prompt: str,
         on_chunk: ChunkCallback | None,
         spec: OutputSpec | None,
     ) -> None:
         self.agent = agent
+        self.conversation = conversation
+        self.base_prompt = base_prompt
         self.on_chunk = on_chunk
         self.spec = spec
         self.result: RunResult[Any] = RunResult(agent_name=agent.name)
@@ -82,7 +97,7 @@ class Run:
             self._tools = await self.agent.visible_tools()
             self._tool_names = frozenset(t.name for t in self._tools)
             self.prompt = prompt
-            self.agent._append(prompt, result)
+            self.conversation.append(prompt, result)
             await self._echo(prompt)
             while not await self.step():
                 pass
@@ -122,14 +137,23 @@ class Run:
         agent, result = self.agent, self.result
         if result.turns >= agent.max_turns:
             return self._finish("max_turns")
-        await agent._maybe_compact(self.prompt, result)
-        messages = agent._request_messages(self.spec)
-        ids = CallIds(agent._conversation.call_ids)
+        conversation = self.conversation
+        await conversation.compact(
+            agent.provider,
+            prompt=self.prompt,
+            threshold=agent.provider.capabilities.compaction_threshold,
+            result=result,
+        )
+        system = system_text(self.base_prompt, self.spec, conversation.memory)
+        messages = (
+            [Message.system(system), *conversation.working] if system else [*conversation.working]
+        )
+        ids = CallIds(conversation.call_ids)
         on_chunk = self.on_chunk
         if on_chunk is not None:
             on_chunk = ids.wrap(on_chunk)
         response = await agent.provider.chat(messages, tools=self._tools or None, on_chunk=on_chunk)
-        agent._account(response, result, messages)
+        conversation.account(response, result, messages)
         result.turns += 1
         calls = ids.fix_all(response.tool_calls)
         if self.on_chunk is not None and not ids.streamed_any:
@@ -140,7 +164,7 @@ class Run:
             thinking=response.thinking,
             provider_thinking=response.provider_thinking,
         )
-        agent._append(assistant, result)
+        conversation.append(assistant, result)
         if calls:
             if await self._dispatch(calls):
                 return self._finish("tool_stop")
@@ -160,7 +184,7 @@ class Run:
                     ) from None
                 self._retries_left -= 1
                 retry = Message.user(self.spec.retry_prompt(str(exc)))
-                self.agent._append(retry, self.result)
+                self.conversation.append(retry, self.result)
                 await self._echo(retry)
                 return False
         return self._finish("end_turn")
@@ -285,53 +309,10 @@ class Run:
                 tool_name=c.name,
                 is_error=res.is_error,
             )
-            self.agent._append(message, self.result)
+            self.conversation.append(message, self.result)
 
 
 def _cancelling() -> int:
     """How many cancellation requests the current task has pending."""
     task = asyncio.current_task()
     return task.cancelling() if task is not None else 0
-
-
-class CallIds:
-    """Gives each tool call of a turn an id unused in the conversation.
-
-    Some APIs send no ids, or repeat one; the k-th call gets the same id in the
-    streamed chunk and in the history, so consumers can match the two.
-    """
-
-    def __init__(self, taken: set[str]) -> None:
-        self._taken = taken
-        self._assigned: list[str] = []
-        self._streamed = 0
-        self.streamed_any = False
-        """Whether the provider sent any chunk this turn."""
-
-    def _fix(self, k: int, call: ToolCall) -> ToolCall:
-        if k == len(self._assigned):
-            used = call.id in self._taken or call.id in self._assigned
-            self._assigned.append(
-                f"call_{uuid.uuid4().hex[:16]}" if not call.id or used else call.id
-            )
-        new_id = self._assigned[k]
-        return call if call.id == new_id else replace(call, id=new_id)
-
-    def fix_all(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-        """The turn's calls with their final ids."""
-        return tuple(self._fix(k, c) for k, c in enumerate(calls))
-
-    def wrap(self, on_chunk: ChunkCallback) -> ChunkCallback:
-        """``on_chunk``, seeing streamed tool calls under their final ids."""
-
-        def fixed(chunk: StreamChunk) -> Awaitable[None] | None:
-            self.streamed_any = True
-            if chunk.tool_calls:
-                calls = tuple(
-                    self._fix(self._streamed + i, c) for i, c in enumerate(chunk.tool_calls)
-                )
-                self._streamed += len(calls)
-                chunk = replace(chunk, tool_calls=calls)
-            return on_chunk(chunk)
-
-        return fixed

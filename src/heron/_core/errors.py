@@ -18,10 +18,9 @@ raises :class:`RunError`, since it cannot return the value it promised.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ..agents._result import RunResult
+from .result import RunResult
 
 __all__ = [
     "HeronError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -24,14 +25,14 @@ class ToolSchema:
     input_schema: dict[str, Any] = field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
-    """JSON schema of the arguments object."""
+    """JSON schema of the arguments object (read-only: it may be shared)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the schema as JSON-ready data."""
+        """Return the schema as JSON-ready data (a copy, free to change)."""
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": self.input_schema,
+            "input_schema": copy.deepcopy(self.input_schema),
         }
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeVar
 
 from .messages import ToolCall
 
 __all__ = ["ChunkCallback", "StreamChunk", "emit"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,10 +48,13 @@ ChunkCallback: TypeAlias = Callable[[StreamChunk], Awaitable[None] | None]
 """A sync or async callable receiving each :class:`StreamChunk`."""
 
 
-async def emit(callback: ChunkCallback | None, chunk: StreamChunk) -> None:
-    """Deliver ``chunk`` to ``callback``, awaiting it when it is async."""
+async def emit(callback: Callable[[T], Awaitable[None] | None] | None, value: T) -> None:
+    """Deliver ``value`` (a chunk, or a hook's argument) to ``callback``.
+
+    ``callback`` may be ``None`` (nothing happens), sync, or async (awaited).
+    """
     if callback is None:
         return
-    result = callback(chunk)
+    result = callback(value)
     if inspect.isawaitable(result):
         await result

@@ -1,7 +1,7 @@
 """Agents: the run loop, memory compaction, saved state and run results."""
 
+from .._core.result import RunResult, StopReason, ToolCallRecord
 from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
-from ._result import RunResult, StopReason, ToolCallRecord
 from ._run import ToolCallHook, ToolResultHook
 from ._state import STATE_VERSION, AgentState
 from ._stream import AgentStream

@@ -13,6 +13,7 @@ from typing import Any, TypedDict, TypeVar, overload
 from typing_extensions import Unpack
 
 from .._core import ChunkCallback, Message, ToolSchema, Usage, UserError
+from .._core.result import RunResult
 from ..providers import Provider
 from ..tools import (
     LocalToolClient,
@@ -25,7 +26,6 @@ from ..tools import (
 )
 from ._conversation import Conversation
 from ._output import OutputSpec
-from ._result import RunResult
 from ._run import Run, ToolCallHook, ToolResultHook, system_text
 from ._state import AgentState
 from ._stream import AgentStream
@@ -221,6 +221,11 @@ class BaseAgent:
         callback, or a task either of them started) is refused with
         :class:`UserError`, since it could only wait for itself.
         """
+        message, spec = self._prepare(prompt, output_type)
+        return await self._execute(message, on_chunk, spec, RunResult(agent_name=self.name))
+
+    def _prepare(self, prompt: object, output_type: Any) -> tuple[Message, OutputSpec | None]:
+        """Check a run's arguments before anything happens."""
         if not isinstance(prompt, str | Message):
             raise UserError(
                 f"a prompt must be a str or a Message, not {type(prompt).__name__}; "
@@ -241,6 +246,16 @@ class BaseAgent:
         message = prompt if isinstance(prompt, Message) else Message.user(prompt)
         if message.role != "user":
             raise UserError(f"a prompt must be a user message, not {message.role!r}")
+        return message, spec
+
+    async def _execute(
+        self,
+        message: Message,
+        on_chunk: ChunkCallback | None,
+        spec: OutputSpec | None,
+        result: RunResult[Any],
+    ) -> RunResult[Any]:
+        """Queue behind any run in progress, then run the loop, filling in ``result``."""
         lock = self._enter()
         token = _RUNNING.set(_RUNNING.get() | {id(self)})
         try:
@@ -251,6 +266,7 @@ class BaseAgent:
                     base_prompt=self._base_prompt,
                     on_chunk=on_chunk,
                     spec=spec,
+                    result=result,
                 )
                 return await run.execute(message)
         finally:
@@ -326,10 +342,13 @@ class BaseAgent:
             print((await stream.result()).reply)
         """
 
-        def start(on_chunk: ChunkCallback) -> Awaitable[RunResult[Any]]:
-            return self.run(prompt, on_chunk=on_chunk, output_type=output_type)
+        message, spec = self._prepare(prompt, output_type)
+        result: RunResult[Any] = RunResult(agent_name=self.name)
 
-        return AgentStream(start, partial=lambda: self.last_result)
+        def start(on_chunk: ChunkCallback) -> Awaitable[RunResult[Any]]:
+            return self._execute(message, on_chunk, spec, result)
+
+        return AgentStream(start, partial=result)
 
     # -- used by the loop -----------------------------------------------
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._core import ChatResponse, Message, Usage
+from .._core.result import RunResult
 from .._core.tokens import estimate_message_tokens, estimate_tokens
 from ..providers import Provider
 from ._compaction import compaction_request
-from ._result import RunResult
 from ._state import STATE_VERSION, AgentState
 
 __all__ = ["Conversation"]
@@ -34,6 +34,7 @@ class Conversation:
         self.usage: Usage = state.usage
         self.context_tokens = state.context_tokens
         self.compactions = state.compactions
+        self._prompt_at: int | None = None
         self.call_ids: set[str] = {c.id for m in self.full for c in m.tool_calls}
         """Every tool-call id in the history, so new ones never repeat them."""
         self._answer_interrupted_calls()
@@ -87,11 +88,15 @@ class Conversation:
             input_tokens=response.input_tokens, output_tokens=response.output_tokens, requests=1
         )
 
+    def begin(self, prompt: Message, result: RunResult[Any]) -> None:
+        """Append a run's prompt, remembering where it stands for compaction."""
+        self.append(prompt, result)
+        self._prompt_at = len(self.working) - 1
+
     async def compact(
         self,
         provider: Provider,
         *,
-        prompt: Message | None,
         threshold: int,
         result: RunResult[Any],
     ) -> bool:
@@ -106,7 +111,11 @@ class Conversation:
             return False
         tail = _unanswered_tail(self.working)
         fold = self.working[: len(self.working) - len(tail)]
-        dropped = [m for m in fold if m is not prompt]
+        # The run's prompt, if it is among what would be folded (by position:
+        # the same Message object may stand in the history more than once).
+        at = self._prompt_at
+        prompt = fold[at] if at is not None and at < len(fold) else None
+        dropped = [m for i, m in enumerate(fold) if i != at]
         if not dropped or estimate_message_tokens(dropped) * _MIN_FOLD_SHARE < threshold:
             return False  # too little left to fold for a model call to be worth it
         response = await provider.chat(compaction_request(self.memory, fold))
@@ -114,7 +123,7 @@ class Conversation:
         summary = response.content.strip()
         if not summary:
             return False  # a model that summarises to nothing must not wipe the context
-        kept = [prompt] if prompt is not None and len(dropped) < len(fold) else []
+        kept = [prompt] if prompt is not None else []
         self.context_tokens += (
             estimate_tokens(summary)
             - estimate_tokens(self.memory or "")
@@ -122,6 +131,7 @@ class Conversation:
         )
         self.memory = summary
         self.working = [*kept, *tail]
+        self._prompt_at = 0 if kept else None
         self.compactions += 1
         return True
 

@@ -11,6 +11,7 @@ import jsonschema
 from pydantic import TypeAdapter, ValidationError
 
 from .._core import UserError
+from .._core.problems import jsonschema_problems, pydantic_problems
 
 __all__ = ["OutputSpec"]
 
@@ -89,21 +90,15 @@ class OutputSpec:
         if value is _NOT_JSON:
             raise InvalidOutput("the answer is not valid JSON")
         if self._validator is not None:
-            errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.path))
-            if errors:
-                details = [
-                    f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}" for e in errors
-                ]
-                raise InvalidOutput("; ".join(details), details)
+            problems = jsonschema_problems(self._validator, value)
+            if problems:
+                raise InvalidOutput("; ".join(problems), problems)
             return value
         assert self._adapter is not None
         try:
             return self._adapter.validate_python(value)
         except ValidationError as exc:
-            details = [
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
-                for e in exc.errors()
-            ]
+            details = pydantic_problems(exc)
             raise InvalidOutput("; ".join(details), exc.errors()) from None
 
     @staticmethod

@@ -10,10 +10,9 @@ result for each of them, even when the run is cancelled mid-dispatch.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from .._core import (
     ChatResponse,
@@ -28,22 +27,38 @@ from .._core import (
     ToolSchema,
     emit,
 )
-from ..tools import ToolResult
+from .._core.result import RunResult, StopReason, ToolCallRecord
+from ..providers import Provider
+from ..tools import ToolClient, ToolResult
 from ._call_ids import CallIds
 from ._compaction import memory_block
 from ._conversation import Conversation
 from ._output import InvalidOutput, OutputSpec
-from ._result import RunResult, StopReason, ToolCallRecord
 
-if TYPE_CHECKING:
-    from ._agent import BaseAgent
-
-__all__ = ["Run", "ToolCallHook", "ToolResultHook"]
+__all__ = ["LoopAgent", "Run", "ToolCallHook", "ToolResultHook"]
 
 ToolCallHook: TypeAlias = Callable[[ToolCall], Awaitable[None] | None]
 """Called (sync or async) with each tool call before it runs."""
 ToolResultHook: TypeAlias = Callable[[ToolCallRecord], Awaitable[None] | None]
 """Called (sync or async) with each finished tool call's record."""
+
+
+class LoopAgent(Protocol):
+    """What the loop needs of an agent (``BaseAgent`` provides it)."""
+
+    name: str
+    provider: Provider
+    tool_client: ToolClient
+    max_turns: int
+    output_retries: int
+    on_tool_call: ToolCallHook | None
+    on_tool_result: ToolResultHook | None
+    last_result: RunResult[Any] | None
+
+    async def visible_tools(self) -> list[ToolSchema]:
+        """The tools the model is offered."""
+        ...
+
 
 _Outcome: TypeAlias = tuple[ToolResult, ToolCallRecord]
 
@@ -58,33 +73,25 @@ def system_text(base_prompt: str, spec: OutputSpec | None, memory: str | None) -
     return "\n\n".join(p for p in parts if p)
 
 
-async def call_hook(hook: Callable[[Any], Awaitable[None] | None] | None, value: Any) -> None:
-    """Call ``hook`` with ``value``, awaiting it when it is async."""
-    if hook is not None:
-        result = hook(value)
-        if inspect.isawaitable(result):
-            await result
-
-
 class Run:
     """The state of one ``agent.run()``; :meth:`execute` drives it to the end."""
 
     def __init__(
         self,
-        agent: BaseAgent,
+        agent: LoopAgent,
         conversation: Conversation,
         *,
         base_prompt: str,
         on_chunk: ChunkCallback | None,
         spec: OutputSpec | None,
+        result: RunResult[Any],
     ) -> None:
         self.agent = agent
         self.conversation = conversation
         self.base_prompt = base_prompt
         self.on_chunk = on_chunk
         self.spec = spec
-        self.result: RunResult[Any] = RunResult(agent_name=agent.name)
-        self.prompt: Message | None = None
+        self.result = result
         self._tools: list[ToolSchema] = []
         self._tool_names: frozenset[str] = frozenset()
         self._retries_left = agent.output_retries
@@ -96,8 +103,7 @@ class Run:
         try:
             self._tools = await self.agent.visible_tools()
             self._tool_names = frozenset(t.name for t in self._tools)
-            self.prompt = prompt
-            self.conversation.append(prompt, result)
+            self.conversation.begin(prompt, result)
             await self._echo(prompt)
             while not await self.step():
                 pass
@@ -140,7 +146,6 @@ class Run:
         conversation = self.conversation
         await conversation.compact(
             agent.provider,
-            prompt=self.prompt,
             threshold=agent.provider.capabilities.compaction_threshold,
             result=result,
         )
@@ -212,7 +217,7 @@ class Run:
         baseline = _cancelling()
         try:
             for c in calls:
-                await call_hook(self.agent.on_tool_call, c)
+                await emit(self.agent.on_tool_call, c)
             if len(calls) == 1:
                 # Most turns make one call: skip the task machinery.
                 await self._call(0, calls[0], outcomes, baseline)
@@ -251,8 +256,7 @@ class Run:
     ) -> None:
         started = time.perf_counter()
         if call.name not in self._tool_names:
-            known = ", ".join(sorted(self._tool_names)) or "none"
-            res = ToolResult.error(f"unknown tool {call.name!r}; available tools: {known}")
+            res = ToolResult.unknown_tool(call.name, self._tool_names)
         else:
             try:
                 res = await self.agent.tool_client.call_tool(call.name, call.arguments)
@@ -285,7 +289,7 @@ class Run:
                     is_error=res.is_error,
                 ),
             )
-        await call_hook(self.agent.on_tool_result, record)
+        await emit(self.agent.on_tool_result, record)
 
     def _record(self, calls: Sequence[ToolCall], outcomes: dict[int, _Outcome]) -> None:
         """Append one tool message per call, in call order, filling in unfinished ones."""

@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any, Generic
 
 from .._core import ChunkCallback, RunError, StreamChunk, UserError
-from ._result import OutputT, RunResult
+from .._core.result import OutputT, RunResult
 
 __all__ = ["AgentStream"]
 
@@ -34,34 +34,31 @@ class AgentStream(Generic[OutputT]):
     def __init__(
         self,
         start: Callable[[ChunkCallback], Awaitable[RunResult[OutputT]]],
-        partial: Callable[[], RunResult[Any] | None],
+        partial: RunResult[Any],
     ) -> None:
         self._start = start
         self._partial = partial
         self._queue: asyncio.Queue[StreamChunk | object] = asyncio.Queue()
         self._taken = asyncio.Event()
         self._task: asyncio.Task[RunResult[OutputT]] | None = None
-        self._reading = False
         self._detached = False
         self._iterated = False
 
     def _ensure_started(self) -> asyncio.Task[RunResult[OutputT]]:
         if self._task is None:
-            self._task = asyncio.ensure_future(self._drive())
-            # The failure is raised to whoever iterates or awaits result();
-            # reading it here keeps an unread one from being logged as lost.
-            self._task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._task = asyncio.ensure_future(self._start(self._offer))
+            self._task.add_done_callback(self._finished)
         return self._task
 
-    async def _drive(self) -> RunResult[OutputT]:
-        try:
-            return await self._start(self._offer)
-        finally:
-            self._queue.put_nowait(_END)
+    def _finished(self, task: asyncio.Task[RunResult[OutputT]]) -> None:
+        # Runs however the task ended, even cancelled before it began.
+        self._queue.put_nowait(_END)
+        if not task.cancelled():
+            task.exception()  # raised to the reader; read here so it is never logged as lost
 
     async def _offer(self, chunk: StreamChunk) -> None:
         self._queue.put_nowait(chunk)
-        if self._reading and not self._detached:
+        if not self._detached:
             self._taken.clear()
             await self._taken.wait()  # until the reader comes back for the next chunk
 
@@ -69,7 +66,6 @@ class AgentStream(Generic[OutputT]):
         if self._iterated:
             raise UserError("an AgentStream can be iterated once")
         self._iterated = True
-        self._reading = True
         return self._chunks()
 
     async def _chunks(self) -> AsyncIterator[StreamChunk]:
@@ -94,16 +90,22 @@ class AgentStream(Generic[OutputT]):
         """Wait for the run to end and return its result.
 
         Chunks not read yet stay readable. A run cancelled because the stream
-        was left early raises :class:`RunError` with the partial run.
+        was left early raises :class:`RunError` with the partial run; cancelling
+        the caller of ``result()`` cancels the run.
         """
         self._detached = True  # nobody may be reading any more: stop waiting for them
         self._taken.set()
         task = self._ensure_started()
-        await asyncio.wait([task])
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.wait([task])
+            raise
         if task.cancelled():
             raise RunError(
                 "the run was cancelled: its stream was closed before it finished",
-                result=self._partial(),
+                result=self._partial,
             )
         return task.result()
 

@@ -73,6 +73,5 @@ class LocalToolClient(ToolClient):
         """Run the tool ``name``; an unknown name is an error result listing the known ones."""
         found = self._tools.get(name)
         if found is None:
-            known = ", ".join(sorted(self._tools)) or "none"
-            return ToolResult.error(f"unknown tool {name!r}; available tools: {known}")
+            return ToolResult.unknown_tool(name, self._tools)
         return await found.run(arguments, self._context)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,12 @@ class ToolResult:
     def error(cls, message: str) -> ToolResult:
         """A failed result carrying ``message``."""
         return cls(content=(TextPart(text=message),), is_error=True)
+
+    @classmethod
+    def unknown_tool(cls, name: str, known: Iterable[str]) -> ToolResult:
+        """The failed result for a call to a tool that is not offered."""
+        listed = ", ".join(sorted(known)) or "none"
+        return cls.error(f"unknown tool {name!r}; available tools: {listed}")
 
 
 def to_tool_result(value: Any) -> ToolResult:

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PydanticSchemaGenerationError,
+    PydanticUserError,
+    create_model,
+)
 from pydantic.fields import FieldInfo
 
 from .._core import UserError
@@ -83,6 +90,8 @@ class FunctionSignature:
     """The docstring's description part."""
     context_param: str | None
     """Name of the parameter that receives the :class:`ToolContext`, if any."""
+    parameters: dict[str, str]
+    """The model's field names, each mapped to the function parameter it fills."""
 
 
 def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
@@ -100,6 +109,7 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
         raise UserError(f"cannot resolve the type hints of {where}: {exc}") from exc
     description, arg_docs = parse_docstring(func.__doc__)
     fields: dict[str, Any] = {}
+    names: dict[str, str] = {}
     context_param: str | None = None
     for index, (name, param) in enumerate(signature.parameters.items()):
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -121,13 +131,24 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
         if _annotated_description(annotation):
             doc = None  # the annotation describes the argument already
         if isinstance(param.default, FieldInfo):
-            field = param.default
-            if field.description is None and doc:
-                field = FieldInfo.merge_field_infos(field, description=doc)
+            field = FieldInfo.merge_field_infos(
+                param.default,
+                alias=name,
+                validation_alias=name,
+                serialization_alias=name,
+                description=param.default.description or doc,
+            )
         else:
             default = ... if param.default is param.empty else param.default
-            field = Field(default, description=doc) if doc else Field(default)
-        fields[name] = (annotation, field)
+            # An explicit description=None would hide one given in Annotated[...].
+            field = (
+                Field(default, alias=name, description=doc) if doc else Field(default, alias=name)
+            )
+        # Fields get neutral names, the parameter's name being the alias the model
+        # uses: any name is then safe ("schema", "json", "_hint"...).
+        internal = f"arg{index}"
+        fields[internal] = (annotation, field)
+        names[internal] = name
     try:
         model = create_model(
             f"{getattr(func, '__name__', 'tool')}_arguments",
@@ -140,8 +161,14 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
             f"{where}: an argument type has no JSON schema, so a model could not fill it in "
             f"({exc.args[0].splitlines()[0]}); use JSON-friendly types or pydantic models"
         ) from None
+    except PydanticUserError as exc:  # e.g. a parameter name pydantic refuses
+        raise UserError(f"{where}: {exc.message}") from None
     return FunctionSignature(
-        model=model, json_schema=schema, description=description, context_param=context_param
+        model=model,
+        json_schema=schema,
+        description=description,
+        context_param=context_param,
+        parameters=names,
     )
 
 
@@ -154,6 +181,8 @@ def _annotated_description(annotation: Any) -> bool:
 
 def _is_context(annotation: Any) -> bool:
     """``ToolContext``, or a union holding it (``ToolContext | None``)."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
     if annotation is ToolContext:
         return True
     return get_origin(annotation) in (Union, UnionType) and ToolContext in get_args(annotation)
@@ -161,13 +190,29 @@ def _is_context(annotation: Any) -> bool:
 
 def _tidy(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's generated titles: noise to a model, and costly in small contexts."""
-    schema = dict(schema)
-    schema.pop("title", None)
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        schema["properties"] = {
-            k: {kk: vv for kk, vv in v.items() if kk != "title"} if isinstance(v, dict) else v
-            for k, v in props.items()
-        }
-    schema.setdefault("properties", {})
-    return schema
+    tidy = _untitled(schema)
+    tidy.setdefault("properties", {})
+    return tidy
+
+
+_SUBSCHEMA_MAPS = ("properties", "$defs", "patternProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
+
+
+def _untitled(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` and every subschema in it without ``title`` (property names untouched)."""
+    out = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {
+                name: _untitled(sub) if isinstance(sub, dict) else sub
+                for name, sub in out[key].items()
+            }
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [_untitled(sub) if isinstance(sub, dict) else sub for sub in out[key]]
+    for key in _SUBSCHEMAS:
+        if isinstance(out.get(key), dict):
+            out[key] = _untitled(out[key])
+    return out

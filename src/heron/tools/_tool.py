@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import functools
 import inspect
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, overload
 
 import jsonschema
 from pydantic import ValidationError
 
 from .._core import ToolError, ToolSchema, UserError
+from .._core.problems import jsonschema_problems, pydantic_problems
 from ._context import ToolContext
 from ._result import ToolResult, to_tool_result
 from ._schema import inspect_function
@@ -21,6 +24,7 @@ from ._schema import inspect_function
 __all__ = ["FunctionTool", "Tool", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 # What every major model API accepts as a function name.
@@ -96,14 +100,25 @@ class Tool:
                 f"tool {self.name!r} has an invalid input_schema: {exc.message}"
             ) from exc
 
-    @functools.cached_property
+    @property
     def _validator(self) -> jsonschema.Draft202012Validator:
-        # Lazy, so a subclass whose __init__ forgot super().__init__() still validates.
-        return jsonschema.Draft202012Validator(self.input_schema)
+        # Built lazily (a subclass whose __init__ skipped ours still validates) and
+        # again whenever input_schema is replaced.
+        cached: tuple[int, jsonschema.Draft202012Validator] | None = getattr(
+            self, "_validator_cache", None
+        )
+        if cached is None or cached[0] != id(self.input_schema):
+            cached = (id(self.input_schema), jsonschema.Draft202012Validator(self.input_schema))
+            self._validator_cache = cached
+        return cached[1]
 
     @property
     def schema(self) -> ToolSchema:
-        """The tool as the model sees it (its schema a copy of :attr:`input_schema`)."""
+        """The tool as the model sees it; read-only, shared by every request.
+
+        A tool's definition is fixed once built: to change it, assign a new
+        ``input_schema`` (or build a new tool) rather than editing it in place.
+        """
         key = (self.name, self.description, id(self.input_schema))
         cached: tuple[tuple[str, str, int], ToolSchema] | None = getattr(self, "_schema", None)
         if cached is None or cached[0] != key:
@@ -126,12 +141,9 @@ class Tool:
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check ``arguments`` against the schema; raise :class:`ToolError` if they fail."""
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if errors:
-            details = "; ".join(
-                f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}" for e in errors
-            )
-            raise ToolError(f"invalid arguments for tool {self.name!r}: {details}")
+        problems = jsonschema_problems(self._validator, arguments)
+        if problems:
+            raise ToolError(f"invalid arguments for tool {self.name!r}: {'; '.join(problems)}")
         return arguments
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -167,7 +179,7 @@ class Tool:
     async def _invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
         if inspect.iscoroutinefunction(self.execute):
             return await self.execute(arguments, context)
-        value = await asyncio.to_thread(self.execute, arguments, context)
+        value = await in_worker_thread(self.execute, arguments, context)
         if inspect.isawaitable(value):
             value = await value
         return value
@@ -183,6 +195,21 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+# Sync tools run here rather than in the loop's default executor: asyncio.run()
+# waits for that one on exit, so one hung tool would hold up the whole program.
+_WORKERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="heron-tool")
+
+
+async def in_worker_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run a blocking ``func`` in Heron's tool threads, with the caller's context vars.
+
+    A thread cannot be stopped: when the caller gives up (a timeout, a
+    cancellation) the function runs on and its result is dropped.
+    """
+    call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_WORKERS, call)
 
 
 def _copy_json(value: Any) -> Any:
@@ -214,6 +241,7 @@ class FunctionTool(Tool):
         self.func = func
         """The wrapped function."""
         self._model = info.model
+        self._parameters = info.parameters
         self._context_param = info.context_param
         self._is_async = inspect.iscoroutinefunction(func)
         super().__init__(
@@ -229,12 +257,9 @@ class FunctionTool(Tool):
         try:
             model = self._model.model_validate(arguments)
         except ValidationError as exc:
-            details = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
-                for e in exc.errors()
-            )
+            details = "; ".join(pydantic_problems(exc))
             raise ToolError(f"invalid arguments for tool {self.name!r}: {details}") from None
-        return {k: getattr(model, k) for k in type(model).model_fields}
+        return {name: getattr(model, field) for field, name in self._parameters.items()}
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> Any:
         """Call the wrapped function (sync functions in a worker thread)."""
@@ -243,7 +268,7 @@ class FunctionTool(Tool):
             kwargs[self._context_param] = context
         if self._is_async:
             return await self.func(**kwargs)
-        return await asyncio.to_thread(self.func, **kwargs)
+        return await in_worker_thread(self.func, **kwargs)
 
     def same_definition(self, other: Tool) -> bool:
         """Whether ``other`` wraps the same function with the same name and options."""

@@ -13,7 +13,7 @@ from typing import Any, Generic, Literal, TypeAlias
 from pydantic_core import to_jsonable_python
 from typing_extensions import TypeVar
 
-from .._core import Message
+from .messages import Message
 
 __all__ = ["OutputT", "RunResult", "StopReason", "ToolCallRecord"]
 

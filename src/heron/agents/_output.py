@@ -15,7 +15,8 @@ from .._core.problems import jsonschema_problems, pydantic_problems
 
 __all__ = ["OutputSpec"]
 
-_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+# A fenced code block: ``` at a line start, an optional language tag, the body.
+_FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*\r?\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
 _SCHEMA_KEYWORDS = frozenset(
     ("type", "properties", "$ref", "enum", "const", "anyOf", "oneOf", "allOf", "items", "not")
 )
@@ -24,10 +25,15 @@ _SCHEMA_KEYWORDS = frozenset(
 _NOT_JSON = object()
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        # NaN and Infinity are not JSON: a value holding them could not be exported.
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError:  # JSONDecodeError included
         return _NOT_JSON
 
 
@@ -84,9 +90,11 @@ class OutputSpec:
         value = _loads(text)
         if self._text:
             return value if isinstance(value, str) else text.strip()
-        if value is _NOT_JSON:
-            fenced = _FENCE.search(text)
-            value = _loads(fenced.group(1)) if fenced else _NOT_JSON
+        blocks = _FENCE.finditer(text) if value is _NOT_JSON else ()
+        for block in blocks:  # the first fenced block that holds JSON
+            value = _loads(block.group(1))
+            if value is not _NOT_JSON:
+                break
         if value is _NOT_JSON:
             raise InvalidOutput("the answer is not valid JSON")
         if self._validator is not None:

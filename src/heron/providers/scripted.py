@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -171,7 +172,9 @@ class ScriptedProvider(Provider):
         and after a saved conversation is resumed with a new provider."""
         if all(c.id for c in calls):
             return tuple(calls)
-        shown = (c.id for m in messages for c in m.tool_calls)
+        shown = itertools.chain(
+            (c.id for m in messages for c in m.tool_calls), (c.id for c in calls)
+        )
         made = max(self._last_id, 0, *(int(m[1]) for i in shown if (m := _ID.fullmatch(i))))
         self._last_id = made + len(calls)
         return tuple(
@@ -180,13 +183,13 @@ class ScriptedProvider(Provider):
         )
 
     async def _resolve(self, step: Any, messages: Sequence[Message]) -> Reply:
-        if isinstance(step, type) and issubclass(step, BaseException):
-            raise step()
         # Callables may return another callable; keep unwrapping to a value.
         while callable(step) and not isinstance(step, type):
             step = step(messages)
             if inspect.isawaitable(step):
                 step = await step
+        if isinstance(step, type) and issubclass(step, BaseException):
+            raise step()
         if isinstance(step, BaseException):
             raise step
         if isinstance(step, Reply):

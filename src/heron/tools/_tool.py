@@ -73,9 +73,11 @@ class Tool:
         timeout: float | None = None,
     ) -> None:
         if timeout is not None:
-            if timeout <= 0:
-                raise UserError(f"tool timeout must be positive, not {timeout!r}")
             self.timeout = timeout
+        if self.timeout is not None and not _is_positive_number(self.timeout):
+            raise UserError(
+                f"tool timeout must be a positive number of seconds, not {self.timeout!r}"
+            )
         if name is not None:
             self.name = name
         if description is not None:
@@ -212,12 +214,19 @@ async def in_worker_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any)
     return await asyncio.get_running_loop().run_in_executor(_WORKERS, call)
 
 
+def _is_positive_number(value: object) -> bool:
+    # `not value > 0` rather than `value <= 0`, so that NaN fails too.
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
 def _copy_json(value: Any) -> Any:
     """A copy of JSON data (dicts and lists rebuilt, scalars shared): cheaper than deepcopy."""
     if isinstance(value, dict):
         return {k: _copy_json(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_copy_json(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_copy_json(v) for v in value)
     return value
 
 

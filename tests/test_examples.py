@@ -1,4 +1,7 @@
-"""The examples, run the way users run them: ``python examples/NAME.py`` in a new process."""
+"""The examples, run the way users run them: ``python examples/NAME.py`` in a new process.
+
+Those runs are marked ``slow``: ``pytest -m "not slow"`` skips them, CI runs them.
+"""
 
 from __future__ import annotations
 
@@ -67,6 +70,7 @@ def test_example_is_documented(name: str) -> None:
     assert f"[`{name}.py`]({name}.py)" in readme
 
 
+@pytest.mark.slow
 def test_first_agent(tmp_path: Path) -> None:
     out = run_example("first_agent", cwd=tmp_path)
     streamed, final, calls = out.splitlines()
@@ -83,6 +87,7 @@ def test_first_agent(tmp_path: Path) -> None:
     assert abs(now - reported) < timedelta(minutes=2)
 
 
+@pytest.mark.slow
 def test_streaming_consumer(tmp_path: Path) -> None:
     out = run_example("streaming_consumer", cwd=tmp_path)
 
@@ -109,6 +114,7 @@ def test_streaming_consumer(tmp_path: Path) -> None:
     assert tool_result.endswith("+00:00")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given_directory", [True, False], ids=["directory", "temporary"])
 def test_custom_skill(tmp_path: Path, given_directory: bool) -> None:
     workspace = tmp_path / "workspace"
@@ -149,6 +155,7 @@ async def test_custom_skill_file_tool_stays_in_its_directory(tmp_path: Path) -> 
     assert (workspace / "notes" / "a.txt").read_text(encoding="utf-8") == "hi"
 
 
+@pytest.mark.slow
 def test_resume_state(tmp_path: Path) -> None:
     state_file = tmp_path / "state.json"
 
@@ -178,6 +185,7 @@ def test_resume_state(tmp_path: Path) -> None:
     assert saved["requests"] == 2
 
 
+@pytest.mark.slow
 def test_base_agent(tmp_path: Path) -> None:
     lines = run_example("base_agent", cwd=tmp_path).splitlines()
     assert lines[:3] == [
@@ -195,6 +203,7 @@ def test_base_agent(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_structured_output(tmp_path: Path) -> None:
     lines = run_example("structured_output", cwd=tmp_path).splitlines()
     sent_back = [line for line in lines if line.startswith("sent back: ")]

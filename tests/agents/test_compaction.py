@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from heron import Capabilities, Message, SimpleAgent, tool
+from heron import (
+    Capabilities,
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    Provider,
+    SimpleAgent,
+    ToolSchema,
+    tool,
+)
 from heron._core.tokens import estimate_message_tokens
-from heron.testing import ScriptedProvider, call
+from heron.testing import ScriptedProvider, call, is_compaction_request
 
 SUMMARY_MARKER = "long-term memory"
 
@@ -156,3 +165,99 @@ async def test_cjk_text_fills_the_window_and_is_compacted() -> None:
         await agent.run(paragraph)
     assert agent.compactions >= 1
     assert agent.memory == "ユーザーは東京について話した。"
+
+
+class Unmetered(Provider):
+    """Answers with a function of the messages and, like some APIs, reports no token usage."""
+
+    name = "unmetered"
+
+    def __init__(self, answer: Callable[[Sequence[Message]], str], window: int) -> None:
+        self.answer = answer
+        self._caps = Capabilities(context_window=window)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        return ChatResponse(content=self.answer(messages))
+
+
+async def test_a_provider_reporting_no_usage_still_triggers_compaction() -> None:
+    def answer(messages: Sequence[Message]) -> str:
+        if is_compaction(messages):
+            return "The user talked at length."
+        return "ok " * 100
+
+    agent = SimpleAgent(provider=Unmetered(answer, window=400))
+    for i in range(3):  # short prompts, long answers: only the answers fill the window
+        await agent.run(f"message {i}")
+    assert agent.compactions >= 1
+    assert agent.memory == "The user talked at length."
+    assert agent.usage.input_tokens == 0
+
+
+async def test_compaction_mid_run_keeps_the_latest_tool_results_verbatim(
+    assert_consistent: Callable[[Sequence[Message]], None],
+) -> None:
+    @tool
+    def lookup(key: str) -> str:
+        """Look a value up."""
+        return f"value-of-{key} " + "filler " * 30
+
+    def model(messages: Sequence[Message]) -> object:
+        if is_compaction(messages):
+            return "Memory: the user wants three lookups."
+        results = [m for m in messages if m.role == "tool"]
+        if results:
+            # The result of the call just made is always visible.
+            assert results[-1].text.startswith("value-of-")
+        done = len(re.findall(r"value-of-", "\n".join(m.text for m in messages)))
+        asked = sum(1 for m in messages for _ in m.tool_calls)
+        if asked >= 1 and done == 0:
+            raise AssertionError("the model lost the result it asked for")
+        count = int(re.findall(r"\d+", messages[-1].text)[0]) if results else 0
+        return call("lookup", key=f"k{count + 1}") if count < 3 else "all three done"
+
+    provider = ScriptedProvider([model] * 20, capabilities=Capabilities(context_window=300))
+    agent = SimpleAgent(provider=provider, tools=[lookup])
+    result = await agent.run("Look up three keys, one at a time.")
+    assert result.reply == "all three done"
+    assert agent.compactions >= 1
+    assert_consistent(agent.messages)
+
+
+async def test_compaction_keeps_a_pending_structured_output_retry() -> None:
+    def model(messages: Sequence[Message]) -> str:
+        if is_compaction(messages):
+            return "The user wants a number."
+        if "did not match the required output format" in messages[-1].text:
+            return "7"
+        return "seven " * 80
+
+    provider = ScriptedProvider([model] * 5, capabilities=Capabilities(context_window=200))
+    result = await SimpleAgent(provider=provider).run("give me a number", output_type=int)
+    assert result.output_value == 7
+
+
+async def test_compaction_requests_can_be_told_apart() -> None:
+    seen: list[bool] = []
+
+    def model(messages: Sequence[Message]) -> str:
+        seen.append(is_compaction_request(messages))
+        return "summary" if seen[-1] else "answer " * 80
+
+    agent = SimpleAgent(
+        provider=ScriptedProvider([model] * 6, capabilities=Capabilities(context_window=300))
+    )
+    for i in range(3):
+        await agent.run(f"question {i}")
+    assert True in seen and False in seen
+    assert agent.memory == "summary"

@@ -1,21 +1,25 @@
-"""The agent loop: streaming contract, tool dispatch, stop conditions, queueing, cancellation."""
+"""The agent loop: streaming, tool dispatch, hooks, stop conditions, queueing, cancellation."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from heron import (
     BaseAgent,
     Capabilities,
+    ChatResponse,
+    ChunkCallback,
     LocalToolClient,
     Message,
+    Provider,
     SimpleAgent,
     StreamChunk,
     ToolCall,
     ToolCallRecord,
+    ToolSchema,
     UserError,
     tool,
 )
@@ -32,6 +36,30 @@ async def add(a: int, b: int) -> int:
 def ask_user(question: str) -> str:
     """Ask the human a question and stop."""
     return f"asked: {question}"
+
+
+class RecordingProvider(Provider):
+    """Answers from a list without streaming, like some APIs; records the tools offered."""
+
+    name = "recording"
+
+    def __init__(self, replies: list[ChatResponse]) -> None:
+        self.replies = replies
+        self.tools_args: list[Sequence[ToolSchema] | None] = []
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        self.tools_args.append(tools)
+        return self.replies.pop(0)
 
 
 def kinds(chunks: Sequence[StreamChunk]) -> list[str]:
@@ -108,6 +136,39 @@ async def test_async_on_chunk_is_awaited() -> None:
     agent = SimpleAgent(provider=ScriptedProvider([call("add", a=1, b=1), "2"]), tools=[add])
     await agent.run("1+1", on_chunk=on_chunk)
     assert seen[0] == "user" and "tool" in seen and seen[-1] == "assistant"
+
+
+async def test_a_provider_that_does_not_stream_is_streamed_for_it() -> None:
+    calls = [ToolCall(id="c1", name="add", arguments={"a": 1, "b": 2})]
+    provider = RecordingProvider(
+        [
+            ChatResponse(content="Adding.", thinking="Use add.", tool_calls=tuple(calls)),
+            ChatResponse(content="3"),
+        ]
+    )
+    chunks: list[StreamChunk] = []
+    await SimpleAgent(provider=provider, tools=[add]).run("1+2", chunks.append)
+    assert kinds(chunks) == [
+        "user",
+        "thinking",
+        "text",
+        "call:add",
+        "done",
+        "tool:add",
+        "text",
+        "done",
+    ]
+
+
+async def test_tool_chunks_say_whether_the_call_failed() -> None:
+    chunks: list[StreamChunk] = []
+    agent = SimpleAgent(
+        provider=ScriptedProvider([[call("add", a=1, b=1), call("add", a="x", b=1)], "ok"]),
+        tools=[add],
+    )
+    await agent.run("go", chunks.append)
+    assert sorted((c.content, c.is_error) for c in chunks if c.role == "tool")[0] == ("2", False)
+    assert [c.is_error for c in chunks if c.role == "tool"].count(True) == 1
 
 
 async def test_parallel_tool_calls_run_concurrently() -> None:
@@ -198,6 +259,12 @@ async def test_max_turns_is_a_stop_reason_not_an_exception() -> None:
     assert agent.messages[-1].role == "tool"
 
 
+async def test_an_agent_without_tools_offers_none_rather_than_an_empty_list() -> None:
+    provider = RecordingProvider([ChatResponse(content="hi")])
+    await SimpleAgent(provider=provider).run("hello")
+    assert provider.tools_args == [None]
+
+
 async def test_provider_without_tool_support_is_refused() -> None:
     provider = ScriptedProvider(["hi"], capabilities=Capabilities(supports_tools=False))
     agent = SimpleAgent(provider=provider)
@@ -208,14 +275,22 @@ async def test_provider_without_tool_support_is_refused() -> None:
 
 async def test_a_run_made_during_another_queues_its_prompt() -> None:
     order: list[str] = []
-    provider = ScriptedProvider([Reply(text="first answer", delay=0.05), "second answer"])
+    second_asked = asyncio.Event()
+
+    async def first_answer(messages: Sequence[Message]) -> str:
+        await second_asked.wait()  # still answering when the second run is asked for
+        return "first answer"
+
+    provider = ScriptedProvider([first_answer, "second answer"])
     agent = SimpleAgent(provider=provider)
 
     async def run(prompt: str) -> str:
+        if prompt == "two":
+            second_asked.set()
         result = await agent.run(prompt, on_chunk=lambda c: order.append(prompt))
         return result.reply
 
-    first, second = await asyncio.gather(run("one"), run("two"))
+    first, second = await asyncio.wait_for(asyncio.gather(run("one"), run("two")), timeout=5)
     assert (first, second) == ("first answer", "second answer")
     assert [m.text for m in agent.messages] == ["one", "first answer", "two", "second answer"]
     # Every chunk of the first run arrived before any chunk of the queued one.
@@ -282,6 +357,118 @@ async def test_cancelling_during_tools_cancels_them_and_records_results() -> Non
     assert result.reply == "fine"
 
 
+async def test_cancelling_a_one_call_turn_whose_tool_swallows_it_still_cancels(
+    assert_consistent: Callable[[Sequence[Message]], None],
+) -> None:
+    entered = asyncio.Event()
+
+    @tool
+    async def stubborn() -> str:
+        """Cleans up and returns even when cancelled."""
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return "cleaned up"
+        return "finished"
+
+    agent = SimpleAgent(provider=ScriptedProvider([call("stubborn"), "done"]), tools=[stubborn])
+    task = asyncio.create_task(agent.run("go"))
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=5)
+    assert agent.last_result is not None and agent.last_result.stop_reason == "cancelled"
+    assert_consistent(agent.messages)
+    assert agent.messages[-1].text == "cleaned up"  # what really happened is kept
+
+
+async def test_a_second_cancel_still_waits_for_tools_winding_down() -> None:
+    entered: list[int] = []
+    winding_down: list[int] = []
+    all_entered, all_winding_down, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def careful(n: int) -> str:
+        """Finishes its write even when cancelled."""
+        entered.append(n)
+        if len(entered) == 2:
+            all_entered.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            winding_down.append(n)
+            if len(winding_down) == 2:
+                all_winding_down.set()
+            await release.wait()  # finishing the write
+            return f"sent {n}"
+        return "never"
+
+    hooked: list[str] = []
+    agent = SimpleAgent(
+        provider=ScriptedProvider([[call("careful", n=1), call("careful", n=2)]]),
+        tools=[careful],
+        on_tool_result=lambda r: hooked.append(r.result),
+    )
+    hooked_when_the_run_ended: list[str] = []
+
+    async def run() -> None:
+        try:
+            await agent.run("go")
+        finally:
+            hooked_when_the_run_ended.extend(hooked)
+
+    task = asyncio.create_task(run())
+    await asyncio.wait_for(all_entered.wait(), timeout=5)
+    task.cancel()
+    await asyncio.wait_for(all_winding_down.wait(), timeout=5)
+    task.cancel()  # impatient: cancel again while the tools wind down
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=5)
+    # The run waited for both tools: their real results are kept, and no hook fires late.
+    assert sorted(hooked_when_the_run_ended) == ["sent 1", "sent 2"]
+    assert [m.text for m in agent.messages if m.role == "tool"] == ["sent 1", "sent 2"]
+
+
+async def test_a_cancellation_caught_earlier_does_not_cancel_later_runs() -> None:
+    # A chat loop that stops one run and carries on with the next, in one task.
+    me = asyncio.current_task()
+    assert me is not None
+
+    def stopped_while_answering(messages: Sequence[Message]) -> Reply:
+        me.cancel()  # the user presses "stop" while the model call is in flight
+        return Reply(text="slow", delay=30)
+
+    provider = ScriptedProvider([stopped_while_answering, call("add", a=1, b=2), "3"])
+    agent = SimpleAgent(provider=provider, tools=[add])
+    with pytest.raises(asyncio.CancelledError):
+        await agent.run("stop me")
+    assert me.cancelling() == 1  # caught, not forgotten: exactly the stale state
+    try:
+        result = await agent.run("what is 1+2?")
+    except asyncio.CancelledError:
+        pytest.fail("the cancellation caught earlier cancelled a later run")
+    finally:
+        me.uncancel()
+    assert result.stop_reason == "end_turn"
+    assert result.tool_calls[0].result == "3" and not result.tool_calls[0].is_error
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_a_cancelled_error_from_inside_a_tool_is_that_tools_failure(calls: int) -> None:
+    @tool
+    async def flaky() -> str:
+        """Its own sub-request was cancelled."""
+        raise asyncio.CancelledError
+
+    script = [[call("flaky")] * calls, "recovered"]
+    agent = SimpleAgent(provider=ScriptedProvider(script), tools=[flaky])
+    result = await asyncio.wait_for(agent.run("go"), timeout=5)
+    assert result.reply == "recovered"
+    assert all(r.is_error and "cancel" in r.result for r in result.tool_calls)
+
+
 async def test_run_sync_works_outside_and_is_refused_inside_a_loop() -> None:
     agent = SimpleAgent(provider=ScriptedProvider(["hi"]))
     with pytest.raises(UserError, match="running event loop"):
@@ -313,6 +500,51 @@ async def test_hooks_see_each_call_and_result() -> None:
     assert [c.arguments for c in calls] == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
     assert sorted(r.result for r in records) == ["3", "7"]
     assert all(r.duration is not None and r.duration >= 0 for r in records)
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_a_failing_on_tool_call_hook_leaves_every_call_answered(
+    calls: int, assert_consistent: Callable[[Sequence[Message]], None]
+) -> None:
+    def hook(call: ToolCall) -> None:
+        raise RuntimeError("hook broke")
+
+    agent = SimpleAgent(
+        provider=ScriptedProvider([[call("add", a=1, b=1)] * calls]),
+        tools=[add],
+        on_tool_call=hook,
+    )
+    with pytest.raises(RuntimeError, match="hook broke"):
+        await agent.run("go")
+    assert_consistent(agent.messages)
+    assert [m.role for m in agent.messages].count("tool") == calls
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_a_failing_callback_after_a_tool_ran_keeps_its_real_result(calls: int) -> None:
+    side_effects: list[int] = []
+
+    @tool
+    async def transfer(amount: int) -> str:
+        """Moves money."""
+        side_effects.append(amount)
+        return f"sent {amount}"
+
+    def on_result(record: object) -> None:
+        raise RuntimeError("logger down")
+
+    agent = SimpleAgent(
+        provider=ScriptedProvider([[call("transfer", amount=100)] * calls]),
+        tools=[transfer],
+        on_tool_result=on_result,
+    )
+    with pytest.raises(RuntimeError, match="logger down"):
+        await agent.run("pay")
+    assert side_effects == [100] * calls
+    tool_messages = [m for m in agent.messages if m.role == "tool"]
+    assert [(m.text, m.is_error) for m in tool_messages] == [("sent 100", False)] * calls
+    assert agent.last_result is not None
+    assert all(r.duration is not None for r in agent.last_result.tool_calls)
 
 
 async def test_an_exception_in_on_chunk_propagates_and_history_stays_consistent() -> None:

@@ -135,3 +135,10 @@ def test_from_dict_tolerates_missing_optional_keys() -> None:
     assert restored.input_tokens == 0
     assert restored.stop_reason is None
     assert restored.reply == ""
+
+
+async def test_to_json_can_keep_the_messages() -> None:
+    result = await SimpleAgent(provider=ScriptedProvider(["hi"])).run("hello")
+    restored = RunResult.from_dict(json.loads(result.to_json(messages=True)))
+    assert restored.messages == result.messages
+    assert "messages" not in json.loads(result.to_json())

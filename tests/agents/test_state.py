@@ -1,4 +1,4 @@
-"""Saving and resuming agent state, in one process and across two."""
+"""Saving and resuming agent state (in one process and across two), and refusing bad state."""
 
 from __future__ import annotations
 
@@ -6,12 +6,22 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from heron import AgentState, Capabilities, Message, SimpleAgent, UserError, tool
+from heron import (
+    AgentState,
+    Capabilities,
+    ImagePart,
+    Message,
+    SimpleAgent,
+    ToolCall,
+    UserError,
+    tool,
+)
 from heron.agents import STATE_VERSION
 from heron.testing import Reply, ScriptedProvider, call
 
@@ -97,6 +107,84 @@ def test_a_malformed_state_is_refused_clearly() -> None:
 def test_agent_state_model_round_trips() -> None:
     state = AgentState(memory="m", input_tokens=3)
     assert AgentState.load(state.model_dump()) == state
+
+
+def test_the_saved_name_is_restored() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider([]), name="calc")
+    assert SimpleAgent(provider=ScriptedProvider([]), state=agent.state()).name == "calc"
+    assert SimpleAgent(provider=ScriptedProvider([]), state=agent.state(), name="x").name == "x"
+
+
+async def test_provider_thinking_is_replayed_and_survives_state() -> None:
+    block = {"type": "thinking", "thinking": "hmm", "signature": "sig=="}
+    provider = ScriptedProvider(
+        [Reply(thinking="hmm", provider_thinking=[block], tool_calls=[call("add", a=1, b=2)]), "3"]
+    )
+    agent = SimpleAgent(provider=provider, tools=[add])
+    await agent.run("1+2")
+    replayed = provider.requests[1].messages[1]
+    assert replayed.provider_thinking == (block,)
+    resumed = SimpleAgent(
+        provider=ScriptedProvider([]), state=json.loads(json.dumps(agent.state()))
+    )
+    assert resumed.messages[1].provider_thinking == (block,)
+    assert resumed.messages[1].thinking == "hmm"
+
+
+async def test_images_survive_state() -> None:
+    png = b"\x89PNG\r\n\x1a\n fake"
+    agent = SimpleAgent(provider=ScriptedProvider(["a cat"]))
+    await agent.run(Message.user("What is this?", ImagePart(data=png)))
+    resumed = SimpleAgent(
+        provider=ScriptedProvider([]), state=json.loads(json.dumps(agent.state()))
+    )
+    assert resumed.messages[0].images == (ImagePart(data=png),)
+
+
+async def test_state_saved_between_a_call_and_its_result_resumes_cleanly(
+    assert_consistent: Callable[[Sequence[Message]], None],
+) -> None:
+    saved: list[dict[str, Any]] = []
+    agent: SimpleAgent
+
+    def checkpoint(call: ToolCall) -> None:
+        saved.append(json.loads(json.dumps(agent.state())))
+
+    agent = SimpleAgent(
+        provider=ScriptedProvider([call("add", a=1, b=2), "3"]),
+        tools=[add],
+        on_tool_call=checkpoint,
+    )
+    await agent.run("1+2")
+    # The process "died" after the checkpoint: resume from it.
+    provider = ScriptedProvider(["Sorry, that was interrupted."])
+    resumed = SimpleAgent(provider=provider, state=saved[0], tools=[add])
+    assert_consistent(resumed.messages)
+    assert resumed.messages[-1].is_error and "interrupted" in resumed.messages[-1].text
+    await resumed.run("go on")
+    assert_consistent(provider.requests[0].messages[1:])
+
+
+def test_broken_saved_state_is_refused_clearly() -> None:
+    provider = ScriptedProvider([])
+    with pytest.raises(UserError, match=r"messages_full\[0\]: missing 'role'"):
+        SimpleAgent(provider=provider, state={"version": 1, "messages_full": [{"content": "x"}]})
+    bad_image = {"role": "user", "content": [{"type": "image", "data": "%%%"}]}
+    with pytest.raises(UserError, match=r"messages\[0\]"):
+        SimpleAgent(provider=provider, state={"version": 1, "messages": [bad_image]})
+
+
+def test_bad_state_types_are_refused() -> None:
+    with pytest.raises(UserError, match=r"json\.loads it first"):
+        SimpleAgent(provider=ScriptedProvider([]), state='{"version": 1}')  # type: ignore[typeddict-item]
+    bad = AgentState(messages=[{"role": "nobody", "content": "x"}])
+    with pytest.raises(UserError, match=r"messages\[0\]"):
+        SimpleAgent(provider=ScriptedProvider([]), state=bad)
+
+
+def test_a_dict_that_is_not_saved_state_is_named_as_such() -> None:
+    with pytest.raises(UserError, match="no 'version'"):
+        SimpleAgent(provider=ScriptedProvider([]), state={"foo": 1})
 
 
 SCRIPT = textwrap.dedent(

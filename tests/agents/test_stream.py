@@ -3,18 +3,65 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import Callable, Sequence
 
 import pytest
 from pydantic import BaseModel
 
-from heron import ProviderError, RunError, SimpleAgent, StreamChunk, UserError, tool
-from heron.testing import Reply, ScriptedProvider, call
+from heron import (
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    ProviderError,
+    RunError,
+    SimpleAgent,
+    StreamChunk,
+    ToolSchema,
+    UserError,
+    tool,
+)
+from heron.testing import Reply, ScriptedProvider, Step, call
 
 
 @tool
 async def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+def describe(chunk: StreamChunk) -> str:
+    """A chunk's kind in one word, for the logs below."""
+    if chunk.role != "assistant":
+        return chunk.role
+    return "call" if chunk.tool_calls else "done" if chunk.done else "text"
+
+
+class Observed(ScriptedProvider):
+    """A scripted provider that logs each time the run gets past one of its chunks."""
+
+    def __init__(self, steps: Sequence[Step], log: list[str]) -> None:
+        super().__init__(steps)
+        self.log = log
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        if on_chunk is None:
+            return await super().chat(messages, tools=tools)
+        deliver: ChunkCallback = on_chunk
+
+        async def observed(chunk: StreamChunk) -> None:
+            delivered = deliver(chunk)
+            if inspect.isawaitable(delivered):
+                await delivered
+            self.log.append(f"run past {describe(chunk)}")
+
+        return await super().chat(messages, tools=tools, on_chunk=observed)
 
 
 async def test_iterating_gives_the_same_chunks_as_on_chunk() -> None:
@@ -92,16 +139,40 @@ async def test_a_reader_that_stops_at_a_tool_call_stops_the_run_before_the_tool(
     assert info.value.result is agent.last_result
 
 
-async def test_the_run_waits_for_a_slow_reader() -> None:
-    agent = SimpleAgent(provider=ScriptedProvider([call("add", a=1, b=2), "3"]), tools=[add])
-    tool_results_seen_early: list[bool] = []
+async def test_the_run_waits_for_the_reader_at_each_chunk() -> None:
+    log: list[str] = []
+
+    @tool
+    async def plus(a: int, b: int) -> int:
+        """Add two integers."""
+        log.append("tool ran")
+        return a + b
+
+    provider = Observed([call("plus", a=1, b=2), "3"], log)
+    agent = SimpleAgent(provider=provider, tools=[plus])
     async with agent.run_stream("1+2") as stream:
         async for chunk in stream:
+            # A slow reader: it gives the loop away while it holds the chunk, so a run
+            # that did not wait for it would take its next step now.
+            await asyncio.sleep(0)
             if chunk.tool_calls:
-                await asyncio.sleep(0.01)  # a slow reader; the run must not run ahead
-                tool_results_seen_early.append(any(m.role == "tool" for m in agent.messages))
-    assert tool_results_seen_early == [False]
+                assert not any(m.role == "tool" for m in agent.messages)
+            log.append(f"reader done with {describe(chunk)}")
     assert (await stream.result()).reply == "3"
+    # The run gets past each chunk only once the reader has finished with it.
+    assert log == [
+        "reader done with user",
+        "reader done with call",
+        "run past call",
+        "reader done with done",
+        "run past done",
+        "tool ran",
+        "reader done with tool",
+        "reader done with text",
+        "run past text",
+        "reader done with done",
+        "run past done",
+    ]
 
 
 async def test_a_stream_is_iterated_once_and_result_leaves_chunks_readable() -> None:
@@ -113,3 +184,25 @@ async def test_a_stream_is_iterated_once_and_result_leaves_chunks_readable() -> 
     assert "".join(c.content for c in chunks if c.role == "assistant") == "hello there"
     with pytest.raises(UserError, match="once"):
         stream.__aiter__()
+
+
+async def test_breaking_out_of_a_stream_without_async_with_cancels_the_run(
+    assert_consistent: Callable[[Sequence[Message]], None],
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    async def launch() -> str:
+        """Irreversible."""
+        ran.append("launched")
+        return "launched"
+
+    agent = SimpleAgent(provider=ScriptedProvider([call("launch"), "x"]), tools=[launch])
+    stream = agent.run_stream("go")
+    async for chunk in stream:
+        if chunk.tool_calls:
+            break
+    with pytest.raises(RunError, match="cancelled"):
+        await asyncio.wait_for(stream.result(), timeout=5)
+    assert ran == []
+    assert_consistent(agent.messages)

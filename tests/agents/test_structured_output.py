@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 from pydantic import BaseModel
 
-from heron import Message, OutputValidationError, SimpleAgent, UserError
+from heron import Message, OutputValidationError, RunError, SimpleAgent, StreamChunk, UserError
 from heron.testing import ScriptedProvider
 
 
@@ -118,3 +118,33 @@ async def test_a_structured_result_exports_to_json() -> None:
     from heron import RunResult
 
     assert RunResult.from_dict(exported).output_value == {"name": "Lyon", "population": 522000}
+
+
+async def test_output_parsing_is_forgiving_where_it_is_unambiguous() -> None:
+    class Point(BaseModel):
+        x: int
+
+    text = await SimpleAgent(provider=ScriptedProvider(["hello world"])).run("hi", output_type=str)
+    assert text.output_value == "hello world"
+    prose = 'Here it is:\n```json\n{"x": 4}\n```\nAnything else?'
+    point = await SimpleAgent(provider=ScriptedProvider([prose])).run("p", output_type=Point)
+    assert point.output_value == Point(x=4)
+    with pytest.raises(UserError, match="does not look like a JSON schema"):
+        await SimpleAgent(provider=ScriptedProvider(["{}"])).run("p", output_type={"a": 1})
+
+
+async def test_the_retry_request_is_streamed_as_a_user_chunk() -> None:
+    chunks: list[StreamChunk] = []
+    provider = ScriptedProvider(["nope", "[1]"])
+    await SimpleAgent(provider=provider).run("list?", chunks.append, output_type=list[int])
+    users = [c.content for c in chunks if c.role == "user"]
+    assert users[0] == "list?"
+    assert len(users) == 2 and "not valid JSON" in users[1]
+
+
+async def test_a_run_with_output_type_that_hits_max_turns_raises() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider(["not json"]), max_turns=1)
+    with pytest.raises(RunError, match="max_turns") as info:
+        await agent.run("City?", output_type=City)
+    assert info.value.result is not None
+    assert info.value.result.output_value is None

@@ -58,6 +58,14 @@ class TestRender:
         with pytest.raises(dataclasses.FrozenInstanceError):
             MATH.name = "x"  # type: ignore[misc]
 
+    def test_skills_hold_their_tools_as_a_tuple(self) -> None:
+        echo = Echo()
+        tools: list[Tool] = [echo]
+        skill = Skill(name="math", description="Maths.", instructions="Use echo.", tools=tools)
+        tools.clear()
+        assert skill.tools == (echo,)
+        assert hash(skill) == hash(skill)
+
 
 class TestMergeTools:
     def test_tools_then_skill_tools_in_order(self) -> None:

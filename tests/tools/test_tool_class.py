@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from heron import ImagePart, Tool, ToolContext, ToolError, ToolResult, UserError
+from heron import ImagePart, SimpleAgent, Tool, ToolContext, ToolError, ToolResult, UserError
+from heron.testing import ScriptedProvider, call
 
 SUM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -95,6 +96,22 @@ class TestDefinition:
 
     def test_repr(self) -> None:
         assert repr(Sum()) == "<Sum 'math-sum'>"
+
+    def test_tools_do_not_share_schema_dicts(self) -> None:
+        class Ping(Tool):
+            name = "ping"
+
+            async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+                return "ping"
+
+        class Pong(Ping):
+            name = "pong"
+
+        ping, pong = Ping(), Pong()
+        ping.input_schema["properties"]["x"] = {"type": "string"}
+        ping.schema.input_schema["properties"]["y"] = {"type": "string"}
+        assert pong.input_schema == {"type": "object", "properties": {}}
+        assert "y" not in ping.input_schema["properties"]
 
 
 class TestExecution:
@@ -190,6 +207,20 @@ class TestExecution:
         results = await asyncio.gather(run(Meet(), {}), run(Meet(), {}))
         assert [r.text for r in results] == ["met", "met"]
 
+    async def test_a_tool_mutating_its_arguments_does_not_rewrite_history(self) -> None:
+        class Popper(Tool):
+            name = "popper"
+            input_schema = {"type": "object", "properties": {"k": {"type": "string"}}}  # noqa: RUF012
+
+            async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+                return str(arguments.pop("k"))
+
+        provider = ScriptedProvider([call("popper", k="v"), "ok"])
+        agent = SimpleAgent(provider=provider, tools=[Popper()])
+        result = await agent.run("go")
+        assert agent.messages[1].tool_calls[0].arguments == {"k": "v"}
+        assert result.tool_calls[0].arguments == {"k": "v"}
+
 
 class TestValidation:
     async def test_a_wrong_type_names_the_field(self) -> None:
@@ -232,6 +263,20 @@ class TestValidation:
 
         await run(Record(), {"a": "nope"})
         assert ran == []
+
+    async def test_a_tool_subclass_that_skips_super_init_still_validates(self) -> None:
+        class Lazy(Tool):
+            name = "lazy"
+            input_schema = {"type": "object", "properties": {"n": {"type": "integer"}}}  # noqa: RUF012
+
+            def __init__(self) -> None:
+                pass
+
+            async def execute(self, arguments: dict[str, Any], context: ToolContext) -> int:
+                return int(arguments["n"]) + 1
+
+        assert (await run(Lazy(), {"n": 1})).text == "2"
+        assert (await run(Lazy(), {"n": "one"})).is_error
 
     def test_validate_raises_a_tool_error(self) -> None:
         with pytest.raises(ToolError, match="'b' is a required property"):

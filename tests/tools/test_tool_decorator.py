@@ -135,6 +135,13 @@ class TestSchema:
         with pytest.raises(UserError, match="cannot be described"):
             tool(f)
 
+    def test_positional_only_tool_parameters_are_refused_at_decoration(self) -> None:
+        def f(x: int, /) -> int:
+            return x
+
+        with pytest.raises(UserError, match="positional-only"):
+            tool(f)
+
     def test_unresolvable_hints_are_a_clear_error(self) -> None:
         def f(x: "NoSuchType") -> None:  # type: ignore[name-defined]  # noqa: F821
             """F."""
@@ -543,11 +550,13 @@ class TestTimeouts:
 
         assert (await run(quick, x=21)).text == "42"
 
-    def test_a_non_positive_timeout_is_refused(self) -> None:
-        from heron import UserError
+    @pytest.mark.parametrize("bad", [0, -1, float("nan"), True, "5"])
+    def test_a_timeout_that_is_not_a_positive_number_is_refused(self, bad: object) -> None:
+        def f() -> str:
+            return "x"
 
-        with pytest.raises(UserError, match="timeout must be positive"):
-            tool(timeout=0)(lambda: "x")
+        with pytest.raises(UserError, match="timeout must be a positive number"):
+            tool(timeout=bad)(f)  # type: ignore[arg-type]
 
 
 class TestPydanticFields:

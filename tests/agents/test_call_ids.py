@@ -43,3 +43,26 @@ async def test_ids_are_unique_across_the_conversation_and_streamed_as_stored() -
     streamed = [c.tool_calls[0].id for c in chunks if c.tool_calls]
     executed = [c.tool_call_id for c in chunks if c.role == "tool"]
     assert streamed == executed == ids
+
+
+async def test_calls_streamed_out_of_order_keep_their_ids_and_arguments() -> None:
+    a = ToolCall(id="toolu_A", name="add", arguments={"a": 1, "b": 1})
+    b = ToolCall(id="toolu_B", name="add", arguments={"a": 100, "b": 100})
+
+    class OutOfOrder(ScriptedProvider):
+        async def chat(self, messages, *, tools=None, on_chunk=None):  # type: ignore[no-untyped-def]
+            response = await super().chat(messages, tools=tools)
+            if on_chunk is not None:
+                for c in reversed(response.tool_calls):
+                    on_chunk(StreamChunk(role="assistant", tool_calls=(c,)))
+                on_chunk(StreamChunk(role="assistant", done=True))
+            return response
+
+    chunks: list[StreamChunk] = []
+    agent = SimpleAgent(provider=OutOfOrder([Reply(tool_calls=[a, b]), "ok"]), tools=[add])
+    result = await agent.run("go", chunks.append)
+    streamed = {c.tool_calls[0].id: c.tool_calls[0].arguments for c in chunks if c.tool_calls}
+    stored = {r.id: r.arguments for r in result.tool_calls}
+    assert streamed == stored == {"toolu_A": {"a": 1, "b": 1}, "toolu_B": {"a": 100, "b": 100}}
+    results = {c.tool_call_id: c.content for c in chunks if c.role == "tool"}
+    assert results == {"toolu_A": "2", "toolu_B": "200"}

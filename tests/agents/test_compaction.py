@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 
@@ -261,3 +262,19 @@ async def test_compaction_requests_can_be_told_apart() -> None:
         await agent.run(f"question {i}")
     assert True in seen and False in seen
     assert agent.memory == "summary"
+
+
+async def test_a_reused_prompt_message_is_not_sent_twice_after_compaction() -> None:
+    again = Message.user("continue")
+
+    def model(messages: Sequence[Message]) -> str:
+        return "summary" if is_compaction_request(messages) else "more " * 80
+
+    provider = ScriptedProvider([model] * 8, capabilities=Capabilities(context_window=300))
+    agent = SimpleAgent(provider=provider)
+    for _ in range(3):
+        await agent.run(again)  # the very same Message object each time
+    assert agent.compactions >= 1
+    for request in provider.requests:
+        roles = [m.role for m in request.messages]
+        assert ("user", "user") not in itertools.pairwise(roles), roles

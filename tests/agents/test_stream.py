@@ -206,3 +206,74 @@ async def test_breaking_out_of_a_stream_without_async_with_cancels_the_run(
         await asyncio.wait_for(stream.result(), timeout=5)
     assert ran == []
     assert_consistent(agent.messages)
+
+
+async def test_a_stream_cancelled_before_its_run_began_ends_its_reader() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider(["never"]))
+    stream = agent.run_stream("hi")
+    async with stream:
+        pass  # leaves before the run has taken a single step
+
+    async def read_all() -> list[StreamChunk]:
+        return [c async for c in stream]
+
+    assert await asyncio.wait_for(read_all(), timeout=5) == []  # ends, rather than hangs
+    with pytest.raises(RunError, match="cancelled"):
+        await stream.result()
+
+
+async def test_cancelling_the_caller_of_result_cancels_the_run() -> None:
+    ran: list[str] = []
+    asked = asyncio.Event()
+
+    def model(messages: Sequence[Message]) -> Reply:
+        asked.set()
+        return Reply(tool_calls=[call("launch")], delay=30)
+
+    @tool
+    async def launch() -> str:
+        """Irreversible."""
+        ran.append("launched")
+        return "launched"
+
+    agent = SimpleAgent(provider=ScriptedProvider([model, "done"]), tools=[launch])
+    waiter = asyncio.ensure_future(agent.run_stream("go").result())
+    await asyncio.wait_for(asked.wait(), timeout=5)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert ran == []
+    assert agent.last_result is not None and agent.last_result.stop_reason == "cancelled"
+
+
+async def test_the_partial_run_is_this_streams_own() -> None:
+    agent = SimpleAgent(provider=ScriptedProvider(["earlier answer", "never"]))
+    await agent.run("earlier")
+    async with agent.run_stream("this one") as stream:
+        async for _ in stream:
+            break
+    with pytest.raises(RunError) as info:
+        await stream.result()
+    partial = info.value.result
+    assert partial is not None
+    assert partial.stop_reason == "cancelled"
+    assert [m.text for m in partial.messages] == ["this one"]
+
+
+async def test_the_run_waits_for_the_reader_even_before_iteration_starts() -> None:
+    ran: list[str] = []
+
+    @tool
+    async def launch() -> str:
+        """Irreversible."""
+        ran.append("launched")
+        return "launched"
+
+    agent = SimpleAgent(provider=ScriptedProvider([call("launch"), "x"]), tools=[launch])
+    async with agent.run_stream("go") as stream:
+        for _ in range(20):
+            await asyncio.sleep(0)  # give a run that did not wait every chance to go on
+        async for chunk in stream:
+            if chunk.tool_calls:
+                break
+    assert ran == []

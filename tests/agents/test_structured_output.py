@@ -148,3 +148,27 @@ async def test_a_run_with_output_type_that_hits_max_turns_raises() -> None:
         await agent.run("City?", output_type=City)
     assert info.value.result is not None
     assert info.value.result.output_value is None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '```JSON\n{"name": "Oslo", "population": 1}\n```',
+        '```json\r\n{"name": "Oslo", "population": 1}\r\n```',
+        'First:\n```python\nprint("hi")\n```\nThen:\n```\n{"name": "Oslo", "population": 1}\n```',
+    ],
+)
+async def test_json_is_found_in_any_fenced_block(answer: str) -> None:
+    result = await SimpleAgent(provider=ScriptedProvider([answer])).run("x", output_type=City)
+    assert result.output_value == City(name="Oslo", population=1)
+
+
+async def test_nan_is_not_json() -> None:
+    def second(messages: Sequence[Message]) -> str:
+        assert "not valid JSON" in messages[-1].text
+        return "1.5"
+
+    result = await SimpleAgent(provider=ScriptedProvider(["NaN", second])).run(
+        "x", output_type={"type": "number"}
+    )
+    assert result.output_value == 1.5

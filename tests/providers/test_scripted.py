@@ -421,3 +421,15 @@ async def test_an_exception_class_step_is_raised() -> None:
     provider = ScriptedProvider([TimeoutError])
     with pytest.raises(TimeoutError):
         await provider.chat([Message.user("hi")])
+
+
+async def test_id_less_calls_number_past_ids_given_in_the_same_turn() -> None:
+    provider = ScriptedProvider([[call("a"), ToolCall(id="call_1", name="b")]])
+    response = await provider.chat(HELLO)
+    assert [c.id for c in response.tool_calls] == ["call_2", "call_1"]
+
+
+async def test_a_callable_step_may_return_an_exception_class() -> None:
+    provider = ScriptedProvider([lambda messages: PermissionError])
+    with pytest.raises(PermissionError):
+        await provider.chat(HELLO)

@@ -302,3 +302,28 @@ class TestSameDefinition:
                 return type(other) is type(self)
 
         assert Stateless().same_definition(Stateless())
+
+
+class TestDefinitionChanges:
+    async def test_a_replaced_input_schema_is_shown_and_enforced(self) -> None:
+        class Greeter(Tool):
+            name = "greet"
+
+            async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+                return f"hi {arguments['who']}"
+
+        greeter = Greeter()
+        assert not (await greeter.run({"who": "ada"}, ToolContext())).is_error
+        greeter.input_schema = {
+            "type": "object",
+            "properties": {"who": {"type": "string", "maxLength": 3}},
+        }
+        assert greeter.schema.input_schema["properties"]["who"]["maxLength"] == 3
+        refused = await greeter.run({"who": "grace"}, ToolContext())
+        assert refused.is_error and "too long" in refused.text
+
+    def test_a_schemas_dict_form_is_a_copy(self) -> None:
+        sum_tool = Sum()
+        data = sum_tool.schema.to_dict()
+        data["input_schema"]["properties"].clear()
+        assert sum_tool.schema.input_schema["properties"]

@@ -613,3 +613,83 @@ class TestPydanticFields:
 
         with pytest.raises(UserError, match="tool 'use': an argument type has no JSON schema"):
             tool(use)
+
+
+class TestParameterNames:
+    async def test_names_that_clash_with_pydantic_work(self) -> None:
+        @tool
+        def query(schema: str, json: bool = False, copy: int = 1, _hint: str = "") -> str:
+            """Query a schema."""
+            return f"{schema} {json} {copy} {_hint!r}"
+
+        assert set(query.input_schema["properties"]) == {"schema", "json", "copy", "_hint"}
+        result = await run(query, schema="public", json=True, copy=2)
+        assert result.text == "public True 2 ''"
+        assert (await run(query, schema="s", arg0="x")).is_error  # internal names are not inputs
+
+    async def test_an_annotated_context_is_the_context(self) -> None:
+        from typing import Annotated
+
+        @tool
+        async def where(ctx: Annotated[ToolContext, "the caller"]) -> str:
+            """Report the environment."""
+            return ctx.env_id
+
+        assert where.input_schema["properties"] == {}
+        assert (await run(where, ToolContext(env_id="env-3"))).text == "env-3"
+
+    def test_nested_model_titles_are_dropped_but_a_property_named_title_stays(self) -> None:
+        class Book(BaseModel):
+            title: str
+
+        @tool
+        def shelve(book: Book, title: str) -> str:
+            """Shelve a book."""
+            return title
+
+        schema = shelve.input_schema
+        assert "title" in schema["properties"]
+        assert schema["$defs"]["Book"] == {
+            "properties": {"title": {"type": "string"}},
+            "required": ["title"],
+            "type": "object",
+        }
+
+    async def test_tuples_in_arguments_are_copied_too(self) -> None:
+        seen: list[Any] = []
+
+        @tool
+        def shout(rows: Any) -> str:
+            """Upper-case names."""
+            rows[0]["name"] = rows[0]["name"].upper()
+            seen.append(rows)
+            return "done"
+
+        arguments = {"rows": ({"name": "ada"},)}
+        await shout.run(arguments, ToolContext())
+        assert arguments == {"rows": ({"name": "ada"},)}
+        assert seen == [({"name": "ADA"},)]
+
+
+def test_a_timed_out_sync_tool_does_not_hold_up_run_sync() -> None:
+    from heron import SimpleAgent
+    from heron.testing import ScriptedProvider, call
+
+    release, finished = threading.Event(), threading.Event()
+
+    @tool(timeout=0.05)
+    def hang() -> str:
+        """Blocks until released."""
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    agent = SimpleAgent(provider=ScriptedProvider([call("hang"), "gave up"]), tools=[hang])
+    try:
+        result = agent.run_sync("go")
+        # run_sync came back while the tool's thread was still blocked.
+        assert not finished.is_set()
+        assert result.tool_calls[0].result == "tool 'hang' timed out after 0.05 s"
+    finally:
+        release.set()
+    assert finished.wait(10)

@@ -14,8 +14,8 @@ from ._state import STATE_VERSION, AgentState
 
 __all__ = ["Conversation"]
 
-# Compacting costs a model call; below this share of the threshold it buys too little.
-_MIN_FOLD_SHARE = 8
+# Compacting costs a model call: folding less than 1/8 of the threshold buys too little.
+_MIN_FOLD_DIVISOR = 8
 
 
 class Conversation:
@@ -116,7 +116,7 @@ class Conversation:
         at = self._prompt_at
         prompt = fold[at] if at is not None and at < len(fold) else None
         dropped = [m for i, m in enumerate(fold) if i != at]
-        if not dropped or estimate_message_tokens(dropped) * _MIN_FOLD_SHARE < threshold:
+        if not dropped or estimate_message_tokens(dropped) < threshold / _MIN_FOLD_DIVISOR:
             return False  # too little left to fold for a model call to be worth it
         response = await provider.chat(compaction_request(self.memory, fold))
         self._count(response, result)

@@ -20,7 +20,12 @@ class AgentState(BaseModel):
 
     ``messages_full`` is every message ever added (never rewritten);
     ``messages`` is the working context sent to the model, which restarts from
-    ``memory`` after each compaction.
+    ``memory`` after each compaction::
+
+        Path("state.json").write_text(json.dumps(agent.state()))
+        # later, in another process:
+        agent = SimpleAgent(provider=provider, tools=tools,
+                            state=json.loads(Path("state.json").read_text()))
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -29,7 +29,7 @@ class Provider(ABC):
     delivers a chunk to ``on_chunk`` whether it is sync or async. An agent
     streams a turn its provider did not stream (all at once, when it ends)::
 
-        class EchoProvider(Provider):
+        class EchoProvider(Provider):  # a real one reports real token counts
             @property
             def capabilities(self) -> Capabilities:
                 return Capabilities()
@@ -39,7 +39,7 @@ class Provider(ABC):
                 for word in text.split(" "):
                     await emit(on_chunk, StreamChunk(role="assistant", content=word + " "))
                 await emit(on_chunk, StreamChunk(role="assistant", done=True))
-                return ChatResponse(content=text, input_tokens=..., output_tokens=...)
+                return ChatResponse(content=text, input_tokens=0, output_tokens=0)
     """
 
     name: str = "provider"

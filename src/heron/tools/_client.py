@@ -20,7 +20,17 @@ class ToolClient(ABC):
     :class:`LocalToolClient` runs them in this process; the MCP client runs
     them on Model Context Protocol servers. ``call_tool`` reports tool failures,
     unknown names and bad arguments as error results; it raises only when the
-    tools cannot be reached at all.
+    tools cannot be reached at all. A client over some other transport::
+
+        class HttpToolClient(ToolClient):
+            async def list_tools(self) -> list[ToolSchema]:
+                return [ToolSchema(**t) for t in await fetch_json("/tools")]
+
+            async def call_tool(self, name, arguments) -> ToolResult:
+                reply = await post_json(f"/tools/{name}", arguments)
+                return ToolResult.of_text(reply["text"], is_error=reply["error"])
+
+        agent = BaseAgent(provider=provider, tool_client=HttpToolClient())
     """
 
     @abstractmethod

@@ -70,7 +70,15 @@ class ToolContext:
     Two clients with different ``env_id`` values see separate state even when
     they share one tool server. ``storage`` and ``ids`` are async: a tool that
     uses them is written ``async def``. Their calls are not transactions; guard
-    a read-modify-write that parallel calls of a turn could interleave.
+    a read-modify-write that parallel calls of a turn could interleave::
+
+        @tool
+        async def remember(fact: str, context: ToolContext) -> str:
+            \"\"\"Remember a fact for later turns.\"\"\"
+            key = context.scoped_key("facts")
+            facts = json.loads(await context.storage.get(key) or "[]")
+            await context.storage.set(key, json.dumps([*facts, fact]))
+            return f"remembered {len(facts) + 1} facts"
     """
 
     env_id: str = "local"

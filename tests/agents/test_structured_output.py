@@ -172,3 +172,26 @@ async def test_nan_is_not_json() -> None:
         "x", output_type={"type": "number"}
     )
     assert result.output_value == 1.5
+
+
+async def test_out_of_range_numbers_are_not_json() -> None:
+    def second(messages: Sequence[Message]) -> str:
+        assert "not valid JSON" in messages[-1].text
+        return "2.5"
+
+    provider = ScriptedProvider(["1e999", second])
+    result = await SimpleAgent(provider=provider).run("x", output_type=float)
+    assert result.output_value == 2.5
+    json.loads(result.to_json(allow_nan=False))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'Here you go: ```json\n{"name": "Oslo", "population": 1}\n```',
+        '```json\n{"name": "Oslo", "population": 1}```',
+    ],
+)
+async def test_fences_that_bend_the_rules_still_count(answer: str) -> None:
+    result = await SimpleAgent(provider=ScriptedProvider([answer])).run("x", output_type=City)
+    assert result.output_value == City(name="Oslo", population=1)

@@ -693,3 +693,69 @@ def test_a_timed_out_sync_tool_does_not_hold_up_run_sync() -> None:
     finally:
         release.set()
     assert finished.wait(10)
+
+
+class TestAliasesAndDescriptions:
+    async def test_a_users_alias_is_the_name_the_model_uses(self) -> None:
+        from pydantic import Field
+
+        @tool
+        def search(query: str, from_: str = Field("2020", alias="from")) -> str:
+            """Search since a year."""
+            return f"{query} since {from_}"
+
+        assert list(search.input_schema["properties"]) == ["query", "from"]
+        assert (await run(search, **{"query": "q", "from": "2024"})).text == "q since 2024"
+
+    def test_an_annotated_description_survives_a_field_default(self) -> None:
+        from typing import Annotated
+
+        from pydantic import Field
+
+        @tool
+        def pick(
+            x: Annotated[int, Field(description="From the annotation.")] = Field(3, ge=0),
+        ) -> int:
+            """Pick.
+
+            Args:
+                x: From the docstring.
+            """
+            return x
+
+        assert pick.input_schema["properties"]["x"] == {
+            "default": 3,
+            "description": "From the annotation.",
+            "minimum": 0,
+            "type": "integer",
+        }
+
+
+HANGING_TOOL = """
+from heron import SimpleAgent, tool
+from heron.testing import ScriptedProvider, call
+import time
+
+@tool(timeout=0.1)
+def hang() -> str:
+    \"\"\"Never returns in time.\"\"\"
+    time.sleep(600)
+    return "late"
+
+agent = SimpleAgent(provider=ScriptedProvider([call("hang"), "gave up"]), tools=[hang])
+print(agent.run_sync("go").tool_calls[0].result, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_hung_sync_tool_does_not_keep_the_program_from_exiting(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "hang.py"
+    script.write_text(HANGING_TOOL)
+    # The tool sleeps for ten minutes; the program must end long before that.
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "tool 'hang' timed out after 0.1 s"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,8 +17,12 @@ from .._core.problems import jsonschema_problems, pydantic_problems
 
 __all__ = ["OutputSpec"]
 
-# A fenced code block: ``` at a line start, an optional language tag, the body.
-_FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*\r?\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
+# A fenced code block: ``` at a line start, an optional language tag, the body;
+# then, for answers that bend the rules, fences anywhere on a line.
+_FENCES = (
+    re.compile(r"^[ \t]*```[\w-]*[ \t]*\r?\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE),
+    re.compile(r"```[\w-]*[ \t]*\r?\n(.*?)\r?\n?[ \t]*```", re.DOTALL),
+)
 _SCHEMA_KEYWORDS = frozenset(
     ("type", "properties", "$ref", "enum", "const", "anyOf", "oneOf", "allOf", "items", "not")
 )
@@ -29,10 +35,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"{literal} is out of range")
+    return value
+
+
 def _loads(text: str) -> Any:
     try:
-        # NaN and Infinity are not JSON: a value holding them could not be exported.
-        return json.loads(text, parse_constant=_no_constant)
+        # NaN and Infinity (1e999 included) are not JSON: a value holding them
+        # could not be exported.
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except ValueError:  # JSONDecodeError included
         return _NOT_JSON
 
@@ -90,7 +104,11 @@ class OutputSpec:
         value = _loads(text)
         if self._text:
             return value if isinstance(value, str) else text.strip()
-        blocks = _FENCE.finditer(text) if value is _NOT_JSON else ()
+        blocks = (
+            itertools.chain.from_iterable(f.finditer(text) for f in _FENCES)
+            if value is _NOT_JSON
+            else ()
+        )
         for block in blocks:  # the first fenced block that holds JSON
             value = _loads(block.group(1))
             if value is not _NOT_JSON:

@@ -21,9 +21,11 @@ class AgentStream(Generic[OutputT]):
     Made by :meth:`BaseAgent.run_stream`. The run starts on first use and
     waits for the reader at each chunk, exactly as it waits for an
     ``on_chunk`` callback, so a reader that stops at a chunk stops the run
-    there. Leaving the ``async with`` block early, or breaking out of the loop,
-    cancels the run (the history stays consistent); :meth:`result` then raises
-    :class:`RunError` carrying the partial run::
+    there. Leaving the ``async with`` block cancels a run that has not finished
+    (the history stays consistent); :meth:`result` then raises
+    :class:`RunError` carrying the partial run. Without ``async with``, a
+    ``break`` cancels the run only once the abandoned iterator is collected, so
+    use the block whenever you may stop reading early::
 
         async with agent.run_stream("What time is it?") as stream:
             async for chunk in stream:
@@ -104,7 +106,7 @@ class AgentStream(Generic[OutputT]):
             raise
         if task.cancelled():
             raise RunError(
-                "the run was cancelled: its stream was closed before it finished",
+                "the run was cancelled before it finished",
                 result=self._partial,
             )
         return task.result()

@@ -127,25 +127,9 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
         if _is_context(annotation):
             context_param = name
             continue
-        doc = arg_docs.get(name)
-        if _annotated_description(annotation):
-            doc = None  # the annotation describes the argument already
-        if isinstance(param.default, FieldInfo):
-            field = FieldInfo.merge_field_infos(
-                param.default,
-                alias=name,
-                validation_alias=name,
-                serialization_alias=name,
-                description=param.default.description or doc,
-            )
-        else:
-            default = ... if param.default is param.empty else param.default
-            # An explicit description=None would hide one given in Annotated[...].
-            field = (
-                Field(default, alias=name, description=doc) if doc else Field(default, alias=name)
-            )
-        # Fields get neutral names, the parameter's name being the alias the model
-        # uses: any name is then safe ("schema", "json", "_hint"...).
+        field = _field(name, annotation, param.default, arg_docs.get(name))
+        # Fields get neutral names, the public name (the parameter's, or an alias the
+        # user gave) being the alias the model uses: any name is then safe.
         internal = f"arg{index}"
         fields[internal] = (annotation, field)
         names[internal] = name
@@ -172,11 +156,28 @@ def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
     )
 
 
-def _annotated_description(annotation: Any) -> bool:
-    """Whether ``Annotated[..., Field(description=...)]`` already describes an argument."""
-    if get_origin(annotation) is not Annotated:
-        return False
-    return any(isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__)
+def _field(name: str, annotation: Any, default: Any, doc: str | None) -> FieldInfo:
+    """The pydantic field for one parameter, under the name the model knows it by.
+
+    What the user wrote wins: an alias (``Field(alias="from")`` for a ``from_``
+    parameter) becomes the public name, and a description in ``Field(...)`` or
+    ``Annotated[...]`` beats the docstring's.
+    """
+    written = [m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, FieldInfo)]
+    if isinstance(default, FieldInfo):
+        written.append(default)
+    public = next((f.alias for f in written if f.alias), name)
+    overrides: dict[str, Any] = {"alias": public}
+    if not any(f.validation_alias for f in written):
+        overrides["validation_alias"] = public
+    if not any(f.serialization_alias for f in written):
+        overrides["serialization_alias"] = public
+    if doc and not any(f.description for f in written):
+        overrides["description"] = doc  # never description=None: it would hide theirs
+    base = (
+        default if isinstance(default, FieldInfo) else Field(... if default is _EMPTY else default)
+    )
+    return FieldInfo.merge_field_infos(base, **overrides)
 
 
 def _is_context(annotation: Any) -> bool:
@@ -194,6 +195,8 @@ def _tidy(schema: dict[str, Any]) -> dict[str, Any]:
     tidy.setdefault("properties", {})
     return tidy
 
+
+_EMPTY = inspect.Parameter.empty
 
 _SUBSCHEMA_MAPS = ("properties", "$defs", "patternProperties")
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")

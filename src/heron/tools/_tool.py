@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import copy
-import functools
 import inspect
 import re
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, overload
 
 import jsonschema
@@ -199,19 +199,36 @@ class Tool:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-# Sync tools run here rather than in the loop's default executor: asyncio.run()
-# waits for that one on exit, so one hung tool would hold up the whole program.
-_WORKERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="heron-tool")
-
-
 async def in_worker_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Run a blocking ``func`` in Heron's tool threads, with the caller's context vars.
+    """Run a blocking ``func`` in a thread of its own, with the caller's context vars.
 
     A thread cannot be stopped: when the caller gives up (a timeout, a
-    cancellation) the function runs on and its result is dropped.
+    cancellation) the function runs on and its result is dropped. The thread is
+    a daemon, so neither ``asyncio.run()`` nor the program's exit waits for a
+    tool that hangs, and hung tools never starve the others of threads.
     """
-    call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_WORKERS, call)
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, failure: BaseException | None) -> None:
+        if future.done():  # the caller gave up
+            return
+        if failure is not None:
+            future.set_exception(failure)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value, failure = context.run(func, *args, **kwargs), None
+        except BaseException as exc:
+            value, failure = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed while we worked
+            loop.call_soon_threadsafe(settle, value, failure)
+
+    threading.Thread(target=work, name=f"heron-tool-{func.__name__}", daemon=True).start()
+    return await future
 
 
 def _is_positive_number(value: object) -> bool:

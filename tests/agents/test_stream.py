@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from heron import (
     ChatResponse,
     ChunkCallback,
+    FunctionTool,
     Message,
     ProviderError,
     RunError,
@@ -62,6 +63,19 @@ class Observed(ScriptedProvider):
             self.log.append(f"run past {describe(chunk)}")
 
         return await super().chat(messages, tools=tools, on_chunk=observed)
+
+
+def launcher() -> tuple[FunctionTool, list[str]]:
+    """An irreversible tool, and the list that records each time it really ran."""
+    ran: list[str] = []
+
+    @tool
+    async def launch() -> str:
+        """Irreversible."""
+        ran.append("launched")
+        return "launched"
+
+    return launch, ran
 
 
 async def test_iterating_gives_the_same_chunks_as_on_chunk() -> None:
@@ -117,14 +131,7 @@ async def test_a_failing_run_raises_from_the_iteration() -> None:
 
 
 async def test_a_reader_that_stops_at_a_tool_call_stops_the_run_before_the_tool() -> None:
-    ran: list[str] = []
-
-    @tool
-    async def launch() -> str:
-        """Irreversible."""
-        ran.append("launched")
-        return "launched"
-
+    launch, ran = launcher()
     agent = SimpleAgent(provider=ScriptedProvider([call("launch"), "unused"]), tools=[launch])
     async with agent.run_stream("go") as stream:
         async for chunk in stream:
@@ -189,14 +196,7 @@ async def test_a_stream_is_iterated_once_and_result_leaves_chunks_readable() -> 
 async def test_breaking_out_of_a_stream_without_async_with_cancels_the_run(
     assert_consistent: Callable[[Sequence[Message]], None],
 ) -> None:
-    ran: list[str] = []
-
-    @tool
-    async def launch() -> str:
-        """Irreversible."""
-        ran.append("launched")
-        return "launched"
-
+    launch, ran = launcher()
     agent = SimpleAgent(provider=ScriptedProvider([call("launch"), "x"]), tools=[launch])
     stream = agent.run_stream("go")
     async for chunk in stream:
@@ -223,18 +223,12 @@ async def test_a_stream_cancelled_before_its_run_began_ends_its_reader() -> None
 
 
 async def test_cancelling_the_caller_of_result_cancels_the_run() -> None:
-    ran: list[str] = []
+    launch, ran = launcher()
     asked = asyncio.Event()
 
     def model(messages: Sequence[Message]) -> Reply:
         asked.set()
         return Reply(tool_calls=[call("launch")], delay=30)
-
-    @tool
-    async def launch() -> str:
-        """Irreversible."""
-        ran.append("launched")
-        return "launched"
 
     agent = SimpleAgent(provider=ScriptedProvider([model, "done"]), tools=[launch])
     waiter = asyncio.ensure_future(agent.run_stream("go").result())
@@ -261,14 +255,7 @@ async def test_the_partial_run_is_this_streams_own() -> None:
 
 
 async def test_the_run_waits_for_the_reader_even_before_iteration_starts() -> None:
-    ran: list[str] = []
-
-    @tool
-    async def launch() -> str:
-        """Irreversible."""
-        ran.append("launched")
-        return "launched"
-
+    launch, ran = launcher()
     agent = SimpleAgent(provider=ScriptedProvider([call("launch"), "x"]), tools=[launch])
     async with agent.run_stream("go") as stream:
         for _ in range(20):

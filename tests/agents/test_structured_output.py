@@ -156,6 +156,9 @@ async def test_a_run_with_output_type_that_hits_max_turns_raises() -> None:
         '```JSON\n{"name": "Oslo", "population": 1}\n```',
         '```json\r\n{"name": "Oslo", "population": 1}\r\n```',
         'First:\n```python\nprint("hi")\n```\nThen:\n```\n{"name": "Oslo", "population": 1}\n```',
+        # Fences that bend the rules still count.
+        'Here you go: ```json\n{"name": "Oslo", "population": 1}\n```',
+        '```json\n{"name": "Oslo", "population": 1}```',
     ],
 )
 async def test_json_is_found_in_any_fenced_block(answer: str) -> None:
@@ -183,15 +186,3 @@ async def test_out_of_range_numbers_are_not_json() -> None:
     result = await SimpleAgent(provider=provider).run("x", output_type=float)
     assert result.output_value == 2.5
     json.loads(result.to_json(allow_nan=False))
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        'Here you go: ```json\n{"name": "Oslo", "population": 1}\n```',
-        '```json\n{"name": "Oslo", "population": 1}```',
-    ],
-)
-async def test_fences_that_bend_the_rules_still_count(answer: str) -> None:
-    result = await SimpleAgent(provider=ScriptedProvider([answer])).run("x", output_type=City)
-    assert result.output_value == City(name="Oslo", population=1)

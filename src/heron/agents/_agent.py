@@ -23,6 +23,7 @@ from ..tools import (
     ToolClient,
     merge_tools,
     render_skills,
+    require_skills,
 )
 from ._conversation import Conversation
 from ._output import OutputSpec
@@ -87,8 +88,6 @@ class BaseAgent:
             raise UserError(f"max_turns must be a whole number of at least 1, not {max_turns!r}")
         if not _is_int(output_retries) or output_retries < 0:
             raise UserError(f"output_retries must be a whole number >= 0, not {output_retries!r}")
-        if isinstance(skills, Skill) or not all(isinstance(s, Skill) for s in skills):
-            raise UserError("skills must be a list of Skill objects")
         if isinstance(allowed_tools, str):
             raise UserError("allowed_tools must be a list of tool names, not one string")
         saved = AgentState.load(state) if state is not None else AgentState()
@@ -98,9 +97,9 @@ class BaseAgent:
         """Where the agent's tools run."""
         self.instruction = instruction
         """The agent's instruction, first in the system prompt."""
-        self.skills: tuple[Skill, ...] = tuple(skills)
+        self.skills: tuple[Skill, ...] = require_skills(skills)
         """Skills folded into the system prompt."""
-        self.name = name or saved.name or "agent"
+        self.name = agent_name(name, saved)
         """The agent's name, carried on its results."""
         self.max_turns = max_turns
         """Model turns one run may take."""
@@ -369,6 +368,11 @@ class BaseAgent:
             return self._lock
 
 
+def agent_name(name: str | None, saved: AgentState | None) -> str:
+    """The name given, else the one a resumed agent was saved under, else ``"agent"``."""
+    return name or (saved.name if saved is not None else None) or "agent"
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -413,9 +417,9 @@ class SimpleAgent(BaseAgent):
     ) -> None:
         tools, skills = tools or (), skills or ()
         state = options.get("state")
-        saved_name = AgentState.load(state).name if state is not None else None
+        saved = AgentState.load(state) if state is not None else None
         # The tools' environment follows the agent's identity, resumed ones included.
-        env_id = options.get("name") or saved_name or "agent"
+        env_id = agent_name(options.get("name"), saved)
         client = LocalToolClient(merge_tools(tools, skills), env_id=env_id, storage=storage)
         super().__init__(
             provider=provider,

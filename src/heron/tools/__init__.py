@@ -3,7 +3,7 @@
 from ._client import LocalToolClient, ToolClient
 from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
 from ._result import ToolResult, to_tool_result
-from ._skill import Skill, merge_tools, render_skills
+from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "ToolResult",
     "merge_tools",
     "render_skills",
+    "require_skills",
     "to_tool_result",
     "tool",
 ]

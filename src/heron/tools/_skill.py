@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .._core import UserError
 from ._tool import Tool
 
-__all__ = ["Skill", "merge_tools", "render_skills"]
+__all__ = ["Skill", "merge_tools", "render_skills", "require_skills"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -53,6 +53,14 @@ def render_skills(skills: Sequence[Skill]) -> str:
     return "SKILLS:\n\n" + "\n\n".join(s.render() for s in skills)
 
 
+def require_skills(skills: Iterable[Skill]) -> tuple[Skill, ...]:
+    """``skills`` as a tuple, or a :class:`UserError` if it is not a list of skills."""
+    items = None if isinstance(skills, Skill) else tuple(skills)
+    if items is None or not all(isinstance(s, Skill) for s in items):
+        raise UserError("skills must be a list of Skill objects")
+    return items
+
+
 def merge_tools(tools: Iterable[Tool], skills: Iterable[Skill]) -> list[Tool]:
     """All tools of ``tools`` and ``skills``, each registered once.
 
@@ -61,8 +69,7 @@ def merge_tools(tools: Iterable[Tool], skills: Iterable[Skill]) -> list[Tool]:
     """
     if isinstance(tools, Tool) or isinstance(skills, Skill):
         raise UserError("tools and skills must be lists, even of one item")
-    if not all(isinstance(s, Skill) for s in skills):
-        raise UserError("skills must be a list of Skill objects")
+    skills = require_skills(skills)
     merged: dict[str, Tool] = {}
     for t in [*tools, *(t for s in skills for t in s.tools)]:
         if not isinstance(t, Tool):

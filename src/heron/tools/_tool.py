@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import contextvars
 import copy
+import dataclasses
 import inspect
 import re
 import threading
@@ -169,13 +170,8 @@ class Tool:
             result = _failure(self.name, exc)
         # A failed call (bad arguments, say) lets the model try again instead of
         # ending the run on an error it never got to correct.
-        if self.stop_iteration_after_use and not result.is_error and not result.stop_iteration:
-            result = ToolResult(
-                content=result.content,
-                structured=result.structured,
-                is_error=result.is_error,
-                stop_iteration=True,
-            )
+        if self.stop_iteration_after_use and not result.is_error:
+            result = dataclasses.replace(result, stop_iteration=True)
         return result
 
     async def _invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:

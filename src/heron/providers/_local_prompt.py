@@ -1,0 +1,188 @@
+"""How :class:`~heron.providers.local.LocalProvider` talks to a raw GGUF model.
+
+A local model has no tool-calling API: the tools are described in the system
+prompt, a call is the text ``<tool_call>[{"name": ..., "arguments": {...}}]</tool_call>``
+(the format SmolLM2 and many small open models were tuned on), and a grammar
+built from the tools' JSON schemas makes sure whatever the model writes inside
+the tags is a valid call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from .._core import Message, ToolCall, ToolSchema
+
+__all__ = [
+    "CALL_CLOSE",
+    "CALL_OPEN",
+    "calls_grammar",
+    "parse_calls",
+    "relevant_tools",
+    "template_messages",
+    "tool_prompt",
+]
+
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+
+_WORD = re.compile(r"[a-z0-9]+")
+# Words that say nothing about which tool a request needs: function words and
+# the generic verbs tool names and descriptions are made of.
+_STOPWORDS = frozenset(
+    """a an and any are as at be by can could do does for from get give given has have how i
+    if in into is it its me my of on or our please return returns set show tell that the this
+    to use using value what whats when where which who why will with would you your run make
+    create read write list optional optionally default current new one""".split()
+)
+_IMAGE_OMITTED = "[image omitted: this model cannot see images]"
+
+
+def tool_prompt(tools: Sequence[ToolSchema]) -> str:
+    """The system-prompt section that offers ``tools`` and shows the call format."""
+    lines = "\n".join(
+        json.dumps(
+            {"name": t.name, "description": t.description, "parameters": t.input_schema},
+            ensure_ascii=False,
+        )
+        for t in tools
+    )
+    return (
+        f"You can call these tools:\n<tools>\n{lines}\n</tools>\n"
+        f"To call tools, reply with only {CALL_OPEN}[...]{CALL_CLOSE} holding a JSON list "
+        'of calls, for example:\n<tool_call>[{"name": "'
+        f"{tools[0].name}"
+        '", "arguments": {}}]</tool_call>\n'
+        "Otherwise answer in plain text. When a tool has answered, use its result "
+        "to answer the user."
+    )
+
+
+def _words(text: str) -> set[str]:
+    """Content words of ``text``, lower-cased, with a plural ``s`` removed."""
+    words = set()
+    for word in _WORD.findall(text.lower()):
+        if word in _STOPWORDS:
+            continue
+        words.add(word[:-1] if len(word) > 3 and word.endswith("s") else word)
+    return words
+
+
+def relevant_tools(request: str, tools: Sequence[ToolSchema]) -> list[ToolSchema]:
+    """The tools a request plainly asks for, by the words it shares with them.
+
+    A word of the tool's name counts 2, a word of its description or parameter
+    names 1; a tool scoring 2 or more is relevant. Small models rarely decide
+    to call a tool on their own, so the provider makes its first reply to such
+    a request a call to one of these tools.
+    """
+    asked = _words(request)
+    chosen = []
+    for schema in tools:
+        name_words = _words(schema.name.replace("-", " ").replace("_", " "))
+        properties = schema.input_schema.get("properties", {})
+        other = _words(schema.description) | _words(" ".join(properties).replace("_", " "))
+        score = 2 * len(asked & name_words) + len(asked & (other - name_words))
+        if score >= 2:
+            chosen.append(schema)
+    return chosen
+
+
+def _call_schema(schema: ToolSchema) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"name": {"const": schema.name}, "arguments": schema.input_schema},
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def calls_grammar(tools: Sequence[ToolSchema]) -> str:
+    """A GBNF grammar for ``[call, ...]</tool_call>``: one or more valid calls.
+
+    The opening tag is not part of it: it is either written by the model before
+    the grammar applies or put in the prompt when the call is required.
+    """
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    def gbnf(item_schemas: list[dict[str, Any]]) -> str:
+        array = {"type": "array", "minItems": 1, "items": {"anyOf": item_schemas}}
+        return str(json_schema_to_gbnf(json.dumps(array)))
+
+    try:
+        body = gbnf([_call_schema(t) for t in tools])
+    except Exception:
+        # A schema feature the converter lacks: constrain the names only; the
+        # tool still validates its arguments against its full schema.
+        any_object = {"type": "object"}
+        body = gbnf(
+            [
+                _call_schema(ToolSchema(name=t.name, description="", input_schema=any_object))
+                for t in tools
+            ]
+        )
+    body = re.sub(r"^root ::=", "heron-calls ::=", body, count=1, flags=re.MULTILINE)
+    return f'{body}\nroot ::= heron-calls "{CALL_CLOSE}"\n'
+
+
+def parse_calls(text: str) -> list[ToolCall]:
+    """The calls in ``[call, ...]`` (the text after the opening tag).
+
+    Raises ``ValueError`` when the text is not a list of ``{"name", "arguments"}``
+    objects (the grammar prevents that, unless generation was cut short).
+    """
+    body = text.split(CALL_CLOSE, 1)[0].strip()
+    data = json.loads(body)
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise ValueError("tool calls must be a JSON list")
+    calls = []
+    for item in data:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ValueError(f"not a tool call: {item!r}")
+        arguments = item.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise ValueError(f"arguments of {item['name']} must be an object")
+        calls.append(
+            ToolCall(id=f"call_{uuid.uuid4().hex[:16]}", name=item["name"], arguments=arguments)
+        )
+    return calls
+
+
+def _content(message: Message) -> str:
+    pieces = []
+    for part in message.parts:
+        pieces.append(getattr(part, "text", None) or _IMAGE_OMITTED)
+    return "".join(pieces)
+
+
+def template_messages(
+    messages: Sequence[Message], tools: Sequence[ToolSchema]
+) -> list[dict[str, str]]:
+    """``messages`` as the plain ``{"role", "content"}`` dicts a chat template takes.
+
+    System messages merge into one (with the tool prompt); assistant tool calls
+    become their ``<tool_call>`` text; tool results keep the ``tool`` role.
+    """
+    system = [m.text for m in messages if m.role == "system" and m.text]
+    if tools:
+        system.append(tool_prompt(tools))
+    out: list[dict[str, str]] = []
+    if system:
+        out.append({"role": "system", "content": "\n\n".join(system)})
+    for message in messages:
+        if message.role == "system":
+            continue
+        content = _content(message)
+        if message.role == "assistant" and message.tool_calls:
+            calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+            content = f"{content}{CALL_OPEN}{json.dumps(calls, ensure_ascii=False)}{CALL_CLOSE}"
+        elif message.role == "tool" and message.is_error:
+            content = f"error: {content}"
+        out.append({"role": message.role, "content": content})
+    return out

@@ -1,0 +1,215 @@
+"""LocalProvider on the real embedded model (SmolLM2-135M-Instruct, in-process)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+from pathlib import Path
+
+import jsonschema
+import llama_cpp
+import pytest
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+from heron import Message, ProviderError, SimpleAgent, StreamChunk, UserError
+from heron.providers import LocalProvider, default_model_path
+from heron.providers._local_prompt import template_messages
+from heron.tools import get_current_time
+
+TIME = get_current_time.schema
+
+
+@pytest.fixture(scope="module")
+def provider() -> LocalProvider:
+    # Short replies keep the suite fast; the model and its settings are the defaults.
+    return LocalProvider(max_tokens=96)
+
+
+def _local_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("heron-local-")]
+
+
+async def _threads_finish(deadline: float = 10.0) -> bool:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while _local_threads():
+        if loop.time() > end:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+@pytest.mark.slow
+async def test_the_time_question_is_answered_after_a_real_tool_call(
+    provider: LocalProvider,
+) -> None:
+    agent = SimpleAgent(provider=provider, tools=[get_current_time])
+    result = await agent.run("What time is it in UTC?")
+    assert [c.name for c in result.tool_calls] == ["get-current-time"]
+    call = result.tool_calls[0]
+    jsonschema.validate(call.arguments, TIME.input_schema)
+    assert not call.is_error and call.result
+    assert result.reply.strip()
+    assert result.stop_reason == "end_turn"
+    assert result.input_tokens > 0 and result.output_tokens > 0
+
+
+@pytest.mark.slow
+async def test_text_streams_in_deltas_that_add_up_to_the_reply(provider: LocalProvider) -> None:
+    chunks: list[StreamChunk] = []
+    response = await provider.chat(
+        [Message.user("Say hello in one sentence.")], on_chunk=chunks.append
+    )
+    deltas = [c.content for c in chunks if c.content]
+    assert len(deltas) > 1
+    assert "".join(deltas) == response.content
+    assert chunks[-1].done and not chunks[-1].content
+    assert sum(c.done for c in chunks) == 1
+    assert response.tool_calls == () and response.stop_reason == "end_turn"
+
+
+@pytest.mark.slow
+async def test_token_counts_are_the_models_own(provider: LocalProvider) -> None:
+    messages = [Message.system("Answer briefly."), Message.user("Name a colour.")]
+    chunks: list[StreamChunk] = []
+    response = await provider.chat(messages, on_chunk=chunks.append)
+    # Count independently with llama.cpp's own tokenizer and the model's template.
+    llm = llama_cpp.Llama(str(default_model_path()), n_ctx=512, verbose=False, vocab_only=True)
+    template = llm.metadata["tokenizer.chat_template"]
+    formatter = Jinja2ChatFormatter(template, eos_token="<|im_end|>", bos_token="<|im_start|>")
+    prompt = formatter(messages=template_messages(messages, [])).prompt
+    assert response.input_tokens == len(llm.tokenize(prompt.encode(), add_bos=False, special=True))
+    generated = llm.tokenize(response.content.encode(), add_bos=False, special=True)
+    assert abs(response.output_tokens - len(generated)) <= 2  # re-tokenising may merge a pair
+
+
+@pytest.mark.slow
+async def test_a_tool_call_streams_as_its_own_chunk_before_done(provider: LocalProvider) -> None:
+    chunks: list[StreamChunk] = []
+    response = await provider.chat(
+        [Message.user("What time is it in Tokyo?")], tools=[TIME], on_chunk=chunks.append
+    )
+    assert response.stop_reason == "tool_use"
+    streamed = [c.tool_calls for c in chunks if c.tool_calls]
+    assert all(len(calls) == 1 for calls in streamed)
+    assert tuple(calls[0] for calls in streamed) == response.tool_calls
+    assert chunks[-1].done and not chunks[-1].tool_calls
+    for call in response.tool_calls:
+        assert call.name == "get-current-time"
+        jsonschema.validate(call.arguments, TIME.input_schema)
+
+
+@pytest.mark.slow
+async def test_a_request_no_tool_serves_gets_a_text_answer(provider: LocalProvider) -> None:
+    response = await provider.chat([Message.user("Write a haiku about rivers.")], tools=[TIME])
+    assert response.tool_calls == ()
+    assert response.content.strip()
+
+
+@pytest.mark.slow
+async def test_without_on_chunk_the_same_reply_comes_back(provider: LocalProvider) -> None:
+    messages = [Message.user("What is the capital of France?")]
+    streamed = await provider.chat(messages, on_chunk=lambda _c: None)
+    plain = await provider.chat(messages)
+    assert plain.content == streamed.content  # greedy decoding: the same answer
+
+
+@pytest.mark.slow
+async def test_max_tokens_stops_the_reply(tmp_path: Path) -> None:
+    short = LocalProvider(max_tokens=5)
+    response = await short.chat([Message.user("Write a long story about a dragon.")])
+    assert response.stop_reason == "max_tokens"
+    assert response.output_tokens == 5
+
+
+@pytest.mark.slow
+async def test_cancelling_stops_generation_promptly(provider: LocalProvider) -> None:
+    first = asyncio.Event()
+
+    def on_chunk(chunk: StreamChunk) -> None:
+        if chunk.content:
+            first.set()
+
+    long = LocalProvider(max_tokens=2000)
+    task = asyncio.create_task(
+        long.chat([Message.user("Write a very long story about a dragon.")], on_chunk=on_chunk)
+    )
+    await asyncio.wait_for(first.wait(), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _threads_finish(), "the generation thread kept running after cancel"
+    # The model is free again: a new request is served.
+    response = await provider.chat([Message.user("Say yes.")])
+    assert response.content
+
+
+@pytest.mark.slow
+async def test_concurrent_requests_share_the_model_safely(provider: LocalProvider) -> None:
+    question = [Message.user("What is 2 + 2?")]
+    alone = await provider.chat(question)
+    together = await asyncio.gather(provider.chat(question), provider.chat(question))
+    assert [r.content for r in together] == [alone.content, alone.content]
+
+
+async def test_a_conversation_longer_than_the_context_is_a_provider_error() -> None:
+    tiny = LocalProvider(n_ctx=256)
+    with pytest.raises(ProviderError, match="does not fit") as caught:
+        await tiny.chat([Message.user("word " * 400)])
+    assert caught.value.code == "context_length_exceeded"
+
+
+def test_capabilities_come_from_the_gguf_metadata(provider: LocalProvider) -> None:
+    caps = provider.capabilities
+    assert provider.model_context == 8192
+    assert caps.context_window == 8192
+    assert caps.supports_tools and not caps.supports_images and not caps.supports_thinking
+    assert LocalProvider(n_ctx=2048).capabilities.context_window == 2048
+
+
+def test_the_model_file_comes_from_the_argument_or_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "other.gguf"
+    shutil.copyfile(default_model_path(), copy)
+    monkeypatch.setenv("HERON_LOCAL_MODEL", str(copy))
+    assert LocalProvider().model_path == copy.resolve()
+    assert LocalProvider(default_model_path()).model_path == default_model_path().resolve()
+    monkeypatch.delenv("HERON_LOCAL_MODEL")
+    assert LocalProvider().model_path == default_model_path().resolve()
+
+
+def test_loading_is_lazy_and_shared_per_file(provider: LocalProvider) -> None:
+    other = LocalProvider()
+    assert other._load() is provider._load()
+    assert LocalProvider(n_ctx=1024)._load() is not provider._load()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_ctx": 10}, "n_ctx must be at least 256"),
+        ({"threads": 0}, "threads must be at least 1"),
+        ({"max_tokens": 0}, "max_tokens must be at least 1"),
+        ({"think_effort": 1.5}, "think_effort must be between 0 and 1"),
+    ],
+)
+def test_bad_options_are_refused(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        LocalProvider(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_missing_or_bad_model_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="local model file not found"):
+        LocalProvider(tmp_path / "missing.gguf")
+    junk = tmp_path / "junk.gguf"
+    junk.write_text("hello")
+    with pytest.raises(UserError, match="not a GGUF model file"):
+        LocalProvider(junk)
+
+
+def test_think_limit_follows_think_effort() -> None:
+    assert LocalProvider().think_limit() is None
+    assert LocalProvider(think_effort=0).think_limit() == 0
+    assert LocalProvider(think_effort=1, max_tokens=512).think_limit() == 512

@@ -1,0 +1,114 @@
+"""The local model's prompt format, tool routing, call grammar and call parsing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llama_cpp.llama_grammar import LlamaGrammar
+
+from heron import Message, ToolCall, ToolSchema
+from heron.providers._local_prompt import (
+    calls_grammar,
+    parse_calls,
+    relevant_tools,
+    template_messages,
+    tool_prompt,
+)
+from heron.tools import get_current_time
+
+TIME = get_current_time.schema
+WRITE = ToolSchema(
+    name="fs-write-file",
+    description="Write text to a file under the workspace.",
+    input_schema={
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+)
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Current weather for a city.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "expected"),
+    [
+        ("What time is it in UTC?", ["get-current-time"]),
+        ("what's the date today?", ["get-current-time"]),
+        ("Save this poem to the file poem.txt", ["fs-write-file"]),
+        ("How is the weather in Paris?", ["get_weather"]),
+        ("Write a haiku about rivers.", []),
+        ("Tell me a joke.", []),
+        ("Hello!", []),
+    ],
+)
+def test_routing_picks_the_tools_a_request_names(request_text: str, expected: list[str]) -> None:
+    chosen = relevant_tools(request_text, [TIME, WRITE, WEATHER])
+    assert [t.name for t in chosen] == expected
+
+
+def test_tool_prompt_lists_every_tool_with_its_schema() -> None:
+    text = tool_prompt([TIME, WRITE])
+    listed = [
+        json.loads(line) for line in text.split("<tools>\n")[1].split("\n</tools>")[0].splitlines()
+    ]
+    assert [t["name"] for t in listed] == ["get-current-time", "fs-write-file"]
+    assert listed[1]["parameters"]["required"] == ["path", "content"]
+    assert "<tool_call>[" in text
+
+
+def test_template_messages_render_calls_results_and_merge_system_text() -> None:
+    messages = [
+        Message.system("Be brief."),
+        Message.user("time?"),
+        Message.assistant(
+            "", tool_calls=[ToolCall(id="c1", name="get-current-time", arguments={})]
+        ),
+        Message.tool("boom", tool_call_id="c1", tool_name="get-current-time", is_error=True),
+    ]
+    rendered = template_messages(messages, [TIME])
+    assert [m["role"] for m in rendered] == ["system", "user", "assistant", "tool"]
+    assert rendered[0]["content"].startswith("Be brief.\n\nYou can call these tools")
+    call_text = rendered[2]["content"]
+    assert call_text.startswith("<tool_call>[") and call_text.endswith("</tool_call>")
+    assert json.loads(call_text[len("<tool_call>") : -len("</tool_call>")]) == [
+        {"name": "get-current-time", "arguments": {}}
+    ]
+    assert rendered[3]["content"] == "error: boom"
+
+
+def test_template_messages_without_tools_add_no_tool_prompt() -> None:
+    rendered = template_messages([Message.user("hi")], [])
+    assert rendered == [{"role": "user", "content": "hi"}]
+
+
+def test_parse_calls_reads_a_list_or_a_single_object() -> None:
+    calls = parse_calls(
+        '[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]</tool_call>'
+    )
+    assert [(c.name, c.arguments) for c in calls] == [("a", {"x": 1}), ("b", {})]
+    assert len({c.id for c in calls}) == 2
+    assert parse_calls('{"name": "a", "arguments": {}}')[0].name == "a"
+
+
+@pytest.mark.parametrize(
+    "text", ['[{"name": "a", "arguments": {"x": ', '["a"]', '[{"name": "a", "arguments": 3}]', "7"]
+)
+def test_parse_calls_refuses_broken_calls(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_calls(text)
+
+
+def test_the_call_grammar_compiles_for_every_tool_shape() -> None:
+    odd = ToolSchema(
+        name="odd",
+        description="",
+        input_schema={"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+    )
+    grammar = calls_grammar([TIME, WRITE, WEATHER, odd])
+    assert grammar.rstrip().endswith('root ::= heron-calls "</tool_call>"')
+    LlamaGrammar.from_string(grammar, verbose=False)

@@ -1,0 +1,5 @@
+"""``python -m heron`` is the ``heron`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,212 @@
+"""The ``heron`` command: run an agent on a prompt, or chat with one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from .. import __version__
+from .._core import HeronError
+from ..agents import DEFAULT_MAX_TURNS, SimpleAgent
+from ..providers import Provider, default_provider, from_spec
+from ..tools import get_current_time
+from ._view import LiveView
+
+__all__ = ["app", "main"]
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="heron",
+    help="Heron: AI agents with tools, on the embedded model or a hosted one.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ProviderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        "-p",
+        help="local | local:FILE.gguf | openai:MODEL | anthropic:MODEL | deepseek:MODEL | "
+        "ollama:MODEL | scripted:FILE.json  [default: $HERON_PROVIDER or local]",
+        show_default=False,
+    ),
+]
+InstructionOption = Annotated[
+    str, typer.Option("--instruction", "-i", help="The agent's system instruction.")
+]
+StateOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--state",
+        help="Resume from this state file (if it exists) and save the new state to it.",
+        dir_okay=False,
+    ),
+]
+MaxTurnsOption = Annotated[
+    int, typer.Option("--max-turns", min=1, help="Model turns allowed per prompt.")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"heron {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show full tracebacks on errors.", envvar="HERON_DEBUG")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    ctx.obj = {"debug": debug}
+
+
+def _fail(message: str, debug: bool) -> NoReturn:
+    if debug:
+        traceback.print_exc()
+    error = Text(f"heron: error: {message}", style="red")
+    Console(stderr=True, highlight=False).print(error, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def _guarded(ctx: typer.Context, action: Callable[[], T]) -> T:
+    """Run ``action``; expected failures become one readable line and exit code 1."""
+    debug = bool(ctx.obj and ctx.obj.get("debug"))
+    try:
+        return action()
+    except (HeronError, OSError) as exc:
+        _fail(str(exc) or type(exc).__name__, debug)
+    except KeyboardInterrupt:
+        _fail("interrupted", debug)
+
+
+def _load_state(path: Path | None) -> dict[str, Any] | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HeronError(f"state file {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise HeronError(f"state file {path} does not hold a saved agent state")
+    return data
+
+
+def _save_state(path: Path | None, agent: SimpleAgent) -> None:
+    """Write the state atomically: a crash mid-write leaves the old file intact."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(agent.state(), f, ensure_ascii=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _agent(
+    provider_spec: str | None, instruction: str, state_file: Path | None, max_turns: int
+) -> SimpleAgent:
+    provider: Provider = from_spec(provider_spec) if provider_spec else default_provider()
+    return SimpleAgent(
+        provider=provider,
+        instruction=instruction,
+        tools=[get_current_time],
+        state=_load_state(state_file),
+        max_turns=max_turns,
+    )
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    prompt: Annotated[str, typer.Argument(help="What to ask the agent.")],
+    provider: ProviderOption = None,
+    instruction: InstructionOption = "",
+    state: StateOption = None,
+    max_turns: MaxTurnsOption = DEFAULT_MAX_TURNS,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run's result as JSON instead of live.")
+    ] = False,
+) -> None:
+    """Run an agent (with the get-current-time tool) on PROMPT and stream its work."""
+
+    def go() -> None:
+        agent = _agent(provider, instruction, state, max_turns)
+        console = Console(highlight=False)
+        if as_json:
+            result = asyncio.run(agent.run(prompt))
+            console.print_json(data=result.export())
+        else:
+            view = LiveView(console)
+            result = asyncio.run(agent.run(prompt, on_chunk=view.on_chunk))
+            view.finish(result)
+        _save_state(state, agent)
+
+    _guarded(ctx, go)
+
+
+@app.command()
+def chat(
+    ctx: typer.Context,
+    provider: ProviderOption = None,
+    instruction: InstructionOption = "",
+    state: StateOption = None,
+    max_turns: MaxTurnsOption = DEFAULT_MAX_TURNS,
+) -> None:
+    """Talk with an agent; it keeps the conversation. Ctrl-C cancels the current
+    answer; Ctrl-D, Ctrl-C at the prompt, or /exit ends the session."""
+    console = Console(highlight=False)
+    agent = _guarded(ctx, lambda: _agent(provider, instruction, state, max_turns))
+    console.print(Text("heron chat · /exit to leave, Ctrl-C cancels an answer", style="dim"))
+    with asyncio.Runner() as runner:
+        while True:
+            try:
+                prompt = console.input("[bold]you>[/bold] ")
+            except (EOFError, KeyboardInterrupt):
+                console.print()
+                return
+            if prompt.strip() in ("/exit", "/quit"):
+                return
+            if not prompt.strip():
+                continue
+            view = LiveView(console)
+            try:
+                result = runner.run(agent.run(prompt, on_chunk=view.on_chunk))
+            except KeyboardInterrupt:
+                console.print(Text("\n(cancelled)", style="yellow"))
+                continue
+            except HeronError as exc:
+                console.print(Text(f"heron: error: {exc}", style="red"), soft_wrap=True)
+                continue
+            view.finish(result)
+            _guarded(ctx, lambda: _save_state(state, agent))
+
+
+def main() -> None:
+    """Entry point of the ``heron`` console script."""
+    app(prog_name="heron")

@@ -1,0 +1,152 @@
+"""Choose a provider by a short spec string: ``"local"``, ``"openai:gpt-5"``, …"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._core import ToolCall, UserError
+from ._base import Provider
+from .scripted import Reply, ScriptedProvider, Step
+
+__all__ = ["PROVIDER_KINDS", "default_provider", "from_spec", "load_script"]
+
+PROVIDER_KINDS = ("local", "openai", "deepseek", "anthropic", "ollama", "scripted")
+"""The spec prefixes :func:`from_spec` understands."""
+
+
+def _key(variable: str, vendor: str) -> str:
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise UserError(f"{vendor} needs an API key: set {variable}")
+    return key
+
+
+def _openai(model: str) -> Provider:
+    key = _key("OPENAI_API_KEY", "OpenAI")
+    from .openai import OpenAIProvider
+
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    return OpenAIProvider(api_key=key, model=model or "gpt-5", base_url=base_url)
+
+
+def _deepseek(model: str) -> Provider:
+    key = _key("DEEPSEEK_API_KEY", "DeepSeek")
+    from .deepseek import DeepSeekProvider
+
+    return DeepSeekProvider(api_key=key, model=model or "deepseek-v4-flash")
+
+
+def _anthropic(model: str) -> Provider:
+    key = _key("ANTHROPIC_API_KEY", "Anthropic")
+    from .anthropic import AnthropicProvider
+
+    return AnthropicProvider(api_key=key, model=model or "claude-sonnet-5")
+
+
+def _ollama(model: str) -> Provider:
+    from .ollama import OllamaProvider
+
+    if not model:
+        raise UserError("ollama needs a model name: ollama:MODEL (e.g. ollama:qwen3)")
+    host = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+    return OllamaProvider(model=model, host=host)
+
+
+def _local(path: str) -> Provider:
+    from .local import LocalProvider
+
+    return LocalProvider(path or None)
+
+
+def _scripted(path: str) -> Provider:
+    if not path:
+        raise UserError("scripted needs a file: scripted:FILE.json")
+    return ScriptedProvider(load_script(path))
+
+
+_FACTORIES: Mapping[str, Callable[[str], Provider]] = {
+    "local": _local,
+    "openai": _openai,
+    "deepseek": _deepseek,
+    "anthropic": _anthropic,
+    "ollama": _ollama,
+    "scripted": _scripted,
+}
+
+
+def from_spec(spec: str) -> Provider:
+    """Build a provider from ``KIND[:MODEL]``.
+
+    ``local`` (the embedded model; ``local:/path/model.gguf`` for another file),
+    ``openai:gpt-5`` (``OPENAI_API_KEY``, optional ``OPENAI_BASE_URL``),
+    ``deepseek:deepseek-v4-flash`` (``DEEPSEEK_API_KEY``),
+    ``anthropic:claude-sonnet-5`` (``ANTHROPIC_API_KEY``), ``ollama:MODEL``
+    (``OLLAMA_HOST``) and ``scripted:FILE.json`` (a script, see
+    :func:`load_script`). The model part may be left out for the hosted ones.
+    A missing key is a :class:`~heron.UserError` naming the variable to set::
+
+        provider = from_spec("anthropic:claude-sonnet-5")
+    """
+    kind, _, rest = spec.strip().partition(":")
+    factory = _FACTORIES.get(kind.lower())
+    if factory is None:
+        raise UserError(f"unknown provider {spec!r}: use one of {', '.join(PROVIDER_KINDS)}")
+    return factory(rest.strip())
+
+
+def default_provider() -> Provider:
+    """The provider ``HERON_PROVIDER`` names, else the embedded local model."""
+    return from_spec(os.environ.get("HERON_PROVIDER", "").strip() or "local")
+
+
+def _step(index: int, raw: Any) -> Step:
+    where = f"step {index}"
+    if isinstance(raw, str):
+        return raw
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: expected a string or an object, got {type(raw).__name__}")
+    unknown = set(raw) - {"text", "tool_calls", "thinking", "delay"}
+    if unknown:
+        raise UserError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+    calls = []
+    for n, item in enumerate(raw.get("tool_calls", [])):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise UserError(f"{where}, tool call {n}: needs a string 'name'")
+        arguments = item.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise UserError(f"{where}, tool call {n}: 'arguments' must be an object")
+        calls.append(ToolCall(id=str(item.get("id", "")), name=item["name"], arguments=arguments))
+    text, thinking, delay = raw.get("text", ""), raw.get("thinking"), raw.get("delay", 0.0)
+    if not isinstance(text, str) or not (thinking is None or isinstance(thinking, str)):
+        raise UserError(f"{where}: 'text' and 'thinking' must be strings")
+    if not isinstance(delay, int | float) or delay < 0:
+        raise UserError(f"{where}: 'delay' must be a non-negative number")
+    return Reply(text=text, tool_calls=calls, thinking=thinking, delay=float(delay))
+
+
+def load_script(path: str | os.PathLike[str]) -> list[Step]:
+    """Read a :class:`ScriptedProvider` script from a JSON file.
+
+    The file holds a list of steps, one per model turn: a string (the reply),
+    or ``{"text": ..., "tool_calls": [{"name": ..., "arguments": {...}}],
+    "thinking": ..., "delay": seconds}``.
+    """
+    file = Path(path).expanduser()
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"script file not found: {file}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read script {file}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"script {file} is not valid JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise UserError(f"script {file} must hold a JSON list of steps")
+    try:
+        return [_step(i, raw) for i, raw in enumerate(data)]
+    except UserError as exc:
+        raise UserError(f"script {file}: {exc}") from None

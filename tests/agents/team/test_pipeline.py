@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
@@ -112,20 +111,12 @@ async def test_a_step_without_a_reply_stops_the_pipeline() -> None:
     assert caught.value.result is silent.last_result
 
 
-async def test_cancelling_a_pipeline_cancels_the_running_step() -> None:
+async def test_cancelling_a_pipeline_cancels_the_running_step(
+    cancel_after: Callable[..., Awaitable[None]],
+) -> None:
     slow = agent("slow", Reply(text="never", delay=60))
-    started = asyncio.Event()
     pipeline = Pipeline([agent("fast", "ok"), slow])
-
-    def watch(chunk: StreamChunk) -> None:
-        if chunk.agent == "slow":
-            started.set()
-
-    run = asyncio.ensure_future(pipeline.run("go", on_chunk=watch))
-    await started.wait()
-    run.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await run
+    await cancel_after(lambda on_chunk: pipeline.run("go", on_chunk=on_chunk), "slow")
     assert pipeline.last_result is not None
     assert pipeline.last_result.stop_reason == "cancelled"
     assert pipeline.last_result.steps[-1].stop_reason == "cancelled"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
@@ -12,7 +11,6 @@ from heron import (
     LocalToolClient,
     Message,
     ProviderError,
-    RunResult,
     SimpleAgent,
     StreamChunk,
     ToolContext,
@@ -37,14 +35,6 @@ def worker(name: str, *steps: Step, instruction: str = "") -> SimpleAgent:
     )
 
 
-def assert_usage_adds_up(result: RunResult, *agents: SimpleAgent) -> None:
-    """Every agent ran once in ``result``'s tree: its lifetime usage is its share."""
-    by_agent = result.tokens_by_agent()
-    assert by_agent == {a.name: (a.usage.input_tokens, a.usage.output_tokens) for a in agents}
-    assert sum(i for i, _ in by_agent.values()) == result.input_tokens
-    assert sum(o for _, o in by_agent.values()) == result.output_tokens
-
-
 async def test_the_parent_model_sees_a_tool_taking_a_task() -> None:
     researcher = worker("researcher", "x", instruction="You research facts.\nBe brief.")
     schema = researcher.as_tool().schema
@@ -67,7 +57,9 @@ def test_an_agent_name_that_cannot_be_a_tool_name_needs_one() -> None:
     assert agent.as_tool(name="research-team").name == "research-team"
 
 
-async def test_worker_chunks_tokens_and_result_reach_the_parent() -> None:
+async def test_worker_chunks_tokens_and_result_reach_the_parent(
+    usage_adds_up: Callable[..., None],
+) -> None:
     researcher = worker("researcher", call("add", a=2, b=3), "Herons eat 5 fish a day.")
     lead = SimpleAgent(
         provider=ScriptedProvider(
@@ -92,7 +84,7 @@ async def test_worker_chunks_tokens_and_result_reach_the_parent() -> None:
     assert result.own_input_tokens == lead.usage.input_tokens
     assert result.own_output_tokens == lead.usage.output_tokens
     assert result.input_tokens == lead.usage.input_tokens + sub.input_tokens
-    assert_usage_adds_up(result, lead, researcher)
+    usage_adds_up(result, lead, researcher)
 
     # Chunks: the worker's whole run, tagged, before the parent's tool result.
     mine = [c for c in chunks if c.agent is None]
@@ -110,7 +102,9 @@ async def test_worker_chunks_tokens_and_result_reach_the_parent() -> None:
     assert parent_tool.content == "Herons eat 5 fish a day."
 
 
-async def test_two_workers_called_in_one_turn_run_concurrently() -> None:
+async def test_two_workers_called_in_one_turn_run_concurrently(
+    usage_adds_up: Callable[..., None],
+) -> None:
     a = worker("alpha", Reply(text="A done.", delay=0.02))
     b = worker("beta", Reply(text="B done.", delay=0.02))
     lead = SimpleAgent(
@@ -134,10 +128,12 @@ async def test_two_workers_called_in_one_turn_run_concurrently() -> None:
     assert sorted(events[:2]) == [("start", "alpha"), ("start", "beta")]
     assert sorted(events[2:]) == [("finish", "alpha"), ("finish", "beta")]
     assert [r.agent_name for r in result.sub_runs] == ["alpha", "beta"]
-    assert_usage_adds_up(result, lead, a, b)
+    usage_adds_up(result, lead, a, b)
 
 
-async def test_a_failing_worker_is_an_error_result_and_its_tokens_still_count() -> None:
+async def test_a_failing_worker_is_an_error_result_and_its_tokens_still_count(
+    usage_adds_up: Callable[..., None],
+) -> None:
     broken = worker("broken", call("add", a=1, b=1), ProviderError("model down", status=503))
     fine = worker("fine", Reply(text="Fine.", delay=0.01))
     lead = SimpleAgent(
@@ -156,7 +152,7 @@ async def test_a_failing_worker_is_an_error_result_and_its_tokens_still_count() 
     (partial,) = failed.runs
     assert partial.stop_reason == "error" and "model down" in (partial.error or "")
     assert partial.input_tokens > 0  # its first turn happened and was paid for
-    assert_usage_adds_up(result, lead, broken, fine)
+    usage_adds_up(result, lead, broken, fine)
 
 
 async def test_a_worker_stopping_without_an_answer_is_an_error_result() -> None:
@@ -174,7 +170,7 @@ async def test_a_worker_stopping_without_an_answer_is_an_error_result() -> None:
     assert record.runs[0].stop_reason == "max_turns"
 
 
-async def test_nested_workers_two_levels_deep() -> None:
+async def test_nested_workers_two_levels_deep(usage_adds_up: Callable[..., None]) -> None:
     researcher = worker("researcher", "Grey herons live 5 years.")
     manager = SimpleAgent(
         provider=ScriptedProvider(
@@ -197,7 +193,7 @@ async def test_nested_workers_two_levels_deep() -> None:
         ("researcher", "manager"),
     ]
     assert result.sub_runs[0].sub_runs[0] is researcher.last_result
-    assert_usage_adds_up(result, lead, manager, researcher)
+    usage_adds_up(result, lead, manager, researcher)
     # The innermost worker's chunks keep its own name all the way up.
     said = "".join(c.content for c in chunks if c.agent == "researcher" and c.role == "assistant")
     assert said == "Grey herons live 5 years."
@@ -206,6 +202,7 @@ async def test_nested_workers_two_levels_deep() -> None:
 
 async def test_cancelling_the_parent_cancels_the_worker(
     assert_consistent: Callable[[Sequence[Message]], None],
+    cancel_after: Callable[..., Awaitable[None]],
 ) -> None:
     slow = worker("slow", Reply(text="never", delay=60))
     lead = SimpleAgent(
@@ -213,18 +210,7 @@ async def test_cancelling_the_parent_cancels_the_worker(
         name="lead",
         tools=[slow.as_tool()],
     )
-    started = asyncio.Event()
-
-    def watch(chunk: StreamChunk) -> None:
-        if chunk.agent == "slow":
-            started.set()
-
-    run = asyncio.ensure_future(lead.run("go", on_chunk=watch))
-    await started.wait()
-    run.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await run
-
+    await cancel_after(lambda on_chunk: lead.run("go", on_chunk=on_chunk), "slow")
     partial = lead.last_result
     assert partial is not None and partial.stop_reason == "cancelled"
     (record,) = partial.tool_calls

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from heron import (
+    ChunkCallback,
     DelegationFuture,
     ProviderError,
     RunResult,
@@ -23,13 +25,6 @@ from heron.testing import Reply, ScriptedProvider, Step, call
 
 def agent(name: str, *steps: Step, tools: list[Any] | None = None) -> SimpleAgent:
     return SimpleAgent(provider=ScriptedProvider(steps), name=name, tools=tools or [])
-
-
-def shares(result: RunResult, *agents: SimpleAgent) -> None:
-    """Each agent ran once, in ``result``'s tree: the split by agent is their usage."""
-    assert result.tokens_by_agent() == {
-        a.name: (a.usage.input_tokens, a.usage.output_tokens) for a in agents
-    }
 
 
 class Timeline:
@@ -156,23 +151,18 @@ async def test_cancel_on_error_stops_the_rest_and_raises() -> None:
     assert futures[1].partial.input_tokens > 0
 
 
-async def test_cancelling_the_gatherer_cancels_every_delegation() -> None:
+async def test_cancelling_the_gatherer_cancels_every_delegation(
+    cancel_after: Callable[..., Awaitable[None]],
+) -> None:
     lead = agent("lead")
     workers = [agent(f"w{i}", Reply(text="never", delay=60)) for i in range(3)]
-    started = asyncio.Event()
-    seen: set[str | None] = set()
+    futures: list[DelegationFuture[Any]] = []
 
-    def watch(chunk: StreamChunk) -> None:
-        seen.add(chunk.agent)
-        if len(seen) == 3:
-            started.set()
+    async def start(on_chunk: ChunkCallback) -> list[RunResult]:
+        futures.extend(lead.delegate_later(to=w, task="wait", on_chunk=on_chunk) for w in workers)
+        return await gather_delegations(*futures)
 
-    futures = [lead.delegate_later(to=w, task="wait", on_chunk=watch) for w in workers]
-    waiter = asyncio.ensure_future(gather_delegations(*futures))
-    await started.wait()
-    waiter.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await waiter
+    await cancel_after(start, "w2")  # the last to start
     assert [f.partial.stop_reason for f in futures] == ["cancelled"] * 3
     assert all(w.last_result is f.partial for w, f in zip(workers, futures, strict=True))
 
@@ -230,7 +220,9 @@ async def test_empty_gather_is_empty() -> None:
 # -- delegation from inside a run --------------------------------------
 
 
-async def test_delegating_inside_a_tool_records_the_run_on_the_call() -> None:
+async def test_delegating_inside_a_tool_records_the_run_on_the_call(
+    usage_adds_up: Callable[..., None],
+) -> None:
     researcher = agent("researcher", "Herons nest in colonies.")
     chunks: list[StreamChunk] = []
 
@@ -248,14 +240,16 @@ async def test_delegating_inside_a_tool_records_the_run_on_the_call() -> None:
     assert record.result == "Herons nest in colonies."
     assert record.runs == (researcher.last_result,)
     assert record.runs[0].delegated_by == "lead"
-    shares(result, lead, researcher)
+    usage_adds_up(result, lead, researcher)
     # Without an on_chunk of its own, the delegation streams into the run's.
     assert "".join(c.content for c in chunks if c.agent == "researcher") == (
         "Research nestingHerons nest in colonies."
     )
 
 
-async def test_fan_out_inside_a_tool_overlaps_and_counts_every_worker() -> None:
+async def test_fan_out_inside_a_tool_overlaps_and_counts_every_worker(
+    usage_adds_up: Callable[..., None],
+) -> None:
     a = agent("alpha", Reply(text="A.", delay=0.02))
     b = agent("beta", Reply(text="B.", delay=0.02))
     timeline = Timeline()
@@ -272,10 +266,10 @@ async def test_fan_out_inside_a_tool_overlaps_and_counts_every_worker() -> None:
     assert timeline.overlapped("alpha", "beta")
     assert result.tool_calls[0].result == "A. B."
     assert sorted(r.agent_name for r in result.tool_calls[0].runs) == ["alpha", "beta"]
-    shares(result, lead, a, b)
+    usage_adds_up(result, lead, a, b)
 
 
-async def test_nested_delegation_two_levels_deep() -> None:
+async def test_nested_delegation_two_levels_deep(usage_adds_up: Callable[..., None]) -> None:
     researcher = agent("researcher", "Grey herons weigh 1.5 kg.")
 
     @tool
@@ -300,7 +294,7 @@ async def test_nested_delegation_two_levels_deep() -> None:
         ("manager", "lead"),
         ("researcher", "manager"),
     ]
-    shares(result, lead, manager, researcher)
+    usage_adds_up(result, lead, manager, researcher)
 
 
 async def test_delegate_later_needs_async_code() -> None:
@@ -339,14 +333,11 @@ async def test_an_unawaited_delegation_is_cancelled_when_its_call_ends() -> None
     assert result.tool_calls[0].runs == (future.partial,)
 
 
-async def test_cancelling_the_parent_cancels_delegations_its_tool_awaits() -> None:
+async def test_cancelling_the_parent_cancels_delegations_its_tool_awaits(
+    cancel_after: Callable[..., Awaitable[None]],
+) -> None:
     workers = [agent(f"w{i}", Reply(text="never", delay=60)) for i in range(2)]
-    started = asyncio.Event()
     futures: list[DelegationFuture[Any]] = []
-
-    def watch(chunk: StreamChunk) -> None:
-        if chunk.agent == "w1":  # started after w0
-            started.set()
 
     @tool
     async def fan_out() -> str:
@@ -355,11 +346,7 @@ async def test_cancelling_the_parent_cancels_delegations_its_tool_awaits() -> No
         return str(await gather_delegations(*futures))
 
     lead = agent("lead", call("fan_out"), tools=[fan_out])
-    run = asyncio.ensure_future(lead.run("go", on_chunk=watch))
-    await started.wait()
-    run.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await run
+    await cancel_after(lambda on_chunk: lead.run("go", on_chunk=on_chunk), "w1")  # after w0
     assert [f.partial.stop_reason for f in futures] == ["cancelled", "cancelled"]
     assert lead.last_result is not None
     assert len(lead.last_result.tool_calls[0].runs) == 2

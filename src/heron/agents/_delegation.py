@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, Generic
 
-from .._core import ChunkCallback, UserError
+from .._core import ChunkCallback, ToolError, UserError
 from .._core.result import OutputT, RunResult
 from ..tools import Tool, ToolContext, ToolResult
 from ._team import current_scope, run_worker, settle, start_worker
@@ -63,6 +64,16 @@ class AgentTool(Tool):
                 "additionalProperties": False,
             },
         )
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check for exactly one string argument, ``task`` (cheaper than a schema check)."""
+        task = arguments.get("task")
+        if not isinstance(task, str) or len(arguments) != 1:
+            raise ToolError(
+                f"invalid arguments for tool {self.name!r}: expected one string "
+                f"argument 'task', got {json.dumps(arguments)[:200]}"
+            )
+        return arguments
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Run the worker on ``arguments["task"]``; its reply is the tool's result."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -97,7 +97,7 @@ class TeamResult:
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TeamResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> TeamResult:
         """Rebuild a result from :meth:`export` output (each run's checksum is checked)."""
         return cls(
             team=str(data["team"]),

@@ -238,3 +238,29 @@ async def test_a_worker_cannot_call_its_own_parent() -> None:
     inner = result.sub_runs[0]
     assert inner.tool_calls[0].is_error
     assert "from inside its own run" in inner.tool_calls[0].result
+
+
+@pytest.mark.parametrize(
+    "arguments", [{}, {"task": 3}, {"task": "t", "extra": 1}], ids=["none", "number", "extra"]
+)
+async def test_bad_arguments_reach_the_model_without_running_the_worker(
+    arguments: dict[str, object],
+) -> None:
+    helper = worker("helper")
+    res = await helper.as_tool().run(arguments, ToolContext())
+    assert res.is_error
+    assert "expected one string argument 'task'" in res.text
+    assert helper.provider.requests == []  # type: ignore[attr-defined]
+
+
+async def test_worker_chunks_reach_a_streamed_parent() -> None:
+    helper = worker("helper", "Helped.")
+    lead = SimpleAgent(
+        provider=ScriptedProvider([call("helper", task="help"), "Thanks."]),
+        tools=[helper.as_tool()],
+    )
+    async with lead.run_stream("go") as stream:
+        chunks = [c async for c in stream]
+    assert (await stream.result()).reply == "Thanks."
+    said = "".join(c.content for c in chunks if c.agent == "helper" and c.role == "assistant")
+    assert said == "Helped."

@@ -40,8 +40,8 @@ class AgentTool(Tool):
         name = name if name is not None else worker.name
         if not _TOOL_NAME.fullmatch(name):
             raise UserError(
-                f"agent name {name!r} is not usable as a tool name (1-64 letters, digits, "
-                "'_' and '-'); pass as_tool(name=...)"
+                f"{name!r} is not usable as a tool name (1-64 letters, digits, '_' and '-'); "
+                "pass another as as_tool(name=...)"
             )
         if description is None:
             role = worker.instruction.strip().split("\n", 1)[0]

@@ -47,7 +47,10 @@ class CallScope:
         try:
             yield self
         finally:
-            _CURRENT.reset(token)
+            # A run abandoned on a closed loop is closed by the garbage collector,
+            # in another context, where the token cannot be reset.
+            with contextlib.suppress(ValueError):
+                _CURRENT.reset(token)
 
     def adopt(self, result: RunResult[Any]) -> None:
         """Keep a finished worker run on the call (once it has ended, nowhere to keep it)."""

@@ -25,6 +25,7 @@ NAMES = [
     "base_agent",
     "custom_skill",
     "first_agent",
+    "research_team",
     "resume_state",
     "streaming_consumer",
     "structured_output",
@@ -221,3 +222,50 @@ def test_structured_output(tmp_path: Path) -> None:
         "day": "2025-03-04",
         "attendees": ["Ana", "Ben"],
     }
+
+
+@pytest.mark.slow
+def test_research_team(tmp_path: Path) -> None:
+    out = run_example("research_team", cwd=tmp_path)
+    log, reply, runs, split = out.split("\n\n")
+    lines = log.splitlines()
+
+    # The two researchers ran at once: both started before either reported back.
+    started = [lines.index("[habitat] task: Where do grey herons live?")]
+    started.append(lines.index("[diet] task: What do grey herons eat?"))
+    answered = [i for i, line in enumerate(lines) if re.match(r"\[lead\] (habitat|diet) -> ", line)]
+    assert len(answered) == 2 and max(started) < min(answered)
+    assert lines[0] == "[lead] task: Write a short piece on grey herons."
+    assert lines[-1].startswith("[editor] task: Grey herons live by lakes")
+    assert reply == (
+        "reply: Grey herons: they live by lakes, rivers and coasts across Europe and Asia. "
+        "Grey herons eat mostly fish, and also frogs, voles and young birds."
+    )
+
+    # Who did what: the delegation tree with each run's tokens...
+    pattern = r"( *)(\w+)(?: \(for (\w+)\))?: (\d+) in / (\d+) out, own (\d+) / (\d+), end_turn"
+    tree = [re.fullmatch(pattern, line) for line in runs.splitlines()]
+    assert [(m[1], m[2], m[3]) if m else None for m in tree] == [
+        ("", "lead", None),
+        ("  ", "habitat", "lead"),
+        ("  ", "diet", "lead"),
+        ("  ", "writer", "lead"),
+        ("", "editor", None),
+    ]
+    counts = [[int(n) for n in m.groups()[3:]] for m in tree if m]
+    lead, *workers, editor = counts
+    assert lead[0] == lead[2] + sum(w[0] for w in workers)  # rolled up, counted once
+    assert lead[1] == lead[3] + sum(w[1] for w in workers)
+
+    # ...and the team's total split by agent, exactly.
+    *per_agent, total = split.splitlines()
+    shares = [re.fullmatch(r"(\w+): (\d+) in / (\d+) out", line) for line in per_agent]
+    assert [(m[1], int(m[2]), int(m[3])) if m else None for m in shares] == [
+        ("lead", lead[2], lead[3]),
+        *(
+            (name, w[2], w[3])
+            for name, w in zip(("habitat", "diet", "writer"), workers, strict=True)
+        ),
+        ("editor", editor[2], editor[3]),
+    ]
+    assert total == f"team: {lead[0] + editor[0]} in / {lead[1] + editor[1]} out in 2 steps"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeAlias
@@ -41,9 +41,15 @@ class ToolCallRecord:
     """Whether the call failed."""
     duration: float | None = None
     """Seconds the call took."""
+    runs: tuple[RunResult[Any], ...] = ()
+    """Other agents' runs made by this call (``as_tool()`` workers, delegations)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data; ``is_error`` and ``duration`` only when set."""
+    def to_dict(self, *, messages: bool = False) -> dict[str, Any]:
+        """JSON-ready data; ``is_error``, ``duration`` and ``runs`` only when set.
+
+        ``runs`` are exported with :meth:`RunResult.export`, or with
+        :meth:`RunResult.to_dict` (their messages too) when ``messages`` is true.
+        """
         out: dict[str, Any] = {
             "id": self.id,
             "name": self.name,
@@ -54,6 +60,8 @@ class ToolCallRecord:
             out["is_error"] = True
         if self.duration is not None:
             out["duration"] = round(self.duration, 6)
+        if self.runs:
+            out["runs"] = [r.to_dict() if messages else r.export() for r in self.runs]
         return out
 
     @classmethod
@@ -66,6 +74,7 @@ class ToolCallRecord:
             result=str(data.get("result", "")),
             is_error=bool(data.get("is_error", False)),
             duration=data.get("duration"),
+            runs=tuple(RunResult.from_dict(r) for r in data.get("runs", ())),
         )
 
 
@@ -91,6 +100,12 @@ class RunResult(Generic[OutputT]):
 
         result = await agent.run("What time is it?")
         print(result.reply, result.stop_reason, result.input_tokens)
+
+    Runs of other agents made by a tool call (a worker from ``as_tool()``, a
+    ``delegate()`` inside a tool) are kept on that call's record, and their
+    tokens are counted into this run's: ``own_input_tokens`` is what this
+    agent's own model turns read, :meth:`walk` visits the whole tree and
+    :meth:`tokens_by_agent` splits the total by agent.
     """
 
     agent_name: str
@@ -100,11 +115,11 @@ class RunResult(Generic[OutputT]):
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     """Every tool call of the run, in the order the model made them."""
     input_tokens: int = 0
-    """Tokens read by providers during the run."""
+    """Tokens read by providers during the run, sub-runs (``runs`` of tool calls) included."""
     output_tokens: int = 0
-    """Tokens generated during the run."""
+    """Tokens generated during the run, sub-runs included."""
     duration: float = 0.0
-    """Wall-clock seconds the run took."""
+    """Wall-clock seconds the run took (for a delegation, from the request to the answer)."""
     delegated_by: str | None = None
     """Name of the agent that delegated this run, if any."""
     id: str = field(default_factory=_new_id)
@@ -143,6 +158,42 @@ class RunResult(Generic[OutputT]):
         return self.stop_reason in ("end_turn", "tool_stop")
 
     @property
+    def sub_runs(self) -> list[RunResult[Any]]:
+        """The runs of other agents made by this run's tool calls, in call order."""
+        return [r for c in self.tool_calls for r in c.runs]
+
+    @property
+    def own_input_tokens(self) -> int:
+        """Tokens this agent's own model turns read: ``input_tokens`` less the sub-runs'."""
+        return self.input_tokens - sum(r.input_tokens for r in self.sub_runs)
+
+    @property
+    def own_output_tokens(self) -> int:
+        """Tokens this agent's own model turns generated."""
+        return self.output_tokens - sum(r.output_tokens for r in self.sub_runs)
+
+    def walk(self) -> Iterator[RunResult[Any]]:
+        """This run, then every sub-run at any depth, depth first in call order."""
+        yield self
+        for sub in self.sub_runs:
+            yield from sub.walk()
+
+    def tokens_by_agent(self) -> dict[str, tuple[int, int]]:
+        """``{agent_name: (input_tokens, output_tokens)}`` spent by each agent's own turns.
+
+        The values add up to this run's ``input_tokens`` and ``output_tokens``
+        exactly; agents sharing a name share an entry.
+        """
+        totals: dict[str, tuple[int, int]] = {}
+        for run in self.walk():
+            seen_in, seen_out = totals.get(run.agent_name, (0, 0))
+            totals[run.agent_name] = (
+                seen_in + run.own_input_tokens,
+                seen_out + run.own_output_tokens,
+            )
+        return totals
+
+    @property
     def checksum(self) -> str:
         """SHA-256 of the output, the tool calls and ``created_at`` (integer epoch)."""
         payload = {
@@ -174,8 +225,12 @@ class RunResult(Generic[OutputT]):
         return {k: v for k, v in data.items() if v is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        """:meth:`export` plus this run's ``messages``."""
-        return {**self.export(), "messages": [m.to_dict() for m in self.messages]}
+        """:meth:`export` plus the ``messages`` of this run and of its sub-runs."""
+        return {
+            **self.export(),
+            "tool_calls": [c.to_dict(messages=True) for c in self.tool_calls],
+            "messages": [m.to_dict() for m in self.messages],
+        }
 
     def to_json(self, *, messages: bool = False, **kwargs: Any) -> str:
         """:meth:`export` (or, with ``messages=True``, :meth:`to_dict`) as a JSON string.

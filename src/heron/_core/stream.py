@@ -23,7 +23,9 @@ class StreamChunk:
     one chunk per finished tool call (``tool_calls`` holding that one call),
     and a ``done`` chunk carrying no tool calls; then one ``tool`` chunk per
     tool result. When a structured answer is sent back for another try, the
-    request to the model is echoed as a ``user`` chunk too.
+    request to the model is echoed as a ``user`` chunk too. A worker agent's
+    chunks (``agent.as_tool()``, ``agent.delegate()``) reach its parent's
+    ``on_chunk`` in the same shape, with ``agent`` naming the worker.
     """
 
     role: Literal["user", "assistant", "tool"]
@@ -42,6 +44,8 @@ class StreamChunk:
     """A reasoning-text delta (never on a ``done`` chunk, never with ``content``)."""
     is_error: bool = False
     """On ``tool`` chunks: whether the tool failed."""
+    agent: str | None = None
+    """The worker agent that produced a forwarded chunk; ``None`` for the run's own agent."""
 
 
 ChunkCallback: TypeAlias = Callable[[StreamChunk], Awaitable[None] | None]

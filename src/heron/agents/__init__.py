@@ -1,22 +1,36 @@
-"""Agents: the run loop, memory compaction, saved state and run results."""
+"""Agents: the run loop, memory compaction, saved state, run results and teams."""
 
 from .._core.result import RunResult, StopReason, ToolCallRecord
 from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
+from ._delegation import AgentTool, DelegationFuture, gather_delegations
+from ._network import DEFAULT_MAX_STEPS, DONE, Network, Route, Router
+from ._pipeline import Pipeline, TeamResult, TeamStopReason
 from ._run import ToolCallHook, ToolResultHook
 from ._state import STATE_VERSION, AgentState
 from ._stream import AgentStream
 
 __all__ = [
+    "DEFAULT_MAX_STEPS",
     "DEFAULT_MAX_TURNS",
+    "DONE",
     "STATE_VERSION",
     "AgentOptions",
     "AgentState",
     "AgentStream",
+    "AgentTool",
     "BaseAgent",
+    "DelegationFuture",
+    "Network",
+    "Pipeline",
+    "Route",
+    "Router",
     "RunResult",
     "SimpleAgent",
     "StopReason",
+    "TeamResult",
+    "TeamStopReason",
     "ToolCallHook",
     "ToolCallRecord",
     "ToolResultHook",
+    "gather_delegations",
 ]

@@ -26,10 +26,12 @@ from ..tools import (
     require_skills,
 )
 from ._conversation import Conversation
+from ._delegation import AgentTool, DelegationFuture
 from ._output import OutputSpec
 from ._run import Run, ToolCallHook, ToolResultHook, system_text
 from ._state import AgentState
 from ._stream import AgentStream
+from ._team import run_worker
 
 __all__ = ["DEFAULT_MAX_TURNS", "AgentOptions", "BaseAgent", "SimpleAgent"]
 
@@ -348,6 +350,62 @@ class BaseAgent:
             return self._execute(message, on_chunk, spec, result)
 
         return AgentStream(start, partial=result)
+
+    # -- working with other agents ---------------------------------------
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> AgentTool:
+        """This agent as a tool another agent's model can call with one argument, ``task``.
+
+        ``name`` defaults to the agent's name, ``description`` to one built from
+        its instruction. See :class:`AgentTool`::
+
+            lead = SimpleAgent(provider=p, tools=[researcher.as_tool(), writer.as_tool()])
+        """
+        return AgentTool(self, name=name, description=description)
+
+    async def delegate(
+        self,
+        *,
+        to: BaseAgent,
+        task: str,
+        on_chunk: ChunkCallback | None = None,
+        output_type: Any = None,
+    ) -> RunResult[Any]:
+        """Have agent ``to`` run ``task``; return its result, naming this agent as delegator.
+
+        The result has ``delegated_by`` and ``duration`` (queueing included)
+        set. Called from inside this agent's run (from a tool), the worker's
+        chunks reach the run's ``on_chunk`` unless ``on_chunk`` is given, and
+        its result and tokens are recorded on the tool call. A failed run
+        raises its error, as :meth:`run` does.
+        """
+        return await run_worker(
+            self._worker(to),
+            task,
+            delegated_by=self.name,
+            on_chunk=on_chunk,
+            output_type=output_type,
+        )
+
+    def delegate_later(
+        self, *, to: BaseAgent, task: str, on_chunk: ChunkCallback | None = None
+    ) -> DelegationFuture[Any]:
+        """Start :meth:`delegate` in the background and return its future at once.
+
+        Await the future (or pass several to :func:`gather_delegations`) for the
+        result; many delegations run concurrently::
+
+            futures = [lead.delegate_later(to=a, task="..."), lead.delegate_later(to=b, task="...")]
+            results = await gather_delegations(*futures)
+        """
+        return DelegationFuture(self._worker(to), task, delegated_by=self.name, on_chunk=on_chunk)
+
+    def _worker(self, to: object) -> BaseAgent:
+        if not isinstance(to, BaseAgent):
+            raise UserError(f"can only delegate to a heron agent, not {type(to).__name__}")
+        if to is self:
+            raise UserError(f"agent {self.name!r} cannot delegate to itself")
+        return to
 
     # -- used by the loop -----------------------------------------------
 

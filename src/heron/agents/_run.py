@@ -34,6 +34,7 @@ from ._call_ids import CallIds
 from ._compaction import memory_block
 from ._conversation import Conversation
 from ._output import InvalidOutput, OutputSpec
+from ._team import CallScope
 
 __all__ = ["LoopAgent", "Run", "ToolCallHook", "ToolResultHook"]
 
@@ -213,6 +214,7 @@ class Run:
         result in the history: the real one if the tool finished, else an error.
         """
         outcomes: dict[int, _Outcome] = {}
+        scopes: dict[int, CallScope] = {}
         # Cancellations the caller requested and caught before this turn are not ours.
         baseline = _cancelling()
         try:
@@ -220,17 +222,25 @@ class Run:
                 await emit(self.agent.on_tool_call, c)
             if len(calls) == 1:
                 # Most turns make one call: skip the task machinery.
-                await self._call(0, calls[0], outcomes, baseline)
+                await self._call(0, calls[0], outcomes, scopes, baseline)
                 if _cancelling() > baseline:
                     raise asyncio.CancelledError  # a tool swallowed our cancellation
             else:
-                await self._call_all(calls, outcomes)
+                await self._call_all(calls, outcomes, scopes)
         finally:
-            self._record(calls, outcomes)
+            self._record(calls, outcomes, scopes)
         return any(res.stop_iteration for res, _ in outcomes.values())
 
-    async def _call_all(self, calls: Sequence[ToolCall], outcomes: dict[int, _Outcome]) -> None:
-        tasks = [asyncio.ensure_future(self._call(i, c, outcomes, 0)) for i, c in enumerate(calls)]
+    async def _call_all(
+        self,
+        calls: Sequence[ToolCall],
+        outcomes: dict[int, _Outcome],
+        scopes: dict[int, CallScope],
+    ) -> None:
+        tasks = [
+            asyncio.ensure_future(self._call(i, c, outcomes, scopes, 0))
+            for i, c in enumerate(calls)
+        ]
         try:
             await asyncio.wait(tasks)
         except asyncio.CancelledError:
@@ -252,20 +262,21 @@ class Run:
                 raise exc
 
     async def _call(
-        self, index: int, call: ToolCall, outcomes: dict[int, _Outcome], baseline: int
+        self,
+        index: int,
+        call: ToolCall,
+        outcomes: dict[int, _Outcome],
+        scopes: dict[int, CallScope],
+        baseline: int,
     ) -> None:
         started = time.perf_counter()
-        if call.name not in self._tool_names:
-            res = ToolResult.unknown_tool(call.name, self._tool_names)
-        else:
-            try:
-                res = await self.agent.tool_client.call_tool(call.name, call.arguments)
-            except asyncio.CancelledError:
-                if _cancelling() > baseline:
-                    raise
-                res = ToolResult.error(f"tool {call.name!r} was cancelled from inside")
-            except Exception as exc:  # transport faults: the model hears about them
-                res = ToolResult.error(f"tool {call.name!r} could not be run: {exc}")
+        # Other agents run by the call (workers, delegations) report to its scope.
+        scope = scopes[index] = CallScope(self.agent.name, self.on_chunk)
+        try:
+            with scope.entered():
+                res = await self._invoke(call, baseline)
+        finally:
+            await scope.close()
         record = ToolCallRecord(
             id=call.id,
             name=call.name,
@@ -273,6 +284,7 @@ class Run:
             result=res.text,
             is_error=res.is_error,
             duration=time.perf_counter() - started,
+            runs=tuple(scope.runs),
         )
         # Stored before any callback runs: a failing callback must not relabel a
         # call that really happened as one that did not.
@@ -291,18 +303,48 @@ class Run:
             )
         await emit(self.agent.on_tool_result, record)
 
-    def _record(self, calls: Sequence[ToolCall], outcomes: dict[int, _Outcome]) -> None:
-        """Append one tool message per call, in call order, filling in unfinished ones."""
+    async def _invoke(self, call: ToolCall, baseline: int) -> ToolResult:
+        if call.name not in self._tool_names:
+            return ToolResult.unknown_tool(call.name, self._tool_names)
+        try:
+            return await self.agent.tool_client.call_tool(call.name, call.arguments)
+        except asyncio.CancelledError:
+            if _cancelling() > baseline:
+                raise
+            return ToolResult.error(f"tool {call.name!r} was cancelled from inside")
+        except Exception as exc:  # transport faults: the model hears about them
+            return ToolResult.error(f"tool {call.name!r} could not be run: {exc}")
+
+    def _record(
+        self,
+        calls: Sequence[ToolCall],
+        outcomes: dict[int, _Outcome],
+        scopes: dict[int, CallScope],
+    ) -> None:
+        """Append one tool message per call, in call order, filling in unfinished ones.
+
+        The tokens of other agents' runs made by a call are counted into this
+        run's here, once, finished call or not.
+        """
         for i, c in enumerate(calls):
             outcome = outcomes.get(i)
             if outcome is None:
                 res = ToolResult.error("tool call cancelled: the run stopped before it finished")
+                scope = scopes.get(i)
                 record = ToolCallRecord(
-                    id=c.id, name=c.name, arguments=c.arguments, result=res.text, is_error=True
+                    id=c.id,
+                    name=c.name,
+                    arguments=c.arguments,
+                    result=res.text,
+                    is_error=True,
+                    runs=tuple(scope.runs) if scope is not None else (),
                 )
             else:
                 res, record = outcome
             self.result.tool_calls.append(record)
+            for sub in record.runs:
+                self.result.input_tokens += sub.input_tokens
+                self.result.output_tokens += sub.output_tokens
             content: str | tuple[Part, ...] = res.content
             if all(isinstance(p, TextPart) for p in content):
                 content = res.text

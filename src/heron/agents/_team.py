@@ -1,0 +1,166 @@
+"""What agents working together share: the tool call in progress, and running a worker.
+
+While a tool call runs, its :class:`CallScope` is the current one (a context
+variable, so tasks the tool starts see it too). Whatever runs another agent
+inside that call (an ``as_tool()`` worker, ``delegate()``, ``delegate_later()``)
+finds there who is asking, where to forward the worker's chunks, and where to
+leave the worker's result so that the caller's tool-call record keeps it and
+its tokens are counted into the caller's run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Awaitable, Iterable, Iterator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from .._core import ChunkCallback, StreamChunk, UserError, emit
+from .._core.result import RunResult
+
+if TYPE_CHECKING:
+    from ._agent import BaseAgent
+
+__all__ = ["CallScope", "current_scope", "run_worker", "settle", "start_worker"]
+
+
+class CallScope:
+    """One tool call in progress: who made it, and the runs of other agents it made."""
+
+    def __init__(self, agent_name: str, on_chunk: ChunkCallback | None) -> None:
+        self.agent_name = agent_name
+        """The agent whose run made the call."""
+        self.on_chunk = on_chunk
+        """That run's chunk callback, where workers' chunks are forwarded."""
+        self.runs: list[RunResult[Any]] = []
+        """Other agents' runs made by the call, in the order they ended."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[CallScope]:
+        """Make this the current scope for the duration of the block."""
+        token = _CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            # A run abandoned on a closed loop is closed by the garbage collector,
+            # in another context, where the token cannot be reset.
+            with contextlib.suppress(ValueError):
+                _CURRENT.reset(token)
+
+    def adopt(self, result: RunResult[Any]) -> None:
+        """Keep a finished worker run on the call (once it has ended, nowhere to keep it)."""
+        if not self._closed:
+            self.runs.append(result)
+
+    def own(self, task: asyncio.Task[Any]) -> None:
+        """Tie a background delegation to the call: it may not outlive it."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """End the call: cancel the delegations still running and wait for them.
+
+        Their results could be recorded nowhere afterwards, and their tokens
+        would go uncounted, so none outlives the call that started it.
+        """
+        for task in self._tasks:
+            task.cancel()
+        await settle(self._tasks)
+        self._closed = True
+
+
+_CURRENT: ContextVar[CallScope | None] = ContextVar("heron_call_scope", default=None)
+
+
+def current_scope() -> CallScope | None:
+    """The tool call in progress in this task, if any."""
+    return _CURRENT.get()
+
+
+async def settle(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Wait until every task is done, however often the caller is cancelled meanwhile.
+
+    A cancellation that arrived while waiting is raised again at the end.
+    """
+    pending = {t for t in tasks if not t.done()}
+    cancelled = False
+    while pending:
+        try:
+            _, pending = await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+def forwarder(worker_name: str, on_chunk: ChunkCallback | None) -> ChunkCallback | None:
+    """A callback passing a worker's chunks on to ``on_chunk``, tagged with its name.
+
+    Chunks that already name an agent (from a worker's own worker) keep it.
+    """
+    if on_chunk is None:
+        return None
+    target = on_chunk
+
+    async def forward(chunk: StreamChunk) -> None:
+        if chunk.agent is None:
+            chunk = dataclasses.replace(chunk, agent=worker_name)
+        await emit(target, chunk)
+
+    return forward
+
+
+def start_worker(
+    worker: BaseAgent,
+    task: object,
+    *,
+    delegated_by: str | None,
+    on_chunk: ChunkCallback | None = None,
+    output_type: Any = None,
+) -> tuple[RunResult[Any], Awaitable[RunResult[Any]]]:
+    """Check a worker run's arguments now; return its result-to-be and the run to await.
+
+    The result is filled in as the run goes, so it holds the partial run (its
+    tokens, its ``error``) even when the run fails. Inside a tool call, the
+    run's chunks go to the caller's ``on_chunk`` unless one is given, and the
+    finished run is left on the call's record.
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise UserError(f"a task must be a non-empty string, not {task!r}")
+    message, spec = worker._prepare(task, output_type)
+    result: RunResult[Any] = RunResult(agent_name=worker.name, delegated_by=delegated_by)
+    scope = current_scope()
+    target = on_chunk if on_chunk is not None else scope.on_chunk if scope is not None else None
+
+    async def go() -> RunResult[Any]:
+        started = time.perf_counter()
+        try:
+            return await worker._execute(message, forwarder(worker.name, target), spec, result)
+        finally:
+            result.duration = time.perf_counter() - started
+            if result.stop_reason is None:  # cancelled before the run began
+                result.stop_reason = "cancelled"
+            if scope is not None:
+                scope.adopt(result)
+
+    return result, go()
+
+
+async def run_worker(
+    worker: BaseAgent,
+    task: object,
+    *,
+    delegated_by: str | None,
+    on_chunk: ChunkCallback | None = None,
+    output_type: Any = None,
+) -> RunResult[Any]:
+    """Run ``worker`` on ``task`` to the end (see :func:`start_worker`)."""
+    _, run = start_worker(
+        worker, task, delegated_by=delegated_by, on_chunk=on_chunk, output_type=output_type
+    )
+    return await run

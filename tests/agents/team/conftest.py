@@ -1,0 +1,50 @@
+"""Fixtures shared by the multi-agent tests (fixtures, not a module: see ../conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
+
+import pytest
+
+from heron import ChunkCallback, RunResult, SimpleAgent, StreamChunk
+
+Starter: TypeAlias = Callable[[ChunkCallback], Awaitable[Any]]
+CancelAfter: TypeAlias = Callable[[Starter, str], Awaitable[None]]
+UsageCheck: TypeAlias = Callable[..., None]
+
+
+async def _cancel_after(start: Starter, agent: str) -> None:
+    started = asyncio.Event()
+
+    def watch(chunk: StreamChunk) -> None:
+        if chunk.agent == agent:
+            started.set()
+
+    task = asyncio.ensure_future(start(watch))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.fixture
+def cancel_after() -> CancelAfter:
+    """``await cancel_after(start, agent)``: run ``start(on_chunk)`` until ``agent``'s first
+    chunk arrives, then cancel it and check that the cancellation came through."""
+    return _cancel_after
+
+
+def _usage_adds_up(result: RunResult, *agents: SimpleAgent) -> None:
+    by_agent = result.tokens_by_agent()
+    assert by_agent == {a.name: (a.usage.input_tokens, a.usage.output_tokens) for a in agents}
+    assert sum(i for i, _ in by_agent.values()) == result.input_tokens
+    assert sum(o for _, o in by_agent.values()) == result.output_tokens
+
+
+@pytest.fixture
+def usage_adds_up() -> UsageCheck:
+    """Check a run tree in which each of ``agents`` ran once: each agent's share of the
+    tokens is its lifetime usage, and the shares add up to the run's totals."""
+    return _usage_adds_up

@@ -6,7 +6,7 @@ from typing import Literal
 
 from ._local_prompt import CALL_OPEN
 
-__all__ = ["OutputSplitter", "Piece"]
+__all__ = ["THINK_CLOSE", "THINK_OPEN", "OutputSplitter", "Piece"]
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -25,14 +25,18 @@ def _partial_suffix(text: str, tag: str) -> int:
 class OutputSplitter:
     """Incrementally classifies generated text.
 
-    A reply may open with a ``<think>…</think>`` block (reasoning models), then
+    A reply may open with a ``<think>…</think>`` block (reasoning models; some
+    chat templates open it in the prompt, so the reply starts inside it), then
     has answer text and/or a ``<tool_call>`` tag. Text that might be the start
     of a tag is held back until it is clear, so no tag fragment ever reaches
     the user as answer text.
     """
 
-    def __init__(self) -> None:
-        self._mode: Literal["start", "thinking", "text", "call"] = "start"
+    def __init__(self, *, thinking: bool = False) -> None:
+        # ``thinking``: the prompt itself opened the block (templates that end in ``<think>``).
+        self._mode: Literal["start", "thinking", "text", "call"] = (
+            "thinking" if thinking else "start"
+        )
         self._held = ""
         self._thought = False  # whether the open think block has shown any text
 

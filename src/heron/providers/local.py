@@ -31,7 +31,7 @@ from .._core import (
 )
 from ._base import Provider, think_budget
 from ._gguf import GGUFError, read_metadata
-from ._local_output import OutputSplitter, Piece
+from ._local_output import THINK_OPEN, OutputSplitter, Piece
 from ._local_prompt import CALL_OPEN, calls_grammar, parse_calls, relevant_tools, template_messages
 
 if TYPE_CHECKING:
@@ -158,7 +158,8 @@ class LocalProvider(Provider):
         """
         if self.think_effort is None:
             return None
-        return think_budget(self.think_effort, minimum=64, maximum=self.max_tokens) or 0
+        low = min(64, self.max_tokens)
+        return think_budget(self.think_effort, minimum=low, maximum=self.max_tokens) or 0
 
     @property
     def capabilities(self) -> Capabilities:
@@ -301,8 +302,12 @@ class _Generation:
         rendered = self.model.formatter(
             messages=template_messages(self.messages, self.tools)
         ).prompt
+        # Some templates open the reasoning block in the prompt: the reply starts inside it.
+        thinking = rendered.rstrip().endswith(THINK_OPEN)
         if self.provider.think_limit() == 0 and self.provider.capabilities.supports_thinking:
-            rendered += "<think>" + _CLOSE_THINKING  # the model's way of not reasoning
+            # The model's own way of not reasoning: an empty, closed block.
+            rendered += _CLOSE_THINKING if thinking else THINK_OPEN + _CLOSE_THINKING
+            thinking = False
         prompt = llm.tokenize(rendered.encode("utf-8"), add_bos=False, special=True)
         room = self.provider.n_ctx - len(prompt)
         if room < 16:
@@ -318,7 +323,7 @@ class _Generation:
             if routed:
                 calls, reason = self._call(prompt, CALL_OPEN, routed, budget)
             else:
-                calls, reason = self._free(prompt, budget)
+                calls, reason = self._free(prompt, budget, thinking)
         return ChatResponse(
             content="".join(self.text),
             thinking="".join(self.thinking) or None,
@@ -346,10 +351,12 @@ class _Generation:
         finally:
             generator.close()
 
-    def _free(self, prompt: list[int], budget: int) -> tuple[list[ToolCall], FinishReason]:
+    def _free(
+        self, prompt: list[int], budget: int, thinking: bool
+    ) -> tuple[list[ToolCall], FinishReason]:
         """Generate freely; hand over to :meth:`_call` if the model opens a tool call."""
         llm = self.model.llm
-        splitter = OutputSplitter()
+        splitter = OutputSplitter(thinking=thinking)
         generated: list[int] = []
         think_limit = self.provider.think_limit()
         thinking_tokens = 0

@@ -34,6 +34,7 @@ from ._call_ids import CallIds
 from ._compaction import memory_block
 from ._conversation import Conversation
 from ._output import InvalidOutput, OutputSpec
+from ._roles import ImageDescriber
 
 __all__ = ["LoopAgent", "Run", "ToolCallHook", "ToolResultHook"]
 
@@ -54,6 +55,7 @@ class LoopAgent(Protocol):
     on_tool_call: ToolCallHook | None
     on_tool_result: ToolResultHook | None
     last_result: RunResult[Any] | None
+    image_describer: ImageDescriber
 
     async def visible_tools(self) -> list[ToolSchema]:
         """The tools the model is offered."""
@@ -266,6 +268,11 @@ class Run:
                 res = ToolResult.error(f"tool {call.name!r} was cancelled from inside")
             except Exception as exc:  # transport faults: the model hears about them
                 res = ToolResult.error(f"tool {call.name!r} could not be run: {exc}")
+        if res.images:
+            # The model gets images as text: described by the image provider, or dropped.
+            res, responses = await self.agent.image_describer.describe(res, tool_name=call.name)
+            for response in responses:
+                self.conversation._count(response, self.result)
         record = ToolCallRecord(
             id=call.id,
             name=call.name,

@@ -117,6 +117,9 @@ class ChatCompletionsProvider(Provider):
         }
         if tools:
             body["tools"] = to_wire_tools(tools)
+            # OpenAI's default, said aloud: some compatible servers (llama.cpp's)
+            # take a missing tool_choice as "none" and never call a tool.
+            body["tool_choice"] = "auto"
         effort = self.reasoning_effort()
         if effort is not None:
             body["reasoning_effort"] = effort

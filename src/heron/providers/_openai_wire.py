@@ -91,7 +91,8 @@ def to_wire_messages(
         elif m.role == "user":
             out.append({"role": "user", "content": _user_content(m, provider, images)})
         elif m.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+            # "" rather than null: llama.cpp's server (and others) reject a null content.
+            entry: dict[str, Any] = {"role": "assistant", "content": m.text}
             if m.tool_calls:
                 entry["tool_calls"] = [
                     {

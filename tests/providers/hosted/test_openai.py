@@ -79,6 +79,7 @@ async def test_parallel_tool_calls_are_emitted_as_each_one_completes(
     assert response.content == "Checking both."
     assert response.stop_reason == "tool_use"
     assert seen[-1].done and not seen[-1].tool_calls
+    assert wire.last["tool_choice"] == "auto"
     assert wire.last["tools"] == [
         {
             "type": "function",
@@ -112,7 +113,7 @@ async def test_without_on_chunk_takes_the_non_streaming_path(wire: Any, provider
         {"role": "user", "content": "Weather?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "c1",

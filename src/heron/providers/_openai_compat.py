@@ -18,6 +18,7 @@ from .._core import (
     UserError,
 )
 from ._base import Provider
+from ._checks import require_effort, require_key, require_model
 from ._faults import classify_sdk_error, malformed
 from ._openai_wire import (
     StreamAssembler,
@@ -29,14 +30,7 @@ from ._openai_wire import (
 )
 from ._retry import Fault, RetryPolicy, Tracker, with_retries
 
-__all__ = ["ChatCompletionsProvider", "require_key"]
-
-
-def require_key(provider: str, api_key: object) -> str:
-    """``api_key``, checked to be a non-empty string."""
-    if not isinstance(api_key, str) or not api_key.strip():
-        raise UserError(f"{provider}: api_key must be a non-empty string")
-    return api_key
+__all__ = ["ChatCompletionsProvider"]
 
 
 class ChatCompletionsProvider(Provider):
@@ -58,13 +52,11 @@ class ChatCompletionsProvider(Provider):
         think_effort: float | None,
         retry: RetryPolicy | None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise UserError(f"{self.name}: model must be a non-empty string")
-        self.model = model
+        self.model = require_model(self.name, model)
         """The model id sent with every request."""
         self.base_url = base_url
         """The API endpoint (``None``: the SDK's default)."""
-        self.think_effort = think_effort
+        self.think_effort = require_effort(self.name, think_effort)
         """How hard the model should think, 0..1 (``None``: the model's default)."""
         self.retry = retry or RetryPolicy()
         """How failed requests are retried."""

@@ -24,8 +24,8 @@ from .._core import (
     UserError,
 )
 from ._base import Provider, think_budget
+from ._checks import require_effort, require_key, require_model
 from ._faults import classify_sdk_error, malformed, truncated
-from ._openai_compat import require_key
 from ._openai_wire import parse_arguments
 from ._retry import Fault, RetryPolicy, Tracker, with_retries
 
@@ -76,15 +76,13 @@ class AnthropicProvider(Provider):
         base_url: str | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise UserError("anthropic: model must be a non-empty string")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UserError(f"anthropic: max_tokens must be a positive integer, not {max_tokens!r}")
-        self.model = model
+        self.model = require_model(self.name, model)
         """The model id sent with every request."""
         self.max_tokens = max_tokens
         """Output tokens the answer may take (thinking comes on top)."""
-        self.think_effort = think_effort
+        self.think_effort = require_effort(self.name, think_effort)
         """How hard the model should think, 0..1 (``None`` or 0: no thinking)."""
         self.base_url = base_url
         """The API endpoint (``None``: the SDK's default)."""
@@ -92,7 +90,7 @@ class AnthropicProvider(Provider):
         """How failed requests are retried."""
         self._api_key = require_key(self.name, api_key)
         self._budget = think_budget(
-            think_effort, minimum=_MIN_BUDGET, maximum=max(_MIN_BUDGET, max_tokens)
+            self.think_effort, minimum=_MIN_BUDGET, maximum=max(_MIN_BUDGET, max_tokens)
         )
         matches = [p for p in _CONTEXT_WINDOWS if model.startswith(p)]
         self._capabilities = Capabilities(

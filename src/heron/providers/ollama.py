@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +25,24 @@ from .._core import (
     UserError,
 )
 from ._base import Provider, resolve_think_effort
+from ._checks import require_effort, require_model
 from ._faults import malformed, retryable_status, truncated
-from ._retry import Fault, RetryPolicy, Tracker, with_retries
+from ._retry import Fault, RetryPolicy, Tracker, parse_retry_after, with_retries
 
 __all__ = ["OllamaProvider"]
 
 DEFAULT_HOST = "http://localhost:11434"
+
+# The ollama client raises ResponseError without the response's headers; an
+# httpx hook notes Retry-After for the chat() call (task) that got the response.
+_RETRY_AFTER: ContextVar[list[float | None] | None] = ContextVar("ollama_retry_after", default=None)
+
+
+async def _note_retry_after(response: httpx.Response) -> None:
+    slot = _RETRY_AFTER.get()
+    if slot is not None and response.status_code >= 400:
+        slot[0] = parse_retry_after(response.headers)
+
 
 _THINK_LEVELS: tuple[bool | str, ...] = (False, "low", "medium", "high")
 _DONE: dict[str, FinishReason] = {"stop": "end_turn", "length": "max_tokens"}
@@ -59,13 +72,11 @@ class OllamaProvider(Provider):
         think_effort: float | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise UserError("ollama: model must be a non-empty string, e.g. 'llama3.2'")
-        self.model = model
+        self.model = require_model(self.name, model)
         """The model name, as ``ollama list`` shows it."""
         self.host = host or DEFAULT_HOST
         """The Ollama server's URL."""
-        self.think_effort = think_effort
+        self.think_effort = require_effort(self.name, think_effort)
         """How hard the model should think, 0..1 (``None``: the model's default)."""
         self.retry = retry or RetryPolicy()
         """How failed requests are retried."""
@@ -91,7 +102,11 @@ class OllamaProvider(Provider):
         # One httpx pool per event loop (see ChatCompletionsProvider._client).
         loop = asyncio.get_running_loop()
         if self._sdk is None or self._sdk_loop is not loop:
-            self._sdk = ollama.AsyncClient(host=self.host, timeout=self.retry.timeout)
+            self._sdk = ollama.AsyncClient(
+                host=self.host,
+                timeout=self.retry.timeout,
+                event_hooks={"response": [_note_retry_after]},
+            )
             self._sdk_loop = loop
         return self._sdk
 
@@ -145,7 +160,10 @@ class OllamaProvider(Provider):
         tracker = Tracker(on_chunk)
         body = self.request(messages, tools, stream=tracker.active)
 
+        retry_after: list[float | None] = [None]
+
         async def attempt() -> ChatResponse:
+            retry_after[0] = None
             turn = _Turn(provider=self.name, out=tracker)
             if not tracker.active:
                 await turn.feed(await self._client().chat(**body))
@@ -154,9 +172,19 @@ class OllamaProvider(Provider):
                     await turn.feed(part)
             return await turn.end()
 
-        return await with_retries(
-            attempt, policy=self.retry, classify=self._classify, tracker=tracker
-        )
+        def classify(exc: Exception) -> Fault | None:
+            fault = self._classify(exc)
+            if fault is not None and retry_after[0] is not None:
+                fault = Fault(error=fault.error, retry_after=retry_after[0])
+            return fault
+
+        token = _RETRY_AFTER.set(retry_after)
+        try:
+            return await with_retries(
+                attempt, policy=self.retry, classify=classify, tracker=tracker
+            )
+        finally:
+            _RETRY_AFTER.reset(token)
 
     def _classify(self, exc: Exception) -> Fault | None:
         name = self.name

@@ -106,9 +106,11 @@ async def test_tools_need_supports_tools(provider: Any) -> None:
 
 
 async def test_server_errors_are_retried_then_typed(wire: Any, provider: Any) -> None:
-    failing = wire.body({"error": "model is loading"}, status=503)
+    failing = wire.body({"error": "busy"}, status=429, headers={"retry-after": "0.25"})
     wire.reply(failing, wire.body(ANSWER))
     assert (await provider().chat([Message.user("Hi")])).content == "A red square."
+    first, second = wire.requests
+    assert second.at - first.at >= 0.25  # a gateway's Retry-After is honoured too
 
     wire.reply(wire.body({"error": "model 'nope' not found"}, status=404))
     with pytest.raises(ProviderError) as caught:

@@ -278,3 +278,12 @@ async def test_invalid_tool_arguments_are_a_provider_error(wire: Any, provider: 
     wire.reply(wire.body(data))
     with pytest.raises(ProviderError, match="invalid JSON arguments"):
         await provider().chat([Message.user("Hi")], tools=[WEATHER])
+
+
+async def test_a_retry_after_beyond_the_policy_fails_at_once(wire: Any, provider: Any) -> None:
+    error = json.loads(wire.fixture("openai_rate_limit.json"))
+    wire.reply(wire.body(error, status=429, headers={"retry-after": "3600"}))
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")])
+    assert (caught.value.status, caught.value.code) == (429, "rate_limit_exceeded")
+    assert len(wire.requests) == 1  # not an hour of waiting inside chat()

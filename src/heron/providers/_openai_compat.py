@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 import openai
 
-from .._core import (
-    Capabilities,
-    ChatResponse,
-    ChunkCallback,
-    Message,
-    ToolCall,
-    ToolSchema,
-    UserError,
-)
-from ._base import Provider
-from ._checks import require_effort, require_key, require_model
+from .._core import Capabilities, ChatResponse, Message, ToolCall, ToolSchema
+from ._checks import require_key
 from ._faults import classify_sdk_error, malformed
+from ._hosted import HostedProvider
 from ._openai_wire import (
     StreamAssembler,
     estimated_usage,
@@ -28,12 +19,12 @@ from ._openai_wire import (
     to_wire_messages,
     to_wire_tools,
 )
-from ._retry import Fault, RetryPolicy, Tracker, with_retries
+from ._retry import Fault, RetryPolicy, Tracker
 
 __all__ = ["ChatCompletionsProvider"]
 
 
-class ChatCompletionsProvider(Provider):
+class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
     """A provider speaking the Chat Completions API through the ``openai`` SDK.
 
     Subclasses set the defaults and decide :meth:`reasoning_effort`.
@@ -52,47 +43,24 @@ class ChatCompletionsProvider(Provider):
         think_effort: float | None,
         retry: RetryPolicy | None,
     ) -> None:
-        self.model = require_model(self.name, model)
-        """The model id sent with every request."""
+        super().__init__(
+            model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
+        )
         self.base_url = base_url
         """The API endpoint (``None``: the SDK's default)."""
-        self.think_effort = require_effort(self.name, think_effort)
-        """How hard the model should think, 0..1 (``None``: the model's default)."""
-        self.retry = retry or RetryPolicy()
-        """How failed requests are retried."""
         self._api_key = require_key(self.name, api_key)
-        self._capabilities = capabilities
-        self._sdk: openai.AsyncOpenAI | None = None
-        self._sdk_loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What the model supports (from the per-model tables, or as overridden)."""
-        return self._capabilities
 
     def reasoning_effort(self) -> str | None:
         """The ``reasoning_effort`` to send, or ``None`` to send none."""
         return None
 
-    def _client(self) -> openai.AsyncOpenAI:
-        # An httpx2 connection pool belongs to the event loop it was made on;
-        # a provider used from a second asyncio.run() gets a fresh client.
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is not loop:
-            self._sdk = openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                max_retries=0,
-                timeout=self.retry.timeout,
-            )
-            self._sdk_loop = loop
-        return self._sdk
+    def _connect(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+        )
 
-    async def aclose(self) -> None:
-        """Close the HTTP connections this provider holds."""
-        if self._sdk is not None:
-            await self._sdk.close()
-            self._sdk = None
+    async def _disconnect(self, client: openai.AsyncOpenAI) -> None:
+        await client.close()
 
     def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
@@ -121,35 +89,23 @@ class ChatCompletionsProvider(Provider):
             body["stream_options"] = {"include_usage": True}
         return body
 
-    async def chat(
+    async def _attempt(
         self,
+        body: dict[str, Any],
         messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSchema] | None = None,
-        on_chunk: ChunkCallback | None = None,
+        tools: Sequence[ToolSchema],
+        out: Tracker,
     ) -> ChatResponse:
-        """Send the conversation; stream it to ``on_chunk`` if given."""
-        tools = tuple(tools or ())
-        if tools and not self._capabilities.supports_tools:
-            raise UserError(f"{self.name}: tools were passed but supports_tools is False")
-        tracker = Tracker(on_chunk)
-        body = self.request(messages, tools, stream=tracker.active)
-
-        async def attempt() -> ChatResponse:
-            client = self._client()
-            if not tracker.active:
-                response = await client.chat.completions.create(**body)
-                return self._parse(response, messages, tools)
-            assembler = StreamAssembler(provider=self.name, out=tracker)
-            stream = await client.chat.completions.create(**body)
-            async with stream:
-                async for chunk in stream:
-                    await assembler.feed(chunk)
-            return await assembler.end(messages, tools)
-
-        return await with_retries(
-            attempt, policy=self.retry, classify=self._classify, tracker=tracker
-        )
+        client = self._client()
+        if not out.active:
+            response = await client.chat.completions.create(**body)
+            return self._parse(response, messages, tools)
+        assembler = StreamAssembler(provider=self.name, out=out)
+        stream = await client.chat.completions.create(**body)
+        async with stream:
+            async for chunk in stream:
+                await assembler.feed(chunk)
+        return await assembler.end(messages, tools)
 
     def _classify(self, exc: Exception) -> Fault | None:
         return classify_sdk_error(exc, provider=self.name, sdk=openai)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,7 +12,6 @@ import anthropic
 from .._core import (
     Capabilities,
     ChatResponse,
-    ChunkCallback,
     FinishReason,
     ImagePart,
     Message,
@@ -23,11 +21,12 @@ from .._core import (
     ToolSchema,
     UserError,
 )
-from ._base import Provider, think_budget
-from ._checks import require_effort, require_key, require_model
+from ._base import think_budget
+from ._checks import require_effort, require_key
 from ._faults import classify_sdk_error, malformed, truncated
+from ._hosted import HostedProvider
 from ._openai_wire import parse_arguments
-from ._retry import Fault, RetryPolicy, Tracker, with_retries
+from ._retry import Fault, RetryPolicy, Tracker
 
 __all__ = ["AnthropicProvider"]
 
@@ -48,7 +47,7 @@ _STOP: dict[str, FinishReason] = {
 }
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
     """Claude through the Messages API.
 
     ``think_effort`` (0..1) is scaled into a thinking ``budget_tokens``
@@ -78,59 +77,41 @@ class AnthropicProvider(Provider):
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UserError(f"anthropic: max_tokens must be a positive integer, not {max_tokens!r}")
-        self.model = require_model(self.name, model)
-        """The model id sent with every request."""
-        self.max_tokens = max_tokens
-        """Output tokens the answer may take (thinking comes on top)."""
-        self.think_effort = require_effort(self.name, think_effort)
-        """How hard the model should think, 0..1 (``None`` or 0: no thinking)."""
-        self.base_url = base_url
-        """The API endpoint (``None``: the SDK's default)."""
-        self.retry = retry or RetryPolicy()
-        """How failed requests are retried."""
-        self._api_key = require_key(self.name, api_key)
-        self._budget = think_budget(
-            self.think_effort, minimum=_MIN_BUDGET, maximum=max(_MIN_BUDGET, max_tokens)
+        budget = think_budget(
+            require_effort(self.name, think_effort),
+            minimum=_MIN_BUDGET,
+            maximum=max(_MIN_BUDGET, max_tokens),
         )
         matches = [p for p in _CONTEXT_WINDOWS if model.startswith(p)]
-        self._capabilities = Capabilities(
+        capabilities = Capabilities(
             supports_tools=supports_tools,
             supports_images=supports_images,
-            supports_thinking=self._budget is not None,
+            supports_thinking=budget is not None,
             context_window=context_window
             or (_CONTEXT_WINDOWS[max(matches, key=len)] if matches else _DEFAULT_CONTEXT_WINDOW),
         )
-        self._sdk: anthropic.AsyncAnthropic | None = None
-        self._sdk_loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What the model supports; thinking only when a ``think_effort`` above 0 is set."""
-        return self._capabilities
+        super().__init__(
+            model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
+        )
+        self.max_tokens = max_tokens
+        """Output tokens the answer may take (thinking comes on top)."""
+        self.base_url = base_url
+        """The API endpoint (``None``: the SDK's default)."""
+        self._api_key = require_key(self.name, api_key)
+        self._budget = budget
 
     @property
     def thinking_budget(self) -> int | None:
-        """The ``budget_tokens`` sent, or ``None`` when thinking is off."""
+        """The ``budget_tokens`` sent, or ``None`` when thinking is off (no effort, or 0)."""
         return self._budget
 
-    def _client(self) -> anthropic.AsyncAnthropic:
-        # One httpx2 pool per event loop (see ChatCompletionsProvider._client).
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is not loop:
-            self._sdk = anthropic.AsyncAnthropic(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                max_retries=0,
-                timeout=self.retry.timeout,
-            )
-            self._sdk_loop = loop
-        return self._sdk
+    def _connect(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+        )
 
-    async def aclose(self) -> None:
-        """Close the HTTP connections this provider holds."""
-        if self._sdk is not None:
-            await self._sdk.close()
-            self._sdk = None
+    async def _disconnect(self, client: anthropic.AsyncAnthropic) -> None:
+        await client.close()
 
     def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
@@ -156,35 +137,23 @@ class AnthropicProvider(Provider):
             body["stream"] = True
         return body
 
-    async def chat(
+    async def _attempt(
         self,
+        body: dict[str, Any],
         messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSchema] | None = None,
-        on_chunk: ChunkCallback | None = None,
+        tools: Sequence[ToolSchema],
+        out: Tracker,
     ) -> ChatResponse:
-        """Send the conversation; stream it to ``on_chunk`` if given."""
-        tools = tuple(tools or ())
-        if tools and not self._capabilities.supports_tools:
-            raise UserError(f"{self.name}: tools were passed but supports_tools is False")
-        tracker = Tracker(on_chunk)
-        body = self.request(messages, tools, stream=tracker.active)
-
-        async def attempt() -> ChatResponse:
-            client = self._client()
-            if not tracker.active:
-                message = await client.messages.create(**body)
-                return _from_message(message.model_dump(mode="json"), self.name)
-            turn = _Turn(provider=self.name, out=tracker)
-            stream = await client.messages.create(**body)
-            async with stream:
-                async for event in stream:
-                    await turn.feed(event.model_dump(mode="json"))
-            return await turn.end()
-
-        return await with_retries(
-            attempt, policy=self.retry, classify=self._classify, tracker=tracker
-        )
+        client = self._client()
+        if not out.active:
+            message = await client.messages.create(**body)
+            return _from_message(message.model_dump(mode="json"))
+        turn = _Turn(provider=self.name, out=out)
+        stream = await client.messages.create(**body)
+        async with stream:
+            async for event in stream:
+                await turn.feed(event.model_dump(mode="json"))
+        return await turn.end()
 
     def _classify(self, exc: Exception) -> Fault | None:
         return classify_sdk_error(exc, provider=self.name, sdk=anthropic)
@@ -251,7 +220,7 @@ def _image_source(part: ImagePart) -> dict[str, Any]:
     return {"type": "base64", "media_type": part.media_type, "data": part.base64}
 
 
-def _from_message(data: dict[str, Any], provider: str) -> ChatResponse:
+def _from_message(data: dict[str, Any]) -> ChatResponse:
     """A non-streamed ``Message`` response, as plain data."""
     text: list[str] = []
     thinking: list[str] = []

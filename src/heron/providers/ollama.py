@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import Sequence
@@ -24,10 +23,11 @@ from .._core import (
     ToolSchema,
     UserError,
 )
-from ._base import Provider, resolve_think_effort
-from ._checks import require_effort, require_model
+from ._base import resolve_think_effort
 from ._faults import malformed, retryable_status, truncated
-from ._retry import Fault, RetryPolicy, Tracker, parse_retry_after, with_retries
+from ._hosted import HostedProvider
+from ._openai_wire import to_wire_tools
+from ._retry import Fault, RetryPolicy, Tracker, parse_retry_after
 
 __all__ = ["OllamaProvider"]
 
@@ -48,7 +48,7 @@ _THINK_LEVELS: tuple[bool | str, ...] = (False, "low", "medium", "high")
 _DONE: dict[str, FinishReason] = {"stop": "end_turn", "length": "max_tokens"}
 
 
-class OllamaProvider(Provider):
+class OllamaProvider(HostedProvider[ollama.AsyncClient]):
     """A model served by Ollama.
 
     Tools are off by default (many local models cannot call them; pass
@@ -72,49 +72,31 @@ class OllamaProvider(Provider):
         think_effort: float | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.model = require_model(self.name, model)
-        """The model name, as ``ollama list`` shows it."""
-        self.host = host or DEFAULT_HOST
-        """The Ollama server's URL."""
-        self.think_effort = require_effort(self.name, think_effort)
-        """How hard the model should think, 0..1 (``None``: the model's default)."""
-        self.retry = retry or RetryPolicy()
-        """How failed requests are retried."""
-        self._capabilities = Capabilities(
+        capabilities = Capabilities(
             supports_tools=supports_tools,
             supports_images=True,
             supports_thinking=True,
             context_window=context_window,
         )
-        self._sdk: ollama.AsyncClient | None = None
-        self._sdk_loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """Images always; tools only if asked for."""
-        return self._capabilities
+        super().__init__(
+            model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
+        )
+        self.host = host or DEFAULT_HOST
+        """The Ollama server's URL."""
 
     def think(self) -> bool | str | None:
         """The ``think`` value sent: ``None`` (not sent), ``False`` or a level."""
         return resolve_think_effort(self.think_effort, _THINK_LEVELS)
 
-    def _client(self) -> ollama.AsyncClient:
-        # One httpx pool per event loop (see ChatCompletionsProvider._client).
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is not loop:
-            self._sdk = ollama.AsyncClient(
-                host=self.host,
-                timeout=self.retry.timeout,
-                event_hooks={"response": [_note_retry_after]},
-            )
-            self._sdk_loop = loop
-        return self._sdk
+    def _connect(self) -> ollama.AsyncClient:
+        return ollama.AsyncClient(
+            host=self.host,
+            timeout=self.retry.timeout,
+            event_hooks={"response": [_note_retry_after]},
+        )
 
-    async def aclose(self) -> None:
-        """Close the HTTP connections this provider holds."""
-        if self._sdk is not None:
-            await self._sdk._client.aclose()
-            self._sdk = None
+    async def _disconnect(self, client: ollama.AsyncClient) -> None:
+        await client._client.aclose()  # the ollama client has no close() of its own
 
     def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
@@ -127,17 +109,7 @@ class OllamaProvider(Provider):
             "options": {"num_ctx": self._capabilities.context_window},
         }
         if tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.to_dict()["input_schema"],
-                    },
-                }
-                for t in tools
-            ]
+            body["tools"] = to_wire_tools(tools)  # Ollama takes OpenAI's function format
         think = self.think()
         if think is not None:
             body["think"] = think
@@ -151,40 +123,29 @@ class OllamaProvider(Provider):
         on_chunk: ChunkCallback | None = None,
     ) -> ChatResponse:
         """Send the conversation; stream it to ``on_chunk`` if given."""
-        tools = tuple(tools or ())
-        if tools and not self._capabilities.supports_tools:
-            raise UserError(
-                "ollama: tools were passed but supports_tools is False; pass "
-                "supports_tools=True if the model can call tools"
-            )
-        tracker = Tracker(on_chunk)
-        body = self.request(messages, tools, stream=tracker.active)
-
-        retry_after: list[float | None] = [None]
-
-        async def attempt() -> ChatResponse:
-            retry_after[0] = None
-            turn = _Turn(provider=self.name, out=tracker)
-            if not tracker.active:
-                await turn.feed(await self._client().chat(**body))
-            else:
-                async for part in await self._client().chat(**body):
-                    await turn.feed(part)
-            return await turn.end()
-
-        def classify(exc: Exception) -> Fault | None:
-            fault = self._classify(exc)
-            if fault is not None and retry_after[0] is not None:
-                fault = Fault(error=fault.error, retry_after=retry_after[0])
-            return fault
-
-        token = _RETRY_AFTER.set(retry_after)
+        token = _RETRY_AFTER.set([None])
         try:
-            return await with_retries(
-                attempt, policy=self.retry, classify=classify, tracker=tracker
-            )
+            return await super().chat(messages, tools=tools, on_chunk=on_chunk)
         finally:
             _RETRY_AFTER.reset(token)
+
+    async def _attempt(
+        self,
+        body: dict[str, Any],
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        out: Tracker,
+    ) -> ChatResponse:
+        slot = _RETRY_AFTER.get()
+        if slot is not None:
+            slot[0] = None
+        turn = _Turn(provider=self.name, out=out)
+        if not out.active:
+            await turn.feed(await self._client().chat(**body))
+        else:
+            async for part in await self._client().chat(**body):
+                await turn.feed(part)
+        return await turn.end()
 
     def _classify(self, exc: Exception) -> Fault | None:
         name = self.name
@@ -192,14 +153,16 @@ class OllamaProvider(Provider):
             return Fault(error=exc)
         if isinstance(exc, ollama.ResponseError):
             status = exc.status_code if exc.status_code > 0 else None
+            slot = _RETRY_AFTER.get()
             return Fault(
+                retry_after=slot[0] if slot is not None else None,
                 error=ProviderError(
                     str(exc.error),
                     status=status,
                     # A status of -1 is an error line inside a stream that began fine.
                     retryable=status is not None and retryable_status(status),
                     provider=name,
-                )
+                ),
             )
         if isinstance(exc, httpx.TimeoutException):
             return Fault(

@@ -96,3 +96,35 @@ def test_capabilities() -> None:
     assert DeepSeekProvider("k", "deepseek-v4-flash-vision-exp").capabilities.supports_images
     assert DeepSeekProvider("k", supports_images=True).capabilities.supports_images
     assert flash.base_url == "https://api.deepseek.com"
+
+
+async def test_non_streaming_path_reads_reasoning_content(wire: Any, provider: Any) -> None:
+    wire.reply(
+        wire.body(
+            {
+                "id": "ds-8",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "deepseek-v4-flash",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": "Noon.",
+                            "reasoning_content": "Check the clock.",
+                        },
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14},
+            }
+        )
+    )
+    response = await provider().chat([Message.user("Time?")])
+    assert (response.content, response.thinking) == ("Noon.", "Check the clock.")
+    assert (response.input_tokens, response.output_tokens, response.stop_reason) == (
+        9,
+        5,
+        "end_turn",
+    )

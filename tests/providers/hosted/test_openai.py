@@ -287,3 +287,28 @@ async def test_a_retry_after_beyond_the_policy_fails_at_once(wire: Any, provider
         await provider().chat([Message.user("Hi")])
     assert (caught.value.status, caught.value.code) == (429, "rate_limit_exceeded")
     assert len(wire.requests) == 1  # not an hour of waiting inside chat()
+
+
+async def test_tool_images_follow_the_tool_message_as_user_content(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(wire.sse("openai_text.sse"))
+    png = ImagePart(data=b"\x89PNG", media_type="image/png")
+    call = ToolCall(id="c1", name="screenshot", arguments={})
+    history = [
+        Message.user("Look"),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("Captured:", png, tool_call_id="c1", tool_name="screenshot"),
+    ]
+    await provider().chat(history, on_chunk=lambda c: None)
+    # A tool message holds text only; its image goes right after it, from the user.
+    assert wire.last["messages"][2:] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "Captured:"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Images returned by tool 'screenshot':"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+            ],
+        },
+    ]

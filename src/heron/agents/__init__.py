@@ -5,6 +5,7 @@ from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
 from ._delegation import AgentTool, DelegationFuture, gather_delegations
 from ._network import DEFAULT_MAX_STEPS, DONE, Network, Route, Router
 from ._pipeline import Pipeline, TeamResult, TeamStopReason
+from ._roles import AgentProviders, ImageDescriber, ProviderRole, ProvidersInput, resolve_providers
 from ._run import ToolCallHook, ToolResultHook
 from ._state import STATE_VERSION, AgentState
 from ._stream import AgentStream
@@ -15,13 +16,17 @@ __all__ = [
     "DONE",
     "STATE_VERSION",
     "AgentOptions",
+    "AgentProviders",
     "AgentState",
     "AgentStream",
     "AgentTool",
     "BaseAgent",
     "DelegationFuture",
+    "ImageDescriber",
     "Network",
     "Pipeline",
+    "ProviderRole",
+    "ProvidersInput",
     "Route",
     "Router",
     "RunResult",
@@ -33,4 +38,5 @@ __all__ = [
     "ToolCallRecord",
     "ToolResultHook",
     "gather_delegations",
+    "resolve_providers",
 ]

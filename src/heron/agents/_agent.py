@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import threading
 from collections.abc import Awaitable, Mapping, Sequence
 from contextvars import ContextVar
@@ -28,6 +27,7 @@ from ..tools import (
 from ._conversation import Conversation
 from ._delegation import AgentTool, DelegationFuture
 from ._output import OutputSpec
+from ._roles import ImageDescriber, ProvidersInput, resolve_providers
 from ._run import Run, ToolCallHook, ToolResultHook, system_text
 from ._state import AgentState
 from ._stream import AgentStream
@@ -59,12 +59,17 @@ class BaseAgent:
             allowed_tools=["get-current-time"],
         )
         result = await agent.run("What time is it?")
+
+    ``provider`` is one provider, or ``[("main", p1), ("image", p2)]`` to have
+    images in tool output described to text by ``p2`` (a single provider
+    describes them itself if it accepts images; otherwise they are dropped
+    and the model is told so).
     """
 
     def __init__(
         self,
         *,
-        provider: Provider,
+        provider: ProvidersInput,
         tool_client: ToolClient,
         instruction: str = "",
         allowed_tools: Sequence[str] | None = None,
@@ -78,10 +83,7 @@ class BaseAgent:
     ) -> None:
         skills = () if skills is None else skills
         instruction = instruction or ""
-        if not isinstance(provider, Provider):
-            raise UserError(f"provider must be a heron Provider, not {type(provider).__name__}")
-        if not inspect.iscoroutinefunction(provider.chat):
-            raise UserError(f"{type(provider).__name__}.chat must be `async def`")
+        roles = resolve_providers(provider)
         if not isinstance(tool_client, ToolClient):
             raise UserError(
                 f"tool_client must be a heron ToolClient, not {type(tool_client).__name__}"
@@ -93,8 +95,12 @@ class BaseAgent:
         if isinstance(allowed_tools, str):
             raise UserError("allowed_tools must be a list of tool names, not one string")
         saved = AgentState.load(state) if state is not None else AgentState()
-        self.provider = provider
-        """The provider driving the loop."""
+        self.provider: Provider = roles.main
+        """The provider driving the loop (the ``main`` role)."""
+        self.image_provider: Provider | None = roles.image
+        """The provider describing images in tool output (the ``image`` role), if any."""
+        self.image_describer = ImageDescriber(roles.image)
+        """Turns images in tool results into text before the model sees them."""
         self.tool_client = tool_client
         """Where the agent's tools run."""
         self.instruction = instruction
@@ -466,7 +472,7 @@ class SimpleAgent(BaseAgent):
     def __init__(
         self,
         *,
-        provider: Provider,
+        provider: ProvidersInput,
         instruction: str = "",
         tools: Sequence[Tool] = (),
         skills: Sequence[Skill] = (),

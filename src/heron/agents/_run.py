@@ -34,6 +34,7 @@ from ._call_ids import CallIds
 from ._compaction import memory_block
 from ._conversation import Conversation
 from ._output import InvalidOutput, OutputSpec
+from ._roles import ImageDescriber
 from ._team import CallScope
 
 __all__ = ["LoopAgent", "Run", "ToolCallHook", "ToolResultHook"]
@@ -55,6 +56,7 @@ class LoopAgent(Protocol):
     on_tool_call: ToolCallHook | None
     on_tool_result: ToolResultHook | None
     last_result: RunResult[Any] | None
+    image_describer: ImageDescriber
 
     async def visible_tools(self) -> list[ToolSchema]:
         """The tools the model is offered."""
@@ -277,6 +279,11 @@ class Run:
                 res = await self._invoke(call, baseline)
         finally:
             await scope.close()
+        if res.images:
+            # The model gets images as text: described by the image provider, or dropped.
+            res, responses = await self.agent.image_describer.describe(res, tool_name=call.name)
+            for response in responses:
+                self.conversation._count(response, self.result)
         record = ToolCallRecord(
             id=call.id,
             name=call.name,

@@ -1,0 +1,143 @@
+"""The Chat Completions provider both :class:`OpenAIProvider` and :class:`DeepSeekProvider` are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from .._core import Capabilities, ChatResponse, Message, ToolCall, ToolSchema
+from ._checks import require_key
+from ._faults import classify_sdk_error, malformed
+from ._hosted import HostedProvider
+from ._openai_wire import (
+    StreamAssembler,
+    estimated_usage,
+    finish_reason,
+    parse_arguments,
+    to_wire_messages,
+    to_wire_tools,
+)
+from ._retry import Fault, RetryPolicy, Tracker
+
+__all__ = ["ChatCompletionsProvider"]
+
+
+class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
+    """A provider speaking the Chat Completions API through the ``openai`` SDK.
+
+    Subclasses set the defaults and decide :meth:`reasoning_effort`.
+    """
+
+    replay_reasoning = False
+    """Whether reasoning text is sent back as ``reasoning_content``."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None,
+        capabilities: Capabilities,
+        think_effort: float | None,
+        retry: RetryPolicy | None,
+    ) -> None:
+        super().__init__(
+            model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
+        )
+        self.base_url = base_url
+        """The API endpoint (``None``: the SDK's default)."""
+        self._api_key = require_key(self.name, api_key)
+
+    def reasoning_effort(self) -> str | None:
+        """The ``reasoning_effort`` to send, or ``None`` to send none."""
+        return None
+
+    def _connect(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+        )
+
+    async def _disconnect(self, client: openai.AsyncOpenAI) -> None:
+        await client.close()
+
+    def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
+    ) -> dict[str, Any]:
+        """The request body for one call."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_wire_messages(
+                messages,
+                provider=self.name,
+                images=self._capabilities.supports_images,
+                replay_reasoning=self.replay_reasoning,
+            ),
+        }
+        if tools:
+            body["tools"] = to_wire_tools(tools)
+            # OpenAI's default, said aloud: some compatible servers (llama.cpp's)
+            # take a missing tool_choice as "none" and never call a tool.
+            body["tool_choice"] = "auto"
+        effort = self.reasoning_effort()
+        if effort is not None:
+            body["reasoning_effort"] = effort
+        if stream:
+            body["stream"] = True
+            # Without it the stream carries no usage, and every count would be 0.
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def _attempt(
+        self,
+        body: dict[str, Any],
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        out: Tracker,
+    ) -> ChatResponse:
+        client = self._client()
+        if not out.active:
+            response = await client.chat.completions.create(**body)
+            return self._parse(response, messages, tools)
+        assembler = StreamAssembler(provider=self.name, out=out)
+        stream = await client.chat.completions.create(**body)
+        async with stream:
+            async for chunk in stream:
+                await assembler.feed(chunk)
+        return await assembler.end(messages, tools)
+
+    def _classify(self, exc: Exception) -> Fault | None:
+        return classify_sdk_error(exc, provider=self.name, sdk=openai)
+
+    def _parse(
+        self, response: Any, messages: Sequence[Message], tools: Sequence[ToolSchema]
+    ) -> ChatResponse:
+        if not response.choices:
+            raise malformed(self.name, "the response has no choices")
+        choice = response.choices[0]
+        message = choice.message
+        calls = tuple(
+            ToolCall(
+                id=c.id,
+                name=c.function.name,
+                arguments=parse_arguments(self.name, c.function.name, c.function.arguments),
+            )
+            for c in message.tool_calls or ()
+        )
+        text = message.content or ""
+        thinking = getattr(message, "reasoning_content", None) or None
+        usage = response.usage
+        if usage is not None:
+            counts = (usage.prompt_tokens, usage.completion_tokens)
+        else:
+            answer = Message.assistant(text, tool_calls=calls, thinking=thinking)
+            counts = estimated_usage(messages, tools, answer)
+        return ChatResponse(
+            content=text,
+            input_tokens=counts[0],
+            output_tokens=counts[1],
+            tool_calls=calls,
+            thinking=thinking,
+            stop_reason=finish_reason(choice.finish_reason, bool(calls)),
+        )

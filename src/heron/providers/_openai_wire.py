@@ -1,0 +1,263 @@
+"""The Chat Completions wire format, shared by the OpenAI and DeepSeek providers.
+
+Requests are built as plain dicts (what goes over the wire is what the tests
+read back); responses are read from the ``openai`` SDK's parsed objects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._core import (
+    ChatResponse,
+    FinishReason,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolCall,
+    ToolSchema,
+    UserError,
+)
+from .._core.tokens import estimate_message_tokens, estimate_tokens
+from ._faults import malformed, truncated
+from ._retry import Tracker
+
+__all__ = [
+    "StreamAssembler",
+    "estimated_usage",
+    "finish_reason",
+    "parse_arguments",
+    "to_wire_messages",
+    "to_wire_tools",
+]
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+
+
+def finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
+    """Heron's stop reason for a Chat Completions ``finish_reason``."""
+    if has_calls:  # some compatible servers say "stop" after a tool call
+        return "tool_use"
+    return _FINISH.get(raw or "", "other")
+
+
+def to_wire_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
+    """Heron tool schemas as Chat Completions ``function`` tools."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.to_dict()["input_schema"],
+            },
+        }
+        for t in tools
+    ]
+
+
+def to_wire_messages(
+    messages: Sequence[Message],
+    *,
+    provider: str,
+    images: bool,
+    replay_reasoning: bool = False,
+) -> list[dict[str, Any]]:
+    """Heron messages as Chat Completions messages.
+
+    ``replay_reasoning`` sends each assistant turn's ``thinking`` back as
+    ``reasoning_content`` from the latest user message on (DeepSeek requires
+    it within a tool-calling turn and ignores it before). Images in tool
+    results, which a ``tool`` message cannot hold, follow as a user message.
+    """
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    out: list[dict[str, Any]] = []
+    pending_images: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        if m.role != "tool" and pending_images:
+            out.append({"role": "user", "content": pending_images})
+            pending_images = []
+        if m.role == "system":
+            out.append({"role": "system", "content": m.text})
+        elif m.role == "user":
+            out.append({"role": "user", "content": _user_content(m, provider, images)})
+        elif m.role == "assistant":
+            # "" rather than null: llama.cpp's server (and others) reject a null content.
+            entry: dict[str, Any] = {"role": "assistant", "content": m.text}
+            if m.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in m.tool_calls
+                ]
+            if replay_reasoning and i > last_user and m.thinking:
+                entry["reasoning_content"] = m.thinking
+            out.append(entry)
+        else:
+            text = m.text or ("(no output)" if not m.images else "(see the images below)")
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": text})
+            if m.images:
+                _require_images(provider, images)
+                pending_images.append(
+                    {"type": "text", "text": f"Images returned by tool {m.tool_name!r}:"}
+                )
+                pending_images += [_image(p) for p in m.images]
+    if pending_images:
+        out.append({"role": "user", "content": pending_images})
+    return out
+
+
+def _user_content(m: Message, provider: str, images: bool) -> str | list[dict[str, Any]]:
+    if isinstance(m.content, str):
+        return m.content
+    if m.images:
+        _require_images(provider, images)
+    return [
+        {"type": "text", "text": p.text} if isinstance(p, TextPart) else _image(p)
+        for p in m.content
+    ]
+
+
+def _image(part: ImagePart) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": part.data_url}}
+
+
+def _require_images(provider: str, images: bool) -> None:
+    if not images:
+        raise UserError(
+            f"{provider}: this model does not accept images; describe them to text first "
+            "(an agent does, given an image-capable provider) or pass supports_images=True"
+        )
+
+
+def parse_arguments(provider: str, name: str, raw: str | None) -> dict[str, Any]:
+    """A tool call's JSON arguments; empty means none."""
+    if not raw or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        detail = f"tool call {name!r} has invalid JSON arguments ({exc}): {raw!r}"
+        raise malformed(provider, detail) from exc
+    if not isinstance(value, dict):
+        raise malformed(provider, f"tool call {name!r} arguments are not a JSON object: {raw!r}")
+    return value
+
+
+def estimated_usage(
+    messages: Sequence[Message], tools: Sequence[ToolSchema], answer: Message
+) -> tuple[int, int]:
+    """Input and output token estimates, for a server that reports no usage.
+
+    Better than claiming 0: compaction and budgets still see the real size.
+    """
+    prompt = estimate_message_tokens(messages) + sum(
+        estimate_tokens(json.dumps(t.to_dict())) for t in tools
+    )
+    return prompt, estimate_message_tokens((answer,))
+
+
+@dataclass
+class _PendingCall:
+    index: int
+    id: str
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass
+class StreamAssembler:
+    """Builds one turn from Chat Completions stream chunks and streams it on.
+
+    Tool-call arguments arrive a fragment at a time with no end marker, so a
+    call is complete when a delta for another call arrives, or the stream ends.
+    """
+
+    provider: str
+    out: Tracker
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    finish: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    _pending: _PendingCall | None = None
+
+    async def feed(self, chunk: Any) -> None:
+        """Take one ``ChatCompletionChunk``."""
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.input_tokens = usage.prompt_tokens
+            self.output_tokens = usage.completion_tokens
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            reasoning = getattr(delta, "reasoning_content", None)
+            if reasoning:
+                self.thinking.append(reasoning)
+                await self.out.think(reasoning)
+            if delta.content:
+                self.text.append(delta.content)
+                await self.out.text(delta.content)
+            for piece in delta.tool_calls or ():
+                await self._call_delta(piece)
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+
+    async def _call_delta(self, piece: Any) -> None:
+        pending = self._pending
+        fresh = piece.id and (pending is None or piece.id != pending.id)
+        if pending is None or piece.index != pending.index or fresh:
+            await self._close_call()
+            pending = self._pending = _PendingCall(index=piece.index, id=piece.id or "")
+        function = piece.function
+        if function is not None:
+            pending.name += function.name or ""
+            pending.arguments += function.arguments or ""
+
+    async def _close_call(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        if not pending.name:
+            raise malformed(self.provider, f"tool call {pending.index} came without a name")
+        call = ToolCall(
+            id=pending.id,
+            name=pending.name,
+            arguments=parse_arguments(self.provider, pending.name, pending.arguments),
+        )
+        self.calls.append(call)
+        await self.out.call(call)
+
+    async def end(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> ChatResponse:
+        """The stream is over: close the last call, check it finished, build the response."""
+        if self.finish is None:
+            raise truncated(self.provider, "no finish_reason was sent")
+        await self._close_call()
+        await self.out.done()
+        text, thinking = "".join(self.text), "".join(self.thinking)
+        input_tokens, output_tokens = self.input_tokens, self.output_tokens
+        if input_tokens is None or output_tokens is None:
+            answer = Message.assistant(text, tool_calls=self.calls, thinking=thinking or None)
+            input_tokens, output_tokens = estimated_usage(messages, tools, answer)
+        return ChatResponse(
+            content=text,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            tool_calls=tuple(self.calls),
+            thinking=thinking or None,
+            stop_reason=finish_reason(self.finish, bool(self.calls)),
+        )

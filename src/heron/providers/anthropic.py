@@ -1,0 +1,361 @@
+"""Anthropic's Messages API, with native thinking and signed thinking blocks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+
+from .._core import (
+    Capabilities,
+    ChatResponse,
+    FinishReason,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolCall,
+    ToolSchema,
+    UserError,
+)
+from ._base import think_budget
+from ._checks import require_effort, require_key
+from ._faults import classify_sdk_error, malformed, truncated
+from ._hosted import HostedProvider
+from ._openai_wire import parse_arguments
+from ._retry import Fault, RetryPolicy, Tracker
+
+__all__ = ["AnthropicProvider"]
+
+_CONTEXT_WINDOWS: dict[str, int] = {
+    "claude-2": 100_000,
+    "claude-instant": 100_000,
+}
+_DEFAULT_CONTEXT_WINDOW = 200_000
+# The API's floor for a thinking budget.
+_MIN_BUDGET = 1024
+
+_STOP: dict[str, FinishReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "refusal": "content_filter",
+}
+
+
+class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
+    """Claude through the Messages API.
+
+    ``think_effort`` (0..1) is scaled into a thinking ``budget_tokens``
+    between 1,024 and ``max_tokens``; the ``max_tokens`` sent is raised by the
+    budget, so the answer always keeps ``max_tokens`` of room. Thinking streams
+    as thinking chunks, and the signed thinking blocks land on
+    ``ChatResponse.provider_thinking``, to be replayed unchanged with the next
+    request (agents do this for you)::
+
+        provider = AnthropicProvider(os.environ["ANTHROPIC_API_KEY"], think_effort=0.7)
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str = "claude-sonnet-5",
+        *,
+        max_tokens: int = 4096,
+        supports_tools: bool = True,
+        supports_images: bool = True,
+        context_window: int | None = None,
+        think_effort: float | None = None,
+        base_url: str | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise UserError(f"anthropic: max_tokens must be a positive integer, not {max_tokens!r}")
+        budget = think_budget(
+            require_effort(self.name, think_effort),
+            minimum=_MIN_BUDGET,
+            maximum=max(_MIN_BUDGET, max_tokens),
+        )
+        matches = [p for p in _CONTEXT_WINDOWS if model.startswith(p)]
+        capabilities = Capabilities(
+            supports_tools=supports_tools,
+            supports_images=supports_images,
+            supports_thinking=budget is not None,
+            context_window=context_window
+            or (_CONTEXT_WINDOWS[max(matches, key=len)] if matches else _DEFAULT_CONTEXT_WINDOW),
+        )
+        super().__init__(
+            model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
+        )
+        self.max_tokens = max_tokens
+        """Output tokens the answer may take (thinking comes on top)."""
+        self.base_url = base_url
+        """The API endpoint (``None``: the SDK's default)."""
+        self._api_key = require_key(self.name, api_key)
+        self._budget = budget
+
+    @property
+    def thinking_budget(self) -> int | None:
+        """The ``budget_tokens`` sent, or ``None`` when thinking is off (no effort, or 0)."""
+        return self._budget
+
+    def _connect(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+        )
+
+    async def _disconnect(self, client: anthropic.AsyncAnthropic) -> None:
+        await client.close()
+
+    def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
+    ) -> dict[str, Any]:
+        """The request body for one call."""
+        system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": to_wire_messages(messages, images=self._capabilities.supports_images),
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
+        if self._budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self._budget}
+            body["max_tokens"] = self.max_tokens + self._budget
+        if stream:
+            body["stream"] = True
+        return body
+
+    async def _attempt(
+        self,
+        body: dict[str, Any],
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        out: Tracker,
+    ) -> ChatResponse:
+        client = self._client()
+        if not out.active:
+            message = await client.messages.create(**body)
+            return _from_message(message.model_dump(mode="json"))
+        turn = _Turn(provider=self.name, out=out)
+        stream = await client.messages.create(**body)
+        async with stream:
+            async for event in stream:
+                await turn.feed(event.model_dump(mode="json"))
+        return await turn.end()
+
+    def _classify(self, exc: Exception) -> Fault | None:
+        return classify_sdk_error(exc, provider=self.name, sdk=anthropic)
+
+
+def to_wire_messages(messages: Sequence[Message], *, images: bool) -> list[dict[str, Any]]:
+    """Heron messages as Messages API turns (system messages go to ``system``).
+
+    Tool results become ``tool_result`` blocks of a user turn; consecutive
+    turns of one role are merged, as the API wants them alternating.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "assistant":
+            role, blocks = "assistant", _assistant_blocks(m)
+        elif m.role == "user":
+            role, blocks = "user", [_block(p, images) for p in m.parts]
+        else:
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id,
+                "content": [_block(p, images) for p in m.parts]
+                or [{"type": "text", "text": "(no output)"}],
+            }
+            if m.is_error:
+                result["is_error"] = True
+            role, blocks = "user", [result]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
+    # Signed thinking blocks go back first and byte for byte, or the API refuses the turn.
+    blocks: list[dict[str, Any]] = [dict(b) for b in m.provider_thinking or ()]
+    if m.text:
+        blocks.append({"type": "text", "text": m.text})
+    blocks += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
+    ]
+    return blocks
+
+
+def _block(part: Part, images: bool) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if not images:
+        raise UserError(
+            "anthropic: supports_images is False; describe images to text first "
+            "(an agent does, given an image-capable provider)"
+        )
+    return {"type": "image", "source": _image_source(part)}
+
+
+def _image_source(part: ImagePart) -> dict[str, Any]:
+    if part.url is not None:
+        return {"type": "url", "url": part.url}
+    return {"type": "base64", "media_type": part.media_type, "data": part.base64}
+
+
+def _from_message(data: dict[str, Any]) -> ChatResponse:
+    """A non-streamed ``Message`` response, as plain data."""
+    text: list[str] = []
+    thinking: list[str] = []
+    signed: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
+    for block in data.get("content") or ():
+        kind = block.get("type")
+        if kind == "text":
+            text.append(block["text"])
+        elif kind == "thinking":
+            thinking.append(block["thinking"])
+            signed.append(_signed(block))
+        elif kind == "redacted_thinking":
+            signed.append(_signed(block))
+        elif kind == "tool_use":
+            calls.append(ToolCall(id=block["id"], name=block["name"], arguments=block["input"]))
+    usage = data.get("usage") or {}
+    return ChatResponse(
+        content="".join(text),
+        input_tokens=_input_tokens(usage),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        tool_calls=tuple(calls),
+        thinking="".join(thinking) or None,
+        provider_thinking=tuple(signed) or None,
+        stop_reason="tool_use" if calls else _STOP.get(data.get("stop_reason") or "", "other"),
+    )
+
+
+def _signed(block: dict[str, Any]) -> dict[str, Any]:
+    """A thinking block as the API wants it back: only the fields it sent."""
+    if block["type"] == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block["data"]}
+    return {"type": "thinking", "thinking": block["thinking"], "signature": block["signature"]}
+
+
+def _input_tokens(usage: dict[str, Any]) -> int:
+    # Cached prompt tokens are read too; leaving them out would hide most of a long prompt.
+    return sum(
+        int(usage.get(k) or 0)
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
+@dataclass
+class _Turn:
+    """Builds one turn from stream events and streams it on.
+
+    Each content block starts, grows by deltas, and stops
+    (``content_block_stop``): a tool call is emitted the moment its block stops.
+    """
+
+    provider: str
+    out: Tracker
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    signed: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    stop_reason: str | None = None
+    started: bool = False
+    stopped: bool = False
+
+    async def feed(self, event: dict[str, Any]) -> None:
+        """Take one stream event (as plain data)."""
+        kind = event.get("type")
+        if kind == "message_start":
+            self.started = True
+            self.usage.update(event["message"].get("usage") or {})
+        elif kind == "content_block_start":
+            block = dict(event["content_block"])
+            if block.get("type") == "tool_use":
+                block["partial_json"] = ""
+            self.blocks[event["index"]] = block
+        elif kind == "content_block_delta":
+            await self._delta(self._open(event["index"]), event["delta"])
+        elif kind == "content_block_stop":
+            await self._stop(self.blocks.pop(event["index"], None), event["index"])
+        elif kind == "message_delta":
+            self.stop_reason = event["delta"].get("stop_reason") or self.stop_reason
+            self.usage.update(
+                {k: v for k, v in (event.get("usage") or {}).items() if v is not None}
+            )
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def _open(self, index: int) -> dict[str, Any]:
+        block = self.blocks.get(index)
+        if block is None:
+            raise malformed(self.provider, f"a delta for content block {index}, which is not open")
+        return block
+
+    async def _delta(self, block: dict[str, Any], delta: dict[str, Any]) -> None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            self.text.append(delta["text"])
+            await self.out.text(delta["text"])
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            self.thinking.append(delta["thinking"])
+            await self.out.think(delta["thinking"])
+        elif kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta["signature"]
+        elif kind == "input_json_delta":
+            block["partial_json"] += delta["partial_json"]
+
+    async def _stop(self, block: dict[str, Any] | None, index: int) -> None:
+        if block is None:
+            raise malformed(self.provider, f"content block {index} stopped without starting")
+        kind = block.get("type")
+        if kind in ("thinking", "redacted_thinking"):
+            self.signed.append(_signed(block))
+        elif kind == "tool_use":
+            raw = block["partial_json"]
+            if not raw and block.get("input"):
+                raw = json.dumps(block["input"])
+            call = ToolCall(
+                id=block["id"],
+                name=block["name"],
+                arguments=parse_arguments(self.provider, block["name"], raw),
+            )
+            self.calls.append(call)
+            await self.out.call(call)
+
+    async def end(self) -> ChatResponse:
+        """The stream is over: check it really finished, and build the response."""
+        if not self.started or not self.stopped or self.blocks:
+            raise truncated(self.provider, "no message_stop event arrived")
+        await self.out.done()
+        return ChatResponse(
+            content="".join(self.text),
+            input_tokens=_input_tokens(self.usage),
+            output_tokens=int(self.usage.get("output_tokens") or 0),
+            tool_calls=tuple(self.calls),
+            thinking="".join(self.thinking) or None,
+            provider_thinking=tuple(self.signed) or None,
+            stop_reason="tool_use" if self.calls else _STOP.get(self.stop_reason or "", "other"),
+        )

@@ -1,0 +1,255 @@
+"""Ollama: local (or remote) models through the ``ollama`` client."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import ollama
+
+from .._core import (
+    Capabilities,
+    ChatResponse,
+    ChunkCallback,
+    FinishReason,
+    Message,
+    ProviderError,
+    ToolCall,
+    ToolSchema,
+    UserError,
+)
+from ._base import resolve_think_effort
+from ._faults import malformed, retryable_status, truncated
+from ._hosted import HostedProvider
+from ._openai_wire import to_wire_tools
+from ._retry import Fault, RetryPolicy, Tracker, parse_retry_after
+
+__all__ = ["OllamaProvider"]
+
+DEFAULT_HOST = "http://localhost:11434"
+
+# The ollama client raises ResponseError without the response's headers; an
+# httpx hook notes Retry-After for the chat() call (task) that got the response.
+_RETRY_AFTER: ContextVar[list[float | None] | None] = ContextVar("ollama_retry_after", default=None)
+
+
+async def _note_retry_after(response: httpx.Response) -> None:
+    slot = _RETRY_AFTER.get()
+    if slot is not None and response.status_code >= 400:
+        slot[0] = parse_retry_after(response.headers)
+
+
+_THINK_LEVELS: tuple[bool | str, ...] = (False, "low", "medium", "high")
+_DONE: dict[str, FinishReason] = {"stop": "end_turn", "length": "max_tokens"}
+
+
+class OllamaProvider(HostedProvider[ollama.AsyncClient]):
+    """A model served by Ollama.
+
+    Tools are off by default (many local models cannot call them; pass
+    ``supports_tools=True`` for one that can). ``think_effort`` (0..1) becomes
+    ``think``: ``False`` at 0, else low/medium/high; reasoning streams from
+    ``message.thinking``. ``context_window`` is also sent as ``num_ctx``, so
+    the server really gives the model that much room::
+
+        provider = OllamaProvider("qwen3:8b", supports_tools=True, think_effort=0.5)
+    """
+
+    name = "ollama"
+
+    def __init__(
+        self,
+        model: str,
+        host: str = DEFAULT_HOST,
+        *,
+        supports_tools: bool = False,
+        context_window: int = 32_000,
+        think_effort: float | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        capabilities = Capabilities(
+            supports_tools=supports_tools,
+            supports_images=True,
+            supports_thinking=True,
+            context_window=context_window,
+        )
+        super().__init__(
+            model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
+        )
+        self.host = host or DEFAULT_HOST
+        """The Ollama server's URL."""
+
+    def think(self) -> bool | str | None:
+        """The ``think`` value sent: ``None`` (not sent), ``False`` or a level."""
+        return resolve_think_effort(self.think_effort, _THINK_LEVELS)
+
+    def _connect(self) -> ollama.AsyncClient:
+        return ollama.AsyncClient(
+            host=self.host,
+            timeout=self.retry.timeout,
+            event_hooks={"response": [_note_retry_after]},
+        )
+
+    async def _disconnect(self, client: ollama.AsyncClient) -> None:
+        await client._client.aclose()  # the ollama client has no close() of its own
+
+    def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
+    ) -> dict[str, Any]:
+        """The ``chat`` arguments for one call."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_wire_message(m) for m in messages],
+            "stream": stream,
+            "options": {"num_ctx": self._capabilities.context_window},
+        }
+        if tools:
+            body["tools"] = to_wire_tools(tools)  # Ollama takes OpenAI's function format
+        think = self.think()
+        if think is not None:
+            body["think"] = think
+        return body
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        """Send the conversation; stream it to ``on_chunk`` if given."""
+        token = _RETRY_AFTER.set([None])
+        try:
+            return await super().chat(messages, tools=tools, on_chunk=on_chunk)
+        finally:
+            _RETRY_AFTER.reset(token)
+
+    async def _attempt(
+        self,
+        body: dict[str, Any],
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        out: Tracker,
+    ) -> ChatResponse:
+        slot = _RETRY_AFTER.get()
+        if slot is not None:
+            slot[0] = None
+        turn = _Turn(provider=self.name, out=out)
+        if not out.active:
+            await turn.feed(await self._client().chat(**body))
+        else:
+            async for part in await self._client().chat(**body):
+                await turn.feed(part)
+        return await turn.end()
+
+    def _classify(self, exc: Exception) -> Fault | None:
+        name = self.name
+        if isinstance(exc, ProviderError):
+            return Fault(error=exc)
+        if isinstance(exc, ollama.ResponseError):
+            status = exc.status_code if exc.status_code > 0 else None
+            slot = _RETRY_AFTER.get()
+            return Fault(
+                retry_after=slot[0] if slot is not None else None,
+                error=ProviderError(
+                    str(exc.error),
+                    status=status,
+                    # A status of -1 is an error line inside a stream that began fine.
+                    retryable=status is not None and retryable_status(status),
+                    provider=name,
+                ),
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return Fault(
+                error=ProviderError(
+                    "request timed out", code="timeout", retryable=True, provider=name
+                )
+            )
+        if isinstance(exc, ConnectionError | httpx.TransportError):
+            return Fault(
+                error=ProviderError(
+                    f"connection to {self.host} failed: {exc}",
+                    code="connection_error",
+                    retryable=True,
+                    provider=name,
+                )
+            )
+        if isinstance(exc, json.JSONDecodeError):
+            return Fault(error=malformed(name, f"a line is not JSON ({exc})"))
+        return None
+
+
+def _wire_message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.text}
+    if m.images:
+        if any(p.data is None for p in m.images):
+            raise UserError("ollama: images must be inline bytes; Ollama cannot fetch a URL")
+        out["images"] = [p.base64 for p in m.images]
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls
+        ]
+    if m.role == "tool" and m.tool_name:
+        out["tool_name"] = m.tool_name
+    return out
+
+
+@dataclass
+class _Turn:
+    """Builds one turn from Ollama's stream of partial responses.
+
+    Tool calls arrive fully formed, so each is emitted on sight, once: a call
+    repeated in a later part is not a second call.
+    """
+
+    provider: str
+    out: Tracker
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    final: Any = None
+
+    async def feed(self, part: Any) -> None:
+        """Take one ``ollama.ChatResponse``."""
+        message = part.message
+        if message.thinking:
+            self.thinking.append(message.thinking)
+            await self.out.think(message.thinking)
+        if message.content:
+            self.text.append(message.content)
+            await self.out.text(message.content)
+        for c in message.tool_calls or ():
+            arguments = dict(c.function.arguments or {})
+            key = json.dumps([c.function.name, arguments], sort_keys=True)
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            # Ollama gives calls no ids; these are unique so results can answer them.
+            call = ToolCall(
+                id=f"call_{uuid.uuid4().hex[:16]}", name=c.function.name, arguments=arguments
+            )
+            self.calls.append(call)
+            await self.out.call(call)
+        if part.done:
+            self.final = part
+
+    async def end(self) -> ChatResponse:
+        """The stream is over: check it really finished, and build the response."""
+        final = self.final
+        if final is None:
+            raise truncated(self.provider, "no part with done=true arrived")
+        await self.out.done()
+        return ChatResponse(
+            content="".join(self.text),
+            input_tokens=final.prompt_eval_count or 0,
+            output_tokens=final.eval_count or 0,
+            tool_calls=tuple(self.calls),
+            thinking="".join(self.thinking) or None,
+            stop_reason="tool_use" if self.calls else _DONE.get(final.done_reason or "", "other"),
+        )

@@ -1,0 +1,231 @@
+"""AnthropicProvider against the replay server: thinking, signed blocks, tool_use blocks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from heron import ImagePart, Message, ProviderError, StreamChunk, ToolCall, ToolSchema, UserError
+from heron.providers import AnthropicProvider, RetryPolicy
+
+FAST = RetryPolicy(max_retries=2, base_delay=0.01, timeout=2.0)
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Current weather for a city.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+SIGNED = {
+    "type": "thinking",
+    "thinking": "Two cities, two calls.",
+    "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+}
+
+
+@pytest.fixture
+def provider(wire: Any, closing: Any) -> Callable[..., AnthropicProvider]:
+    def make(**kwargs: Any) -> AnthropicProvider:
+        kwargs.setdefault("retry", FAST)
+        return closing(AnthropicProvider("sk-ant", base_url=wire.base_url, **kwargs))
+
+    return make
+
+
+async def test_thinking_text_and_parallel_tool_calls_stream_in_order(
+    wire: Any, provider: Any
+) -> None:
+    events = wire.sse("anthropic_thinking_tools.sse")
+    gate = wire.Gate()
+    # Hold the stream after the first tool_use block stops: that call must be out.
+    stop_of_first_call = next(
+        i for i, e in enumerate(events.pieces) if b'"content_block_stop","index":2' in e
+    )
+    events.pieces.insert(stop_of_first_call + 1, gate)
+    wire.reply(events)
+    chunks: list[StreamChunk] = []
+
+    def on_chunk(chunk: StreamChunk) -> None:
+        chunks.append(chunk)
+        if chunk.tool_calls and chunk.tool_calls[0].id == "toolu_paris":
+            gate.open()
+
+    response = await provider(think_effort=0.5).chat(
+        [Message.system("Be brief."), Message.user("Weather in Paris and Rome?")],
+        tools=[WEATHER],
+        on_chunk=on_chunk,
+    )
+
+    kinds = [
+        "thinking" if c.thinking else "text" if c.content else "call" if c.tool_calls else "done"
+        for c in chunks
+    ]
+    assert kinds == ["thinking", "thinking", "text", "call", "call", "done"]
+    assert response.tool_calls == (
+        ToolCall(id="toolu_paris", name="get_weather", arguments={"city": "Paris"}),
+        ToolCall(id="toolu_rome", name="get_weather", arguments={"city": "Rome"}),
+    )
+    assert response.thinking == "Two cities, two calls."
+    assert response.provider_thinking == (SIGNED,)
+    assert response.content == "Looking both up."
+    assert (response.input_tokens, response.output_tokens) == (500, 89)  # cache reads count
+    assert response.stop_reason == "tool_use"
+
+    sent = wire.last
+    assert wire.requests[-1].path == "/v1/messages"
+    assert wire.requests[-1].headers["authorization"] == "Bearer sk-ant"  # this SDK's scheme
+    assert sent["system"] == "Be brief."
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Paris and Rome?"}]}
+    ]
+    assert sent["tools"] == [
+        {
+            "name": "get_weather",
+            "description": WEATHER.description,
+            "input_schema": WEATHER.input_schema,
+        }
+    ]
+    # 0.5 of the way from 1,024 to max_tokens (4,096); max_tokens raised by the budget.
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2560}
+    assert sent["max_tokens"] == 4096 + 2560
+
+
+async def test_signed_thinking_is_replayed_unchanged_before_the_tool_results(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(wire.sse("anthropic_text.sse"))
+    calls = [
+        ToolCall(id="toolu_paris", name="get_weather", arguments={"city": "Paris"}),
+        ToolCall(id="toolu_rome", name="get_weather", arguments={"city": "Rome"}),
+    ]
+    history = [
+        Message.user("Weather in Paris and Rome?"),
+        Message.assistant("Looking both up.", tool_calls=calls, provider_thinking=[SIGNED]),
+        Message.tool("sunny", tool_call_id="toolu_paris", tool_name="get_weather"),
+        Message.tool(
+            "no such city", tool_call_id="toolu_rome", tool_name="get_weather", is_error=True
+        ),
+    ]
+    response = await provider(think_effort=0.5).chat(
+        history, tools=[WEATHER], on_chunk=lambda c: None
+    )
+
+    assert response.content == "Sunny in both."
+    assert response.provider_thinking is None
+    assert wire.last["messages"][1:] == [
+        {
+            "role": "assistant",
+            "content": [
+                SIGNED,
+                {"type": "text", "text": "Looking both up."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_paris",
+                    "name": "get_weather",
+                    "input": {"city": "Paris"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_rome",
+                    "name": "get_weather",
+                    "input": {"city": "Rome"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_paris",
+                    "content": [{"type": "text", "text": "sunny"}],
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_rome",
+                    "content": [{"type": "text", "text": "no such city"}],
+                    "is_error": True,
+                },
+            ],
+        },
+    ]
+
+
+async def test_non_streaming_path_reads_thinking_blocks_and_sends_images(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(wire.body(json.loads(wire.fixture("anthropic_message.json"))))
+    png = ImagePart(data=b"\x89PNG", media_type="image/png")
+    response = await provider().chat([Message.user("Describe:", png)])
+
+    assert response.content == "A red square on white."
+    assert response.provider_thinking == (
+        {"type": "thinking", "thinking": "A red square.", "signature": "sig-xyz"},
+    )
+    assert (response.input_tokens, response.output_tokens) == (1200, 14)
+    sent = wire.last
+    assert "stream" not in sent and "thinking" not in sent
+    assert sent["max_tokens"] == 4096
+    assert sent["messages"][0]["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="},
+    }
+
+
+async def test_overloaded_is_retried_honouring_retry_after(wire: Any, provider: Any) -> None:
+    overloaded = json.loads(wire.fixture("anthropic_overloaded.json"))
+    wire.reply(
+        wire.body(overloaded, status=529, headers={"retry-after": "0.25"}),
+        wire.sse("anthropic_text.sse"),
+    )
+    response = await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+
+    assert response.content == "Sunny in both."
+    first, second = wire.requests
+    assert second.at - first.at >= 0.25
+
+
+async def test_error_event_inside_the_stream_is_typed_and_retried(wire: Any, provider: Any) -> None:
+    wire.reply(wire.sse("anthropic_stream_error.sse"), wire.sse("anthropic_text.sse"))
+    response = await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert response.content == "Sunny in both."
+    assert len(wire.requests) == 2
+
+    wire.reply(*(wire.sse("anthropic_stream_error.sse") for _ in range(3)))
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert (caught.value.code, caught.value.retryable) == ("overloaded_error", True)
+
+
+async def test_a_stream_cut_after_text_is_an_error(wire: Any, provider: Any) -> None:
+    cut = wire.sse("anthropic_text.sse", cut=True)
+    cut.pieces = cut.pieces[:4]
+    wire.reply(cut)
+    chunks: list[StreamChunk] = []
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")], on_chunk=chunks.append)
+    assert caught.value.code == "connection_error"
+    assert not any(c.done for c in chunks)  # no "finished" signal for a half-built message
+
+
+async def test_a_stream_without_message_stop_is_truncated(wire: Any, provider: Any) -> None:
+    short = wire.sse("anthropic_text.sse")
+    short.pieces = short.pieces[:-1]
+    wire.reply(short)
+    with pytest.raises(ProviderError) as caught:
+        await provider(retry=RetryPolicy(max_retries=0)).chat(
+            [Message.user("Hi")], on_chunk=lambda c: None
+        )
+    assert caught.value.code == "truncated_stream"
+
+
+def test_thinking_budget_and_capabilities() -> None:
+    assert AnthropicProvider("k").thinking_budget is None
+    assert AnthropicProvider("k", think_effort=0).thinking_budget is None
+    assert AnthropicProvider("k", think_effort=1.0, max_tokens=8000).thinking_budget == 8000
+    assert AnthropicProvider("k", think_effort=0.5, max_tokens=512).thinking_budget == 1024
+    assert AnthropicProvider("k", think_effort=0.5).capabilities.supports_thinking
+    assert AnthropicProvider("k").capabilities.context_window == 200_000
+    with pytest.raises(UserError, match="max_tokens"):
+        AnthropicProvider("k", max_tokens=0)

@@ -1,0 +1,151 @@
+"""OllamaProvider against the replay server: NDJSON streaming, think levels, tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from heron import ImagePart, Message, ProviderError, StreamChunk, ToolCall, ToolSchema, UserError
+from heron.providers import OllamaProvider, RetryPolicy
+
+FAST = RetryPolicy(max_retries=1, base_delay=0.01, timeout=2.0)
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Current weather for a city.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+@pytest.fixture
+def provider(wire: Any, closing: Any) -> Callable[..., OllamaProvider]:
+    def make(model: str = "qwen3:8b", **kwargs: Any) -> OllamaProvider:
+        return closing(OllamaProvider(model, wire.base_url, retry=FAST, **kwargs))
+
+    return make
+
+
+async def test_thinking_then_tool_calls_each_emitted_once(wire: Any, provider: Any) -> None:
+    wire.reply(wire.ndjson("ollama_think_tools.ndjson"))
+    chunks: list[StreamChunk] = []
+    response = await provider(supports_tools=True, think_effort=0.9).chat(
+        [Message.user("Weather in Paris and Rome?")], tools=[WEATHER], on_chunk=chunks.append
+    )
+
+    assert [c.thinking for c in chunks if c.thinking] == ["Weather for ", "two cities."]
+    streamed = [c.tool_calls[0] for c in chunks if c.tool_calls]
+    # The Paris call comes again in the next part: it is still one call.
+    assert [(c.name, c.arguments) for c in streamed] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Rome"}),
+    ]
+    assert response.tool_calls == tuple(streamed)
+    assert len({c.id for c in streamed}) == 2 and all(c.id for c in streamed)
+    assert (response.input_tokens, response.output_tokens) == (76, 41)
+    assert response.stop_reason == "tool_use"
+    assert chunks[-1].done
+
+    sent = wire.last
+    assert wire.requests[-1].path == "/api/chat"
+    assert sent["think"] == "high"
+    assert sent["stream"] is True
+    assert sent["options"] == {"num_ctx": 32_000}
+    assert sent["tools"][0]["function"]["parameters"] == WEATHER.input_schema
+
+
+ANSWER = {
+    "model": "llava",
+    "created_at": "2025-06-01T10:00:01.2Z",
+    "message": {"role": "assistant", "content": "A red square."},
+    "done": True,
+    "done_reason": "stop",
+    "prompt_eval_count": 600,
+    "eval_count": 4,
+}
+
+
+async def test_history_with_tool_results_and_images(wire: Any, provider: Any) -> None:
+    wire.reply(wire.body(ANSWER))
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"})
+    history = [
+        Message.user("Look:", ImagePart(data=b"img")),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("sunny", tool_call_id="c1", tool_name="get_weather"),
+    ]
+    response = await provider("llava", supports_tools=True).chat(history, tools=[WEATHER])
+
+    assert response.content == "A red square."
+    assert (response.input_tokens, response.output_tokens) == (600, 4)
+    sent = wire.last
+    assert sent["stream"] is False
+    assert "think" not in sent
+    assert sent["messages"] == [
+        {"role": "user", "content": "Look:", "images": ["aW1n"]},
+        {
+            "role": "assistant",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+        },
+        {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("effort", "sent"), [(0.0, False), (0.3, "low"), (0.6, "medium"), (0.95, "high")]
+)
+async def test_think_levels(wire: Any, provider: Any, effort: float, sent: object) -> None:
+    wire.reply(wire.ndjson("ollama_text.ndjson"))
+    await provider(think_effort=effort).chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert wire.last["think"] == sent
+
+
+async def test_tools_need_supports_tools(provider: Any) -> None:
+    assert provider().capabilities.supports_tools is False
+    with pytest.raises(UserError, match="supports_tools"):
+        await provider().chat([Message.user("Hi")], tools=[WEATHER])
+
+
+async def test_server_errors_are_retried_then_typed(wire: Any, provider: Any) -> None:
+    failing = wire.body({"error": "busy"}, status=429, headers={"retry-after": "0.25"})
+    wire.reply(failing, wire.body(ANSWER))
+    assert (await provider().chat([Message.user("Hi")])).content == "A red square."
+    first, second = wire.requests
+    assert second.at - first.at >= 0.25  # a gateway's Retry-After is honoured too
+
+    wire.reply(wire.body({"error": "model 'nope' not found"}, status=404))
+    with pytest.raises(ProviderError) as caught:
+        await provider("nope").chat([Message.user("Hi")])
+    assert (caught.value.status, caught.value.retryable) == (404, False)
+    assert "not found" in caught.value.message
+
+
+async def test_a_stream_without_done_is_truncated(wire: Any, provider: Any) -> None:
+    short = wire.ndjson("ollama_text.ndjson")
+    short.pieces = short.pieces[:2]
+    wire.reply(short)
+    chunks: list[StreamChunk] = []
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")], on_chunk=chunks.append)
+    assert caught.value.code == "truncated_stream"
+    assert not any(c.done for c in chunks)
+
+
+async def test_an_unreachable_server_is_a_connection_error(closing: Any) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = closing(
+        OllamaProvider(
+            "m", f"http://127.0.0.1:{port}", retry=RetryPolicy(max_retries=1, base_delay=0.01)
+        )
+    )
+    with pytest.raises(ProviderError) as caught:
+        await dead.chat([Message.user("Hi")])
+    assert (caught.value.code, caught.value.retryable) == ("connection_error", True)
+
+
+async def test_url_images_are_refused(provider: Any) -> None:
+    with pytest.raises(UserError, match="inline"):
+        await provider().chat([Message.user("Hi", ImagePart(url="https://example.com/a.png"))])

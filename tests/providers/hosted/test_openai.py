@@ -1,0 +1,314 @@
+"""OpenAIProvider against the replay server: both directions of the Chat Completions wire."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from heron import ImagePart, Message, ProviderError, StreamChunk, ToolCall, ToolSchema, UserError
+from heron.providers import OpenAIProvider, RetryPolicy
+
+FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05, timeout=2.0)
+
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Current weather for a city.",
+    input_schema={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+
+
+@pytest.fixture
+def provider(wire: Any, closing: Any) -> Callable[..., OpenAIProvider]:
+    def make(model: str = "gpt-5", **kwargs: Any) -> OpenAIProvider:
+        kwargs.setdefault("retry", FAST)
+        return closing(OpenAIProvider("sk-test", model, base_url=f"{wire.base_url}/v1", **kwargs))
+
+    return make
+
+
+async def test_streams_text_and_reports_real_usage(wire: Any, provider: Any) -> None:
+    wire.reply(wire.sse("openai_text.sse"))
+    chunks: list[StreamChunk] = []
+    response = await provider().chat([Message.user("Hi")], on_chunk=chunks.append)
+
+    assert [c.content for c in chunks if not c.done] == ["Hello", " there!"]
+    assert chunks[-1] == StreamChunk(role="assistant", done=True)
+    assert response.content == "Hello there!"
+    assert (response.input_tokens, response.output_tokens) == (19, 3)
+    assert response.stop_reason == "end_turn"
+    sent = wire.last
+    assert sent["stream"] is True
+    assert sent["stream_options"] == {"include_usage": True}
+    assert sent["messages"] == [{"role": "user", "content": "Hi"}]
+    assert wire.requests[-1].headers["authorization"] == "Bearer sk-test"
+
+
+async def test_parallel_tool_calls_are_emitted_as_each_one_completes(
+    wire: Any, provider: Any
+) -> None:
+    events = wire.sse("openai_tools.sse")
+    gate = wire.Gate()
+    # Hold the stream right after the second call's first delta: the first
+    # call must be out by then, or the test times out at the gate.
+    events.pieces.insert(5, gate)
+    wire.reply(events)
+    seen: list[StreamChunk] = []
+
+    def on_chunk(chunk: StreamChunk) -> None:
+        seen.append(chunk)
+        if chunk.tool_calls and chunk.tool_calls[0].id == "call_paris":
+            gate.open()
+
+    response = await provider().chat(
+        [Message.user("Weather in Paris and Rome?")], tools=[WEATHER], on_chunk=on_chunk
+    )
+
+    calls = [c.tool_calls[0] for c in seen if c.tool_calls]
+    assert calls == [
+        ToolCall(id="call_paris", name="get_weather", arguments={"city": "Paris"}),
+        ToolCall(id="call_rome", name="get_weather", arguments={"city": "Rome"}),
+    ]
+    assert response.tool_calls == tuple(calls)
+    assert response.content == "Checking both."
+    assert response.stop_reason == "tool_use"
+    assert seen[-1].done and not seen[-1].tool_calls
+    assert wire.last["tool_choice"] == "auto"
+    assert wire.last["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": WEATHER.input_schema,
+            },
+        }
+    ]
+
+
+async def test_without_on_chunk_takes_the_non_streaming_path(wire: Any, provider: Any) -> None:
+    wire.reply(wire.body(json.loads(wire.fixture("openai_tool_response.json"))))
+    history = [
+        Message.system("Be brief."),
+        Message.user("Weather?"),
+        Message.assistant("", tool_calls=[ToolCall(id="c1", name="get_weather", arguments={})]),
+        Message.tool("sunny", tool_call_id="c1", tool_name="get_weather"),
+    ]
+    response = await provider().chat(history, tools=[WEATHER])
+
+    assert response.tool_calls == (
+        ToolCall(id="call_abc", name="get_weather", arguments={"city": "Oslo"}),
+    )
+    assert (response.input_tokens, response.output_tokens) == (50, 17)
+    sent = wire.last
+    assert "stream" not in sent
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "effort", "sent"),
+    [
+        ("gpt-5", 0.9, "high"),
+        ("gpt-5-mini", 0.5, "medium"),
+        ("o3", 0.1, "low"),
+        ("o4-mini", 0.5, "medium"),
+        ("gpt-4o", 0.9, None),  # not a reasoning model: the API would reject the field
+        ("gpt-5", None, None),  # no effort asked for
+    ],
+)
+async def test_reasoning_effort_only_for_reasoning_families(
+    wire: Any, provider: Any, model: str, effort: float | None, sent: str | None
+) -> None:
+    wire.reply(wire.sse("openai_text.sse"))
+    await provider(model, think_effort=effort).chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert wire.last.get("reasoning_effort") == sent
+
+
+def test_capabilities_from_the_model_tables() -> None:
+    assert OpenAIProvider("k").capabilities.context_window == 400_000
+    assert OpenAIProvider("k", "gpt-4.1-mini").capabilities.context_window == 1_047_576
+    assert OpenAIProvider("k", "o1-mini").capabilities.context_window == 128_000
+    assert OpenAIProvider("k", "my-local-model").capabilities.context_window == 128_000
+    assert OpenAIProvider("k", "o3-mini").capabilities.supports_images is False
+    assert OpenAIProvider("k", "gpt-4o").capabilities.supports_images is True
+    assert OpenAIProvider("k", "o3-mini", supports_images=True).capabilities.supports_images
+    assert OpenAIProvider("k", context_window=4096).capabilities.context_window == 4096
+    assert OpenAIProvider("k").capabilities.supports_thinking is False
+    with pytest.raises(UserError, match="api_key"):
+        OpenAIProvider("")
+
+
+async def test_images_go_as_image_url_parts(wire: Any, provider: Any) -> None:
+    wire.reply(wire.sse("openai_text.sse"))
+    png = ImagePart(data=b"\x89PNG", media_type="image/png")
+    await provider().chat([Message.user("What is it?", png)], on_chunk=lambda c: None)
+    assert wire.last["messages"][0]["content"] == [
+        {"type": "text", "text": "What is it?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+    ]
+
+
+async def test_images_to_a_model_without_vision_are_refused_before_sending(
+    wire: Any, provider: Any
+) -> None:
+    png = ImagePart(data=b"\x89PNG")
+    with pytest.raises(UserError, match="does not accept images"):
+        await provider("o3-mini").chat([Message.user("What?", png)])
+    assert wire.requests == []
+
+
+async def test_rate_limit_is_retried_after_the_servers_retry_after(
+    wire: Any, provider: Any
+) -> None:
+    limited = wire.body(
+        json.loads(wire.fixture("openai_rate_limit.json")),
+        status=429,
+        headers={"retry-after": "0.3"},
+    )
+    wire.reply(limited, wire.sse("openai_text.sse"))
+    response = await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+
+    assert response.content == "Hello there!"
+    first, second = wire.requests
+    assert second.at - first.at >= 0.3  # Retry-After outweighs the 0.01 s backoff
+
+
+async def test_persistent_server_errors_become_a_typed_error_after_the_retries(
+    wire: Any, provider: Any
+) -> None:
+    error = {"error": {"message": "The server had an error", "type": "server_error", "code": None}}
+    wire.reply(*(wire.body(error, status=503) for _ in range(3)))
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")])
+
+    assert len(wire.requests) == 3  # the first try and max_retries=2 more
+    assert (caught.value.status, caught.value.retryable) == (503, True)
+    assert caught.value.provider == "openai"
+    assert "after 3 attempts" in caught.value.message
+
+
+async def test_client_errors_are_not_retried(wire: Any, provider: Any) -> None:
+    wire.reply(wire.body(json.loads(wire.fixture("openai_bad_request.json")), status=400))
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")])
+
+    assert len(wire.requests) == 1
+    error = caught.value
+    assert (error.status, error.code, error.retryable) == (400, "unknown_parameter", False)
+    assert "Unrecognized request argument" in error.message
+
+
+async def test_a_stream_cut_before_any_output_is_retried(wire: Any, provider: Any) -> None:
+    cut = wire.sse("openai_text.sse", cut=True)
+    cut.pieces = cut.pieces[:1]  # only the role delta: nothing reaches on_chunk
+    wire.reply(cut, wire.sse("openai_text.sse"))
+    chunks: list[StreamChunk] = []
+    response = await provider().chat([Message.user("Hi")], on_chunk=chunks.append)
+
+    assert response.content == "Hello there!"
+    assert "".join(c.content for c in chunks) == "Hello there!"  # nothing streamed twice
+    assert len(wire.requests) == 2
+
+
+async def test_a_stream_cut_mid_answer_is_an_error_not_a_half_message(
+    wire: Any, provider: Any
+) -> None:
+    cut = wire.sse("openai_text.sse", cut=True)
+    cut.pieces = cut.pieces[:3]
+    wire.reply(cut)
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+
+    assert caught.value.code == "connection_error"
+    assert caught.value.retryable
+    assert len(wire.requests) == 1  # text was streamed already: a retry would repeat it
+
+
+async def test_a_stream_that_ends_without_finishing_is_truncated(wire: Any, provider: Any) -> None:
+    short = wire.sse("openai_text.sse")
+    short.pieces = short.pieces[:3]  # a clean end of body, but no finish_reason
+    wire.reply(short)
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert caught.value.code == "truncated_stream"
+
+
+async def test_a_stalled_stream_times_out_instead_of_hanging(wire: Any, provider: Any) -> None:
+    stalled = wire.sse("openai_text.sse", stall=True)
+    stalled.pieces = stalled.pieces[:2]
+    wire.reply(stalled)
+    slow = provider(retry=RetryPolicy(max_retries=0, timeout=0.3))
+    with pytest.raises(ProviderError) as caught:
+        await slow.chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert caught.value.code == "timeout"
+
+
+async def test_malformed_stream_data_is_a_provider_error(wire: Any, provider: Any) -> None:
+    broken = wire.Canned([b"data: {not json\n\n"])
+    wire.reply(broken)
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert caught.value.code == "malformed_response"
+
+
+async def test_invalid_tool_arguments_are_a_provider_error(wire: Any, provider: Any) -> None:
+    data = json.loads(wire.fixture("openai_tool_response.json"))
+    data["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"city": '
+    wire.reply(wire.body(data))
+    with pytest.raises(ProviderError, match="invalid JSON arguments"):
+        await provider().chat([Message.user("Hi")], tools=[WEATHER])
+
+
+async def test_a_retry_after_beyond_the_policy_fails_at_once(wire: Any, provider: Any) -> None:
+    error = json.loads(wire.fixture("openai_rate_limit.json"))
+    wire.reply(wire.body(error, status=429, headers={"retry-after": "3600"}))
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")])
+    assert (caught.value.status, caught.value.code) == (429, "rate_limit_exceeded")
+    assert len(wire.requests) == 1  # not an hour of waiting inside chat()
+
+
+async def test_tool_images_follow_the_tool_message_as_user_content(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(wire.sse("openai_text.sse"))
+    png = ImagePart(data=b"\x89PNG", media_type="image/png")
+    call = ToolCall(id="c1", name="screenshot", arguments={})
+    history = [
+        Message.user("Look"),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("Captured:", png, tool_call_id="c1", tool_name="screenshot"),
+    ]
+    await provider().chat(history, on_chunk=lambda c: None)
+    # A tool message holds text only; its image goes right after it, from the user.
+    assert wire.last["messages"][2:] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "Captured:"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Images returned by tool 'screenshot':"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+            ],
+        },
+    ]

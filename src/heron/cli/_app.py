@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import __version__
-from .._core import HeronError
-from ..agents import DEFAULT_MAX_TURNS, SimpleAgent
+from .._core import HeronError, UserError
+from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
 from ._view import LiveView
@@ -110,7 +110,10 @@ def _load_state(path: Path | None) -> dict[str, Any] | None:
         raise HeronError(f"state file {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HeronError(f"state file {path} does not hold a saved agent state")
-    return data
+    try:
+        return AgentState.load(data).model_dump(mode="json")
+    except UserError as exc:
+        raise UserError(f"state file {path}: {exc}") from None
 
 
 def _save_state(path: Path | None, agent: SimpleAgent) -> None:
@@ -141,6 +144,17 @@ def _agent(
     )
 
 
+async def _answer(
+    agent: SimpleAgent, prompt: str, view: LiveView | None, *, close: bool
+) -> RunResult:
+    """One run; with ``close``, the provider's connections are released after it."""
+    try:
+        return await agent.run(prompt, on_chunk=view.on_chunk if view else None)
+    finally:
+        if close:
+            await agent.provider.aclose()
+
+
 @app.command()
 def run(
     ctx: typer.Context,
@@ -159,11 +173,11 @@ def run(
         agent = _agent(provider, instruction, state, max_turns)
         console = Console(highlight=False)
         if as_json:
-            result = asyncio.run(agent.run(prompt))
+            result = asyncio.run(_answer(agent, prompt, None, close=True))
             console.print_json(data=result.export())
         else:
             view = LiveView(console)
-            result = asyncio.run(agent.run(prompt, on_chunk=view.on_chunk))
+            result = asyncio.run(_answer(agent, prompt, view, close=True))
             view.finish(result)
         _save_state(state, agent)
 
@@ -181,30 +195,35 @@ def chat(
     """Talk with an agent; it keeps the conversation. Ctrl-C cancels the current
     answer; Ctrl-D, Ctrl-C at the prompt, or /exit ends the session."""
     console = Console(highlight=False)
+    errors = Console(stderr=True, highlight=False)
     agent = _guarded(ctx, lambda: _agent(provider, instruction, state, max_turns))
     console.print(Text("heron chat · /exit to leave, Ctrl-C cancels an answer", style="dim"))
     with asyncio.Runner() as runner:
-        while True:
-            try:
-                prompt = console.input("[bold]you>[/bold] ")
-            except (EOFError, KeyboardInterrupt):
-                console.print()
-                return
-            if prompt.strip() in ("/exit", "/quit"):
-                return
-            if not prompt.strip():
-                continue
-            view = LiveView(console)
-            try:
-                result = runner.run(agent.run(prompt, on_chunk=view.on_chunk))
-            except KeyboardInterrupt:
-                console.print(Text("\n(cancelled)", style="yellow"))
-                continue
-            except HeronError as exc:
-                console.print(Text(f"heron: error: {exc}", style="red"), soft_wrap=True)
-                continue
-            view.finish(result)
-            _guarded(ctx, lambda: _save_state(state, agent))
+        try:
+            while True:
+                try:
+                    prompt = console.input("[bold]you>[/bold] ")
+                except (EOFError, KeyboardInterrupt):
+                    console.print()
+                    return
+                if prompt.strip() in ("/exit", "/quit"):
+                    return
+                if not prompt.strip():
+                    continue
+                view = LiveView(console)
+                try:
+                    result = runner.run(_answer(agent, prompt, view, close=False))
+                except KeyboardInterrupt:
+                    view.note("(cancelled)", "yellow")
+                    continue
+                except HeronError as exc:
+                    view.note("", None)
+                    errors.print(Text(f"heron: error: {exc}", style="red"), soft_wrap=True)
+                    continue
+                view.finish(result)
+                _guarded(ctx, lambda: _save_state(state, agent))
+        finally:
+            runner.run(agent.provider.aclose())
 
 
 def main() -> None:

@@ -82,6 +82,12 @@ class LiveView:
         line.append(_one_line(chunk.content), style="red" if chunk.is_error else "dim")
         self.console.print(line, soft_wrap=True)
 
+    def note(self, text: str, style: str | None) -> None:
+        """Print ``text`` on a line of its own (after the current one, if any)."""
+        self._line_break()
+        if text:
+            self.console.print(Text(text, style=style or ""), soft_wrap=True)
+
     def finish(self, result: RunResult[Any]) -> None:
         """Close the last line and print the one-line summary."""
         self._line_break()

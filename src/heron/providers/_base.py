@@ -60,6 +60,12 @@ class Provider(ABC):
     def capabilities(self) -> Capabilities:
         """What this provider and model support; static, not re-queried per call."""
 
+    async def aclose(self) -> None:  # noqa: B027 - optional hook with a do-nothing default
+        """Release what the provider holds (HTTP connections); it may be used again after.
+
+        The default holds nothing and does nothing.
+        """
+
 
 def resolve_think_effort(effort: float | None, levels: Sequence[T]) -> T | None:
     """Bucket a 0..1 ``effort`` evenly over a provider's native ``levels``.

@@ -48,10 +48,10 @@ def _anthropic(model: str) -> Provider:
 
 
 def _ollama(model: str) -> Provider:
-    from .ollama import OllamaProvider
-
     if not model:
         raise UserError("ollama needs a model name: ollama:MODEL (e.g. ollama:qwen3)")
+    from .ollama import OllamaProvider
+
     host = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
     return OllamaProvider(model=model, host=host)
 
@@ -112,18 +112,24 @@ def _step(index: int, raw: Any) -> Step:
     unknown = set(raw) - {"text", "tool_calls", "thinking", "delay"}
     if unknown:
         raise UserError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+    raw_calls = raw.get("tool_calls", [])
+    if not isinstance(raw_calls, list):
+        raise UserError(f"{where}: 'tool_calls' must be a list")
     calls = []
-    for n, item in enumerate(raw.get("tool_calls", [])):
+    for n, item in enumerate(raw_calls):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise UserError(f"{where}, tool call {n}: needs a string 'name'")
         arguments = item.get("arguments", {})
         if not isinstance(arguments, dict):
             raise UserError(f"{where}, tool call {n}: 'arguments' must be an object")
-        calls.append(ToolCall(id=str(item.get("id", "")), name=item["name"], arguments=arguments))
+        call_id = item.get("id") or ""
+        if not isinstance(call_id, str):
+            raise UserError(f"{where}, tool call {n}: 'id' must be a string")
+        calls.append(ToolCall(id=call_id, name=item["name"], arguments=arguments))
     text, thinking, delay = raw.get("text", ""), raw.get("thinking"), raw.get("delay", 0.0)
     if not isinstance(text, str) or not (thinking is None or isinstance(thinking, str)):
         raise UserError(f"{where}: 'text' and 'thinking' must be strings")
-    if not isinstance(delay, int | float) or delay < 0:
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
         raise UserError(f"{where}: 'delay' must be a non-negative number")
     return Reply(text=text, tool_calls=calls, thinking=thinking, delay=float(delay))
 

@@ -93,6 +93,7 @@ def _close_models() -> None:
                 loaded.llm.close()
         _models.clear()
 
+
 Event = tuple[Literal["thinking", "text", "call", "done", "error"], Any]
 
 

@@ -21,7 +21,7 @@ def get_current_time(timezone: str = "UTC") -> str:
     name = timezone.strip() or "UTC"
     try:
         zone = UTC if name.upper() == "UTC" else ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder, a huge name
         raise ToolError(
             f"unknown timezone {timezone!r}: use an IANA name such as Europe/Paris"
         ) from None

@@ -37,14 +37,17 @@ def _deepseek(model: str) -> Provider:
     key = _key("DEEPSEEK_API_KEY", "DeepSeek")
     from .deepseek import DeepSeekProvider
 
-    return DeepSeekProvider(api_key=key, model=model or "deepseek-v4-flash")
+    base_url = os.environ.get("DEEPSEEK_BASE_URL")
+    extra = {"base_url": base_url} if base_url else {}
+    return DeepSeekProvider(api_key=key, model=model or "deepseek-v4-flash", **extra)
 
 
 def _anthropic(model: str) -> Provider:
     key = _key("ANTHROPIC_API_KEY", "Anthropic")
     from .anthropic import AnthropicProvider
 
-    return AnthropicProvider(api_key=key, model=model or "claude-sonnet-5")
+    base_url = os.environ.get("ANTHROPIC_BASE_URL") or None
+    return AnthropicProvider(api_key=key, model=model or "claude-sonnet-5", base_url=base_url)
 
 
 def _ollama(model: str) -> Provider:
@@ -53,7 +56,9 @@ def _ollama(model: str) -> Provider:
     from .ollama import OllamaProvider
 
     host = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
-    return OllamaProvider(model=model, host=host)
+    # Agents need tool calling; a spec names a model to run an agent on, so it is
+    # taken to support tools (Ollama answers clearly for a model that does not).
+    return OllamaProvider(model=model, host=host, supports_tools=True)
 
 
 def _local(path: str) -> Provider:
@@ -82,11 +87,13 @@ def from_spec(spec: str) -> Provider:
     """Build a provider from ``KIND[:MODEL]``.
 
     ``local`` (the embedded model; ``local:/path/model.gguf`` for another file),
-    ``openai:gpt-5`` (``OPENAI_API_KEY``, optional ``OPENAI_BASE_URL``),
-    ``deepseek:deepseek-v4-flash`` (``DEEPSEEK_API_KEY``),
-    ``anthropic:claude-sonnet-5`` (``ANTHROPIC_API_KEY``), ``ollama:MODEL``
-    (``OLLAMA_HOST``) and ``scripted:FILE.json`` (a script, see
-    :func:`load_script`). The model part may be left out for the hosted ones.
+    ``openai:gpt-5`` (``OPENAI_API_KEY``), ``deepseek:deepseek-v4-flash``
+    (``DEEPSEEK_API_KEY``), ``anthropic:claude-sonnet-5`` (``ANTHROPIC_API_KEY``),
+    ``ollama:MODEL`` (``OLLAMA_HOST``; the model keeps its tag, as in
+    ``ollama:qwen3:8b``, and is taken to support tools) and ``scripted:FILE.json`` (a script, see
+    :func:`load_script`). The model part may be left out, except for Ollama.
+    ``OPENAI_BASE_URL``, ``DEEPSEEK_BASE_URL`` and ``ANTHROPIC_BASE_URL`` point
+    a hosted provider at another server.
     A missing key is a :class:`~heron.UserError` naming the variable to set::
 
         provider = from_spec("anthropic:claude-sonnet-5")

@@ -35,11 +35,10 @@ def _openai(model: str) -> Provider:
 
 def _deepseek(model: str) -> Provider:
     key = _key("DEEPSEEK_API_KEY", "DeepSeek")
-    from .deepseek import DeepSeekProvider
+    from .deepseek import DEEPSEEK_BASE_URL, DeepSeekProvider
 
-    base_url = os.environ.get("DEEPSEEK_BASE_URL")
-    extra = {"base_url": base_url} if base_url else {}
-    return DeepSeekProvider(api_key=key, model=model or "deepseek-v4-flash", **extra)
+    base_url = os.environ.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
+    return DeepSeekProvider(api_key=key, model=model or "deepseek-v4-flash", base_url=base_url)
 
 
 def _anthropic(model: str) -> Provider:

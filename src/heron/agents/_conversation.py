@@ -74,14 +74,15 @@ class Conversation:
         self, response: ChatResponse, result: RunResult[Any], request: Sequence[Message]
     ) -> None:
         """Count a response's tokens into the run and the agent's life."""
-        self._count(response, result)
+        self.count(response, result)
         if response.input_tokens:
             self.context_tokens = response.input_tokens + response.output_tokens
         else:  # a provider that reports no usage must still trigger compaction
             answer = Message.assistant(response.content, tool_calls=response.tool_calls)
             self.context_tokens = estimate_message_tokens((*request, answer))
 
-    def _count(self, response: ChatResponse, result: RunResult[Any]) -> None:
+    def count(self, response: ChatResponse, result: RunResult[Any]) -> None:
+        """Add one provider response's tokens to the run and to the agent's lifetime usage."""
         result.input_tokens += response.input_tokens
         result.output_tokens += response.output_tokens
         self.usage = self.usage + Usage(
@@ -119,7 +120,7 @@ class Conversation:
         if not dropped or estimate_message_tokens(dropped) < threshold / _MIN_FOLD_DIVISOR:
             return False  # too little left to fold for a model call to be worth it
         response = await provider.chat(compaction_request(self.memory, fold))
-        self._count(response, result)
+        self.count(response, result)
         summary = response.content.strip()
         if not summary:
             return False  # a model that summarises to nothing must not wipe the context

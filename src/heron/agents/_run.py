@@ -283,7 +283,7 @@ class Run:
             # The model gets images as text: described by the image provider, or dropped.
             res, responses = await self.agent.image_describer.describe(res, tool_name=call.name)
             for response in responses:
-                self.conversation._count(response, self.result)
+                self.conversation.count(response, self.result)
         record = ToolCallRecord(
             id=call.id,
             name=call.name,

@@ -44,16 +44,21 @@ class ServerProcess:
         assert line.startswith("heron.mcp: serving"), line + self.proc.stderr.read()
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
+        """SIGKILL, as a crash: no cleanup, the socket file stays behind."""
+        self._end(signal.SIGKILL)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-        if self.proc is not None and self.proc.stderr is not None:
-            self.proc.stderr.close()
+        self._end(signal.SIGTERM)
+
+    def _end(self, sig: signal.Signals) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 @pytest.fixture

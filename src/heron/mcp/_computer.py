@@ -156,10 +156,15 @@ class Computer:
         import docker  # only the docker backend needs the SDK loaded
         import docker.errors
 
+        endpoint = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        # Probed with a socket of our own first: the SDK leaks one when the engine is away.
+        reachable = await asyncio.to_thread(_engine_listens, endpoint)
         try:
+            if not reachable:
+                raise ConnectionRefusedError(f"nothing listens at {endpoint}")
             client = await asyncio.to_thread(docker.from_env)
             await asyncio.to_thread(client.ping)
-        except docker.errors.DockerException as exc:
+        except Exception as exc:  # the SDK raises requests' errors as well as its own
             raise ComputerError(
                 f"no Docker engine is reachable ({exc}); start one, set DOCKER_HOST, "
                 "or use Computer(..., backend='bubblewrap')"
@@ -247,6 +252,21 @@ def _accepts(path: Path) -> bool:
     finally:
         probe.close()
     return True
+
+
+def _engine_listens(endpoint: str) -> bool:
+    """Whether something accepts connections at a ``DOCKER_HOST`` address."""
+    scheme, _, rest = endpoint.partition("://")
+    if scheme == "unix":
+        return _accepts(Path(rest))
+    if scheme in ("tcp", "http", "https"):
+        host, _, port = rest.rstrip("/").rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=2).close()
+        except (OSError, ValueError):
+            return False
+        return True
+    return True  # ssh:// and others: let the SDK try
 
 
 def _remove_container(container: Any) -> None:

@@ -40,6 +40,7 @@ class Link:
         self._kick = asyncio.Event()
         self._waiters: list[asyncio.Event] = []
         self._last_error: BaseException | None = None
+        self._dropped: asyncio.Event | None = None  # set once the live session's link ends
 
     async def start(self) -> None:
         """Connect; raise :class:`MCPConnectionError` if the server cannot be reached."""
@@ -94,7 +95,7 @@ class Link:
         if self._task is None:
             raise MCPConnectionError(f"the link to {self.connection.describe()} is closed")
         client = self._client
-        if client is not None:
+        if client is not None and not (self._dropped is not None and self._dropped.is_set()):
             return client
         done = asyncio.Event()
         self._waiters.append(done)
@@ -126,24 +127,28 @@ class Link:
     async def _supervise(self) -> None:
         while not self._closing.is_set():
             self._kick.clear()
+            self._dropped = None
             try:
                 await self._run_session()
             except Exception as exc:  # every failure to connect is reported to the callers
                 self._last_error = exc
             finally:
                 self._client = None
-                self._settle_attempt()
             if self._closing.is_set():
-                return
+                break
+            if self._dropped is not None:
+                continue  # the link dropped: try again at once, the server may be back
+            self._settle_attempt()  # this attempt failed: tell the callers waiting on it
             delay = self.connection.reconnect_delay if self.connection.auto_reconnect else None
             await _first(self._closing, self._kick, within=delay)
+        self._settle_attempt()
 
     async def _run_session(self) -> None:
         async with self.connection.connect() as (read, write):
             dropped = asyncio.Event()
             transport = _Given((_Watched(read, dropped), write))
             async with Client(transport, cache=None) as client:
-                self._client = client
+                self._client, self._dropped = client, dropped
                 self._last_error = None
                 self._settle_attempt()
                 await _first(self._closing, dropped, within=None)

@@ -48,7 +48,10 @@ def load_tools(spec: str) -> list[Tool]:
         sys.modules[path.stem] = module
         loader.loader.exec_module(module)
     else:
-        module = importlib.import_module(where)
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise UserError(f"tool spec {spec!r}: cannot import {where}: {exc}") from None
     try:
         value = getattr(module, attribute)
     except AttributeError:

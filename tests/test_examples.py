@@ -26,6 +26,7 @@ NAMES = [
     "custom_skill",
     "first_agent",
     "resume_state",
+    "socket_tools",
     "streaming_consumer",
     "structured_output",
 ]
@@ -221,3 +222,18 @@ def test_structured_output(tmp_path: Path) -> None:
         "day": "2025-03-04",
         "attendees": ["Ana", "Ben"],
     }
+
+
+@pytest.mark.slow
+def test_socket_tools(tmp_path: Path) -> None:
+    lines = run_example("socket_tools", cwd=tmp_path).splitlines()
+    assert lines == [
+        "alice: add-note -> saved note 1",
+        "alice: word-count -> 2",
+        'alice: list-notes -> ["Buy milk"]',
+        "reply: Saved. Your notes: Buy milk.",
+        "tools ran in another process: True",
+        # Same server, another env_id: none of alice's notes.
+        "bob: list-notes -> []",
+    ]
+    assert list(tmp_path.iterdir()) == []  # no state or socket left in the working folder

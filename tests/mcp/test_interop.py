@@ -70,7 +70,7 @@ async def test_official_client_calls_heron_tools_over_the_unix_socket(
 ) -> None:
     server_process("--unix", str(sock_path)).start()
     # The SDK's own client session, carried by Heron's socket adapter.
-    transport = UnixSocketConnection(mode="client", path=sock_path).connect()
+    transport = UnixSocketConnection(mode="client", path=sock_path).open()
     async with Client(transport) as client:
         assert "echo" in {t.name for t in (await client.list_tools()).tools}
         result = await client.call_tool("echo", {"text": "over the socket"})

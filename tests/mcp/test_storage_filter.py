@@ -21,6 +21,7 @@ from heron.mcp import (
     MemoryStorage,
     OutputFilter,
     ScopedStorage,
+    Storage,
 )
 from heron.testing import ScriptedProvider, call
 
@@ -85,6 +86,45 @@ async def test_file_storage_refuses_bad_keys_and_values(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="not a folder"):
         FileStorage(tmp_path / "file")
+
+
+@pytest.fixture(params=["memory", "file", "scoped"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
+    """Each storage that can delete and list keys."""
+    if request.param == "memory":
+        return MemoryStorage()
+    if request.param == "file":
+        return FileStorage(tmp_path / "state")
+    return ScopedStorage(MemoryStorage(), "env/x/")
+
+
+async def test_delete_and_keys_by_prefix(storage: Storage) -> None:
+    assert await storage.keys() == []
+    for key in ("notes/b", "notes/a", "todo/1", "n%te"):
+        await storage.set(key, key.upper())
+    assert await storage.keys("notes/") == ["notes/a", "notes/b"]
+    assert await storage.keys() == ["n%te", "notes/a", "notes/b", "todo/1"]
+    await storage.delete("notes/a")
+    await storage.delete("never-there")
+    assert await storage.keys("no") == ["notes/b"]
+    assert await storage.get("notes/a") is None
+    assert await storage.get("notes/b") == "NOTES/B"
+
+
+async def test_a_storage_with_only_get_and_set_still_works_and_says_what_it_lacks() -> None:
+    class Minimal(Storage):
+        async def get(self, key: str) -> str | None:
+            return None
+
+        async def set(self, key: str, value: str) -> None:
+            return None
+
+    minimal = Minimal()
+    await minimal.set("k", "v")
+    with pytest.raises(NotImplementedError, match="Minimal cannot delete keys"):
+        await minimal.delete("k")
+    with pytest.raises(NotImplementedError, match="Minimal cannot list keys"):
+        await minimal.keys()
 
 
 async def test_scoped_storage_and_ids_stay_inside_their_prefix() -> None:

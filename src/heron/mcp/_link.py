@@ -144,7 +144,7 @@ class Link:
         self._settle_attempt()
 
     async def _run_session(self) -> None:
-        async with self.connection.connect() as (read, write):
+        async with self.connection.open() as (read, write):
             dropped = asyncio.Event()
             transport = _Given((_Watched(read, dropped), write))
             async with Client(transport, cache=None) as client:

@@ -7,7 +7,7 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from .._core import UserError
 from ..tools import Storage
@@ -56,6 +56,23 @@ class FileStorage(Storage):
         file = self._file(key)
         await asyncio.to_thread(_write_atomic, file, value)
 
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no error if absent)."""
+        await asyncio.to_thread(self._file(key).unlink, missing_ok=True)
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        """Every key starting with ``prefix``, sorted."""
+        return await asyncio.to_thread(self._keys, prefix)
+
+    def _keys(self, prefix: str) -> list[str]:
+        try:
+            names = os.listdir(self.path)
+        except FileNotFoundError:
+            return []
+        # Temporary files of writes in progress start with "." and are no keys.
+        found = (unquote(n) for n in names if not n.startswith("."))
+        return sorted(k for k in found if k.startswith(prefix))
+
 
 def _read(file: Path) -> str | None:
     try:
@@ -94,3 +111,12 @@ class ScopedStorage(Storage):
     async def set(self, key: str, value: str) -> None:
         """Store ``value`` under ``prefix + key``."""
         await self.storage.set(self.prefix + key, value)
+
+    async def delete(self, key: str) -> None:
+        """Remove ``prefix + key``."""
+        await self.storage.delete(self.prefix + key)
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        """This view's keys starting with ``prefix``, without the view's own prefix."""
+        found = await self.storage.keys(self.prefix + prefix)
+        return [k[len(self.prefix) :] for k in found]

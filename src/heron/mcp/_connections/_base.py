@@ -38,7 +38,7 @@ class Connection(ABC):
     """A transport between an MCP client and an MCP server.
 
     A server calls :meth:`listen` and serves every session that arrives; a
-    client calls :meth:`connect` for one session at a time. Some connections
+    client calls :meth:`open` for one session at a time. Some connections
     are one-sided (a Unix socket is built with ``mode="server"`` or
     ``mode="client"``); :class:`InProcessConnection` is both at once.
     """
@@ -64,7 +64,7 @@ class Connection(ABC):
         """
         await asyncio.Event().wait()
 
-    def connect(self) -> AbstractAsyncContextManager[SessionStreams]:
+    def open(self) -> AbstractAsyncContextManager[SessionStreams]:
         """Open one client session; the streams close when the context exits."""
         raise TypeError(f"{self.describe()} cannot connect: it is a server-side connection")
 

@@ -44,12 +44,12 @@ class InProcessConnection(Connection):
             task.cancel()
         await asyncio.gather(*sessions, return_exceptions=True)
 
-    def connect(self) -> AbstractAsyncContextManager[SessionStreams]:
+    def open(self) -> AbstractAsyncContextManager[SessionStreams]:
         """Open a session with the server listening on this connection."""
-        return self._connect()
+        return self._open()
 
     @asynccontextmanager
-    async def _connect(self) -> AsyncIterator[SessionStreams]:
+    async def _open(self) -> AsyncIterator[SessionStreams]:
         serve = self._serve
         if serve is None:
             raise ConnectionRefusedError("no MCPServer is listening on this InProcessConnection")

@@ -53,12 +53,12 @@ class StdioConnection(Connection):
         self.stderr = stderr
         """Where its standard error goes (this process's when ``None``)."""
 
-    def connect(self) -> AbstractAsyncContextManager[SessionStreams]:
+    def open(self) -> AbstractAsyncContextManager[SessionStreams]:
         """Start the server process; it is stopped when the context exits."""
-        return self._connect()
+        return self._open()
 
     @asynccontextmanager
-    async def _connect(self) -> AsyncIterator[SessionStreams]:
+    async def _open(self) -> AsyncIterator[SessionStreams]:
         params = StdioServerParameters(
             command=self.command, args=list(self.args), env=self.env, cwd=self.cwd
         )

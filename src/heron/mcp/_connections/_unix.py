@@ -103,14 +103,14 @@ class UnixSocketConnection(Connection):
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-    def connect(self) -> AbstractAsyncContextManager[SessionStreams]:
+    def open(self) -> AbstractAsyncContextManager[SessionStreams]:
         """Connect to the server's socket file."""
         if self.mode != "client":
-            return super().connect()
-        return self._connect()
+            return super().open()
+        return self._open()
 
     @asynccontextmanager
-    async def _connect(self) -> AsyncIterator[SessionStreams]:
+    async def _open(self) -> AsyncIterator[SessionStreams]:
         reader, writer = await asyncio.open_unix_connection(str(self.path), limit=MAX_MESSAGE_BYTES)
         try:
             async with _line_streams(reader, writer) as streams:

@@ -167,14 +167,14 @@ class WebSocketConnection(Connection):
             server.close()
             await server.wait_closed()
 
-    def connect(self) -> AbstractAsyncContextManager[SessionStreams]:
+    def open(self) -> AbstractAsyncContextManager[SessionStreams]:
         """Open a WebSocket to ``url``, presenting the token."""
         if self.mode != "client":
-            return super().connect()
-        return self._connect()
+            return super().open()
+        return self._open()
 
     @asynccontextmanager
-    async def _connect(self) -> AsyncIterator[SessionStreams]:
+    async def _open(self) -> AsyncIterator[SessionStreams]:
         headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
         try:
             websocket = await ws_connect(

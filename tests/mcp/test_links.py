@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -29,24 +30,26 @@ async def pid_of(client: MCPClient) -> int:
     return result.structured
 
 
+async def survives_a_restart(client: MCPClient, server: Any, link: str) -> None:
+    """Kill ``server`` (a crash: no cleanup), see calls fail clearly, restart it, call again."""
+    first = await pid_of(client)
+    server.kill()
+    # Either the drop was already noticed, or this call is the one that notices it.
+    with pytest.raises(MCPConnectionError, match=rf"(cannot reach|lost the link to) {link}"):
+        async with asyncio.timeout(10):
+            await client.call_tool("echo", {"text": "anyone?"})
+    server.start()
+    assert await pid_of(client) != first
+
+
 async def test_unix_client_reconnects_after_the_server_restarts(
     server_process: type, sock_path: Path
 ) -> None:
-    server = server_process("--unix", str(sock_path))
+    server = server_process("--unix", str(sock_path))  # its socket file outlives a kill
     server.start()
     connection = UnixSocketConnection(mode="client", path=sock_path, reconnect_delay=0.05)
     async with MCPClient("me", connection, MemoryStorage()) as client:
-        first = await pid_of(client)
-        server.kill()  # leaves its socket file behind, as a crash would
-        # Either the drop was already noticed, or this call is the one that notices it.
-        with pytest.raises(
-            MCPConnectionError, match=r"(cannot reach|lost the link to) unix socket"
-        ):
-            async with asyncio.timeout(10):
-                await client.call_tool("echo", {"text": "anyone?"})
-        server.start()
-        second = await pid_of(client)
-    assert second != first
+        await survives_a_restart(client, server, "unix socket")
 
 
 async def test_websocket_client_reconnects_after_the_server_restarts(
@@ -56,14 +59,7 @@ async def test_websocket_client_reconnects_after_the_server_restarts(
     server.start()
     connection = WebSocketConnection(mode="client", url=f"ws://127.0.0.1:{free_port}", token="tok")
     async with MCPClient("me", connection, MemoryStorage()) as client:
-        first = await pid_of(client)
-        server.kill()
-        with pytest.raises(MCPConnectionError, match=r"(cannot reach|lost the link to) websocket"):
-            async with asyncio.timeout(10):
-                await client.call_tool("echo", {"text": "anyone?"})
-        server.start()
-        second = await pid_of(client)
-    assert second != first
+        await survives_a_restart(client, server, "websocket")
 
 
 async def test_a_call_in_flight_fails_fast_when_the_server_dies(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from mcp.shared.exceptions import MCPError
 
@@ -15,13 +14,14 @@ from ._connections import Connection
 from ._convert import ENV_ID_META_KEY, from_mcp_result, from_mcp_tool
 from ._errors import MCPConnectionError
 from ._filter import OutputFilter
+from ._lifecycle import Lifecycle
 from ._link import Link
 from ._storage import FileStorage
 
 __all__ = ["MCPClient"]
 
 
-class MCPClient(ToolClient):
+class MCPClient(ToolClient, Lifecycle):
     """A :class:`ToolClient` whose tools run on one or more MCP servers.
 
     Hand it to an agent (``BaseAgent(tool_client=MCPClient(...))``). Every
@@ -110,18 +110,6 @@ class MCPClient(ToolClient):
         """Disconnect from every server (stopping stdio server processes); safe to call twice."""
         self._state = "closed"
         await asyncio.gather(*(link.close() for link in self._links))
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def list_tools(self) -> list[ToolSchema]:
         """Local tools first, then each server's in connection order, each name once."""

@@ -12,11 +12,11 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from ._connections import UnixSocketConnection
 from ._errors import ComputerError
+from ._lifecycle import Lifecycle
 
 __all__ = ["Computer"]
 
@@ -27,7 +27,7 @@ CONTAINER_MOUNT = "/workspace"
 _SOCKET_NAME = "mcp.sock"
 
 
-class Computer:
+class Computer(Lifecycle):
     """Runs a Heron MCP tool server in a sandbox and hands back a ready connection.
 
     Put the tools that touch files, shells or networks inside; the agent's
@@ -137,16 +137,8 @@ class Computer:
         if socket_dir is not None:
             shutil.rmtree(socket_dir, ignore_errors=True)
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def close(self) -> None:
+        """Same as :meth:`stop`: what ``async with`` calls on the way out."""
         await self.stop()
 
     def _serve_command(self, python: str, socket: str) -> list[str]:

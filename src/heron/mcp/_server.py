@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import quote
 
 import mcp_types as types
@@ -19,6 +18,7 @@ from .._core import UserError
 from ..tools import IdGenerator, Storage, Tool, ToolContext, ToolResult
 from ._connections import Connection
 from ._convert import ENV_ID_META_KEY, meta_value, to_mcp_result, to_mcp_tool
+from ._lifecycle import Lifecycle
 from ._storage import FileStorage, ScopedStorage
 
 __all__ = ["DEFAULT_ENV_ID", "MCPServer"]
@@ -29,7 +29,7 @@ DEFAULT_ENV_ID = "default"
 IdGeneratorFactory = Callable[[Storage, str], IdGenerator]
 
 
-class MCPServer:
+class MCPServer(Lifecycle):
     """Serves Heron tools over the Model Context Protocol, to Heron's client or any other.
 
     Each tool is listed with its name, description and input schema; its
@@ -126,18 +126,6 @@ class MCPServer:
             finished.cancel()
             closed.cancel()
             await asyncio.gather(finished, closed, return_exceptions=True)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def _serve_session(
         self,

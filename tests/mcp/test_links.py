@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -60,6 +62,30 @@ async def test_websocket_client_reconnects_after_the_server_restarts(
     connection = WebSocketConnection(mode="client", url=f"ws://127.0.0.1:{free_port}", token="tok")
     async with MCPClient("me", connection, MemoryStorage()) as client:
         await survives_a_restart(client, server, "websocket")
+
+
+async def test_the_link_comes_back_by_itself_without_any_call(
+    server_process: type, sock_path: Path
+) -> None:
+    server = server_process("--unix", str(sock_path))
+    server.start()
+    connection = UnixSocketConnection(mode="client", path=sock_path, reconnect_delay=0.05)
+    async with MCPClient("me", connection, MemoryStorage()) as client:
+        assert client.connected
+        server.kill()
+        await until(lambda: not client.connected)
+        server.start()
+        await until(lambda: client.connected)  # no call made: the background task reconnected
+        assert (await client.call_tool("echo", {"text": "back"})).text == "back"
+    assert not client.connected
+
+
+async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
+    """Poll ``condition`` until it holds, failing after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
 
 
 async def test_a_call_in_flight_fails_fast_when_the_server_dies(

@@ -84,6 +84,11 @@ class MCPClient(ToolClient, Lifecycle):
         self._start_lock = asyncio.Lock()
 
     @property
+    def connected(self) -> bool:
+        """Whether every server's link is up right now (it reconnects on its own when not)."""
+        return self._state == "started" and all(link.connected for link in self._links)
+
+    @property
     def storage(self) -> Storage:
         """Storage handed to the client's local tools."""
         return self._local.storage

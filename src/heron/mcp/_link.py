@@ -42,6 +42,12 @@ class Link:
         self._last_error: BaseException | None = None
         self._dropped: asyncio.Event | None = None  # set once the live session's link ends
 
+    @property
+    def connected(self) -> bool:
+        """Whether a session is up right now."""
+        dropped = self._dropped is not None and self._dropped.is_set()
+        return self._client is not None and not dropped
+
     async def start(self) -> None:
         """Connect; raise :class:`MCPConnectionError` if the server cannot be reached."""
         self._task = asyncio.create_task(self._supervise())
@@ -95,7 +101,7 @@ class Link:
         if self._task is None:
             raise MCPConnectionError(f"the link to {self.connection.describe()} is closed")
         client = self._client
-        if client is not None and not (self._dropped is not None and self._dropped.is_set()):
+        if client is not None and self.connected:
             return client
         done = asyncio.Event()
         self._waiters.append(done)

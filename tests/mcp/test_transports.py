@@ -7,13 +7,16 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import ModuleType
 
+import mcp_types as types
 import pytest
+from mcp import Client
 
 from heron import BaseAgent, ImagePart, ToolResult, tool
 from heron.mcp import (
     Connection,
     InProcessConnection,
     MCPClient,
+    MCPConnectionError,
     MCPServer,
     MemoryStorage,
     StdioConnection,
@@ -205,3 +208,29 @@ async def test_closing_the_client_stops_the_stdio_server(
     assert isinstance(server_pid, int)
     with pytest.raises(ProcessLookupError):  # gone, and reaped
         os.kill(server_pid, 0)
+
+
+async def test_in_process_also_offers_memory_streams_to_any_mcp_client(
+    served: ModuleType,
+) -> None:
+    connection = InProcessConnection()
+    async with MCPServer(connection, MemoryStorage()) as server:
+        server.register_tool(served.echo)
+        async with Client(connection.open()) as official:
+            result = await official.call_tool("echo", {"text": "streamed"})
+    assert isinstance(result.content[0], types.TextContent)
+    assert result.content[0].text == "streamed"
+
+
+async def test_an_in_process_client_fails_clearly_once_the_server_closed(
+    served: ModuleType,
+) -> None:
+    connection = InProcessConnection()
+    server = MCPServer(connection, MemoryStorage())
+    server.register_tool(served.echo)
+    await server.start()
+    async with MCPClient("me", connection, MemoryStorage()) as client:
+        assert (await client.call_tool("echo", {"text": "up"})).text == "up"
+        await server.close()
+        with pytest.raises(MCPConnectionError, match="no MCPServer is listening"):
+            await client.call_tool("echo", {"text": "down"})

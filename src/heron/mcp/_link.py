@@ -150,15 +150,26 @@ class Link:
         self._settle_attempt()
 
     async def _run_session(self) -> None:
+        direct = self.connection.direct()
+        if direct is not None:
+            # Same process: the SDK dispatches to the server's handlers directly.
+            server, stopped = direct
+            async with Client(server, cache=None) as client:
+                await self._serve_calls(client, stopped)
+            return
         async with self.connection.open() as (read, write):
             dropped = asyncio.Event()
             transport = _Given((_Watched(read, dropped), write))
             async with Client(transport, cache=None) as client:
-                self._client, self._dropped = client, dropped
-                self._last_error = None
-                self._settle_attempt()
-                await _first(self._closing, dropped, within=None)
-                self._client = None
+                await self._serve_calls(client, dropped)
+
+    async def _serve_calls(self, client: Client, dropped: asyncio.Event) -> None:
+        """Publish ``client`` to callers until the link drops or the link is closed."""
+        self._client, self._dropped = client, dropped
+        self._last_error = None
+        self._settle_attempt()
+        await _first(self._closing, dropped, within=None)
+        self._client = None
 
 
 async def _first(*events: asyncio.Event, within: float | None) -> None:

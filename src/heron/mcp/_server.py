@@ -107,6 +107,7 @@ class MCPServer(Lifecycle):
             raise RuntimeError("this MCPServer was already started")
         self._started = True
         await self.connection.listen(self._serve_session)
+        self.connection.offer_direct(self._lowlevel)
 
     async def close(self) -> None:
         """Stop listening and end every session; safe to call twice."""

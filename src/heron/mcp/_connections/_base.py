@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.lowlevel.server import Server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
@@ -63,6 +64,18 @@ class Connection(ABC):
         done once its one session ends.
         """
         await asyncio.Event().wait()
+
+    def offer_direct(self, server: Server[Any]) -> None:
+        """Let clients in this process reach ``server`` without streams, if the link allows.
+
+        Called by :class:`MCPServer` once it listens; only an in-process
+        connection takes the offer.
+        """
+        return None
+
+    def direct(self) -> tuple[Server[Any], asyncio.Event] | None:
+        """The server a client may dispatch to directly, and the event set when it stops."""
+        return None
 
     def open(self) -> AbstractAsyncContextManager[SessionStreams]:
         """Open one client session; the streams close when the context exits."""

@@ -1,13 +1,15 @@
-"""Client and server in one process, joined by memory streams."""
+"""Client and server in one process: direct dispatch, or memory streams."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 
 from ._base import Connection, SessionHandler, SessionStreams
@@ -18,8 +20,10 @@ __all__ = ["InProcessConnection"]
 class InProcessConnection(Connection):
     """Joins an :class:`MCPServer` and an :class:`MCPClient` living in the same process.
 
-    Pass the same object to both; messages travel through memory, with no
-    serialisation, but still as MCP requests and results::
+    Pass the same object to both. The client dispatches its MCP requests
+    straight to the server's handlers (the SDK's in-process path: no streams,
+    no JSON), still as MCP requests and results; :meth:`open` also offers
+    the server over memory streams, for clients that want a stream pair::
 
         connection = InProcessConnection()
         async with MCPServer(connection) as server, MCPClient("me", connection) as client:
@@ -28,6 +32,7 @@ class InProcessConnection(Connection):
 
     def __init__(self) -> None:
         self._serve: SessionHandler | None = None
+        self._direct: tuple[Server[Any], asyncio.Event] | None = None
         self._sessions: set[asyncio.Task[None]] = set()
 
     async def listen(self, serve: SessionHandler) -> None:
@@ -36,9 +41,20 @@ class InProcessConnection(Connection):
             raise RuntimeError("an MCPServer is already serving this InProcessConnection")
         self._serve = serve
 
+    def offer_direct(self, server: Server[Any]) -> None:
+        """Let this process's clients dispatch to ``server`` directly."""
+        self._direct = (server, asyncio.Event())
+
+    def direct(self) -> tuple[Server[Any], asyncio.Event] | None:
+        """The listening server, and the event set when it stops."""
+        return self._direct
+
     async def stop_listening(self) -> None:
         """Stop serving; running sessions end as their clients see the link close."""
         self._serve = None
+        direct, self._direct = self._direct, None
+        if direct is not None:
+            direct[1].set()  # direct clients learn that the server is gone
         sessions, self._sessions = self._sessions, set()
         for task in sessions:
             task.cancel()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from heron.mcp import (
     MCPConnectionError,
     MCPServer,
     MemoryStorage,
+    StdioConnection,
     TLSFiles,
     UnixSocketConnection,
     WebSocketConnection,
@@ -198,3 +200,15 @@ async def test_a_live_socket_is_not_taken_over(sock_path: Path, served: ModuleTy
         with pytest.raises(OSError, match="already listening"):
             await second.start()
     assert sock_path.name not in os.listdir(sock_path.parent)  # removed on close
+
+
+async def test_a_dead_stdio_server_is_started_again_by_the_next_call(
+    serve_command: Callable[..., list[str]],
+) -> None:
+    argv = serve_command("--stdio")
+    async with MCPClient("me", StdioConnection(argv[0], argv[1:]), MemoryStorage()) as client:
+        first = await pid_of(client)
+        os.kill(first, signal.SIGKILL)
+        await until(lambda: not client.connected)
+        second = await pid_of(client)
+    assert second != first

@@ -26,9 +26,9 @@ class Link:
     A background task owns the session (the SDK's client must be entered and
     left in one task). When the link drops, calls in flight fail at once with
     :class:`MCPConnectionError`; the task then reconnects every
-    ``reconnect_delay`` seconds if the connection says so, and a call made
-    while disconnected triggers an immediate attempt and fails fast if the
-    server is still away.
+    ``reconnect_delay`` seconds if the connection says so (a stdio server is
+    relaunched only when a call needs it), and a call made while disconnected
+    triggers an immediate attempt and fails fast if the server is still away.
     """
 
     def __init__(self, connection: Connection, *, connect_timeout: float) -> None:
@@ -118,8 +118,8 @@ class Link:
         if client is None:
             reason = self._last_error
             detail = f": {type(reason).__name__}: {reason}" if reason is not None else ""
-            if isinstance(reason, MCPConnectionError):
-                raise reason
+            if isinstance(reason, MCPConnectionError):  # already says what happened
+                raise MCPConnectionError(str(reason)) from None
             raise MCPConnectionError(
                 f"cannot reach {self.connection.describe()}{detail}"
             ) from reason
@@ -142,9 +142,10 @@ class Link:
                 self._client = None
             if self._closing.is_set():
                 break
-            if self._dropped is not None:
-                continue  # the link dropped: try again at once, the server may be back
-            self._settle_attempt()  # this attempt failed: tell the callers waiting on it
+            if self._dropped is None:
+                self._settle_attempt()  # this attempt failed: tell the callers waiting on it
+            # Retry after the delay, or at once when a call kicks; never in a tight loop,
+            # even against a server that accepts and then drops every link.
             delay = self.connection.reconnect_delay if self.connection.auto_reconnect else None
             await _first(self._closing, self._kick, within=delay)
         self._settle_attempt()

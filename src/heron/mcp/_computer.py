@@ -196,7 +196,9 @@ class Computer(Lifecycle):
             "--dev", "/dev",
             "--proc", "/proc",
             "--tmpfs", "/tmp",
-            # After the tmpfs, so that folders under /tmp stay reachable.
+            # After the tmpfs, so that what lives under /tmp stays reachable: the
+            # interpreter, its packages and tool files (read-only), then the mount.
+            *(arg for path in self._code_paths() for arg in ("--ro-bind-try", path, path)),
             "--bind", mount, mount,
             "--bind", sockets, sockets,
             "--unshare-all",
@@ -210,6 +212,15 @@ class Computer(Lifecycle):
             self._process = await asyncio.create_subprocess_exec(
                 *command, stdin=subprocess.DEVNULL, stdout=log, stderr=log
             )
+
+    def _code_paths(self) -> list[str]:
+        """What the server needs to run that a private /tmp would hide."""
+        wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}
+        for spec in self.tools:
+            where = spec.rpartition(":")[0]
+            if where.endswith(".py"):
+                wanted.add(str(Path(where).resolve().parent))
+        return sorted(p for p in wanted if p.startswith("/tmp/") and Path(p).exists())
 
     async def _wait_listening(self) -> None:
         deadline = time.monotonic() + self.start_timeout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,14 +40,26 @@ def test_load_tools_from_a_file_a_list_a_skill_or_a_factory(tmp_path: Path) -> N
         load_tools("no_such_module:X")
 
 
-def test_a_bad_spec_exits_with_a_one_line_error() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "heron.mcp", "serve", "no_such_module:X", "--stdio"],
+def serve(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "HERON_MCP_TOKEN"}
+    return subprocess.run(
+        [sys.executable, "-m", "heron.mcp", "serve", *args],
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
+        env=env,
     )
+
+
+def test_a_bad_spec_exits_with_a_one_line_error() -> None:
+    proc = serve("no_such_module:X", "--stdio")
     assert proc.returncode == 2
     assert proc.stderr.startswith("heron.mcp: tool spec 'no_such_module:X': cannot import")
     assert "Traceback" not in proc.stderr
+
+
+def test_a_websocket_beyond_loopback_needs_a_token() -> None:
+    proc = serve(f"{TOOLS_FILE}:TOOLS", "--websocket", "0.0.0.0:0")
+    assert proc.returncode == 2
+    assert proc.stderr == "heron.mcp: --websocket on 0.0.0.0 needs a token: set HERON_MCP_TOKEN\n"

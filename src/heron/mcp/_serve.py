@@ -98,6 +98,9 @@ def _connection(args: argparse.Namespace) -> Connection:
     if args.tls_cert or args.tls_key:
         tls = TLSFiles(cert=args.tls_cert, key=args.tls_key, ca=args.tls_ca)
     token = os.environ.get(TOKEN_ENV) or None
+    if token is None and host not in ("127.0.0.1", "localhost", "::1"):
+        # Whoever reaches the port could run every tool: beyond loopback, a token is a must.
+        raise UserError(f"--websocket on {host} needs a token: set {TOKEN_ENV}")
     return WebSocketConnection(mode="server", host=host, port=int(port), token=token, tls=tls)
 
 

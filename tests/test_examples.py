@@ -27,6 +27,7 @@ NAMES = [
     "first_agent",
     "research_team",
     "resume_state",
+    "socket_tools",
     "streaming_consumer",
     "structured_output",
 ]
@@ -269,3 +270,18 @@ def test_research_team(tmp_path: Path) -> None:
         ("editor", editor[2], editor[3]),
     ]
     assert total == f"team: {lead[0] + editor[0]} in / {lead[1] + editor[1]} out in 2 steps"
+
+
+@pytest.mark.slow
+def test_socket_tools(tmp_path: Path) -> None:
+    lines = run_example("socket_tools", cwd=tmp_path).splitlines()
+    assert lines == [
+        "alice: add-note -> saved note 1",
+        "alice: word-count -> 2",
+        'alice: list-notes -> ["Buy milk"]',
+        "reply: Saved. Your notes: Buy milk.",
+        "tools ran in another process: True",
+        # Same server, another env_id: none of alice's notes.
+        "bob: list-notes -> []",
+    ]
+    assert list(tmp_path.iterdir()) == []  # no state or socket left in the working folder

@@ -20,6 +20,20 @@ class Storage(ABC):
     async def set(self, key: str, value: str) -> None:
         """Store ``value`` under ``key``, replacing any earlier value."""
 
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no error if absent).
+
+        Optional: a backend that cannot delete keeps this default, which says so.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot delete keys")
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        """Every key starting with ``prefix``, sorted.
+
+        Optional: a backend that cannot list keeps this default, which says so.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot list keys")
+
 
 class MemoryStorage(Storage):
     """A :class:`Storage` kept in this process's memory; gone when it exits."""
@@ -34,6 +48,14 @@ class MemoryStorage(Storage):
     async def set(self, key: str, value: str) -> None:
         """Store ``value`` under ``key``."""
         self._data[key] = value
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no error if absent)."""
+        self._data.pop(key, None)
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        """Every key starting with ``prefix``, sorted."""
+        return sorted(k for k in self._data if k.startswith(prefix))
 
 
 class IdGenerator:

@@ -1,0 +1,281 @@
+"""Sandboxed tool execution: a Heron tool server in a container or in its own namespaces."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ._connections import UnixSocketConnection
+from ._errors import ComputerError
+from ._lifecycle import Lifecycle
+
+__all__ = ["Computer"]
+
+SANDBOX_IMAGE = "heron-sandbox:latest"
+"""Default Docker image: any image with Python and Heron installed will do."""
+CONTAINER_MOUNT = "/workspace"
+"""Where ``mount_path`` appears inside a Docker sandbox."""
+_SOCKET_NAME = "mcp.sock"
+
+
+class Computer(Lifecycle):
+    """Runs a Heron MCP tool server in a sandbox and hands back a ready connection.
+
+    Put the tools that touch files, shells or networks inside; the agent's
+    process calls them through :meth:`get_connection`::
+
+        computer = Computer("/srv/job-17", ports=[8080], tools=["my_tools:FILE_TOOLS"])
+        await computer.start()
+        async with MCPClient("job-17", computer.get_connection()) as client:
+            ...
+        await computer.stop()
+
+    Two backends:
+
+    - ``"docker"`` (default): a container of ``image`` started through the
+      Docker Engine API, ``mount_path`` mounted at ``/workspace``, ``ports``
+      published on the same host ports (``"*"``: host networking).
+      ``start()`` fails at once when no engine is reachable.
+    - ``"bubblewrap"``: no Docker needed; the server runs as a subprocess under
+      ``bwrap`` in its own user, PID, IPC and network namespaces, with the
+      whole file system read-only except ``mount_path`` (at its own path) and
+      a private ``/tmp``. Network namespaces cannot publish single ports, so any
+      ``ports`` (or ``"*"``) share the host network; none keeps it cut off.
+
+    ``tools`` are ``module:attribute`` or ``file.py:attribute`` specs loaded
+    by ``python -m heron.mcp serve`` inside the sandbox.
+    """
+
+    def __init__(
+        self,
+        mount_path: str | os.PathLike[str],
+        ports: Sequence[int] | Literal["*"] = (),
+        *,
+        tools: Sequence[str] = (),
+        backend: Literal["docker", "bubblewrap"] = "docker",
+        image: str = SANDBOX_IMAGE,
+        start_timeout: float = 30.0,
+    ) -> None:
+        mount = Path(mount_path).resolve()
+        if not mount.is_dir():
+            raise ComputerError(f"mount_path {mount} is not a folder")
+        if ports != "*" and (
+            isinstance(ports, str) or not all(isinstance(p, int) and 0 < p < 65536 for p in ports)
+        ):
+            raise ComputerError(f'ports must be a list of port numbers or "*", not {ports!r}')
+        if isinstance(tools, str):
+            raise ComputerError("tools must be a list of module:attribute specs")
+        if backend not in ("docker", "bubblewrap"):
+            raise ComputerError(f"backend must be 'docker' or 'bubblewrap', not {backend!r}")
+        self.mount_path = mount
+        """The host folder the sandbox may write to."""
+        self.ports: tuple[int, ...] | Literal["*"] = ports if ports == "*" else tuple(ports)
+        """Ports reachable from outside, or ``"*"`` for the host network."""
+        self.tools = tuple(tools)
+        """Tool specs the sandboxed server loads."""
+        self.backend = backend
+        """``"docker"`` or ``"bubblewrap"``."""
+        self.image = image
+        """Docker image of the sandbox."""
+        self.start_timeout = start_timeout
+        """Seconds to wait for the server inside to listen."""
+        self._socket_dir: Path | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._container: Any = None
+        self._log: Path | None = None
+
+    @property
+    def socket_path(self) -> Path:
+        """The host path of the sandboxed server's socket (once started)."""
+        if self._socket_dir is None:
+            raise ComputerError("the computer is not started")
+        return self._socket_dir / _SOCKET_NAME
+
+    def get_connection(self) -> UnixSocketConnection:
+        """A client connection to the sandboxed server (after :meth:`start`)."""
+        return UnixSocketConnection(mode="client", path=self.socket_path)
+
+    async def start(self) -> None:
+        """Start the sandbox and wait until its server listens."""
+        if self._socket_dir is not None:
+            raise ComputerError("the computer is already started")
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="heron-computer-"))
+        self._log = self._socket_dir / "server.log"
+        try:
+            if self.backend == "docker":
+                await self._start_docker()
+            else:
+                await self._start_bubblewrap()
+            await self._wait_listening()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Stop and remove the sandbox; safe to call twice."""
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 5.0)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        container, self._container = self._container, None
+        if container is not None:
+            await asyncio.to_thread(_remove_container, container)
+        socket_dir, self._socket_dir = self._socket_dir, None
+        if socket_dir is not None:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+
+    async def close(self) -> None:
+        """Same as :meth:`stop`: what ``async with`` calls on the way out."""
+        await self.stop()
+
+    def _serve_command(self, python: str, socket: str) -> list[str]:
+        return [python, "-m", "heron.mcp", "serve", *self.tools, "--unix", socket]
+
+    async def _start_docker(self) -> None:
+        import docker  # only the docker backend needs the SDK loaded
+        import docker.errors
+
+        endpoint = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        # Probed with a socket of our own first: the SDK leaks one when the engine is away.
+        reachable = await asyncio.to_thread(_engine_listens, endpoint)
+        try:
+            if not reachable:
+                raise ConnectionRefusedError(f"nothing listens at {endpoint}")
+            client = await asyncio.to_thread(docker.from_env)
+            await asyncio.to_thread(client.ping)
+        except Exception as exc:  # the SDK raises requests' errors as well as its own
+            raise ComputerError(
+                f"no Docker engine is reachable ({exc}); start one, set DOCKER_HOST, "
+                "or use Computer(..., backend='bubblewrap')"
+            ) from None
+        assert self._socket_dir is not None
+        options: dict[str, Any] = {
+            "command": self._serve_command("python", f"/run/heron/{_SOCKET_NAME}"),
+            "volumes": {
+                str(self.mount_path): {"bind": CONTAINER_MOUNT, "mode": "rw"},
+                str(self._socket_dir): {"bind": "/run/heron", "mode": "rw"},
+            },
+            "working_dir": CONTAINER_MOUNT,
+            "detach": True,
+        }
+        if self.ports == "*":
+            options["network_mode"] = "host"
+        else:
+            options["ports"] = {f"{p}/tcp": p for p in self.ports}
+        try:
+            self._container = await asyncio.to_thread(
+                lambda: client.containers.run(self.image, **options)
+            )
+        except docker.errors.DockerException as exc:
+            raise ComputerError(f"could not start a container of {self.image}: {exc}") from None
+
+    async def _start_bubblewrap(self) -> None:
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise ComputerError(
+                "bubblewrap is not installed (apt-get install bubblewrap), or use Docker"
+            )
+        assert self._socket_dir is not None and self._log is not None
+        mount, sockets = str(self.mount_path), str(self._socket_dir)
+        command = [
+            bwrap,
+            "--ro-bind", "/", "/",
+            "--dev", "/dev",
+            "--proc", "/proc",
+            "--tmpfs", "/tmp",
+            # After the tmpfs, so that what lives under /tmp stays reachable: the
+            # interpreter, its packages and tool files (read-only), then the mount.
+            *(arg for path in self._code_paths() for arg in ("--ro-bind-try", path, path)),
+            "--bind", mount, mount,
+            "--bind", sockets, sockets,
+            "--unshare-all",
+            *(["--share-net"] if self.ports else []),
+            "--die-with-parent",
+            "--new-session",
+            "--chdir", mount,
+            *self._serve_command(sys.executable, str(self.socket_path)),
+        ]  # fmt: skip
+        with self._log.open("wb") as log:
+            self._process = await asyncio.create_subprocess_exec(
+                *command, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
+
+    def _code_paths(self) -> list[str]:
+        """What the server needs to run that a private /tmp would hide."""
+        wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}
+        for spec in self.tools:
+            where = spec.rpartition(":")[0]
+            if where.endswith(".py"):
+                wanted.add(str(Path(where).resolve().parent))
+        return sorted(p for p in wanted if p.startswith("/tmp/") and Path(p).exists())
+
+    async def _wait_listening(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while not _accepts(self.socket_path):
+            if self._process is not None and self._process.returncode is not None:
+                raise ComputerError(f"the sandboxed server exited: {self._log_tail()}")
+            if self._container is not None:
+                await asyncio.to_thread(self._container.reload)
+                if self._container.status in ("exited", "dead"):
+                    logs = await asyncio.to_thread(self._container.logs)
+                    raise ComputerError(f"the sandbox container exited: {logs.decode()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise ComputerError(
+                    f"the sandboxed server did not listen within {self.start_timeout:g} s: "
+                    f"{self._log_tail()}"
+                )
+            await asyncio.sleep(0.02)  # polling a file the sandbox creates: no event to wait on
+
+    def _log_tail(self) -> str:
+        if self._log is None or not self._log.exists():
+            return "(no output)"
+        return self._log.read_text(errors="replace")[-2000:].strip() or "(no output)"
+
+
+def _accepts(path: Path) -> bool:
+    """Whether a server listens on the socket ``path`` (its file exists before it listens)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def _engine_listens(endpoint: str) -> bool:
+    """Whether something accepts connections at a ``DOCKER_HOST`` address."""
+    scheme, _, rest = endpoint.partition("://")
+    if scheme == "unix":
+        return _accepts(Path(rest))
+    if scheme in ("tcp", "http", "https"):
+        host, _, port = rest.rstrip("/").rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=2).close()
+        except (OSError, ValueError):
+            return False
+        return True
+    return True  # ssh:// and others: let the SDK try
+
+
+def _remove_container(container: Any) -> None:
+    import docker.errors
+
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass

@@ -1,0 +1,151 @@
+"""The transport seam: how an MCP server listens and how an MCP client connects."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.lowlevel.server import Server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+
+__all__ = [
+    "Connection",
+    "SessionHandler",
+    "SessionStreams",
+    "message_streams",
+]
+
+SessionStreams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
+"""What an MCP session runs on: incoming messages (or parse errors) and outgoing messages."""
+
+SessionHandler = Callable[
+    [ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]], Awaitable[None]
+]
+"""Serves one MCP session over its two streams until the read side ends."""
+
+# Tool results may carry images: allow large frames, but not unbounded ones.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class Connection(ABC):
+    """A transport between an MCP client and an MCP server.
+
+    A server calls :meth:`listen` and serves every session that arrives; a
+    client calls :meth:`open` for one session at a time. Some connections
+    are one-sided (a Unix socket is built with ``mode="server"`` or
+    ``mode="client"``); :class:`InProcessConnection` is both at once.
+    """
+
+    auto_reconnect: bool = False
+    """Whether a client keeps trying to reconnect in the background after the link drops."""
+    reconnect_delay: float = 0.5
+    """Seconds between reconnection attempts."""
+
+    async def listen(self, serve: SessionHandler) -> None:
+        """Start accepting sessions, each served by ``serve``; return once listening."""
+        raise TypeError(f"{self.describe()} cannot serve: it is a client-side connection")
+
+    async def stop_listening(self) -> None:
+        """Stop accepting sessions and end the ones running (no-op when not listening)."""
+        return None
+
+    async def wait_finished(self) -> None:
+        """Return when the connection will serve no more sessions on its own.
+
+        Listening sockets serve until :meth:`stop_listening`; a stdio server is
+        done once its one session ends.
+        """
+        await asyncio.Event().wait()
+
+    def offer_direct(self, server: Server[Any]) -> None:
+        """Let clients in this process reach ``server`` without streams, if the link allows.
+
+        Called by :class:`MCPServer` once it listens; only an in-process
+        connection takes the offer.
+        """
+        return None
+
+    def direct(self) -> tuple[Server[Any], asyncio.Event] | None:
+        """The server a client may dispatch to directly, and the event set when it stops."""
+        return None
+
+    def open(self) -> AbstractAsyncContextManager[SessionStreams]:
+        """Open one client session; the streams close when the context exits."""
+        raise TypeError(f"{self.describe()} cannot connect: it is a server-side connection")
+
+    @abstractmethod
+    def describe(self) -> str:
+        """A short human description for error messages (``unix socket /tmp/x.sock``)."""
+
+
+def encode(message: SessionMessage) -> str:
+    """The JSON-RPC text of ``message``, as every MCP transport writes it."""
+    return message.message.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+def decode(text: str | bytes) -> SessionMessage | Exception:
+    """Parse one JSON-RPC frame; a malformed frame becomes the exception the session reports."""
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except Exception as exc:
+        return exc
+
+
+@asynccontextmanager
+async def message_streams(
+    receive: Callable[[], Awaitable[str | bytes | None]],
+    send: Callable[[str], Awaitable[None]],
+) -> AsyncIterator[SessionStreams]:
+    """Session streams over a framed text link.
+
+    ``receive`` returns the next frame, or ``None`` at the end of the link;
+    ``send`` writes one frame. When the link ends, the read stream ends too,
+    which is how an MCP session learns that its peer is gone (and fails the
+    requests it was waiting on instead of hanging).
+    """
+    incoming_send: MemoryObjectSendStream[SessionMessage | Exception]
+    incoming: MemoryObjectReceiveStream[SessionMessage | Exception]
+    incoming_send, incoming = anyio.create_memory_object_stream(32)
+    outgoing: MemoryObjectSendStream[SessionMessage]
+    outgoing_receive: MemoryObjectReceiveStream[SessionMessage]
+    outgoing, outgoing_receive = anyio.create_memory_object_stream(32)
+
+    async def pump_in() -> None:
+        async with incoming_send:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                while (frame := await _receive_or_none(receive)) is not None:
+                    await incoming_send.send(decode(frame))
+
+    async def pump_out() -> None:
+        async with outgoing_receive:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                async for message in outgoing_receive:
+                    try:
+                        await send(encode(message))
+                    except (OSError, ConnectionError, anyio.BrokenResourceError):
+                        return  # the peer is gone; pump_in sees the end of the link
+
+    tasks = [asyncio.create_task(pump_in()), asyncio.create_task(pump_out())]
+    try:
+        yield incoming, outgoing
+    finally:
+        await outgoing.aclose()
+        await incoming.aclose()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _receive_or_none(receive: Callable[[], Awaitable[str | bytes | None]]) -> Any:
+    try:
+        return await receive()
+    except (OSError, EOFError, ValueError):  # ValueError: a frame over the size limit
+        return None

@@ -1,0 +1,238 @@
+"""One client-side MCP session over a connection, kept alive across server restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
+
+from ._connections import Connection, SessionStreams
+from ._errors import MCPConnectionError
+
+__all__ = ["Link"]
+
+_LINK_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+
+
+class Link:
+    """A supervised MCP session with one server.
+
+    A background task owns the session (the SDK's client must be entered and
+    left in one task). When the link drops, calls in flight fail at once with
+    :class:`MCPConnectionError`; the task then reconnects every
+    ``reconnect_delay`` seconds if the connection says so (a stdio server is
+    relaunched only when a call needs it), and a call made while disconnected
+    triggers an immediate attempt and fails fast if the server is still away.
+    """
+
+    def __init__(self, connection: Connection, *, connect_timeout: float) -> None:
+        self.connection = connection
+        self._connect_timeout = connect_timeout
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._waiters: list[asyncio.Event] = []
+        self._last_error: BaseException | None = None
+        self._dropped: asyncio.Event | None = None  # set once the live session's link ends
+
+    @property
+    def connected(self) -> bool:
+        """Whether a session is up right now."""
+        dropped = self._dropped is not None and self._dropped.is_set()
+        return self._client is not None and not dropped
+
+    async def start(self) -> None:
+        """Connect; raise :class:`MCPConnectionError` if the server cannot be reached."""
+        self._task = asyncio.create_task(self._supervise())
+        await self._ensure()
+
+    async def close(self) -> None:
+        """End the session (stopping a stdio server process) and stop reconnecting."""
+        self._closing.set()
+        task, self._task = self._task, None
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def list_tools(self) -> list[types.Tool]:
+        """Every tool the server lists, all pages."""
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            client = await self._ensure()
+            page = await self._guard(client.list_tools(cursor=cursor), "listing tools")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> types.CallToolResult:
+        """Call ``name`` on the server; protocol errors propagate as :class:`MCPError`."""
+        client = await self._ensure()
+        result: types.CallToolResult = await self._guard(
+            client.call_tool(name, arguments, meta=meta),  # type: ignore[arg-type]
+            f"calling tool {name!r} (it may or may not have run)",
+        )
+        return result
+
+    async def _guard(self, request: Any, doing: str) -> Any:
+        try:
+            return await request
+        except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                raise
+            error: BaseException = exc
+        except _LINK_ERRORS as exc:
+            error = exc
+        raise MCPConnectionError(
+            f"lost the link to {self.connection.describe()} while {doing}"
+        ) from error
+
+    async def _ensure(self) -> Client:
+        """The live session, after one immediate connection attempt if there is none."""
+        if self._task is None:
+            raise MCPConnectionError(f"the link to {self.connection.describe()} is closed")
+        client = self._client
+        if client is not None and self.connected:
+            return client
+        done = asyncio.Event()
+        self._waiters.append(done)
+        self._kick.set()
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                await done.wait()
+        except TimeoutError:
+            raise MCPConnectionError(
+                f"could not connect to {self.connection.describe()} "
+                f"within {self._connect_timeout:g} s"
+            ) from None
+        client = self._client
+        if client is None:
+            reason = self._last_error
+            detail = f": {type(reason).__name__}: {reason}" if reason is not None else ""
+            if isinstance(reason, MCPConnectionError):  # already says what happened
+                raise MCPConnectionError(str(reason)) from None
+            raise MCPConnectionError(
+                f"cannot reach {self.connection.describe()}{detail}"
+            ) from reason
+        return client
+
+    def _settle_attempt(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.set()
+
+    async def _supervise(self) -> None:
+        while not self._closing.is_set():
+            self._kick.clear()
+            self._dropped = None
+            try:
+                await self._run_session()
+            except Exception as exc:  # every failure to connect is reported to the callers
+                self._last_error = exc
+            finally:
+                self._client = None
+            if self._closing.is_set():
+                break
+            if self._dropped is None:
+                self._settle_attempt()  # this attempt failed: tell the callers waiting on it
+            # Retry after the delay, or at once when a call kicks; never in a tight loop,
+            # even against a server that accepts and then drops every link.
+            delay = self.connection.reconnect_delay if self.connection.auto_reconnect else None
+            await _first(self._closing, self._kick, within=delay)
+        self._settle_attempt()
+
+    async def _run_session(self) -> None:
+        direct = self.connection.direct()
+        if direct is not None:
+            # Same process: the SDK dispatches to the server's handlers directly.
+            server, stopped = direct
+            async with Client(server, cache=None) as client:
+                await self._serve_calls(client, stopped)
+            return
+        async with self.connection.open() as (read, write):
+            dropped = asyncio.Event()
+            transport = _Given((_Watched(read, dropped), write))
+            async with Client(transport, cache=None) as client:
+                await self._serve_calls(client, dropped)
+
+    async def _serve_calls(self, client: Client, dropped: asyncio.Event) -> None:
+        """Publish ``client`` to callers until the link drops or the link is closed."""
+        self._client, self._dropped = client, dropped
+        self._last_error = None
+        self._settle_attempt()
+        await _first(self._closing, dropped, within=None)
+        self._client = None
+
+
+async def _first(*events: asyncio.Event, within: float | None) -> None:
+    """Return when any of ``events`` is set, or after ``within`` seconds."""
+    waits = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+
+
+class _Given:
+    """A transport over streams that are already open (their owner closes them)."""
+
+    def __init__(self, streams: SessionStreams) -> None:
+        self._streams = streams
+
+    async def __aenter__(self) -> SessionStreams:
+        return self._streams
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+class _Watched:
+    """A read stream that sets ``dropped`` when the link behind it ends."""
+
+    def __init__(self, inner: Any, dropped: asyncio.Event) -> None:
+        self._inner = inner
+        self._dropped = dropped
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except _LINK_ERRORS:
+            self._dropped.set()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,140 @@
+"""``python -m heron.mcp serve``: run a Heron tool server as its own process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import os
+import signal
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .._core import UserError
+from ..tools import MemoryStorage, Skill, Storage, Tool
+from ._connections import (
+    Connection,
+    StdioServerConnection,
+    TLSFiles,
+    UnixSocketConnection,
+    WebSocketConnection,
+)
+from ._server import MCPServer
+from ._storage import FileStorage
+
+__all__ = ["load_tools", "main"]
+
+TOKEN_ENV = "HERON_MCP_TOKEN"
+"""Environment variable holding the WebSocket token (not an argument: ps shows those)."""
+
+
+def load_tools(spec: str) -> list[Tool]:
+    """The tools named by ``module:attribute`` or ``path/file.py:attribute``.
+
+    The attribute may be a tool, a skill, a list of them, or a function
+    returning one of those.
+    """
+    where, sep, attribute = spec.rpartition(":")
+    if not sep or not where or not attribute:
+        raise UserError(f"tool spec {spec!r} must look like module:attribute or file.py:attribute")
+    if where.endswith(".py"):
+        path = Path(where)
+        loader = importlib.util.spec_from_file_location(path.stem, path)
+        if loader is None or loader.loader is None or not path.is_file():
+            raise UserError(f"tool spec {spec!r}: no such file {path}")
+        module = importlib.util.module_from_spec(loader)
+        sys.modules[path.stem] = module
+        loader.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise UserError(f"tool spec {spec!r}: cannot import {where}: {exc}") from None
+    try:
+        value = getattr(module, attribute)
+    except AttributeError:
+        raise UserError(f"tool spec {spec!r}: {where} has no attribute {attribute!r}") from None
+    if callable(value) and not isinstance(value, Tool):
+        value = value()
+    items: Iterable[object] = [value] if isinstance(value, Tool | Skill) else value
+    tools: list[Tool] = []
+    for item in items:
+        if isinstance(item, Skill):
+            tools.extend(item.tools)
+        elif isinstance(item, Tool):
+            tools.append(item)
+        else:
+            raise UserError(f"tool spec {spec!r}: {item!r} is not a Tool or Skill")
+    return tools
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m heron.mcp")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve Heron tools over MCP")
+    serve.add_argument("tools", nargs="+", help="module:attribute or file.py:attribute")
+    where = serve.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
+    where.add_argument("--unix", metavar="PATH", help="listen on a Unix socket")
+    where.add_argument("--websocket", metavar="HOST:PORT", help="listen on a WebSocket")
+    serve.add_argument("--storage", metavar="DIR", help="keep tool state in DIR (default: memory)")
+    serve.add_argument("--tls-cert", help="PEM certificate, for WSS")
+    serve.add_argument("--tls-key", help="PEM key of --tls-cert")
+    serve.add_argument("--tls-ca", help="PEM CA: demand client certificates it signed")
+    return parser
+
+
+def _connection(args: argparse.Namespace) -> Connection:
+    if args.stdio:
+        return StdioServerConnection()
+    if args.unix:
+        return UnixSocketConnection(mode="server", path=args.unix)
+    host, sep, port = args.websocket.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UserError(f"--websocket takes HOST:PORT, not {args.websocket!r}")
+    tls = None
+    if args.tls_cert or args.tls_key:
+        tls = TLSFiles(cert=args.tls_cert, key=args.tls_key, ca=args.tls_ca)
+    token = os.environ.get(TOKEN_ENV) or None
+    if token is None and host not in ("127.0.0.1", "localhost", "::1"):
+        # Whoever reaches the port could run every tool: beyond loopback, a token is a must.
+        raise UserError(f"--websocket on {host} needs a token: set {TOKEN_ENV}")
+    return WebSocketConnection(mode="server", host=host, port=int(port), token=token, tls=tls)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    storage: Storage = FileStorage(args.storage) if args.storage else MemoryStorage()
+    server = MCPServer(_connection(args), storage)
+    for spec in args.tools:
+        for t in load_tools(spec):
+            server.register_tool(t)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with server:
+        # Announced on stderr, which never carries protocol messages.
+        print(
+            f"heron.mcp: serving {len(server.tools)} tools on {server.connection.describe()}",
+            file=sys.stderr,
+            flush=True,
+        )
+        done = asyncio.create_task(server.serve_forever())
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (done, stopped):
+            task.cancel()
+        await asyncio.gather(done, stopped, return_exceptions=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        asyncio.run(_serve(args))
+    except UserError as exc:
+        print(f"heron.mcp: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,159 @@
+"""Serving Heron tools to any MCP client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._core import UserError
+from ..tools import IdGenerator, Storage, Tool, ToolContext, ToolResult
+from ._connections import Connection
+from ._convert import ENV_ID_META_KEY, meta_value, to_mcp_result, to_mcp_tool
+from ._lifecycle import Lifecycle
+from ._storage import FileStorage, ScopedStorage
+
+__all__ = ["DEFAULT_ENV_ID", "MCPServer"]
+
+DEFAULT_ENV_ID = "default"
+"""The environment of calls that name none (clients other than Heron's)."""
+
+IdGeneratorFactory = Callable[[Storage, str], IdGenerator]
+
+
+class MCPServer(Lifecycle):
+    """Serves Heron tools over the Model Context Protocol, to Heron's client or any other.
+
+    Each tool is listed with its name, description and input schema; its
+    results travel as MCP text and image content plus structured content.
+    A call runs with a :class:`ToolContext` for the *calling* client: its
+    ``env_id`` (sent by :class:`MCPClient` with every call), this server's
+    storage seen under that environment's prefix, and that environment's id
+    generator. Two clients with different env ids sharing one server thus
+    keep separate state::
+
+        async with MCPServer(UnixSocketConnection(mode="server", path=sock)) as server:
+            server.register_tool(read_file)
+            await server.serve_forever()
+
+    ``storage`` defaults to a :class:`FileStorage` in a new folder under
+    ``./data`` (created only when a tool first stores something); ``ids``
+    builds each environment's :class:`IdGenerator` from its storage and env id.
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        storage: Storage | None = None,
+        ids: IdGeneratorFactory | None = None,
+        *,
+        name: str = "heron",
+    ) -> None:
+        if not isinstance(connection, Connection):
+            raise UserError(f"connection must be a heron.mcp Connection, not {connection!r}")
+        self.connection = connection
+        """Where the server listens."""
+        self.storage: Storage = storage if storage is not None else FileStorage()
+        """Tool state of every environment, each under its own key prefix."""
+        self._ids = ids if ids is not None else IdGenerator
+        self._tools: dict[str, Tool] = {}
+        self._contexts: dict[str, ToolContext] = {}
+        self._started = False
+        self._closed = asyncio.Event()
+        self._lowlevel: Server[Any] = Server(
+            name, on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
+
+    def register_tool(self, tool: Tool) -> None:
+        """Serve ``tool``; a different tool with the same name is a :class:`UserError`.
+
+        Tools registered after the server started are listed from the next
+        ``tools/list`` on.
+        """
+        if not isinstance(tool, Tool):
+            hint = " (decorate functions with @tool)" if callable(tool) else ""
+            raise UserError(f"not a Tool: {tool!r}{hint}")
+        seen = self._tools.get(tool.name)
+        if seen is not None and seen is not tool and not seen.same_definition(tool):
+            raise UserError(f"a different tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The served tools, in registration order."""
+        return list(self._tools.values())
+
+    def context(self, env_id: str) -> ToolContext:
+        """The context tools get when called from environment ``env_id``."""
+        found = self._contexts.get(env_id)
+        if found is None:
+            # Quoted, so that env "a/b" can never read env "a"'s key "b/...".
+            storage = ScopedStorage(self.storage, f"env/{quote(env_id, safe='')}/")
+            found = ToolContext(env_id=env_id, storage=storage, ids=self._ids(storage, env_id))
+            self._contexts[env_id] = found
+        return found
+
+    async def start(self) -> None:
+        """Start listening on the connection."""
+        if self._started:
+            raise RuntimeError("this MCPServer was already started")
+        self._started = True
+        await self.connection.listen(self._serve_session)
+        self.connection.offer_direct(self._lowlevel)
+
+    async def close(self) -> None:
+        """Stop listening and end every session; safe to call twice."""
+        if self._started and not self._closed.is_set():
+            self._closed.set()
+            await self.connection.stop_listening()
+
+    async def serve_forever(self) -> None:
+        """Serve until :meth:`close` is called or the connection is done (stdin closed)."""
+        if not self._started:
+            await self.start()
+        finished = asyncio.create_task(self.connection.wait_finished())
+        closed = asyncio.create_task(self._closed.wait())
+        try:
+            await asyncio.wait({finished, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            finished.cancel()
+            closed.cancel()
+            await asyncio.gather(finished, closed, return_exceptions=True)
+
+    async def _serve_session(
+        self,
+        read: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+    ) -> None:
+        await self._lowlevel.run(read, write, self._lowlevel.create_initialization_options())
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[to_mcp_tool(t.schema) for t in self._tools.values()])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        env_id = meta_value(params.meta, ENV_ID_META_KEY)
+        if not isinstance(env_id, str) or not env_id:
+            env_id = DEFAULT_ENV_ID
+        tool = self._tools.get(params.name)
+        if tool is None:
+            result = ToolResult.unknown_tool(params.name, self._tools)
+        else:
+            result = await tool.run(params.arguments or {}, self.context(env_id))
+        return to_mcp_result(
+            result, structured_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        )
+
+    def __repr__(self) -> str:
+        return f"<MCPServer on {self.connection.describe()}, {len(self._tools)} tools>"

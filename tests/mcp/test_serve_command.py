@@ -1,0 +1,65 @@
+"""``python -m heron.mcp serve``: loading tools from specs, and its errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heron import UserError
+from heron.mcp._serve import load_tools
+
+from .conftest import TOOLS_FILE
+
+
+def test_load_tools_from_a_file_a_list_a_skill_or_a_factory(tmp_path: Path) -> None:
+    assert [t.name for t in load_tools(f"{TOOLS_FILE}:TOOLS")][:2] == ["echo", "add"]
+    assert [t.name for t in load_tools(f"{TOOLS_FILE}:echo")] == ["echo"]
+    module = tmp_path / "kit.py"
+    module.write_text(
+        "from heron import Skill, tool\n"
+        "@tool\ndef ping() -> str:\n    '''Ping.'''\n    return 'pong'\n"
+        "SKILL = Skill(name='s', description='d', instructions='i', tools=[ping])\n"
+        "def make():\n    return [ping]\n"
+        "NOT_TOOLS = [1]\n"
+    )
+    assert [t.name for t in load_tools(f"{module}:SKILL")] == ["ping"]
+    assert [t.name for t in load_tools(f"{module}:make")] == ["ping"]
+    with pytest.raises(UserError, match="is not a Tool or Skill"):
+        load_tools(f"{module}:NOT_TOOLS")
+    with pytest.raises(UserError, match="has no attribute 'MISSING'"):
+        load_tools(f"{module}:MISSING")
+    with pytest.raises(UserError, match="no such file"):
+        load_tools(f"{tmp_path}/nope.py:X")
+    with pytest.raises(UserError, match="must look like module:attribute"):
+        load_tools("no-colon")
+    with pytest.raises(UserError, match="cannot import no_such_module"):
+        load_tools("no_such_module:X")
+
+
+def serve(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "HERON_MCP_TOKEN"}
+    return subprocess.run(
+        [sys.executable, "-m", "heron.mcp", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env=env,
+    )
+
+
+def test_a_bad_spec_exits_with_a_one_line_error() -> None:
+    proc = serve("no_such_module:X", "--stdio")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("heron.mcp: tool spec 'no_such_module:X': cannot import")
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_websocket_beyond_loopback_needs_a_token() -> None:
+    proc = serve(f"{TOOLS_FILE}:TOOLS", "--websocket", "0.0.0.0:0")
+    assert proc.returncode == 2
+    assert proc.stderr == "heron.mcp: --websocket on 0.0.0.0 needs a token: set HERON_MCP_TOKEN\n"

@@ -21,7 +21,8 @@ from ._lifecycle import Lifecycle
 __all__ = ["Computer"]
 
 SANDBOX_IMAGE = "heron-sandbox:latest"
-"""Default Docker image: any image with Python and Heron installed will do."""
+"""Default Docker image: any image with Python and Heron installed will do; build this
+one from the repository with ``docker build -f docker/sandbox.Dockerfile -t heron-sandbox .``."""
 CONTAINER_MOUNT = "/workspace"
 """Where ``mount_path`` appears inside a Docker sandbox."""
 _SOCKET_NAME = "mcp.sock"

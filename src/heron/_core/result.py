@@ -20,9 +20,11 @@ __all__ = ["OutputT", "RunResult", "StopReason", "ToolCallRecord"]
 OutputT = TypeVar("OutputT", default=Any)
 """The type of a run's structured output (``None`` when none was asked for)."""
 
-StopReason: TypeAlias = Literal["end_turn", "tool_stop", "max_turns", "cancelled", "error"]
-"""Why a run ended: the model answered, a stop tool ran, the turn limit was
-reached, the run was cancelled, or it failed."""
+StopReason: TypeAlias = Literal[
+    "end_turn", "max_tokens", "tool_stop", "max_turns", "cancelled", "error"
+]
+"""Why a run ended: the model answered, its answer was cut off by its token limit,
+a stop tool ran, the turn limit was reached, the run was cancelled, or it failed."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -195,7 +195,9 @@ class Run:
                 self.conversation.append(retry, self.result)
                 await self._echo(retry)
                 return False
-        return self._finish("end_turn")
+        # A structured answer that parsed is complete, whatever the provider said.
+        cut_off = response.stop_reason == "max_tokens" and self.spec is None
+        return self._finish("max_tokens" if cut_off else "end_turn")
 
     def _finish(self, reason: StopReason) -> bool:
         self.result.stop_reason = reason

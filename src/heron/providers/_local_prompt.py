@@ -162,27 +162,43 @@ def _content(message: Message) -> str:
 
 
 def template_messages(
-    messages: Sequence[Message], tools: Sequence[ToolSchema]
+    messages: Sequence[Message], tools: Sequence[ToolSchema], *, plain: bool = False
 ) -> list[dict[str, str]]:
     """``messages`` as the plain ``{"role", "content"}`` dicts a chat template takes.
 
     System messages merge into one (with the tool prompt); assistant tool calls
-    become their ``<tool_call>`` text; tool results keep the ``tool`` role.
+    become their ``<tool_call>`` text; tool results keep the ``tool`` role. With
+    ``plain``, for templates that take only alternating user and assistant
+    turns, the system text opens the first user turn, tool results become user
+    turns in ``<tool_response>`` tags, and neighbouring turns of one role merge.
     """
     system = [m.text for m in messages if m.role == "system" and m.text]
     if tools:
         system.append(tool_prompt(tools))
     out: list[dict[str, str]] = []
-    if system:
+    if system and not plain:
         out.append({"role": "system", "content": "\n\n".join(system)})
     for message in messages:
         if message.role == "system":
             continue
         content = _content(message)
-        if message.role == "assistant" and message.tool_calls:
+        role = message.role
+        if role == "assistant" and message.tool_calls:
             calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
             content = f"{content}{CALL_OPEN}{json.dumps(calls, ensure_ascii=False)}{CALL_CLOSE}"
-        elif message.role == "tool" and message.is_error:
-            content = f"error: {content}"
-        out.append({"role": message.role, "content": content})
+        elif role == "tool":
+            if message.is_error:
+                content = f"error: {content}"
+            if plain:
+                role, content = "user", f"<tool_response>\n{content}\n</tool_response>"
+        if plain and out and out[-1]["role"] == role:
+            out[-1]["content"] += "\n\n" + content
+        else:
+            out.append({"role": role, "content": content})
+    if system and plain:
+        text = "\n\n".join(system)
+        if out and out[0]["role"] == "user":
+            out[0]["content"] = f"{text}\n\n{out[0]['content']}"
+        else:
+            out.insert(0, {"role": "user", "content": text})
     return out

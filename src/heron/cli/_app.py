@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -16,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import __version__
-from .._core import HeronError, UserError
+from .._core import HeronError, Message, UserError
 from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
@@ -58,6 +60,10 @@ StateOption = Annotated[
 MaxTurnsOption = Annotated[
     int, typer.Option("--max-turns", min=1, help="Model turns allowed per prompt.")
 ]
+
+
+CANCELLED_NOTE = "(The user cancelled this answer.)"
+"""What the conversation records in place of an answer cancelled with Ctrl-C."""
 
 
 def _version(value: bool) -> None:
@@ -135,13 +141,32 @@ def _agent(
     provider_spec: str | None, instruction: str, state_file: Path | None, max_turns: int
 ) -> SimpleAgent:
     provider: Provider = from_spec(provider_spec) if provider_spec else default_provider()
+    return _build(provider, instruction, _load_state(state_file), max_turns)
+
+
+def _build(
+    provider: Provider, instruction: str, state: dict[str, Any] | None, max_turns: int
+) -> SimpleAgent:
     return SimpleAgent(
         provider=provider,
         instruction=instruction,
         tools=[get_current_time],
-        state=_load_state(state_file),
+        state=state,
         max_turns=max_turns,
     )
+
+
+def _mark_cancelled(agent: SimpleAgent, instruction: str, max_turns: int) -> SimpleAgent:
+    """The agent again, its conversation noting that the last answer was cancelled.
+
+    Without the note the next prompt would follow an unanswered one, and the
+    model would answer the cancelled prompt instead.
+    """
+    state = agent.state()
+    note = Message.assistant(CANCELLED_NOTE).to_dict()
+    state["messages"].append(note)
+    state["messages_full"].append(note)
+    return _build(agent.provider, instruction, state, max_turns)
 
 
 async def _answer(
@@ -170,6 +195,8 @@ def run(
     """Run an agent (with the get-current-time tool) on PROMPT and stream its work."""
 
     def go() -> None:
+        if not prompt.strip():
+            raise typer.BadParameter("the prompt is empty", param_hint="PROMPT")
         agent = _agent(provider, instruction, state, max_turns)
         console = Console(highlight=False)
         if as_json:
@@ -194,6 +221,8 @@ def chat(
 ) -> None:
     """Talk with an agent; it keeps the conversation. Ctrl-C cancels the current
     answer; Ctrl-D, Ctrl-C at the prompt, or /exit ends the session."""
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401 - line editing and history for input()
     console = Console(highlight=False)
     errors = Console(stderr=True, highlight=False)
     agent = _guarded(ctx, lambda: _agent(provider, instruction, state, max_turns))
@@ -215,13 +244,14 @@ def chat(
                     result = runner.run(_answer(agent, prompt, view, close=False))
                 except KeyboardInterrupt:
                     view.note("(cancelled)", "yellow")
+                    agent = _mark_cancelled(agent, instruction, max_turns)
                     continue
                 except HeronError as exc:
                     view.note("", None)
                     errors.print(Text(f"heron: error: {exc}", style="red"), soft_wrap=True)
                     continue
                 view.finish(result)
-                _guarded(ctx, lambda: _save_state(state, agent))
+                _guarded(ctx, functools.partial(_save_state, state, agent))
         finally:
             runner.run(agent.provider.aclose())
 

@@ -75,9 +75,21 @@ def _value(f: BinaryIO, kind: int) -> Value:
     raise GGUFError(f"unknown metadata value type {kind}")
 
 
-@functools.lru_cache(maxsize=16)
 def read_metadata(path: Path) -> dict[str, Value]:
-    """Every scalar and string key of ``path``'s GGUF header (arrays omitted)."""
+    """Every scalar and string key of ``path``'s GGUF header (arrays omitted).
+
+    Cached per file version (path, size, modification time); the caller gets its
+    own copy.
+    """
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise GGUFError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
+    return dict(_read_metadata(path, stat.st_size, stat.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_metadata(path: Path, _size: int, _mtime: int) -> dict[str, Value]:
     try:
         with path.open("rb") as f:
             if f.read(4) != b"GGUF":
@@ -95,5 +107,8 @@ def read_metadata(path: Path) -> dict[str, Value]:
                 if value is not None:
                     metadata[key] = value
             return metadata
+    except GGUFError as exc:
+        message = str(exc)
+        raise GGUFError(message if str(path) in message else f"{path}: {message}") from None
     except OSError as exc:
         raise GGUFError(f"cannot read model file {path}: {exc.strerror or exc}") from exc

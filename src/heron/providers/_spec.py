@@ -106,7 +106,13 @@ def from_spec(spec: str) -> Provider:
 
 def default_provider() -> Provider:
     """The provider ``HERON_PROVIDER`` names, else the embedded local model."""
-    return from_spec(os.environ.get("HERON_PROVIDER", "").strip() or "local")
+    spec = os.environ.get("HERON_PROVIDER", "").strip()
+    if not spec:
+        return from_spec("local")
+    try:
+        return from_spec(spec)
+    except UserError as exc:
+        raise UserError(f"HERON_PROVIDER={spec}: {exc}") from None
 
 
 def _step(index: int, raw: Any) -> Step:
@@ -125,6 +131,9 @@ def _step(index: int, raw: Any) -> Step:
     for n, item in enumerate(raw_calls):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise UserError(f"{where}, tool call {n}: needs a string 'name'")
+        extra = set(item) - {"name", "arguments", "id"}
+        if extra:
+            raise UserError(f"{where}, tool call {n}: unknown keys {', '.join(sorted(extra))}")
         arguments = item.get("arguments", {})
         if not isinstance(arguments, dict):
             raise UserError(f"{where}, tool call {n}: 'arguments' must be an object")

@@ -13,7 +13,7 @@ __all__ = ["get_current_time"]
 
 @tool(name="get-current-time")
 def get_current_time(timezone: str = "UTC") -> str:
-    """Get the current date and time (now, today), optionally in an IANA timezone.
+    """Get the current date, day and time (now, today), optionally in an IANA timezone.
 
     Args:
         timezone: An IANA timezone name such as Europe/Paris or Asia/Tokyo; UTC by default.

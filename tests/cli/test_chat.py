@@ -1,12 +1,15 @@
 """``heron chat`` as a real subprocess fed through stdin, and Ctrl-C (SIGINT) handling."""
 
+import array
 import codecs
+import fcntl
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -120,6 +123,24 @@ class Session:
         while stat.read_text().rpartition(")")[2].split()[0] != "S":
             assert time.monotonic() < deadline, "the process never went to sleep"
             time.sleep(0.005)  # polling /proc; nothing to wait on
+
+    def wait_until_read(self) -> None:
+        """Wait until the process has taken everything sent to it, then sleeps.
+
+        A process that has read its line and then sleeps is past the prompt,
+        in the turn that line started (a sleep at the prompt would leave the
+        line unread in the pipe).
+        """
+        assert self.process.stdin is not None
+        deadline = time.monotonic() + WAIT
+        unread = array.array("i", [0])
+        while True:
+            fcntl.ioctl(self.process.stdin.fileno(), termios.FIONREAD, unread)
+            if unread[0] == 0:
+                break
+            assert time.monotonic() < deadline, "the process never read its input"
+            time.sleep(0.005)  # polling the pipe; nothing to wait on
+        self.wait_until_blocked()
 
     def send(self, line: str) -> None:
         assert self.process.stdin is not None
@@ -278,16 +299,42 @@ class TestCtrlC:
             stdout,
         ), stdout
         assert "Far too slow" not in stdout
-        # The cancelled exchange stays in the conversation, its tool call answered.
+        # The cancelled exchange stays in the conversation, its tool call answered,
+        # and marked as cancelled so the next prompt is not read as a follow-up.
         messages = saved_messages(state)
         assert [(m["role"], m["content"]) for m in messages] == [
             ("user", "What time is it?"),
             ("assistant", "Looking."),
             ("tool", messages[2]["content"]),
+            ("assistant", "(The user cancelled this answer.)"),
             ("user", "Still there?"),
             ("assistant", "Back again."),
         ]
         assert messages[2]["tool_call_id"] == messages[1]["tool_calls"][0]["id"]
+
+    def test_a_cancelled_text_answer_is_marked_and_not_answered_later(
+        self, session: Callable[..., Session], script: Callable[[list[Any]], str], tmp_path: Path
+    ) -> None:
+        state = tmp_path / "chat.json"
+        spec = script([{"text": "A long story...", "delay": 30}, "It is noon."])
+        chat = session("chat", "-p", spec, "--state", str(state))
+        chat.send("Tell me a very long story.")
+        chat.wait_until_read()  # in the model's 30 s turn
+        chat.interrupt()
+        chat.wait_for("(cancelled)")
+        chat.send("What time is it?")
+        chat.wait_for("It is noon.")
+        chat.send("/exit")
+        code, stdout, stderr = chat.finish()
+        assert (code, stderr) == (0, "")
+        assert "A long story" not in stdout
+        messages = saved_messages(state)
+        assert [(m["role"], m["content"]) for m in messages] == [
+            ("user", "Tell me a very long story."),
+            ("assistant", "(The user cancelled this answer.)"),
+            ("user", "What time is it?"),
+            ("assistant", "It is noon."),
+        ]
 
     def test_at_the_prompt_ends_the_session(
         self, session: Callable[..., Session], script: Callable[[list[Any]], str]

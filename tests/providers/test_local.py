@@ -12,10 +12,13 @@ import llama_cpp
 import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from heron import Message, ProviderError, SimpleAgent, StreamChunk, UserError
+from heron import Message, ProviderError, SimpleAgent, StreamChunk, ToolCall, UserError
 from heron.providers import LocalProvider, default_model_path
 from heron.providers._local_prompt import template_messages
+from heron.providers.local import _repeating
 from heron.tools import get_current_time
+
+from .gguf_edit import with_metadata
 
 TIME = get_current_time.schema
 
@@ -216,3 +219,96 @@ def test_think_limit_follows_think_effort() -> None:
     # Reasoning may take the budget up to a reserve left for the answer.
     assert LocalProvider(think_effort=1, max_tokens=512).think_limit() == 448
     assert LocalProvider(think_effort=1, max_tokens=80).think_limit() == 40
+
+
+@pytest.mark.slow
+async def test_a_routed_call_without_room_is_a_clear_error() -> None:
+    small = LocalProvider(n_ctx=512)
+    with pytest.raises(ProviderError) as caught:
+        await small.chat([Message.user("word " * 274 + " what time is it?")], tools=[TIME])
+    assert caught.value.code in ("context_length_exceeded", "truncated_tool_call")
+    assert "llama_decode" not in str(caught.value)
+    assert "context" in str(caught.value)
+
+
+@pytest.mark.slow
+async def test_cancelling_during_a_long_prompt_stops_within_a_slice() -> None:
+    provider = LocalProvider()
+    task = asyncio.create_task(provider.chat([Message.user("word " * 7000)]))
+    # Cancel while the 7,000-token prompt is being read (about a minute in one go).
+    done, _ = await asyncio.wait([task], timeout=0.5)
+    assert not done, "the prompt was read faster than expected; the test proves nothing"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _threads_finish(deadline=15.0), "prompt evaluation went on after cancel"
+
+
+@pytest.mark.slow
+async def test_a_cut_off_answer_ends_the_run_with_max_tokens() -> None:
+    agent = SimpleAgent(provider=LocalProvider(max_tokens=5))
+    result = await agent.run("Write a long story about a dragon.")
+    assert result.stop_reason == "max_tokens"
+    assert not result.stopped
+    assert result.output_tokens == 5
+
+
+@pytest.mark.slow
+async def test_a_model_may_open_a_call_by_itself_when_routing_is_off() -> None:
+    # An earlier exchange shows the model the format; it then calls on its own.
+    history = [
+        Message.user("What time is it in London?"),
+        Message.assistant(
+            "",
+            tool_calls=[
+                ToolCall(id="c1", name="get-current-time", arguments={"timezone": "Europe/London"})
+            ],
+        ),
+        Message.tool(
+            "2026-11-30T06:00:00+00:00 (Monday, Europe/London)",
+            tool_call_id="c1",
+            tool_name="get-current-time",
+        ),
+        Message.assistant("It is 06:00 in London."),
+        Message.user("And what time is it in Berlin?"),
+    ]
+    provider = LocalProvider(route_tools=False, max_tokens=96)
+    chunks: list[StreamChunk] = []
+    response = await provider.chat(history, tools=[TIME], on_chunk=chunks.append)
+    assert response.stop_reason == "tool_use"
+    [call] = response.tool_calls
+    assert (call.name, call.arguments) == ("get-current-time", {"timezone": "Europe/Berlin"})
+    assert not any("<tool_call>" in c.content for c in chunks)
+
+
+def test_loading_waits_for_the_first_request() -> None:
+    from heron.providers import local
+
+    provider = LocalProvider(n_ctx=1536)
+    key = (provider.model_path, 1536, None)
+    assert key not in local._models
+    provider._load()
+    assert key in local._models
+
+
+def test_routing_is_on_for_small_models_only(tmp_path: Path) -> None:
+    assert LocalProvider().route_tools  # 135M parameters
+    big = with_metadata(default_model_path(), tmp_path / "big.gguf", "general.size_label", "7B")
+    assert not LocalProvider(big).route_tools
+    assert LocalProvider(big, route_tools=True).route_tools
+
+
+@pytest.mark.parametrize(
+    ("tokens", "looping"),
+    [
+        ([1, 2, 3] * 16, True),  # a 3-token cycle over 48 tokens
+        ([7] * 48, True),
+        ([7] * 47, False),
+        (list(range(40)) + list(range(40)) + list(range(40)), True),  # three 40-token lines
+        (list(range(100)) * 2, False),  # only twice
+        ([1, 2, 3] * 16 + [4], False),  # the loop broke
+        ([], False),
+    ],
+)
+def test_repeating_spots_token_loops(tokens: list[int], looping: bool) -> None:
+    assert _repeating(tokens) is looping

@@ -112,3 +112,20 @@ def test_the_call_grammar_compiles_for_every_tool_shape() -> None:
     grammar = calls_grammar([TIME, WRITE, WEATHER, odd])
     assert grammar.rstrip().endswith('root ::= heron-calls "</tool_call>"')
     LlamaGrammar.from_string(grammar, verbose=False)
+
+
+def test_plain_roles_fold_system_text_and_tool_results_into_alternating_turns() -> None:
+    messages = [
+        Message.system("Be brief."),
+        Message.user("time?"),
+        Message.assistant("", tool_calls=[ToolCall(id="c1", name="get-current-time")]),
+        Message.tool("noon", tool_call_id="c1", tool_name="get-current-time"),
+        Message.tool("boom", tool_call_id="c2", tool_name="get-current-time", is_error=True),
+    ]
+    rendered = template_messages(messages, [TIME], plain=True)
+    assert [m["role"] for m in rendered] == ["user", "assistant", "user"]
+    assert rendered[0]["content"].startswith("Be brief.\n\nYou can call these tools")
+    assert rendered[0]["content"].endswith("\n\ntime?")
+    assert rendered[2]["content"] == (
+        "<tool_response>\nnoon\n</tool_response>\n\n<tool_response>\nerror: boom\n</tool_response>"
+    )

@@ -64,3 +64,11 @@ async def test_think_effort_zero_closes_the_block_before_it_opens(thinking_model
     response = await provider.chat(STORY)
     assert response.thinking is None
     assert response.content.strip()
+
+
+@pytest.mark.slow
+async def test_full_effort_still_leaves_room_to_answer(thinking_model: Path) -> None:
+    provider = LocalProvider(thinking_model, max_tokens=80, think_effort=1.0)
+    response = await provider.chat(STORY)
+    assert response.thinking and response.content.strip()
+    assert response.output_tokens <= 80

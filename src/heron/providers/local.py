@@ -88,6 +88,7 @@ class _Loaded:
 
 _models: dict[tuple[Path, int, int | None], _Loaded] = {}
 _models_lock = threading.Lock()
+_loading: dict[tuple[Path, int, int | None], threading.Lock] = {}
 
 
 @atexit.register
@@ -211,8 +212,17 @@ class LocalProvider(Provider):
         key = (self.model_path, self.n_ctx, self.threads)
         with _models_lock:
             loaded = _models.get(key)
+            if loaded is not None:
+                return loaded
+            loading = _loading.setdefault(key, threading.Lock())
+        # One load per model at a time; other models (and the exit hook) need not wait.
+        with loading:
+            with _models_lock:
+                loaded = _models.get(key)
             if loaded is None:
-                loaded = _models[key] = self._open()
+                loaded = self._open()
+                with _models_lock:
+                    _models[key] = loaded
             return loaded
 
     def _open(self) -> _Loaded:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -177,26 +176,6 @@ async def test_a_delegation_cancelled_before_it_began_says_so() -> None:
     assert "done" in repr(future)
 
 
-async def test_an_unawaited_failure_is_not_reported_as_lost() -> None:
-    loop = asyncio.get_running_loop()
-    reports: list[dict[str, Any]] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, context: reports.append(context))
-    try:
-        future = agent("lead").delegate_later(to=agent("broken", ProviderError("x")), task="t")
-        for _ in range(1000):  # a few loop iterations at most
-            if future.done():
-                break
-            await asyncio.sleep(0)
-        assert future.done()
-        await asyncio.sleep(0)  # the task's done callbacks run on the next loop iteration
-        del future
-        gc.collect()
-    finally:
-        loop.set_exception_handler(previous)
-    assert reports == []
-
-
 def test_gather_takes_only_futures() -> None:
     with pytest.raises(UserError, match="DelegationFuture values, not coroutine"):
         asyncio.run(_gather_a_coroutine())
@@ -322,7 +301,6 @@ async def test_an_unawaited_delegation_is_cancelled_when_its_call_ends() -> None
     async def fire_and_forget() -> str:
         """Start work and return at once."""
         futures.append(lead.delegate_later(to=slow, task="background"))
-        await asyncio.sleep(0)  # let it begin
         return "started"
 
     lead = agent("lead", call("fire_and_forget"), "ok", tools=[fire_and_forget])

@@ -1,0 +1,176 @@
+"""Worker runs and the tool calls that made them: who records, counts and stops them."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from typing import Any
+
+import pytest
+
+from heron import DelegationFuture, ProviderError, SimpleAgent, StreamChunk, tool
+from heron.testing import Reply, ScriptedProvider, Step, call
+
+
+def agent(name: str, *steps: Step, tools: list[Any] | None = None) -> SimpleAgent:
+    return SimpleAgent(provider=ScriptedProvider(steps), name=name, tools=tools or [])
+
+
+async def test_two_workers_calling_each_other_do_not_freeze_the_parent() -> None:
+    # lead asks alpha and beta in one turn; each one's model then asks the other.
+    @tool
+    async def ask_beta(task: str) -> str:
+        """Ask beta."""
+        return (await alpha.delegate(to=beta, task=task)).reply
+
+    @tool
+    async def ask_alpha(task: str) -> str:
+        """Ask alpha."""
+        return (await beta.delegate(to=alpha, task=task)).reply
+
+    def script(other: str) -> list[Step]:
+        # The refused one answers at once; the waiting one's worker answers it later.
+        first = Reply(tool_calls=[call(f"ask_{other}", task="help me")], delay=0.05)
+        return [first, "I did it alone.", "Here is help."]
+
+    alpha = agent("alpha", *script("beta"), tools=[ask_beta])
+    beta = agent("beta", *script("alpha"), tools=[ask_alpha])
+    lead = agent(
+        "lead",
+        [call("alpha", task="part A"), call("beta", task="part B")],
+        "Both parts done.",
+        tools=[alpha.as_tool(), beta.as_tool()],
+    )
+
+    result = await asyncio.wait_for(lead.run("go"), 3)
+
+    assert result.reply == "Both parts done."
+    inner = [c for run in result.sub_runs for c in run.tool_calls]
+    refused = [c for c in inner if c.is_error]
+    assert len(refused) == 1 and len(inner) == 2
+    assert "would wait for each other forever" in refused[0].result
+    # The refused run is on the record, failed (not "cancelled"), with the reason.
+    (never,) = refused[0].runs
+    assert never.stop_reason == "error"
+    assert "UserError" in (never.error or "") and never.turns == 0
+    # The other wait went through once the refused worker's run had ended.
+    (waited,) = next(c for c in inner if not c.is_error).runs
+    assert (waited.stop_reason, waited.reply) == ("end_turn", "Here is help.")
+    assert sum(i for i, _ in result.tokens_by_agent().values()) == result.input_tokens
+
+
+async def test_the_same_worker_asked_twice_at_once_just_queues() -> None:
+    helper = agent("helper", Reply(text="one", delay=0.02), "two")
+    lead = agent(
+        "lead",
+        [call("helper", task="first"), call("helper", task="second")],
+        "ok",
+        tools=[helper.as_tool()],
+    )
+    result = await asyncio.wait_for(lead.run("go"), 3)
+    assert [c.result for c in result.tool_calls] == ["one", "two"]
+
+
+async def test_a_delegation_in_a_task_the_tool_made_is_recorded_stopped_and_counted() -> None:
+    # The worker finishes a tool turn (spending tokens), then would think for a minute.
+    worker = agent("worker", call("missing"), Reply(text="never", delay=60))
+    busy = asyncio.Event()
+
+    def on_chunk(chunk: StreamChunk) -> None:
+        if chunk.role == "tool":
+            busy.set()
+
+    tasks: list[asyncio.Task[Any]] = []
+
+    @tool
+    async def fire_and_forget() -> str:
+        """Start work in a task of its own and return."""
+        run = lead.delegate(to=worker, task="background", on_chunk=on_chunk)
+        tasks.append(asyncio.create_task(run))
+        await busy.wait()
+        return "started"
+
+    lead = agent("lead", call("fire_and_forget"), "ok", tools=[fire_and_forget])
+    result = await asyncio.wait_for(lead.run("go"), 3)
+
+    assert tasks[0].cancelled()  # the call did not let it outlive it
+    (record,) = result.tool_calls
+    assert record.runs == (worker.last_result,)
+    (sub,) = record.runs
+    assert sub.stop_reason == "cancelled" and sub.input_tokens > 0
+    assert result.input_tokens == result.own_input_tokens + sub.input_tokens
+    assert result.tokens_by_agent()["worker"] == (sub.input_tokens, sub.output_tokens)
+
+
+async def test_a_delegation_started_outside_and_awaited_in_a_tool_is_on_its_record() -> None:
+    worker = agent("worker", "Early work.")
+    futures: list[DelegationFuture[Any]] = []
+
+    @tool
+    async def collect() -> str:
+        """Collect the early work."""
+        return (await futures[0]).reply
+
+    lead = agent("lead", call("collect"), "ok", tools=[collect])
+    futures.append(lead.delegate_later(to=worker, task="start now"))
+    (future,) = futures
+    result = await lead.run("go")
+
+    (record,) = result.tool_calls
+    assert record.result == "Early work."
+    assert record.runs == (future.partial,)
+    assert result.input_tokens == result.own_input_tokens + future.partial.input_tokens > 0
+
+
+async def test_a_delegation_cancelled_before_it_began_is_on_the_record() -> None:
+    slow = agent("slow", "never")
+    futures: list[DelegationFuture[Any]] = []
+
+    @tool
+    async def fire_and_forget() -> str:
+        """Start work and return at once (it never gets to begin)."""
+        futures.append(lead.delegate_later(to=slow, task="background"))
+        return "started"
+
+    lead = agent("lead", call("fire_and_forget"), "ok", tools=[fire_and_forget])
+    result = await lead.run("go")
+
+    (future,) = futures
+    assert result.tool_calls[0].runs == (future.partial,)
+    assert future.partial.stop_reason == "cancelled" and future.partial.turns == 0
+    assert slow.provider.requests == []  # type: ignore[attr-defined]
+
+
+async def test_an_unawaited_failure_is_logged_when_its_future_is_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = asyncio.get_running_loop()
+    reports: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reports.append(context))
+    try:
+        future = agent("lead").delegate_later(to=agent("broken", ProviderError("x")), task="t")
+        done = asyncio.Event()
+        future.asyncio_task.add_done_callback(lambda _: done.set())
+        future._observed = False  # looking at the task above is not looking at the outcome
+        await done.wait()
+        with caplog.at_level(logging.ERROR, logger="heron.agents"):
+            del future
+            gc.collect()
+    finally:
+        loop.set_exception_handler(previous)
+    assert reports == []  # asyncio's own "never retrieved" report is replaced by ours
+    assert "delegation to 'broken' (task 't') failed and nobody awaited it" in caplog.text
+
+
+async def test_a_looked_at_failure_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    future = agent("lead").delegate_later(to=agent("broken", ProviderError("x")), task="t")
+    with pytest.raises(ProviderError):
+        await future
+    assert isinstance(future.exception(), ProviderError)
+    with pytest.raises(ProviderError):
+        future.result()
+    with caplog.at_level(logging.ERROR, logger="heron.agents"):
+        del future
+    assert caplog.text == ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeAlias
@@ -52,6 +52,9 @@ class ToolCallRecord:
         ``runs`` are exported with :meth:`RunResult.export`, or with
         :meth:`RunResult.to_dict` (their messages too) when ``messages`` is true.
         """
+        return self._data(lambda r: r.to_dict() if messages else r.export())
+
+    def _data(self, run: Callable[[RunResult[Any]], dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id,
             "name": self.name,
@@ -63,7 +66,7 @@ class ToolCallRecord:
         if self.duration is not None:
             out["duration"] = round(self.duration, 6)
         if self.runs:
-            out["runs"] = [r.to_dict() if messages else r.export() for r in self.runs]
+            out["runs"] = [run(r) for r in self.runs]
         return out
 
     @classmethod
@@ -197,25 +200,30 @@ class RunResult(Generic[OutputT]):
 
     @property
     def checksum(self) -> str:
-        """SHA-256 of the output, the tool calls and ``created_at`` (integer epoch)."""
-        payload = {
-            "output": [m.to_dict() for m in self.output],
-            "tool_calls": [c.to_dict() for c in self.tool_calls],
-            "created_at": int(self.created_at.timestamp()),
-        }
+        """SHA-256 of every field :meth:`export` writes (``messages`` are not part of it).
+
+        A sub-run enters as its ``id`` and its own checksum, which covers it in
+        turn: altering any field at any depth changes the top-level checksum.
+        """
+        payload = self._data(lambda r: {"id": r.id, "checksum": r.checksum})
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def export(self) -> dict[str, Any]:
         """A compact dict for persistence: no ``None`` values and no zero token counts."""
+        data = self._data(lambda r: r.export())
+        data["checksum"] = self.checksum
+        return data
+
+    def _data(self, run: Callable[[RunResult[Any]], dict[str, Any]]) -> dict[str, Any]:
+        """The exported fields, each sub-run of a tool call written by ``run``."""
         data: dict[str, Any] = {
             "agent_name": self.agent_name,
             "delegated_by": self.delegated_by,
             "output": [m.to_dict() for m in self.output],
-            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "tool_calls": [c._data(run) for c in self.tool_calls],
             "created_at": self.created_at.isoformat(),
             "id": self.id,
-            "checksum": self.checksum,
             "stop_reason": self.stop_reason,
             "duration": round(self.duration, 6),
             "turns": self.turns or None,

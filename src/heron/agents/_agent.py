@@ -265,17 +265,25 @@ class BaseAgent:
         on_chunk: ChunkCallback | None,
         spec: OutputSpec | None,
         result: RunResult[Any],
+        *,
+        fresh: bool = False,
     ) -> RunResult[Any]:
-        """Queue behind any run in progress, then run the loop, filling in ``result``."""
+        """Queue behind any run in progress, then run the loop, filling in ``result``.
+
+        A ``fresh`` run starts from an empty conversation (instruction and skills
+        only) and leaves the agent's own untouched, its tokens counted in
+        :attr:`usage` all the same.
+        """
         chain = _RUNNING.get()
         lock = self._enter()
         try:
             async with self._waiting(lock, chain):
                 token = _RUNNING.set((*chain, self))
+                conversation = Conversation(AgentState()) if fresh else self._conversation
                 try:
                     run = Run(
                         self,
-                        self._conversation,
+                        conversation,
                         base_prompt=self._base_prompt,
                         on_chunk=on_chunk,
                         spec=spec,
@@ -283,6 +291,9 @@ class BaseAgent:
                     )
                     return await run.execute(message)
                 finally:
+                    if fresh:
+                        own = self._conversation
+                        own.usage = own.usage + conversation.usage
                     # A run abandoned on a closed loop is closed later by the garbage
                     # collector, in another context, where the token cannot be reset.
                     with contextlib.suppress(ValueError):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, create_model
 
 from .._core import ChunkCallback, UserError
 from ._agent import BaseAgent
-from ._pipeline import Team, TeamResult
+from ._pipeline import Team, TeamResult, handed_on
 from ._team import start_worker
 
 __all__ = ["DEFAULT_MAX_STEPS", "DONE", "Network", "Route", "Router"]
@@ -30,7 +30,16 @@ class Route:
     agent: str
     """Name of the agent to act next (or :data:`DONE`)."""
     task: str | None = None
-    """What to tell it; by default the previous step's reply (the prompt, first)."""
+    """What to tell it; ``None`` passes on the previous step's reply (the prompt, first)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.agent, str):
+            raise UserError(f"a Route's agent must be an agent's name, not {self.agent!r}")
+        if self.task is not None and (not isinstance(self.task, str) or not self.task.strip()):
+            raise UserError(
+                f"a Route's task must be a non-empty string, or None to pass on the "
+                f"previous reply; not {self.task!r}"
+            )
 
 
 Router: TypeAlias = Callable[[TeamResult], "str | Route | Awaitable[str | Route | None] | None"]
@@ -45,7 +54,11 @@ class Network(Team):
     prompt and every step), or an agent asked for a structured answer naming
     the next agent (``{"next": "writer", "task": "..."}``) or ``"done"``. Each
     step's agent gets the route's task, else the previous step's reply (the
-    prompt for the first). ``max_steps`` bounds the agent turns::
+    prompt for the first); a step that ended without a reply, routed on with
+    no task, fails the run with :class:`RunError`. ``max_steps`` bounds the
+    agent turns. Members keep their conversations between runs, as any agent
+    does; a router agent decides each step from a fresh briefing (the task,
+    the members, this run's replies) and keeps nothing between decisions::
 
         def router(run: TeamResult) -> str | None:
             if not run.steps:
@@ -99,7 +112,9 @@ class Network(Team):
                 result.stop_reason = "done"
                 return
             agent = self._by_name[route.agent]
-            task = route.task or (result.steps[-1].reply if result.steps else result.prompt)
+            task = route.task
+            if task is None:
+                task = handed_on(self, result)
             step, running = start_worker(agent, task, delegated_by=None, on_chunk=on_chunk)
             result.steps.append(step)
             await running
@@ -112,10 +127,14 @@ class Network(Team):
                 delegated_by=None,
                 on_chunk=on_chunk,
                 output_type=self._decision,
+                # Each decision starts afresh: the briefing says all there is to know,
+                # and a kept conversation would resend every earlier briefing.
+                fresh=True,
             )
             result.routing.append(decision)
             value = (await running).output_value
-            choice: object = Route(agent=value.next, task=value.task)
+            task = value.task if value.task and value.task.strip() else None
+            choice: object = Route(agent=value.next, task=task)
         else:
             choice = self.router(result)
             if inspect.isawaitable(choice):

@@ -168,7 +168,9 @@ class Pipeline(Team):
     ``await pipeline.run(prompt)`` returns a :class:`TeamResult` with every
     step's :class:`RunResult`, the total tokens and the duration. A step
     that ends without a reply to pass on fails the pipeline with
-    :class:`RunError`::
+    :class:`RunError`. Members keep their conversations between runs, as any
+    agent does, so a second run builds on the first; build new agents for an
+    unrelated job::
 
         pipeline = Pipeline([researcher, writer, editor])
         result = await pipeline.run("Herons of Europe")
@@ -179,16 +181,27 @@ class Pipeline(Team):
         super().__init__(agents, name)
 
     async def _play(self, result: TeamResult, on_chunk: ChunkCallback | None) -> None:
-        text = result.prompt
-        for i, agent in enumerate(self.agents):
-            if i and not text.strip():
-                previous = self.agents[i - 1].name
-                raise RunError(
-                    f"pipeline {self.name!r}: step {i} ({previous!r}) ended "
-                    f"({result.steps[-1].stop_reason}) without a reply to pass on",
-                    result=result.steps[-1],
-                )
+        for agent in self.agents:
+            text = handed_on(self, result)
             step, running = start_worker(agent, text, delegated_by=None, on_chunk=on_chunk)
             result.steps.append(step)  # kept, with what it spent, even if it fails
-            text = (await running).reply
+            await running
         result.stop_reason = "done"
+
+
+def handed_on(team: Team, result: TeamResult) -> str:
+    """What the next step is given: the last step's reply, or the prompt before any.
+
+    A step that ended without a reply (its turn limit, say) has nothing to pass
+    on: :class:`RunError`, rather than a confusing complaint about an empty task.
+    """
+    if not result.steps:
+        return result.prompt
+    last = result.steps[-1]
+    if not last.reply.strip():
+        raise RunError(
+            f"{type(team).__name__.lower()} {team.name!r}: step {len(result.steps)} "
+            f"({last.agent_name!r}) ended ({last.stop_reason}) without a reply to pass on",
+            result=last,
+        )
+    return last.reply

@@ -132,13 +132,15 @@ def start_worker(
     delegated_by: str | None,
     on_chunk: ChunkCallback | None = None,
     output_type: Any = None,
+    fresh: bool = False,
 ) -> tuple[RunResult[Any], Awaitable[RunResult[Any]]]:
     """Check a worker run's arguments now; return its result-to-be and the run to await.
 
     The result is filled in as the run goes, so it holds the partial run (its
     tokens, its ``error``) even when the run fails or fails to begin. Inside a
     tool call, the run's chunks go to the caller's ``on_chunk`` unless one is
-    given, and the result is on the call's record from now on.
+    given, and the result is on the call's record from now on. A ``fresh`` run
+    starts from an empty conversation and leaves the worker's own untouched.
     """
     if not isinstance(task, str) or not task.strip():
         raise UserError(f"a task must be a non-empty string, not {task!r}")
@@ -159,7 +161,8 @@ def start_worker(
                 scope.own(task)
         started = time.perf_counter()
         try:
-            return await worker._execute(message, forwarder(worker.name, target), spec, result)
+            chunks = forwarder(worker.name, target)
+            return await worker._execute(message, chunks, spec, result, fresh=fresh)
         except BaseException as exc:
             if result.stop_reason is None:  # failed before the run began
                 ended(result, exc)

@@ -127,6 +127,10 @@ class RunResult(Generic[OutputT]):
     """Wall-clock seconds the run took (for a delegation, from the request to the answer)."""
     delegated_by: str | None = None
     """Name of the agent that delegated this run, if any."""
+    provider: str | None = None
+    """Name of the provider behind the agent's model turns (``Provider.name``)."""
+    model: str | None = None
+    """The model behind them (``Provider.model``), when the provider says."""
     id: str = field(default_factory=_new_id)
     """Unique id of this run (UUID4)."""
     created_at: datetime = field(default_factory=_now)
@@ -187,7 +191,9 @@ class RunResult(Generic[OutputT]):
         """``{agent_name: (input_tokens, output_tokens)}`` spent by each agent's own turns.
 
         The values add up to this run's ``input_tokens`` and ``output_tokens``
-        exactly; agents sharing a name share an entry.
+        exactly. Agents sharing a name share an entry (a run warns when two
+        different agents in its tree share one); each run's ``provider`` and
+        ``model`` say who did the work.
         """
         totals: dict[str, tuple[int, int]] = {}
         for run in self.walk():
@@ -220,6 +226,8 @@ class RunResult(Generic[OutputT]):
         data: dict[str, Any] = {
             "agent_name": self.agent_name,
             "delegated_by": self.delegated_by,
+            "provider": self.provider,
+            "model": self.model,
             "output": [m.to_dict() for m in self.output],
             "tool_calls": [c._data(run) for c in self.tool_calls],
             "created_at": self.created_at.isoformat(),
@@ -265,6 +273,8 @@ class RunResult(Generic[OutputT]):
             output_tokens=int(data.get("output_tokens", 0)),
             duration=float(data.get("duration", 0.0)),
             delegated_by=data.get("delegated_by"),
+            provider=data.get("provider"),
+            model=data.get("model"),
             id=str(data.get("id") or _new_id()),
             created_at=datetime.fromisoformat(created) if created else _now(),
             stop_reason=data.get("stop_reason"),

@@ -77,10 +77,12 @@ class Network(Team):
         max_steps: int = DEFAULT_MAX_STEPS,
         name: str = "network",
     ) -> None:
-        super().__init__(agents, name)
-        names = [a.name for a in self.agents]
+        # Checked before Team's warning about shared names: here they are an error.
+        names = [a.name for a in agents if isinstance(a, BaseAgent)]
         if len(set(names)) != len(names):
             raise UserError(f"a network routes by name, so names must differ: {names}")
+        super().__init__(agents, name)
+        names = [a.name for a in self.agents]
         if DONE in names:
             raise UserError(f"no agent of a network may be named {DONE!r}: it means finished")
         if not isinstance(router, BaseAgent) and not callable(router):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -121,6 +122,17 @@ class Team:
                 raise UserError(f"team members must be heron agents, not {type(a).__name__}")
         if not isinstance(name, str) or not name:
             raise UserError(f"a team's name must be a non-empty string, not {name!r}")
+        by_name: dict[str, BaseAgent] = {}
+        for a in agents:
+            if by_name.setdefault(a.name, a) is not a:
+                # One agent acting twice is fine; two under one name blur the record.
+                warnings.warn(
+                    f"two different agents of team {name!r} are named {a.name!r}: its "
+                    "history and tokens_by_agent() cannot tell them apart; give each "
+                    "its own name=",
+                    UserWarning,
+                    stacklevel=3,
+                )
         self.agents: tuple[BaseAgent, ...] = tuple(agents)
         """The members, in the order given."""
         self.name = name

@@ -33,9 +33,16 @@ _log = logging.getLogger("heron.agents")
 class CallScope:
     """One tool call in progress: who made it, and the runs of other agents it made."""
 
-    def __init__(self, agent_name: str, on_chunk: ChunkCallback | None) -> None:
+    def __init__(
+        self,
+        agent_name: str,
+        on_chunk: ChunkCallback | None,
+        names: dict[str, object] | None = None,
+    ) -> None:
         self.agent_name = agent_name
         """The agent whose run made the call."""
+        self.names: dict[str, object] = {} if names is None else names
+        """The agents of the whole delegation tree by name (shared by all its calls)."""
         self.on_chunk = on_chunk
         """That run's chunk callback, where workers' chunks are forwarded."""
         self.runs: list[RunResult[Any]] = []

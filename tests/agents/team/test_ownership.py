@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 from typing import Any
 
 import pytest
 
-from heron import DelegationFuture, ProviderError, SimpleAgent, StreamChunk, tool
+from heron import (
+    DelegationFuture,
+    Pipeline,
+    ProviderError,
+    RunResult,
+    SimpleAgent,
+    StreamChunk,
+    tool,
+)
 from heron.testing import Reply, ScriptedProvider, Step, call
 
 
@@ -174,3 +183,53 @@ async def test_a_looked_at_failure_is_not_logged(caplog: pytest.LogCaptureFixtur
     with caplog.at_level(logging.ERROR, logger="heron.agents"):
         del future
     assert caplog.text == ""
+
+
+async def test_each_run_says_which_provider_and_model_did_the_work() -> None:
+    worker = SimpleAgent(provider=ScriptedProvider(["Done."], model="small-1"), name="worker")
+    lead = SimpleAgent(
+        provider=ScriptedProvider([call("worker", task="t"), "ok"], model="big-2"),
+        name="lead",
+        tools=[worker.as_tool()],
+    )
+    result = await lead.run("go")
+    assert [(r.agent_name, r.provider, r.model) for r in result.walk()] == [
+        ("lead", "scripted", "big-2"),
+        ("worker", "scripted", "small-1"),
+    ]
+    restored = RunResult.from_dict(json.loads(result.to_json()))
+    assert [(r.provider, r.model) for r in restored.walk()] == [
+        ("scripted", "big-2"),
+        ("scripted", "small-1"),
+    ]
+
+
+async def test_two_different_agents_sharing_a_name_in_one_tree_are_warned_about() -> None:
+    first, second = agent("agent", "one"), agent("agent", "two")
+
+    @tool
+    async def both() -> str:
+        """Ask both."""
+        a = await lead.delegate(to=first, task="x")
+        b = await lead.delegate(to=second, task="y")
+        return a.reply + b.reply
+
+    lead = agent("lead", call("both"), "ok", tools=[both])
+    with pytest.warns(UserWarning, match="two different agents named 'agent' work in one run"):
+        result = await lead.run("go")
+    assert result.tool_calls[0].result == "onetwo"
+
+
+async def test_one_agent_called_twice_in_a_tree_is_not_warned_about() -> None:
+    helper = agent("helper", "one", "two")
+    lead = agent(
+        "lead", call("helper", task="a"), call("helper", task="b"), "ok", tools=[helper.as_tool()]
+    )
+    result = await lead.run("go")  # warnings are errors here
+    assert [r.reply for r in result.sub_runs] == ["one", "two"]
+    assert Pipeline([helper, lead, helper]).agents[0] is helper  # no warning either
+
+
+def test_a_pipeline_of_different_agents_sharing_a_name_is_warned_about() -> None:
+    with pytest.warns(UserWarning, match="two different agents of team 'pipeline' are named"):
+        Pipeline([agent("agent"), agent("agent")])

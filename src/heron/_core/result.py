@@ -44,7 +44,8 @@ class ToolCallRecord:
     duration: float | None = None
     """Seconds the call took."""
     runs: tuple[RunResult[Any], ...] = ()
-    """Other agents' runs made by this call (``as_tool()`` workers, delegations)."""
+    """Other agents' runs made by this call (``as_tool()`` workers, delegations), in the
+    order they started."""
 
     def to_dict(self, *, messages: bool = False) -> dict[str, Any]:
         """JSON-ready data; ``is_error``, ``duration`` and ``runs`` only when set.
@@ -110,7 +111,8 @@ class RunResult(Generic[OutputT]):
     ``delegate()`` inside a tool) are kept on that call's record, and their
     tokens are counted into this run's: ``own_input_tokens`` is what this
     agent's own model turns read, :meth:`walk` visits the whole tree and
-    :meth:`tokens_by_agent` splits the total by agent.
+    :meth:`tokens_by_agent` splits the total by agent. A plain ``other.run()``
+    inside a tool is an independent run: it is not recorded or counted here.
     """
 
     agent_name: str

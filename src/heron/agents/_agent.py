@@ -445,10 +445,13 @@ class BaseAgent:
         """Have agent ``to`` run ``task``; return its result, naming this agent as delegator.
 
         The result has ``delegated_by`` and ``duration`` (queueing included)
-        set. Called from inside this agent's run (from a tool), the worker's
-        chunks reach the run's ``on_chunk`` unless ``on_chunk`` is given, and
-        its result and tokens are recorded on the tool call. A failed run
-        raises its error, as :meth:`run` does.
+        set. Called inside a tool call, the worker's chunks reach the calling
+        run's ``on_chunk`` unless ``on_chunk`` is given, and its result and
+        tokens are recorded on that tool call: the one in progress, whichever
+        agent's run made it (``delegated_by`` still names this agent). A failed
+        run raises its error, as :meth:`run` does. Unlike ``delegate()``, a
+        plain ``to.run()`` inside a tool is an independent run: neither recorded
+        on the call nor counted into the calling run.
         """
         return await run_worker(
             self._worker(to),
@@ -469,7 +472,8 @@ class BaseAgent:
         """Start :meth:`delegate` in the background and return its future at once.
 
         Await the future (or pass several to :func:`gather_delegations`) for the
-        result; many delegations run concurrently::
+        result, typed by ``output_type`` as in :meth:`run`; many delegations run
+        concurrently::
 
             futures = [lead.delegate_later(to=a, task="..."), lead.delegate_later(to=b, task="...")]
             results = await gather_delegations(*futures)

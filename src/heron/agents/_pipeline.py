@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
 from .._core import ChunkCallback, RunError, UserError
@@ -49,6 +52,10 @@ class TeamResult:
     """Why the run ended."""
     error: str | None = None
     """What went wrong, when ``stop_reason`` is ``"error"``."""
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    """Unique id of this team run (UUID4)."""
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    """When the team run started (UTC)."""
 
     @property
     def reply(self) -> str:
@@ -88,6 +95,8 @@ class TeamResult:
         """JSON-ready data: each run as :meth:`RunResult.export` gives it, no ``None`` values."""
         data: dict[str, Any] = {
             "team": self.team,
+            "id": self.id,
+            "created_at": self.created_at.isoformat(),
             "prompt": self.prompt,
             "steps": [s.export() for s in self.steps],
             "routing": [r.export() for r in self.routing] or None,
@@ -97,11 +106,18 @@ class TeamResult:
         }
         return {k: v for k, v in data.items() if v is not None}
 
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`export` as a JSON string; ``kwargs`` go to :func:`json.dumps`."""
+        return json.dumps(self.export(), **kwargs)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TeamResult:
         """Rebuild a result from :meth:`export` output (each run's checksum is checked)."""
+        created = data.get("created_at")
         return cls(
             team=str(data["team"]),
+            id=str(data.get("id") or uuid.uuid4()),
+            created_at=datetime.fromisoformat(created) if created else datetime.now(UTC),
             prompt=str(data["prompt"]),
             steps=[RunResult.from_dict(s) for s in data.get("steps", ())],
             routing=[RunResult.from_dict(r) for r in data.get("routing", ())],
@@ -141,9 +157,11 @@ class Team:
         """The most recent run's result, failed and cancelled runs included."""
 
     async def run(self, prompt: str, on_chunk: ChunkCallback | None = None) -> TeamResult:
-        """Run the team on ``prompt``; every member's chunks reach ``on_chunk`` tagged
-        with its name. A failing step raises its error; the steps up to it are on
-        :attr:`last_result`."""
+        """Run the team on ``prompt`` and return its :class:`TeamResult`.
+
+        Every member's chunks reach ``on_chunk`` tagged with its name. A failing
+        step raises its error; the steps up to it are on :attr:`last_result`.
+        """
         if not isinstance(prompt, str) or not prompt.strip():
             raise UserError(f"a team's prompt must be a non-empty string, not {prompt!r}")
         result = TeamResult(team=self.name, prompt=prompt)

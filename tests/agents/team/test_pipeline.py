@@ -123,11 +123,15 @@ async def test_cancelling_a_pipeline_cancels_the_running_step(
 
 
 async def test_team_results_export_and_rebuild() -> None:
-    result = await Pipeline([agent("a", "one"), agent("b", "two")]).run("go")
-    data = json.loads(json.dumps(result.export()))
+    pipeline = Pipeline([agent("a", "one"), agent("b", "two")])
+    result = await pipeline.run("go")
+    data = json.loads(result.to_json())
     assert "routing" not in data and "error" not in data
+    assert data["id"] == result.id and data["created_at"] == result.created_at.isoformat()
+    assert result.created_at <= result.steps[0].created_at
     rebuilt = TeamResult.from_dict(data)
     assert rebuilt.export() == result.export()
+    assert (rebuilt.id, rebuilt.created_at) == (result.id, result.created_at)
     data["steps"][0]["output"][0]["content"] = "altered"
     with pytest.raises(ValueError, match="checksum"):
         TeamResult.from_dict(data)

@@ -114,9 +114,7 @@ class Network(Team):
                 result.stop_reason = "done"
                 return
             agent = self._by_name[route.agent]
-            task = route.task
-            if task is None:
-                task = handed_on(self, result)
+            task = route.task if route.task is not None else handed_on(self, result)
             step, running = start_worker(agent, task, delegated_by=None, on_chunk=on_chunk)
             result.steps.append(step)
             await running

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
-from .._core import ChunkCallback, RunError, UserError
+from .._core import ChunkCallback, Message, RunError, UserError
 from .._core.result import RunResult
 from ._agent import BaseAgent
 from ._team import start_worker
@@ -41,7 +41,7 @@ class TeamResult:
     team: str
     """Name of the team that ran."""
     prompt: str
-    """The prompt the team was given."""
+    """The prompt the team was given (its text, when it was a :class:`Message`)."""
     steps: list[RunResult[Any]] = field(default_factory=list)
     """Each acting agent's run, in the order they acted."""
     routing: list[RunResult[Any]] = field(default_factory=list)
@@ -56,6 +56,8 @@ class TeamResult:
     """Unique id of this team run (UUID4)."""
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     """When the team run started (UTC)."""
+    prompt_message: Message | None = None
+    """The prompt as given, when it was a :class:`Message` (images and all; not exported)."""
 
     @property
     def reply(self) -> str:
@@ -156,15 +158,24 @@ class Team:
         self.last_result: TeamResult | None = None
         """The most recent run's result, failed and cancelled runs included."""
 
-    async def run(self, prompt: str, on_chunk: ChunkCallback | None = None) -> TeamResult:
+    async def run(self, prompt: str | Message, on_chunk: ChunkCallback | None = None) -> TeamResult:
         """Run the team on ``prompt`` and return its :class:`TeamResult`.
 
-        Every member's chunks reach ``on_chunk`` tagged with its name. A failing
-        step raises its error; the steps up to it are on :attr:`last_result`.
+        ``prompt`` is a string, or a user :class:`Message` (with images, say),
+        given whole to the first agent to act. Every member's chunks reach
+        ``on_chunk`` tagged with its name. A failing step raises its error; the
+        steps up to it are on :attr:`last_result`.
         """
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise UserError(f"a team's prompt must be a non-empty string, not {prompt!r}")
-        result = TeamResult(team=self.name, prompt=prompt)
+        message = prompt if isinstance(prompt, Message) else None
+        text = prompt.text if isinstance(prompt, Message) else prompt
+        if not isinstance(text, str) or not text.strip():
+            raise UserError(
+                "a team's prompt must be a non-empty string or a user Message with text, "
+                f"not {prompt!r}"
+            )
+        if message is not None and message.role != "user":
+            raise UserError(f"a team's prompt must be a user message, not {message.role!r}")
+        result = TeamResult(team=self.name, prompt=text, prompt_message=message)
         started = time.perf_counter()
         try:
             await self._play(result, on_chunk)
@@ -180,7 +191,7 @@ class Team:
             self.last_result = result
         return result
 
-    def run_sync(self, prompt: str, on_chunk: ChunkCallback | None = None) -> TeamResult:
+    def run_sync(self, prompt: str | Message, on_chunk: ChunkCallback | None = None) -> TeamResult:
         """Blocking :meth:`run`, for scripts; refused inside a running event loop."""
         try:
             asyncio.get_running_loop()
@@ -219,14 +230,14 @@ class Pipeline(Team):
         result.stop_reason = "done"
 
 
-def handed_on(team: Team, result: TeamResult) -> str:
+def handed_on(team: Team, result: TeamResult) -> str | Message:
     """What the next step is given: the last step's reply, or the prompt before any.
 
     A step that ended without a reply (its turn limit, say) has nothing to pass
     on: :class:`RunError`, rather than a confusing complaint about an empty task.
     """
     if not result.steps:
-        return result.prompt
+        return result.prompt_message or result.prompt
     last = result.steps[-1]
     if not last.reply.strip():
         raise RunError(

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from .._core import ChunkCallback, StreamChunk, UserError, emit
+from .._core import ChunkCallback, Message, StreamChunk, UserError, emit
 from .._core.result import RunResult
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def start_worker(
     given, and the result is on the call's record from now on. A ``fresh`` run
     starts from an empty conversation and leaves the worker's own untouched.
     """
-    if not isinstance(task, str) or not task.strip():
+    if not isinstance(task, Message) and (not isinstance(task, str) or not task.strip()):
         raise UserError(f"a task must be a non-empty string, not {task!r}")
     message, spec = worker._prepare(task, output_type)
     result: RunResult[Any] = RunResult(agent_name=worker.name, delegated_by=delegated_by)

@@ -355,7 +355,7 @@ async def test_delegate_later_needs_async_code() -> None:
     assert slow.provider.requests == []  # type: ignore[attr-defined]
 
 
-async def test_an_unawaited_delegation_is_cancelled_when_its_call_ends() -> None:
+async def test_an_unawaited_delegation_is_cancelled_and_recorded_when_its_call_ends() -> None:
     slow = agent("slow", Reply(text="never", delay=60))
     futures: list[DelegationFuture[Any]] = []
 
@@ -370,7 +370,9 @@ async def test_an_unawaited_delegation_is_cancelled_when_its_call_ends() -> None
 
     (future,) = futures
     assert future.done() and future.partial.stop_reason == "cancelled"
+    # On the record although it was cancelled before it could begin.
     assert result.tool_calls[0].runs == (future.partial,)
+    assert future.partial.turns == 0 and slow.provider.requests == []  # type: ignore[attr-defined]
 
 
 async def test_cancelling_the_parent_cancels_delegations_its_tool_awaits(

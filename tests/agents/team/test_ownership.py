@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -132,25 +133,6 @@ async def test_a_delegation_started_outside_and_awaited_in_a_tool_is_on_its_reco
     assert result.input_tokens == result.own_input_tokens + future.partial.input_tokens > 0
 
 
-async def test_a_delegation_cancelled_before_it_began_is_on_the_record() -> None:
-    slow = agent("slow", "never")
-    futures: list[DelegationFuture[Any]] = []
-
-    @tool
-    async def fire_and_forget() -> str:
-        """Start work and return at once (it never gets to begin)."""
-        futures.append(lead.delegate_later(to=slow, task="background"))
-        return "started"
-
-    lead = agent("lead", call("fire_and_forget"), "ok", tools=[fire_and_forget])
-    result = await lead.run("go")
-
-    (future,) = futures
-    assert result.tool_calls[0].runs == (future.partial,)
-    assert future.partial.stop_reason == "cancelled" and future.partial.turns == 0
-    assert slow.provider.requests == []  # type: ignore[attr-defined]
-
-
 async def test_an_unawaited_failure_is_logged_when_its_future_is_dropped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -233,3 +215,28 @@ async def test_one_agent_called_twice_in_a_tree_is_not_warned_about() -> None:
 def test_a_pipeline_of_different_agents_sharing_a_name_is_warned_about() -> None:
     with pytest.warns(UserWarning, match="two different agents of team 'pipeline' are named"):
         Pipeline([agent("agent"), agent("agent")])
+
+
+async def test_a_worker_run_ending_after_its_call_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    worker = agent("worker", Reply(text="late", delay=0.2))
+    ended = threading.Event()
+
+    @tool(timeout=0.05)
+    def blocking() -> str:
+        """Run the worker on an event loop of its own (a thread the call cannot stop)."""
+        try:
+            return asyncio.run(lead.delegate(to=worker, task="t")).reply
+        finally:
+            ended.set()
+
+    lead = agent("lead", call("blocking"), "ok", tools=[blocking])
+    with caplog.at_level(logging.WARNING, logger="heron.agents"):
+        result = await lead.run("go")
+        assert await asyncio.to_thread(ended.wait, 5)
+
+    (record,) = result.tool_calls
+    assert record.is_error and "timed out" in record.result
+    assert record.runs == (worker.last_result,)  # on the record from its start
+    assert "agent 'worker''s run ended after the tool call of 'lead'" in caplog.text

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import pytest
 
 from heron import (
+    ImagePart,
     Message,
     Pipeline,
     ProviderError,
@@ -166,3 +167,24 @@ async def test_bad_prompts_are_refused() -> None:
         with pytest.raises(UserError, match="non-empty string"):
             await pipeline.run(prompt)  # type: ignore[arg-type]
     assert pipeline.last_result is None
+
+
+async def test_a_message_prompt_reaches_the_first_step_whole() -> None:
+    looker = agent("looker", "A heron on one leg.")
+    writer = agent("writer", "Poem.")
+    photo = ImagePart(url="https://example.org/heron.png")
+    result = await Pipeline([looker, writer]).run(Message.user("Describe this.", photo))
+
+    assert result.prompt == "Describe this."
+    first = looker.provider.requests[0].messages[-1]  # type: ignore[attr-defined]
+    assert first.text == "Describe this." and photo in first.content
+    assert writer.provider.requests[0].messages[-1].text == "A heron on one leg."  # type: ignore[attr-defined]
+    assert "prompt_message" not in result.export()
+
+
+async def test_a_message_prompt_needs_text_and_the_user_role() -> None:
+    pipeline = Pipeline([agent("a", "x")])
+    with pytest.raises(UserError, match="a user Message with text"):
+        await pipeline.run(Message.user(ImagePart(url="https://example.org/heron.png")))
+    with pytest.raises(UserError, match="must be a user message, not 'assistant'"):
+        await pipeline.run(Message.assistant("hi"))

@@ -90,6 +90,12 @@ class AgentTool(Tool):
             return ToolResult.error(
                 f"agent {self.worker.name!r} stopped ({result.stop_reason}) without an answer"
             )
+        if result.stop_reason == "max_tokens":
+            # The calling model must not take half an answer for a whole one.
+            return ToolResult.of_text(
+                f"{result.reply}\n\n[agent {self.worker.name!r}'s answer was cut off by "
+                "its model's token limit]"
+            )
         return ToolResult.of_text(result.reply or "(no answer)")
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, Field, create_model
 
 from .._core import ChunkCallback, UserError
+from .._core.result import RunResult
 from ._agent import BaseAgent
 from ._pipeline import Team, TeamResult, handed_on
 from ._team import start_worker
@@ -163,11 +164,19 @@ class Network(Team):
             for a in self.agents
         )
         done = "\n".join(
-            f"{i}. {s.agent_name}: {s.reply or f'(no reply: {s.stop_reason})'}"
-            for i, s in enumerate(result.steps, start=1)
+            f"{i}. {s.agent_name}: {_outcome(s)}" for i, s in enumerate(result.steps, start=1)
         )
         return (
             f"Task: {result.prompt}\n\nAgents:\n{members}\n\n"
             f"Steps so far:\n{done or '(none yet)'}\n\n"
             f"Name the agent to act next, or {DONE!r} if the task is complete."
         )
+
+
+def _outcome(step: RunResult[Any]) -> str:
+    """A step's reply as the router is told it, saying when there is none or it is cut."""
+    if not step.reply:
+        return f"(no reply: {step.stop_reason})"
+    if step.stop_reason == "max_tokens":
+        return f"{step.reply} (cut off by the token limit)"
+    return step.reply

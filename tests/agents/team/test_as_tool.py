@@ -12,6 +12,7 @@ from heron import (
     Capabilities,
     LocalToolClient,
     Message,
+    Provider,
     ProviderError,
     SimpleAgent,
     StreamChunk,
@@ -325,3 +326,20 @@ async def test_worker_chunks_reach_a_streamed_parent() -> None:
     assert (await stream.result()).reply == "Thanks."
     said = "".join(c.content for c in chunks if c.agent == "helper" and c.role == "assistant")
     assert said == "Helped."
+
+
+async def test_a_worker_cut_off_by_its_token_limit_says_so_to_the_parent(
+    cut_off: Callable[[str], Provider],
+) -> None:
+    terse = SimpleAgent(provider=cut_off("Herons are"), name="terse")
+    lead = SimpleAgent(
+        provider=ScriptedProvider([call("terse", task="Describe herons"), "ok"]),
+        name="lead",
+        tools=[terse.as_tool()],
+    )
+    result = await lead.run("go")
+    (record,) = result.tool_calls
+    assert record.runs[0].stop_reason == "max_tokens"
+    assert record.result == (
+        "Herons are\n\n[agent 'terse''s answer was cut off by its model's token limit]"
+    )

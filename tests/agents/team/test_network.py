@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from heron import (
     Message,
     Network,
+    Provider,
     Route,
     RunError,
     SimpleAgent,
@@ -211,3 +212,13 @@ async def test_a_route_with_a_task_needs_no_reply_before_it() -> None:
 def test_a_route_task_is_a_real_task_or_none(task: object) -> None:
     with pytest.raises(UserError, match="a Route's task must be a non-empty string, or None"):
         Route(agent="a", task=task)  # type: ignore[arg-type]
+
+
+async def test_the_router_is_told_when_a_reply_was_cut_off(
+    cut_off: Callable[[str], Provider],
+) -> None:
+    cut = SimpleAgent(provider=cut_off("Herons are"), name="cut")
+    router = agent("router", '{"next": "cut"}', '{"next": "done"}')
+    await Network([cut], router=router).run("Describe herons")
+    briefing = router.provider.requests[1].messages[-1].text  # type: ignore[attr-defined]
+    assert "1. cut: Herons are (cut off by the token limit)" in briefing

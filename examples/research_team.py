@@ -62,7 +62,7 @@ def researcher(name: str, topic: str) -> SimpleAgent:
     # real model. A real provider drops in at the same place.
     first_turn = Reply(tool_calls=[call("search_notes", topic=topic)], delay=0.05)
     return SimpleAgent(
-        provider=ScriptedProvider([first_turn, from_tool_result]),
+        provider=ScriptedProvider([first_turn, from_tool_result], model="small-model"),
         name=name,
         instruction=f"You research the {topic} of birds. Use the field notes.",
         tools=[search_notes],
@@ -78,11 +78,12 @@ def show(chunk: StreamChunk) -> None:
 
 
 def tree(run: RunResult, depth: int = 0) -> None:
-    """Print a run and its sub-runs: who, for whom, and at what cost."""
+    """Print a run and its sub-runs: who, for whom, on which model, and at what cost."""
     by = f" (for {run.delegated_by})" if run.delegated_by else ""
     print(
         f"{'  ' * depth}{run.agent_name}{by}: {run.input_tokens} in / {run.output_tokens} out, "
-        f"own {run.own_input_tokens} / {run.own_output_tokens}, {run.stop_reason}"
+        f"own {run.own_input_tokens} / {run.own_output_tokens}, {run.stop_reason}, "
+        f"on {run.model or run.provider}"
     )
     for sub in run.sub_runs:
         tree(sub, depth + 1)
@@ -91,7 +92,7 @@ def tree(run: RunResult, depth: int = 0) -> None:
 async def main() -> None:
     habitat, diet = researcher("habitat", "habitat"), researcher("diet", "diet")
     writer = SimpleAgent(
-        provider=ScriptedProvider([article]),
+        provider=ScriptedProvider([article], model="large-model"),
         name="writer",
         instruction="You write short, clear articles.",
     )
@@ -109,13 +110,14 @@ async def main() -> None:
                     + " ".join(m.text for m in messages[-2:]),
                 ),
                 final_answer,
-            ]
+            ],
+            model="large-model",
         ),
         name="lead",
         instruction="You lead a research team. Ask the researchers, then the writer.",
         tools=[habitat.as_tool(), diet.as_tool(), writer.as_tool()],
     )
-    editor = SimpleAgent(provider=ScriptedProvider([edited]), name="editor")
+    editor = SimpleAgent(provider=ScriptedProvider([edited], model="small-model"), name="editor")
 
     team = await Pipeline([lead, editor], name="research-team").run(
         "Write a short piece on grey herons.", on_chunk=show

@@ -244,16 +244,19 @@ def test_research_team(tmp_path: Path) -> None:
     )
 
     # Who did what: the delegation tree with each run's tokens...
-    pattern = r"( *)(\w+)(?: \(for (\w+)\))?: (\d+) in / (\d+) out, own (\d+) / (\d+), end_turn"
+    pattern = (
+        r"( *)(\w+)(?: \(for (\w+)\))?: (\d+) in / (\d+) out, own (\d+) / (\d+), end_turn, "
+        r"on ([\w-]+)"
+    )
     tree = [re.fullmatch(pattern, line) for line in runs.splitlines()]
-    assert [(m[1], m[2], m[3]) if m else None for m in tree] == [
-        ("", "lead", None),
-        ("  ", "habitat", "lead"),
-        ("  ", "diet", "lead"),
-        ("  ", "writer", "lead"),
-        ("", "editor", None),
+    assert [(m[1], m[2], m[3], m[8]) if m else None for m in tree] == [
+        ("", "lead", None, "large-model"),
+        ("  ", "habitat", "lead", "small-model"),
+        ("  ", "diet", "lead", "small-model"),
+        ("  ", "writer", "lead", "large-model"),
+        ("", "editor", None, "small-model"),
     ]
-    counts = [[int(n) for n in m.groups()[3:]] for m in tree if m]
+    counts = [[int(n) for n in m.groups()[3:7]] for m in tree if m]
     lead, *workers, editor = counts
     assert lead[0] == lead[2] + sum(w[0] for w in workers)  # rolled up, counted once
     assert lead[1] == lead[3] + sum(w[1] for w in workers)

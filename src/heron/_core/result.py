@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeAlias
@@ -44,7 +44,8 @@ class ToolCallRecord:
     duration: float | None = None
     """Seconds the call took."""
     runs: tuple[RunResult[Any], ...] = ()
-    """Other agents' runs made by this call (``as_tool()`` workers, delegations)."""
+    """Other agents' runs made by this call (``as_tool()`` workers, delegations), in the
+    order they started."""
 
     def to_dict(self, *, messages: bool = False) -> dict[str, Any]:
         """JSON-ready data; ``is_error``, ``duration`` and ``runs`` only when set.
@@ -52,6 +53,9 @@ class ToolCallRecord:
         ``runs`` are exported with :meth:`RunResult.export`, or with
         :meth:`RunResult.to_dict` (their messages too) when ``messages`` is true.
         """
+        return self._data(lambda r: r.to_dict() if messages else r.export())
+
+    def _data(self, run: Callable[[RunResult[Any]], dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id,
             "name": self.name,
@@ -63,7 +67,7 @@ class ToolCallRecord:
         if self.duration is not None:
             out["duration"] = round(self.duration, 6)
         if self.runs:
-            out["runs"] = [r.to_dict() if messages else r.export() for r in self.runs]
+            out["runs"] = [run(r) for r in self.runs]
         return out
 
     @classmethod
@@ -107,7 +111,8 @@ class RunResult(Generic[OutputT]):
     ``delegate()`` inside a tool) are kept on that call's record, and their
     tokens are counted into this run's: ``own_input_tokens`` is what this
     agent's own model turns read, :meth:`walk` visits the whole tree and
-    :meth:`tokens_by_agent` splits the total by agent.
+    :meth:`tokens_by_agent` splits the total by agent. A plain ``other.run()``
+    inside a tool is an independent run: it is not recorded or counted here.
     """
 
     agent_name: str
@@ -124,6 +129,10 @@ class RunResult(Generic[OutputT]):
     """Wall-clock seconds the run took (for a delegation, from the request to the answer)."""
     delegated_by: str | None = None
     """Name of the agent that delegated this run, if any."""
+    provider: str | None = None
+    """Name of the provider behind the agent's model turns (``Provider.name``)."""
+    model: str | None = None
+    """The model behind them (``Provider.model``), when the provider says."""
     id: str = field(default_factory=_new_id)
     """Unique id of this run (UUID4)."""
     created_at: datetime = field(default_factory=_now)
@@ -184,7 +193,9 @@ class RunResult(Generic[OutputT]):
         """``{agent_name: (input_tokens, output_tokens)}`` spent by each agent's own turns.
 
         The values add up to this run's ``input_tokens`` and ``output_tokens``
-        exactly; agents sharing a name share an entry.
+        exactly. Agents sharing a name share an entry (a run warns when two
+        different agents in its tree share one); each run's ``provider`` and
+        ``model`` say who did the work.
         """
         totals: dict[str, tuple[int, int]] = {}
         for run in self.walk():
@@ -197,25 +208,32 @@ class RunResult(Generic[OutputT]):
 
     @property
     def checksum(self) -> str:
-        """SHA-256 of the output, the tool calls and ``created_at`` (integer epoch)."""
-        payload = {
-            "output": [m.to_dict() for m in self.output],
-            "tool_calls": [c.to_dict() for c in self.tool_calls],
-            "created_at": int(self.created_at.timestamp()),
-        }
+        """SHA-256 of every field :meth:`export` writes (``messages`` are not part of it).
+
+        A sub-run enters as its ``id`` and its own checksum, which covers it in
+        turn: altering any field at any depth changes the top-level checksum.
+        """
+        payload = self._data(lambda r: {"id": r.id, "checksum": r.checksum})
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def export(self) -> dict[str, Any]:
         """A compact dict for persistence: no ``None`` values and no zero token counts."""
+        data = self._data(lambda r: r.export())
+        data["checksum"] = self.checksum
+        return data
+
+    def _data(self, run: Callable[[RunResult[Any]], dict[str, Any]]) -> dict[str, Any]:
+        """The exported fields, each sub-run of a tool call written by ``run``."""
         data: dict[str, Any] = {
             "agent_name": self.agent_name,
             "delegated_by": self.delegated_by,
+            "provider": self.provider,
+            "model": self.model,
             "output": [m.to_dict() for m in self.output],
-            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "tool_calls": [c._data(run) for c in self.tool_calls],
             "created_at": self.created_at.isoformat(),
             "id": self.id,
-            "checksum": self.checksum,
             "stop_reason": self.stop_reason,
             "duration": round(self.duration, 6),
             "turns": self.turns or None,
@@ -257,6 +275,8 @@ class RunResult(Generic[OutputT]):
             output_tokens=int(data.get("output_tokens", 0)),
             duration=float(data.get("duration", 0.0)),
             delegated_by=data.get("delegated_by"),
+            provider=data.get("provider"),
+            model=data.get("model"),
             id=str(data.get("id") or _new_id()),
             created_at=datetime.fromisoformat(created) if created else _now(),
             stop_reason=data.get("stop_reason"),

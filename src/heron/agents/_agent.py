@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, TypedDict, TypeVar, overload
 
@@ -41,8 +41,9 @@ DEFAULT_MAX_TURNS = 25
 """Model turns one run may take before it stops with ``stop_reason="max_turns"``."""
 
 # The agents whose run() is in progress in this task (and the tasks it started),
-# so that a tool calling its own agent fails clearly instead of deadlocking.
-_RUNNING: ContextVar[frozenset[int]] = ContextVar("heron_running_agents", default=frozenset())
+# outermost first, so that a tool calling its own agent, or two agents calling
+# each other, fail clearly instead of deadlocking.
+_RUNNING: ContextVar[tuple[BaseAgent, ...]] = ContextVar("heron_running_agents", default=())
 
 
 class BaseAgent:
@@ -131,6 +132,9 @@ class BaseAgent:
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._runs_in_flight = 0
         self._guard = threading.Lock()
+        # Agents whose lock a run this agent's run is part of waits for (one entry
+        # per wait): what deadlock detection follows.
+        self._blocked_on: list[BaseAgent] = []
 
     # -- public surface -------------------------------------------------
 
@@ -238,7 +242,7 @@ class BaseAgent:
                 f"a prompt must be a str or a Message, not {type(prompt).__name__}; "
                 "build images into one with Message.user(text, ImagePart(...))"
             )
-        if id(self) in _RUNNING.get():
+        if any(a is self for a in _RUNNING.get()):
             raise UserError(
                 f"agent {self.name!r} was asked to run from inside its own run (a tool or "
                 "callback); that would wait for itself forever. Use another agent."
@@ -261,28 +265,89 @@ class BaseAgent:
         on_chunk: ChunkCallback | None,
         spec: OutputSpec | None,
         result: RunResult[Any],
+        *,
+        fresh: bool = False,
     ) -> RunResult[Any]:
-        """Queue behind any run in progress, then run the loop, filling in ``result``."""
+        """Queue behind any run in progress, then run the loop, filling in ``result``.
+
+        A ``fresh`` run starts from an empty conversation (instruction and skills
+        only) and leaves the agent's own untouched, its tokens counted in
+        :attr:`usage` all the same.
+        """
+        chain = _RUNNING.get()
         lock = self._enter()
-        token = _RUNNING.set(_RUNNING.get() | {id(self)})
         try:
-            async with lock:
-                run = Run(
-                    self,
-                    self._conversation,
-                    base_prompt=self._base_prompt,
-                    on_chunk=on_chunk,
-                    spec=spec,
-                    result=result,
-                )
-                return await run.execute(message)
+            async with self._waiting(lock, chain):
+                token = _RUNNING.set((*chain, self))
+                conversation = Conversation(AgentState()) if fresh else self._conversation
+                try:
+                    run = Run(
+                        self,
+                        conversation,
+                        base_prompt=self._base_prompt,
+                        on_chunk=on_chunk,
+                        spec=spec,
+                        result=result,
+                    )
+                    return await run.execute(message)
+                finally:
+                    if fresh:
+                        own = self._conversation
+                        own.usage = own.usage + conversation.usage
+                    # A run abandoned on a closed loop is closed later by the garbage
+                    # collector, in another context, where the token cannot be reset.
+                    with contextlib.suppress(ValueError):
+                        _RUNNING.reset(token)
         finally:
-            # A run abandoned on a closed loop is closed later by the garbage
-            # collector, in another context, where the token cannot be reset.
-            with contextlib.suppress(ValueError):
-                _RUNNING.reset(token)
             with self._guard:
                 self._runs_in_flight -= 1
+
+    @contextlib.asynccontextmanager
+    async def _waiting(
+        self, lock: asyncio.Lock, chain: tuple[BaseAgent, ...]
+    ) -> AsyncIterator[None]:
+        """Hold ``lock`` for the block, refusing a wait that could never end.
+
+        Every run in ``chain`` (the callers, outermost first) cannot finish
+        until this agent's lock is free. If this agent's own run is already
+        waiting, directly or through the agents it waits for, for one of them,
+        nobody would ever move on.
+        """
+        cycle = self._wait_cycle(chain)
+        if cycle:
+            caller = chain[-1]
+            raise UserError(
+                f"agent {caller.name!r} cannot wait for agent {self.name!r}, which is busy "
+                f"waiting for {' -> '.join(repr(a.name) for a in cycle[1:])}: they would "
+                "wait for each other forever. Ask one of them at a time."
+            )
+        for agent in chain:
+            agent._blocked_on.append(self)
+        try:
+            await lock.acquire()
+        finally:
+            for agent in chain:
+                agent._blocked_on.remove(self)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _wait_cycle(self, chain: tuple[BaseAgent, ...]) -> list[BaseAgent]:
+        """The agents from this one to one of ``chain`` it waits for, if any (else [])."""
+        if not chain:
+            return []
+        paths: list[list[BaseAgent]] = [[self]]
+        seen = {id(self)}
+        while paths:
+            path = paths.pop()
+            for waited in path[-1]._blocked_on:
+                if any(waited is a for a in chain):
+                    return [*path, waited]
+                if id(waited) not in seen:
+                    seen.add(id(waited))
+                    paths.append([*path, waited])
+        return []
 
     @overload
     def run_sync(
@@ -380,10 +445,13 @@ class BaseAgent:
         """Have agent ``to`` run ``task``; return its result, naming this agent as delegator.
 
         The result has ``delegated_by`` and ``duration`` (queueing included)
-        set. Called from inside this agent's run (from a tool), the worker's
-        chunks reach the run's ``on_chunk`` unless ``on_chunk`` is given, and
-        its result and tokens are recorded on the tool call. A failed run
-        raises its error, as :meth:`run` does.
+        set. Called inside a tool call, the worker's chunks reach the calling
+        run's ``on_chunk`` unless ``on_chunk`` is given, and its result and
+        tokens are recorded on that tool call: the one in progress, whichever
+        agent's run made it (``delegated_by`` still names this agent). A failed
+        run raises its error, as :meth:`run` does. Unlike ``delegate()``, a
+        plain ``to.run()`` inside a tool is an independent run: neither recorded
+        on the call nor counted into the calling run.
         """
         return await run_worker(
             self._worker(to),
@@ -394,17 +462,29 @@ class BaseAgent:
         )
 
     def delegate_later(
-        self, *, to: BaseAgent, task: str, on_chunk: ChunkCallback | None = None
+        self,
+        *,
+        to: BaseAgent,
+        task: str,
+        on_chunk: ChunkCallback | None = None,
+        output_type: Any = None,
     ) -> DelegationFuture[Any]:
         """Start :meth:`delegate` in the background and return its future at once.
 
         Await the future (or pass several to :func:`gather_delegations`) for the
-        result; many delegations run concurrently::
+        result, typed by ``output_type`` as in :meth:`run`; many delegations run
+        concurrently::
 
             futures = [lead.delegate_later(to=a, task="..."), lead.delegate_later(to=b, task="...")]
             results = await gather_delegations(*futures)
         """
-        return DelegationFuture(self._worker(to), task, delegated_by=self.name, on_chunk=on_chunk)
+        return DelegationFuture(
+            self._worker(to),
+            task,
+            delegated_by=self.name,
+            on_chunk=on_chunk,
+            output_type=output_type,
+        )
 
     def _worker(self, to: object) -> BaseAgent:
         if not isinstance(to, BaseAgent):

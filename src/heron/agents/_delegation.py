@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, Generic
@@ -11,12 +12,14 @@ from typing import TYPE_CHECKING, Any, Generic
 from .._core import ChunkCallback, ToolError, UserError
 from .._core.result import OutputT, RunResult
 from ..tools import Tool, ToolContext, ToolResult
-from ._team import current_scope, run_worker, settle, start_worker
+from ._team import current_scope, ended, run_worker, settle, start_worker
 
 if TYPE_CHECKING:
     from ._agent import BaseAgent
 
 __all__ = ["AgentTool", "DelegationFuture", "gather_delegations"]
+
+_log = logging.getLogger("heron.agents")
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -87,6 +90,12 @@ class AgentTool(Tool):
             return ToolResult.error(
                 f"agent {self.worker.name!r} stopped ({result.stop_reason}) without an answer"
             )
+        if result.stop_reason == "max_tokens":
+            # The calling model must not take half an answer for a whole one.
+            return ToolResult.of_text(
+                f"{result.reply}\n\n[agent {self.worker.name!r}'s answer was cut off by "
+                "its model's token limit]"
+            )
         return ToolResult.of_text(result.reply or "(no answer)")
 
 
@@ -95,10 +104,16 @@ class DelegationFuture(Generic[OutputT]):
 
     Made by :meth:`BaseAgent.delegate_later`. The run starts at once; awaiting
     the future returns its result or raises its error, and cancelling the
-    awaiting task cancels the run. A failure nobody awaits is never reported
-    as lost. Started inside a tool call, the run may not outlive that call: it
-    is cancelled when the call ends, which is also what cancelling the calling
-    run does.
+    awaiting task cancels the run. Once it is done, :meth:`result` and
+    :meth:`exception` read the outcome without waiting; :attr:`task` is the
+    underlying :class:`asyncio.Task`, for ``asyncio.wait()`` and friends.
+
+    Started inside a tool call, the run is on that call's record from the
+    start and may not outlive the call: it is cancelled when the call ends,
+    which is also what cancelling the calling run does. Started outside any
+    call and awaited inside one, it is recorded on the awaiting call. A
+    failure nobody looked at (by awaiting, :meth:`result`, :meth:`exception`
+    or :func:`gather_delegations`) is logged when the future is dropped.
     """
 
     def __init__(
@@ -108,6 +123,7 @@ class DelegationFuture(Generic[OutputT]):
         *,
         delegated_by: str,
         on_chunk: ChunkCallback | None = None,
+        output_type: Any = None,
     ) -> None:
         try:
             asyncio.get_running_loop()
@@ -116,7 +132,9 @@ class DelegationFuture(Generic[OutputT]):
                 "delegate_later() needs a running event loop: call it from async code "
                 "(an `async def` tool, say), or use `await delegate()`"
             ) from None
-        partial, run = start_worker(worker, task, delegated_by=delegated_by, on_chunk=on_chunk)
+        partial, run = start_worker(
+            worker, task, delegated_by=delegated_by, on_chunk=on_chunk, output_type=output_type
+        )
         self.agent_name = worker.name
         """Name of the agent doing the work."""
         self.task = task
@@ -124,11 +142,20 @@ class DelegationFuture(Generic[OutputT]):
         self.partial: RunResult[OutputT] = partial
         """The run's result as it fills in: the full result once done, the partial one
         after a failure or cancellation."""
+        self._observed = False
         self._task: asyncio.Task[RunResult[OutputT]] = asyncio.ensure_future(run)
         self._task.add_done_callback(self._ended)
         scope = current_scope()
+        self._recorded = scope is not None
         if scope is not None:
             scope.own(self._task)
+
+    @property
+    def asyncio_task(self) -> asyncio.Task[RunResult[OutputT]]:
+        """The task running the delegation: pass it to ``asyncio.wait()``,
+        ``asyncio.as_completed()`` and the like."""
+        self._observed = True
+        return self._task
 
     def done(self) -> bool:
         """Whether the run has ended (finished, failed or cancelled)."""
@@ -138,20 +165,59 @@ class DelegationFuture(Generic[OutputT]):
         """Ask the run to stop; ``False`` if it had already ended."""
         return self._task.cancel()
 
+    def result(self) -> RunResult[OutputT]:
+        """The finished run's result, without waiting.
+
+        Raises the run's error if it failed, :class:`asyncio.CancelledError` if
+        it was cancelled, and :class:`asyncio.InvalidStateError` while it runs.
+        """
+        self._observed = True
+        return self._task.result()
+
+    def exception(self) -> BaseException | None:
+        """The run's error, or ``None`` if it finished; raises as :meth:`result`
+        does while it runs or once cancelled."""
+        self._observed = True
+        return self._task.exception()
+
     def __await__(self) -> Generator[Any, None, RunResult[OutputT]]:
+        self._claim()
         return self._task.__await__()
+
+    def _claim(self) -> None:
+        """Mark the outcome as looked at; a run started outside any tool call and
+        awaited inside one is put on that call's record (and counted in its run)."""
+        self._observed = True
+        scope = current_scope()
+        if scope is not None and not self._recorded:
+            self._recorded = True
+            scope.record(self.partial)
 
     def __repr__(self) -> str:
         state = "done" if self.done() else "running"
         return f"<DelegationFuture {self.agent_name!r} {state}>"
 
+    def __del__(self) -> None:
+        task = getattr(self, "_task", None)
+        if task is None or self._observed or not task.done() or task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            _log.error(
+                "delegation to %r (task %r) failed and nobody awaited it: %s: %s",
+                self.agent_name,
+                self.task,
+                type(error).__name__,
+                error,
+            )
+
     def _ended(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
             if self.partial.stop_reason is None:  # cancelled before the run began
-                self.partial.stop_reason = "cancelled"
+                ended(self.partial, None)
         else:
-            # A failure is raised to whoever awaits; read here so that an
-            # unawaited one is not logged as "Task exception was never retrieved".
+            # Read here so that asyncio does not log "Task exception was never
+            # retrieved": an unread failure is logged by __del__ instead, once.
             task.exception()
 
 
@@ -176,6 +242,8 @@ async def gather_delegations(
                 f"gather_delegations() takes DelegationFuture values, not {type(f).__name__}"
             )
     tasks = [f._task for f in futures]
+    for f in futures:
+        f._claim()  # failures come back on the partial results, or are raised
     try:
         if cancel_on_error:
             await _until_first_failure(tasks)

@@ -10,8 +10,9 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, Field, create_model
 
 from .._core import ChunkCallback, UserError
+from .._core.result import RunResult
 from ._agent import BaseAgent
-from ._pipeline import Team, TeamResult
+from ._pipeline import Team, TeamResult, handed_on
 from ._team import start_worker
 
 __all__ = ["DEFAULT_MAX_STEPS", "DONE", "Network", "Route", "Router"]
@@ -30,7 +31,16 @@ class Route:
     agent: str
     """Name of the agent to act next (or :data:`DONE`)."""
     task: str | None = None
-    """What to tell it; by default the previous step's reply (the prompt, first)."""
+    """What to tell it; ``None`` passes on the previous step's reply (the prompt, first)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.agent, str):
+            raise UserError(f"a Route's agent must be an agent's name, not {self.agent!r}")
+        if self.task is not None and (not isinstance(self.task, str) or not self.task.strip()):
+            raise UserError(
+                f"a Route's task must be a non-empty string, or None to pass on the "
+                f"previous reply; not {self.task!r}"
+            )
 
 
 Router: TypeAlias = Callable[[TeamResult], "str | Route | Awaitable[str | Route | None] | None"]
@@ -45,7 +55,11 @@ class Network(Team):
     prompt and every step), or an agent asked for a structured answer naming
     the next agent (``{"next": "writer", "task": "..."}``) or ``"done"``. Each
     step's agent gets the route's task, else the previous step's reply (the
-    prompt for the first). ``max_steps`` bounds the agent turns::
+    prompt for the first); a step that ended without a reply, routed on with
+    no task, fails the run with :class:`RunError`. ``max_steps`` bounds the
+    agent turns. Members keep their conversations between runs, as any agent
+    does; a router agent decides each step from a fresh briefing (the task,
+    the members, this run's replies) and keeps nothing between decisions::
 
         def router(run: TeamResult) -> str | None:
             if not run.steps:
@@ -64,10 +78,12 @@ class Network(Team):
         max_steps: int = DEFAULT_MAX_STEPS,
         name: str = "network",
     ) -> None:
-        super().__init__(agents, name)
-        names = [a.name for a in self.agents]
+        # Checked before Team's warning about shared names: here they are an error.
+        names = [a.name for a in agents if isinstance(a, BaseAgent)]
         if len(set(names)) != len(names):
             raise UserError(f"a network routes by name, so names must differ: {names}")
+        super().__init__(agents, name)
+        names = [a.name for a in self.agents]
         if DONE in names:
             raise UserError(f"no agent of a network may be named {DONE!r}: it means finished")
         if not isinstance(router, BaseAgent) and not callable(router):
@@ -99,7 +115,7 @@ class Network(Team):
                 result.stop_reason = "done"
                 return
             agent = self._by_name[route.agent]
-            task = route.task or (result.steps[-1].reply if result.steps else result.prompt)
+            task = route.task if route.task is not None else handed_on(self, result)
             step, running = start_worker(agent, task, delegated_by=None, on_chunk=on_chunk)
             result.steps.append(step)
             await running
@@ -112,10 +128,14 @@ class Network(Team):
                 delegated_by=None,
                 on_chunk=on_chunk,
                 output_type=self._decision,
+                # Each decision starts afresh: the briefing says all there is to know,
+                # and a kept conversation would resend every earlier briefing.
+                fresh=True,
             )
             result.routing.append(decision)
             value = (await running).output_value
-            choice: object = Route(agent=value.next, task=value.task)
+            task = value.task if value.task and value.task.strip() else None
+            choice: object = Route(agent=value.next, task=task)
         else:
             choice = self.router(result)
             if inspect.isawaitable(choice):
@@ -144,11 +164,19 @@ class Network(Team):
             for a in self.agents
         )
         done = "\n".join(
-            f"{i}. {s.agent_name}: {s.reply or f'(no reply: {s.stop_reason})'}"
-            for i, s in enumerate(result.steps, start=1)
+            f"{i}. {s.agent_name}: {_outcome(s)}" for i, s in enumerate(result.steps, start=1)
         )
         return (
             f"Task: {result.prompt}\n\nAgents:\n{members}\n\n"
             f"Steps so far:\n{done or '(none yet)'}\n\n"
             f"Name the agent to act next, or {DONE!r} if the task is complete."
         )
+
+
+def _outcome(step: RunResult[Any]) -> str:
+    """A step's reply as the router is told it, saying when there is none or it is cut."""
+    if not step.reply:
+        return f"(no reply: {step.stop_reason})"
+    if step.stop_reason == "max_tokens":
+        return f"{step.reply} (cut off by the token limit)"
+    return step.reply

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeAlias
 
@@ -35,7 +36,7 @@ from ._compaction import memory_block
 from ._conversation import Conversation
 from ._output import InvalidOutput, OutputSpec
 from ._roles import ImageDescriber
-from ._team import CallScope
+from ._team import CallScope, current_scope
 
 __all__ = ["LoopAgent", "Run", "ToolCallHook", "ToolResultHook"]
 
@@ -98,11 +99,29 @@ class Run:
         self._tools: list[ToolSchema] = []
         self._tool_names: frozenset[str] = frozenset()
         self._retries_left = agent.output_retries
+        # The agents of this run's delegation tree by name, shared with its workers.
+        parent = current_scope()
+        self._names: dict[str, object] = parent.names if parent is not None else {}
+        self._names_agent()
+
+    def _names_agent(self) -> None:
+        name, agent = self.agent.name, self.agent
+        known = self._names.setdefault(name, agent)
+        if known is not agent:
+            # The same agent twice is fine; two agents under one name blur the record.
+            warnings.warn(
+                f"two different agents named {name!r} work in one run: their results "
+                "and tokens_by_agent() cannot tell them apart; give each its own name=",
+                UserWarning,
+                stacklevel=2,
+            )
 
     async def execute(self, prompt: Message) -> RunResult[Any]:
         """Run the loop for ``prompt``; the result is also left on ``agent.last_result``."""
         started = time.perf_counter()
         result = self.result
+        provider = self.agent.provider
+        result.provider, result.model = provider.name, provider.model
         try:
             self._tools = await self.agent.visible_tools()
             self._tool_names = frozenset(t.name for t in self._tools)
@@ -275,7 +294,7 @@ class Run:
     ) -> None:
         started = time.perf_counter()
         # Other agents run by the call (workers, delegations) report to its scope.
-        scope = scopes[index] = CallScope(self.agent.name, self.on_chunk)
+        scope = scopes[index] = CallScope(self.agent.name, self.on_chunk, self._names)
         try:
             with scope.entered():
                 res = await self._invoke(call, baseline)

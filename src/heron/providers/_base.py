@@ -44,6 +44,8 @@ class Provider(ABC):
 
     name: str = "provider"
     """Short name used in errors and logs."""
+    model: str | None = None
+    """The model's name, when the provider knows it; recorded on every run's result."""
 
     @abstractmethod
     async def chat(

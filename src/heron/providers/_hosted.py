@@ -33,7 +33,7 @@ class HostedProvider(Provider, Generic[C]):
         retry: RetryPolicy | None,
         capabilities: Capabilities,
     ) -> None:
-        self.model = require_model(self.name, model)
+        self.model: str = require_model(self.name, model)
         """The model id sent with every request."""
         self.think_effort = require_effort(self.name, think_effort)
         """How hard the model should think, 0..1 (``None``: the model's default)."""

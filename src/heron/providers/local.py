@@ -182,6 +182,8 @@ class LocalProvider(Provider):
         self._template = template if isinstance(template, str) and template else _CHATML
         self.model_name = str(metadata.get("general.name") or self.model_path.stem)
         """The model's name from its metadata."""
+        self.model = self.model_name
+        """The model's name (as :attr:`model_name`), recorded on every run's result."""
 
     def think_limit(self) -> int | None:
         """Tokens a reasoning model may spend in its ``<think>`` block (None: no limit).

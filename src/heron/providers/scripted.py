@@ -102,7 +102,15 @@ class ScriptedProvider(Provider):
 
     name = "scripted"
 
-    def __init__(self, steps: Sequence[Step], *, capabilities: Capabilities | None = None) -> None:
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        *,
+        capabilities: Capabilities | None = None,
+        model: str | None = None,
+    ) -> None:
+        self.model = model
+        """The model name to report (none by default)."""
         self._steps = list(steps)
         self._next = 0
         self._last_id = 0

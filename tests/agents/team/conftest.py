@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
 import pytest
 
-from heron import ChunkCallback, RunResult, SimpleAgent, StreamChunk
+from heron import (
+    Capabilities,
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    Provider,
+    RunResult,
+    SimpleAgent,
+    StreamChunk,
+    ToolSchema,
+)
 
 Starter: TypeAlias = Callable[[ChunkCallback], Awaitable[Any]]
 CancelAfter: TypeAlias = Callable[[Starter, str], Awaitable[None]]
@@ -48,3 +58,34 @@ def usage_adds_up() -> UsageCheck:
     """Check a run tree in which each of ``agents`` ran once: each agent's share of the
     tokens is its lifetime usage, and the shares add up to the run's totals."""
     return _usage_adds_up
+
+
+class _CutOff(Provider):
+    """A model whose every answer is the given text, cut off by its token limit."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.requests: list[list[Message]] = []
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(supports_tools=True)
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        self.requests.append(list(messages))
+        return ChatResponse(
+            content=self.text, input_tokens=10, output_tokens=5, stop_reason="max_tokens"
+        )
+
+
+@pytest.fixture
+def cut_off() -> Callable[[str], Provider]:
+    """``cut_off(text)``: a provider answering ``text`` every turn, as cut off by the
+    model's token limit (``stop_reason="max_tokens"``)."""
+    return _CutOff

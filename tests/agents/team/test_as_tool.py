@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from heron import (
     AgentTool,
+    Capabilities,
     LocalToolClient,
     Message,
+    Provider,
     ProviderError,
     SimpleAgent,
     StreamChunk,
@@ -17,7 +20,7 @@ from heron import (
     UserError,
     tool,
 )
-from heron.testing import Reply, ScriptedProvider, Step, call
+from heron.testing import Reply, ScriptedProvider, Step, call, is_compaction_request
 
 
 @tool
@@ -202,23 +205,82 @@ async def test_nested_workers_two_levels_deep(usage_adds_up: Callable[..., None]
 
 async def test_cancelling_the_parent_cancels_the_worker(
     assert_consistent: Callable[[Sequence[Message]], None],
-    cancel_after: Callable[..., Awaitable[None]],
 ) -> None:
-    slow = worker("slow", Reply(text="never", delay=60))
+    # The worker finishes a tool turn (spending tokens), then thinks for a minute.
+    slow = worker("slow", call("add", a=1, b=2), Reply(text="never", delay=60))
     lead = SimpleAgent(
         provider=ScriptedProvider([call("slow", task="take your time")]),
         name="lead",
         tools=[slow.as_tool()],
     )
-    await cancel_after(lambda on_chunk: lead.run("go", on_chunk=on_chunk), "slow")
+    busy = asyncio.Event()
+
+    def on_chunk(chunk: StreamChunk) -> None:
+        if chunk.agent == "slow" and chunk.role == "tool":
+            busy.set()
+
+    run = asyncio.ensure_future(lead.run("go", on_chunk=on_chunk))
+    await busy.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
     partial = lead.last_result
     assert partial is not None and partial.stop_reason == "cancelled"
     (record,) = partial.tool_calls
     assert record.is_error
     (sub,) = record.runs
     assert sub is slow.last_result and sub.stop_reason == "cancelled"
+    # The worker's finished turn is counted into the cancelled parent's totals.
+    assert sub.input_tokens == slow.usage.input_tokens > 0
+    assert partial.input_tokens == partial.own_input_tokens + sub.input_tokens
+    assert partial.output_tokens == partial.own_output_tokens + sub.output_tokens
+    assert partial.own_input_tokens == lead.usage.input_tokens > 0
     assert_consistent(lead.messages)
     assert_consistent(slow.messages)
+
+
+async def test_a_worker_compacting_its_memory_counts_the_compaction_into_the_parent(
+    usage_adds_up: Callable[..., None],
+) -> None:
+    fetched: list[int] = []
+
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page of a long document."""
+        fetched.append(page)
+        return f"page {page}: " + "lorem ipsum " * 15
+
+    def step(messages: Sequence[Message]) -> Step:
+        if is_compaction_request(messages):
+            return "Task: read pages. Read so far: several."
+        read = len(fetched)
+        return call("fetch", page=read + 1) if read < 4 else "Read four pages."
+
+    reader = SimpleAgent(
+        provider=ScriptedProvider(
+            [step] * 30, capabilities=Capabilities(context_window=240, safe_usage_ratio=0.5)
+        ),
+        name="reader",
+        tools=[fetch],
+    )
+    lead = SimpleAgent(
+        provider=ScriptedProvider([call("reader", task="Read four pages."), "Done."]),
+        name="lead",
+        tools=[reader.as_tool()],
+    )
+    result = await lead.run("Have the document read.")
+
+    assert reader.compactions >= 1
+    (sub,) = result.sub_runs
+    assert sub.reply == "Read four pages."
+    compaction_requests = [
+        r
+        for r in reader.provider.requests  # type: ignore[attr-defined]
+        if is_compaction_request(r.messages)
+    ]
+    assert compaction_requests and sub.turns < len(reader.provider.requests)  # type: ignore[attr-defined]
+    usage_adds_up(result, lead, reader)  # the compaction's tokens included
 
 
 async def test_a_worker_tool_called_outside_any_run_just_runs() -> None:
@@ -264,3 +326,20 @@ async def test_worker_chunks_reach_a_streamed_parent() -> None:
     assert (await stream.result()).reply == "Thanks."
     said = "".join(c.content for c in chunks if c.agent == "helper" and c.role == "assistant")
     assert said == "Helped."
+
+
+async def test_a_worker_cut_off_by_its_token_limit_says_so_to_the_parent(
+    cut_off: Callable[[str], Provider],
+) -> None:
+    terse = SimpleAgent(provider=cut_off("Herons are"), name="terse")
+    lead = SimpleAgent(
+        provider=ScriptedProvider([call("terse", task="Describe herons"), "ok"]),
+        name="lead",
+        tools=[terse.as_tool()],
+    )
+    result = await lead.run("go")
+    (record,) = result.tool_calls
+    assert record.runs[0].stop_reason == "max_tokens"
+    assert record.result == (
+        "Herons are\n\n[agent 'terse''s answer was cut off by its model's token limit]"
+    )

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from heron import Message, Network, Route, SimpleAgent, StreamChunk, TeamResult, UserError
+from heron import (
+    Message,
+    Network,
+    Provider,
+    Route,
+    RunError,
+    SimpleAgent,
+    StreamChunk,
+    TeamResult,
+    UserError,
+)
 from heron.agents import DONE
-from heron.testing import ScriptedProvider, Step
+from heron.testing import ScriptedProvider, Step, call
 
 
 def agent(name: str, *steps: Step, instruction: str = "") -> SimpleAgent:
@@ -148,3 +158,67 @@ def test_bad_networks_are_refused(
     options: dict[str, object] = {"router": lambda run: None, **kwargs}
     with pytest.raises(UserError, match=message):
         Network([agent(n) for n in names], **options)  # type: ignore[arg-type]
+
+
+async def test_the_router_decides_each_step_from_a_fresh_briefing() -> None:
+    ping = agent("ping", *(f"pong {i}" for i in range(6)))
+    router = agent("router", *(['{"next": "ping"}', '{"next": "ping"}', '{"next": "done"}'] * 2))
+    network = Network([ping], router=router)
+    first = await network.run("first")
+    second = await network.run("second")
+
+    requests = router.provider.requests  # type: ignore[attr-defined]
+    # One system prompt and one briefing per decision: nothing earlier is resent.
+    assert [[m.role for m in r.messages] for r in requests] == [["system", "user"]] * 6
+    assert "(none yet)" in requests[3].messages[-1].text
+    assert "first" not in requests[3].messages[-1].text
+    assert requests[5].messages[-1].text.count("pong") == 2  # this run's steps only
+    assert router.messages == []  # the router agent's own conversation is left alone
+    # Its tokens still count, in the team's totals and in its lifetime usage.
+    routing = [*first.routing, *second.routing]
+    assert router.usage.input_tokens == sum(r.input_tokens for r in routing) > 0
+    assert router.usage.requests == 6
+
+
+async def test_a_step_without_a_reply_fails_the_next_step_clearly() -> None:
+    # The first member runs out of turns (a tool call, then its one-turn limit).
+    mute = SimpleAgent(provider=ScriptedProvider([call("missing")]), name="mute", max_turns=1)
+    network = Network(
+        [mute, agent("writer", "never")], router=lambda run: "writer" if run.steps else "mute"
+    )
+    with pytest.raises(
+        RunError, match=r"network 'network': step 1 \('mute'\) ended \(max_turns\) without a reply"
+    ):
+        await network.run("go")
+    assert network.last_result is not None
+    assert network.last_result.history == ["mute"]
+    assert network.last_result.stop_reason == "error"
+
+
+async def test_a_route_with_a_task_needs_no_reply_before_it() -> None:
+    mute = SimpleAgent(provider=ScriptedProvider([call("missing")]), name="mute", max_turns=1)
+    writer = agent("writer", echo("article"))
+
+    def router(run: TeamResult) -> Route | None:
+        if not run.steps:
+            return Route(agent="mute")
+        return Route(agent="writer", task="Write anyway") if len(run.steps) == 1 else None
+
+    result = await Network([mute, writer], router=router).run("go")
+    assert result.reply == "article(Write anyway)"
+
+
+@pytest.mark.parametrize("task", ["", "   ", 42])
+def test_a_route_task_is_a_real_task_or_none(task: object) -> None:
+    with pytest.raises(UserError, match="a Route's task must be a non-empty string, or None"):
+        Route(agent="a", task=task)  # type: ignore[arg-type]
+
+
+async def test_the_router_is_told_when_a_reply_was_cut_off(
+    cut_off: Callable[[str], Provider],
+) -> None:
+    cut = SimpleAgent(provider=cut_off("Herons are"), name="cut")
+    router = agent("router", '{"next": "cut"}', '{"next": "done"}')
+    await Network([cut], router=router).run("Describe herons")
+    briefing = router.provider.requests[1].messages[-1].text  # type: ignore[attr-defined]
+    assert "1. cut: Herons are (cut off by the token limit)" in briefing

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import pytest
 
 from heron import (
+    ImagePart,
     Message,
     Pipeline,
     ProviderError,
@@ -123,11 +124,15 @@ async def test_cancelling_a_pipeline_cancels_the_running_step(
 
 
 async def test_team_results_export_and_rebuild() -> None:
-    result = await Pipeline([agent("a", "one"), agent("b", "two")]).run("go")
-    data = json.loads(json.dumps(result.export()))
+    pipeline = Pipeline([agent("a", "one"), agent("b", "two")])
+    result = await pipeline.run("go")
+    data = json.loads(result.to_json())
     assert "routing" not in data and "error" not in data
+    assert data["id"] == result.id and data["created_at"] == result.created_at.isoformat()
+    assert result.created_at <= result.steps[0].created_at
     rebuilt = TeamResult.from_dict(data)
     assert rebuilt.export() == result.export()
+    assert (rebuilt.id, rebuilt.created_at) == (result.id, result.created_at)
     data["steps"][0]["output"][0]["content"] = "altered"
     with pytest.raises(ValueError, match="checksum"):
         TeamResult.from_dict(data)
@@ -162,3 +167,24 @@ async def test_bad_prompts_are_refused() -> None:
         with pytest.raises(UserError, match="non-empty string"):
             await pipeline.run(prompt)  # type: ignore[arg-type]
     assert pipeline.last_result is None
+
+
+async def test_a_message_prompt_reaches_the_first_step_whole() -> None:
+    looker = agent("looker", "A heron on one leg.")
+    writer = agent("writer", "Poem.")
+    photo = ImagePart(url="https://example.org/heron.png")
+    result = await Pipeline([looker, writer]).run(Message.user("Describe this.", photo))
+
+    assert result.prompt == "Describe this."
+    first = looker.provider.requests[0].messages[-1]  # type: ignore[attr-defined]
+    assert first.text == "Describe this." and photo in first.content
+    assert writer.provider.requests[0].messages[-1].text == "A heron on one leg."  # type: ignore[attr-defined]
+    assert "prompt_message" not in result.export()
+
+
+async def test_a_message_prompt_needs_text_and_the_user_role() -> None:
+    pipeline = Pipeline([agent("a", "x")])
+    with pytest.raises(UserError, match="a user Message with text"):
+        await pipeline.run(Message.user(ImagePart(url="https://example.org/heron.png")))
+    with pytest.raises(UserError, match="must be a user message, not 'assistant'"):
+        await pipeline.run(Message.assistant("hi"))

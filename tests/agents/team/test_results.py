@@ -58,11 +58,42 @@ async def test_to_dict_keeps_every_level_of_messages() -> None:
     assert restored.checksum == result.checksum  # messages are not part of it
 
 
-async def test_altering_a_sub_run_is_detected() -> None:
-    result = await team_run()
-    data = json.loads(result.to_json())
-    data["tool_calls"][0]["runs"][0]["tool_calls"][0]["runs"][0]["input_tokens"] += 1
-    data["tool_calls"][0]["runs"][0]["tool_calls"][0]["runs"][0]["output"][0]["content"] = "Six."
+CHANGES = [
+    ("agent_name", "intruder"),
+    ("delegated_by", "someone"),
+    ("input_tokens", 1),
+    ("output_tokens", 1),
+    ("stop_reason", "max_turns"),
+    ("turns", 9),
+    ("duration", 99.0),
+    ("error", "made up"),
+    ("created_at", "2020-01-01T00:00:00+00:00"),
+    ("id", "another-id"),
+    ("output_value", {"n": 1}),
+    ("output", []),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), CHANGES)
+@pytest.mark.parametrize("depth", [0, 1, 2])
+async def test_altering_any_one_field_at_any_depth_is_detected(
+    field: str, value: object, depth: int
+) -> None:
+    data = json.loads((await team_run()).to_json())
+    run = data
+    for _ in range(depth):
+        run = run["tool_calls"][0]["runs"][0]
+    if isinstance(value, int) and field in run:
+        value = run[field] + value
+    assert run.get(field) != value
+    run[field] = value
+    with pytest.raises(ValueError, match="checksum"):
+        RunResult.from_dict(data)
+
+
+async def test_altering_a_tool_call_result_is_detected() -> None:
+    data = json.loads((await team_run()).to_json())
+    data["tool_calls"][0]["runs"][0]["tool_calls"][0]["result"] = "Six."
     with pytest.raises(ValueError, match="checksum"):
         RunResult.from_dict(data)
 
@@ -75,7 +106,7 @@ def test_the_checksum_covers_sub_runs() -> None:
             agent_name="w", output=[Message.assistant(answer)], created_at=created, id="r1"
         )
         record = ToolCallRecord(id="c1", name="w", arguments={"task": "t"}, runs=(sub,))
-        return RunResult(agent_name="p", tool_calls=[record], created_at=created)
+        return RunResult(agent_name="p", tool_calls=[record], created_at=created, id="r0")
 
     assert parent("yes").checksum == parent("yes").checksum
     assert parent("yes").checksum != parent("no").checksum

@@ -208,12 +208,18 @@ class RunResult(Generic[OutputT]):
 
     @property
     def checksum(self) -> str:
-        """SHA-256 of every field :meth:`export` writes (``messages`` are not part of it).
+        """SHA-256 of the output, the tool calls and ``created_at`` (integer epoch).
 
-        A sub-run enters as its ``id`` and its own checksum, which covers it in
-        turn: altering any field at any depth changes the top-level checksum.
+        A content fingerprint for deduplicating saved results (two runs that
+        answered the same with the same calls in the same second match, whoever
+        ran them). A sub-run enters its tool call as its own checksum, so a
+        change to any output or call at any depth changes the top-level one.
         """
-        payload = self._data(lambda r: {"id": r.id, "checksum": r.checksum})
+        payload = {
+            "output": [m.to_dict() for m in self.output],
+            "tool_calls": [c._data(lambda r: {"checksum": r.checksum}) for c in self.tool_calls],
+            "created_at": int(self.created_at.timestamp()),
+        }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

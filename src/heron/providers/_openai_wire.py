@@ -74,9 +74,10 @@ def to_wire_messages(
 ) -> list[dict[str, Any]]:
     """Heron messages as Chat Completions messages.
 
-    ``replay_reasoning`` sends each assistant turn's ``thinking`` back as
-    ``reasoning_content`` from the latest user message on (DeepSeek requires
-    it within a tool-calling turn and ignores it before). Images in tool
+    ``replay_reasoning`` sends an assistant turn's ``thinking`` back as
+    ``reasoning_content``: always for a turn that made tool calls (DeepSeek
+    rejects a request that drops it), else from the latest user message on
+    (before that DeepSeek ignores it). Images in tool
     results, which a ``tool`` message cannot hold, follow as a user message.
     """
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
@@ -102,7 +103,7 @@ def to_wire_messages(
                     }
                     for c in m.tool_calls
                 ]
-            if replay_reasoning and i > last_user and m.thinking:
+            if replay_reasoning and m.thinking and (m.tool_calls or i > last_user):
                 entry["reasoning_content"] = m.thinking
             out.append(entry)
         else:

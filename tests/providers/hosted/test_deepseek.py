@@ -128,3 +128,24 @@ async def test_non_streaming_path_reads_reasoning_content(wire: Any, provider: A
         5,
         "end_turn",
     )
+
+
+async def test_reasoning_of_an_earlier_tool_calling_turn_is_always_sent_back(
+    wire: Any, provider: Any
+) -> None:
+    # DeepSeek's Thinking Mode: a turn that made tool calls keeps its
+    # reasoning_content in every later request, or the API answers 400.
+    wire.reply(wire.sse("deepseek_reasoning_text.sse"))
+    call = ToolCall(id="call_00_time", name="get_time", arguments={})
+    history = [
+        Message.user("q1"),
+        Message.assistant("", tool_calls=[call], thinking="R1"),
+        Message.tool("12:00", tool_call_id=call.id, tool_name="get_time"),
+        Message.assistant("It is noon.", thinking="R2"),
+        Message.user("q2"),
+    ]
+    await provider().chat(history, tools=[TIME], on_chunk=lambda c: None)
+
+    sent = wire.last["messages"]
+    assert sent[1]["reasoning_content"] == "R1"
+    assert "reasoning_content" not in sent[3]  # no tool calls, before the latest question

@@ -23,6 +23,18 @@ from ._retry import Fault, RetryPolicy, Tracker
 
 __all__ = ["ChatCompletionsProvider"]
 
+# Vendor fields the openai SDK has no keyword for: they travel in extra_body.
+_EXTRA_FIELDS = ("thinking",)
+
+
+def _sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as ``create()`` keywords, vendor-only fields moved into ``extra_body``."""
+    kwargs = {k: v for k, v in body.items() if k not in _EXTRA_FIELDS}
+    extra = {k: body[k] for k in _EXTRA_FIELDS if k in body}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
 
 class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
     """A provider speaking the Chat Completions API through the ``openai`` SDK.
@@ -98,10 +110,10 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
     ) -> ChatResponse:
         client = self._client()
         if not out.active:
-            response = await client.chat.completions.create(**body)
+            response = await client.chat.completions.create(**_sdk_arguments(body))
             return self._parse(response, messages, tools)
         assembler = StreamAssembler(provider=self.name, out=out)
-        stream = await client.chat.completions.create(**body)
+        stream = await client.chat.completions.create(**_sdk_arguments(body))
         async with stream:
             async for chunk in stream:
                 await assembler.feed(chunk)

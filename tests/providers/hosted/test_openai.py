@@ -312,3 +312,20 @@ async def test_tool_images_follow_the_tool_message_as_user_content(
             ],
         },
     ]
+
+
+async def test_an_exhausted_quota_is_not_retried(wire: Any, provider: Any) -> None:
+    quota = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing.",
+            "type": "insufficient_quota",
+            "param": None,
+            "code": "insufficient_quota",
+        }
+    }
+    wire.reply(wire.body(quota, status=429), wire.sse("openai_text.sse"))
+    with pytest.raises(ProviderError) as caught:
+        await provider().chat([Message.user("Hi")])
+    assert (caught.value.status, caught.value.code) == (429, "insufficient_quota")
+    assert not caught.value.retryable
+    assert len(wire.requests) == 1  # a 429 that waiting cannot fix

@@ -7,7 +7,7 @@ from typing import Any
 
 import openai
 
-from .._core import Capabilities, ChatResponse, Message, ToolCall, ToolSchema
+from .._core import Capabilities, ChatResponse, Message, ToolSchema
 from ._checks import require_key
 from ._faults import classify_sdk_error, malformed
 from ._hosted import HostedProvider
@@ -15,7 +15,7 @@ from ._openai_wire import (
     StreamAssembler,
     estimated_usage,
     finish_reason,
-    parse_arguments,
+    parse_calls,
     to_wire_messages,
     to_wire_tools,
 )
@@ -130,12 +130,10 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
         choice = response.choices[0]
         message = choice.message
         calls = tuple(
-            ToolCall(
-                id=c.id,
-                name=c.function.name,
-                arguments=parse_arguments(self.name, c.function.name, c.function.arguments),
+            parse_calls(
+                [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()],
+                choice.finish_reason,
             )
-            for c in message.tool_calls or ()
         )
         text = message.content or ""
         thinking = getattr(message, "reasoning_content", None) or None

@@ -22,6 +22,7 @@ from .._core import (
     UserError,
 )
 from .._core.tokens import estimate_message_tokens, estimate_tokens
+from ._calls import InvalidToolCall, complete_arguments, parse_call
 from ._faults import malformed, truncated
 from ._retry import Tracker
 
@@ -29,7 +30,7 @@ __all__ = [
     "StreamAssembler",
     "estimated_usage",
     "finish_reason",
-    "parse_arguments",
+    "parse_calls",
     "to_wire_messages",
     "to_wire_tools",
 ]
@@ -45,9 +46,24 @@ _FINISH: dict[str, FinishReason] = {
 
 def finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
     """Heron's stop reason for a Chat Completions ``finish_reason``."""
+    if raw == "length":  # the output limit, even if calls were made before it
+        return "max_tokens"
     if has_calls:  # some compatible servers say "stop" after a tool call
         return "tool_use"
     return _FINISH.get(raw or "", "other")
+
+
+def parse_calls(raw: Sequence[tuple[str, str, str | None]], finish: str | None) -> list[ToolCall]:
+    """Tool calls from ``(id, name, arguments)``; broken arguments give :class:`InvalidToolCall`.
+
+    When the output limit ended the turn (``finish`` is ``length``), a call
+    with broken arguments was cut off rather than got wrong: it is dropped,
+    and the turn ends as ``max_tokens``.
+    """
+    calls = [parse_call(call_id, name, arguments) for call_id, name, arguments in raw]
+    if finish == "length":
+        calls = [c for c in calls if not isinstance(c, InvalidToolCall)]
+    return calls
 
 
 def to_wire_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
@@ -143,20 +159,6 @@ def _require_images(provider: str, images: bool) -> None:
         )
 
 
-def parse_arguments(provider: str, name: str, raw: str | None) -> dict[str, Any]:
-    """A tool call's JSON arguments; empty means none."""
-    if not raw or not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        detail = f"tool call {name!r} has invalid JSON arguments ({exc}): {raw!r}"
-        raise malformed(provider, detail) from exc
-    if not isinstance(value, dict):
-        raise malformed(provider, f"tool call {name!r} arguments are not a JSON object: {raw!r}")
-    return value
-
-
 def estimated_usage(
     messages: Sequence[Message], tools: Sequence[ToolSchema], answer: Message
 ) -> tuple[int, int]:
@@ -182,8 +184,11 @@ class _PendingCall:
 class StreamAssembler:
     """Builds one turn from Chat Completions stream chunks and streams it on.
 
-    Tool-call arguments arrive a fragment at a time with no end marker, so a
-    call is complete when a delta for another call arrives, or the stream ends.
+    Tool-call arguments arrive a fragment at a time, tagged with the call's
+    ``index`` and with no end marker; fragments of parallel calls may
+    interleave. A call is emitted early when another call starts and its
+    arguments already form a whole JSON object; every other call when the
+    stream ends.
     """
 
     provider: str
@@ -194,7 +199,8 @@ class StreamAssembler:
     finish: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
-    _pending: _PendingCall | None = None
+    _pending: dict[int, _PendingCall] = field(default_factory=dict)
+    _emitted: dict[int, str] = field(default_factory=dict)  # index -> id of its emitted call
 
     async def feed(self, chunk: Any) -> None:
         """Take one ``ChatCompletionChunk``."""
@@ -219,35 +225,51 @@ class StreamAssembler:
                 self.finish = choice.finish_reason
 
     async def _call_delta(self, piece: Any) -> None:
-        pending = self._pending
-        fresh = piece.id and (pending is None or piece.id != pending.id)
-        if pending is None or piece.index != pending.index or fresh:
-            await self._close_call()
-            pending = self._pending = _PendingCall(index=piece.index, id=piece.id or "")
+        index, call_id = piece.index, piece.id or ""
         function = piece.function
-        if function is not None:
-            pending.name += function.name or ""
-            pending.arguments += function.arguments or ""
-
-    async def _close_call(self) -> None:
-        pending, self._pending = self._pending, None
+        name = (function.name or "") if function is not None else ""
+        arguments = (function.arguments or "") if function is not None else ""
+        pending = self._pending.get(index)
+        if pending is not None and call_id and pending.id and call_id != pending.id:
+            # Servers that number every call 0 tell calls apart by id alone.
+            await self._emit(self._pending.pop(index))
+            pending = None
         if pending is None:
-            return
+            emitted = self._emitted.get(index)
+            if emitted is not None and call_id in ("", emitted):
+                if name or arguments:
+                    raise malformed(
+                        self.provider, f"tool call {index} went on after its arguments were whole"
+                    )
+                return
+            await self._emit_whole()
+            pending = self._pending[index] = _PendingCall(index=index, id=call_id)
+        pending.id = pending.id or call_id
+        pending.name += name
+        pending.arguments += arguments
+
+    async def _emit_whole(self) -> None:
+        """A new call starts: emit the pending ones whose arguments are already whole."""
+        for index, pending in list(self._pending.items()):
+            if pending.name and complete_arguments(pending.arguments):
+                await self._emit(self._pending.pop(index))
+
+    async def _emit(self, pending: _PendingCall) -> None:
         if not pending.name:
             raise malformed(self.provider, f"tool call {pending.index} came without a name")
-        call = ToolCall(
-            id=pending.id,
-            name=pending.name,
-            arguments=parse_arguments(self.provider, pending.name, pending.arguments),
-        )
+        call = parse_call(pending.id, pending.name, pending.arguments)
+        if self.finish == "length" and isinstance(call, InvalidToolCall):
+            return  # cut off by the output limit: the turn ends as max_tokens
+        self._emitted[pending.index] = pending.id
         self.calls.append(call)
         await self.out.call(call)
 
     async def end(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> ChatResponse:
-        """The stream is over: close the last call, check it finished, build the response."""
+        """The stream is over: close the open calls, check it finished, build the response."""
         if self.finish is None:
             raise truncated(self.provider, "no finish_reason was sent")
-        await self._close_call()
+        for index in sorted(self._pending):
+            await self._emit(self._pending.pop(index))
         await self.out.done()
         text, thinking = "".join(self.text), "".join(self.thinking)
         input_tokens, output_tokens = self.input_tokens, self.output_tokens

@@ -164,6 +164,7 @@ async def with_retries(
             ):
                 if retry:
                     error.message += f" (after {retry + 1} attempts)"
-                raise error from exc
+                # A classifier may hand back the exception itself: no cause then.
+                raise error from (None if error is exc else exc)
         await asyncio.sleep(wait)
         retry += 1

@@ -22,10 +22,10 @@ from .._core import (
     UserError,
 )
 from ._base import think_budget
+from ._calls import parse_call
 from ._checks import require_effort, require_key
 from ._faults import classify_sdk_error, malformed, truncated
 from ._hosted import HostedProvider
-from ._openai_wire import parse_arguments
 from ._retry import Fault, RetryPolicy, Tracker
 
 __all__ = ["AnthropicProvider"]
@@ -337,11 +337,7 @@ class _Turn:
             raw = block["partial_json"]
             if not raw and block.get("input"):
                 raw = json.dumps(block["input"])
-            call = ToolCall(
-                id=block["id"],
-                name=block["name"],
-                arguments=parse_arguments(self.provider, block["name"], raw),
-            )
+            call = parse_call(block["id"], block["name"], raw)
             self.calls.append(call)
             await self.out.call(call)
 

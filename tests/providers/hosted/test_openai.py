@@ -8,8 +8,18 @@ from typing import Any
 
 import pytest
 
-from heron import ImagePart, Message, ProviderError, StreamChunk, ToolCall, ToolSchema, UserError
-from heron.providers import OpenAIProvider, RetryPolicy
+from heron import (
+    ImagePart,
+    Message,
+    ProviderError,
+    SimpleAgent,
+    StreamChunk,
+    ToolCall,
+    ToolSchema,
+    UserError,
+    tool,
+)
+from heron.providers import InvalidToolCall, OpenAIProvider, RetryPolicy
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05, timeout=2.0)
 
@@ -237,9 +247,12 @@ async def test_a_stream_cut_mid_answer_is_an_error_not_a_half_message(
     cut = wire.sse("openai_text.sse", cut=True)
     cut.pieces = cut.pieces[:3]
     wire.reply(cut)
+    chunks: list[StreamChunk] = []
     with pytest.raises(ProviderError) as caught:
-        await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+        await provider().chat([Message.user("Hi")], on_chunk=chunks.append)
 
+    assert [c.content for c in chunks] == ["Hello", " there!"]
+    assert not any(c.done for c in chunks)  # no done chunk: the turn never ended
     assert caught.value.code == "connection_error"
     assert caught.value.retryable
     assert len(wire.requests) == 1  # text was streamed already: a retry would repeat it
@@ -272,12 +285,159 @@ async def test_malformed_stream_data_is_a_provider_error(wire: Any, provider: An
     assert caught.value.code == "malformed_response"
 
 
-async def test_invalid_tool_arguments_are_a_provider_error(wire: Any, provider: Any) -> None:
+async def test_invalid_tool_arguments_come_back_as_an_invalid_call(
+    wire: Any, provider: Any
+) -> None:
     data = json.loads(wire.fixture("openai_tool_response.json"))
     data["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"city": '
     wire.reply(wire.body(data))
-    with pytest.raises(ProviderError, match="invalid JSON arguments"):
-        await provider().chat([Message.user("Hi")], tools=[WEATHER])
+    response = await provider().chat([Message.user("Hi")], tools=[WEATHER])
+
+    [bad] = response.tool_calls
+    assert isinstance(bad, InvalidToolCall)
+    assert (bad.id, bad.name, bad.arguments, bad.raw_arguments) == (
+        "call_abc",
+        "get_weather",
+        {},
+        '{"city": ',
+    )
+    assert "Expecting value" in bad.problem
+    assert response.stop_reason == "tool_use"
+    assert len(wire.requests) == 1
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    data = {
+        "id": "chatcmpl-X",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-5",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
+def _call_delta(index: int, arguments: str, **first: str) -> bytes:
+    function: dict[str, str] = {"arguments": arguments}
+    entry: dict[str, Any] = {"index": index, "function": function}
+    if "id" in first:
+        entry.update(id=first["id"], type="function")
+    if "name" in first:
+        function["name"] = first["name"]
+    return _chunk({"tool_calls": [entry]})
+
+
+async def test_interleaved_call_deltas_are_assembled_by_index(wire: Any, provider: Any) -> None:
+    wire.reply(
+        wire.Canned(
+            [
+                _call_delta(0, "", id="call_p", name="get_"),
+                _call_delta(1, "", id="call_r", name="get_weather"),
+                _call_delta(0, '{"city": ', name="weather"),  # the name, split across deltas
+                _call_delta(1, '{"city": '),
+                _call_delta(0, '"Paris"}'),
+                _call_delta(1, '"Rome"}'),
+                _chunk({}, "tool_calls"),
+                b"data: [DONE]\n\n",
+            ]
+        )
+    )
+    chunks: list[StreamChunk] = []
+    response = await provider().chat(
+        [Message.user("Both?")], tools=[WEATHER], on_chunk=chunks.append
+    )
+
+    expected = (
+        ToolCall(id="call_p", name="get_weather", arguments={"city": "Paris"}),
+        ToolCall(id="call_r", name="get_weather", arguments={"city": "Rome"}),
+    )
+    assert response.tool_calls == expected
+    assert tuple(c.tool_calls[0] for c in chunks if c.tool_calls) == expected
+    assert response.stop_reason == "tool_use"
+
+
+async def test_broken_streamed_arguments_become_an_invalid_call(wire: Any, provider: Any) -> None:
+    wire.reply(
+        wire.Canned(
+            [
+                _call_delta(0, '{"city": "Par', id="call_p", name="get_weather"),
+                _call_delta(1, '{"city": "Rome"}', id="call_r", name="get_weather"),
+                _chunk({}, "tool_calls"),
+            ]
+        )
+    )
+    chunks: list[StreamChunk] = []
+    response = await provider().chat(
+        [Message.user("Both?")], tools=[WEATHER], on_chunk=chunks.append
+    )
+
+    bad, good = response.tool_calls
+    assert isinstance(bad, InvalidToolCall) and bad.raw_arguments == '{"city": "Par'
+    assert good == ToolCall(id="call_r", name="get_weather", arguments={"city": "Rome"})
+    assert [c.tool_calls[0].id for c in chunks if c.tool_calls] == ["call_p", "call_r"]
+    assert chunks[-1].done
+    assert len(wire.requests) == 1  # the model's mistake, not the server's: not retried
+
+
+async def test_arguments_cut_off_by_the_output_limit_end_the_turn_as_max_tokens(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(
+        wire.Canned(
+            [
+                _chunk({"content": "Let me check."}),
+                _call_delta(0, '{"city": "Par', id="call_p", name="get_weather"),
+                _chunk({}, "length"),
+            ]
+        )
+    )
+    chunks: list[StreamChunk] = []
+    response = await provider().chat(
+        [Message.user("Paris?")], tools=[WEATHER], on_chunk=chunks.append
+    )
+
+    assert response.stop_reason == "max_tokens"
+    assert response.tool_calls == ()  # half a call is no call
+    assert not any(c.tool_calls for c in chunks)
+    assert response.content == "Let me check."
+
+
+async def test_an_agent_answers_broken_arguments_with_an_error_and_the_model_retries(
+    wire: Any, provider: Any
+) -> None:
+    cities: list[str] = []
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        cities.append(city)
+        return "sunny"
+
+    wire.reply(
+        wire.Canned(
+            [
+                _call_delta(0, '{"city": "Par', id="call_1", name="get_weather"),
+                _chunk({}, "tool_calls"),
+            ]
+        ),
+        wire.Canned(
+            [
+                _call_delta(0, '{"city": "Paris"}', id="call_2", name="get_weather"),
+                _chunk({}, "tool_calls"),
+            ]
+        ),
+        wire.sse("openai_text.sse"),
+    )
+    agent = SimpleAgent(provider=provider(), tools=[get_weather])
+    result = await agent.run("Weather in Paris?", on_chunk=lambda c: None)
+
+    assert result.reply == "Hello there!"
+    assert cities == ["Paris"]  # the broken call never reached the tool
+    first = result.tool_calls[0]
+    assert first.is_error and "not valid JSON" in first.result and '{"city": "Par' in first.result
+    sent = wire.requests[1].json["messages"]
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert sent[2]["role"] == "tool" and "not valid JSON" in sent[2]["content"]
 
 
 async def test_a_retry_after_beyond_the_policy_fails_at_once(wire: Any, provider: Any) -> None:

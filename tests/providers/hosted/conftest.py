@@ -65,6 +65,8 @@ class Canned:
     """Drop the connection after the pieces instead of ending the body."""
     stall: bool = False
     """Stop sending after the pieces and hold the connection open."""
+    disconnected: threading.Event = field(default_factory=threading.Event)
+    """Set when a stalled response's client hangs up."""
 
 
 def sse(name: str, **kwargs: Any) -> Canned:
@@ -170,6 +172,7 @@ class WireServer:
         if canned.stall:
             while (await receive())["type"] != "http.disconnect":
                 pass
+            canned.disconnected.set()
             return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

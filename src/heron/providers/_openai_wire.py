@@ -93,8 +93,9 @@ def to_wire_messages(
     ``replay_reasoning`` sends an assistant turn's ``thinking`` back as
     ``reasoning_content``: always for a turn that made tool calls (DeepSeek
     rejects a request that drops it), else from the latest user message on
-    (before that DeepSeek ignores it). Images in tool
-    results, which a ``tool`` message cannot hold, follow as a user message.
+    (before that DeepSeek ignores it). Images in tool results and system
+    messages, which cannot hold them, follow as a user message; a failed tool
+    result's text starts with ``Error:``.
     """
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     out: list[dict[str, Any]] = []
@@ -105,6 +106,17 @@ def to_wire_messages(
             pending_images = []
         if m.role == "system":
             out.append({"role": "system", "content": m.text})
+            if m.images:  # a system message holds text only: its images follow from the user
+                _require_images(provider, images)
+                out.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "Images attached to the system message:"},
+                            *(_image(p) for p in m.images),
+                        ],
+                    }
+                )
         elif m.role == "user":
             out.append({"role": "user", "content": _user_content(m, provider, images)})
         elif m.role == "assistant":
@@ -124,6 +136,8 @@ def to_wire_messages(
             out.append(entry)
         else:
             text = m.text or ("(no output)" if not m.images else "(see the images below)")
+            if m.is_error:  # a tool message has no error flag of its own
+                text = f"Error: {text}"
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": text})
             if m.images:
                 _require_images(provider, images)

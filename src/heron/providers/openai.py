@@ -15,6 +15,10 @@ _CONTEXT_WINDOWS: dict[str, int] = {
     "gpt-4.1": 1_047_576,
     "gpt-4o": 128_000,
     "gpt-4-turbo": 128_000,
+    "gpt-4-1106": 128_000,
+    "gpt-4-0125": 128_000,
+    "gpt-4-vision": 128_000,
+    "gpt-4-32k": 32_768,
     "gpt-4": 8_192,
     "gpt-3.5-turbo": 16_385,
     "o1": 200_000,
@@ -26,8 +30,21 @@ _CONTEXT_WINDOWS: dict[str, int] = {
 }
 _DEFAULT_CONTEXT_WINDOW = 128_000
 
-# Models that reject image input.
-_NO_IMAGES = ("o1-mini", "o1-preview", "o3-mini", "gpt-3.5-turbo", "gpt-4-0613", "gpt-4-0314")
+# Models that reject image input: these prefixes, and these exact names (a
+# "gpt-4" prefix would catch gpt-4o and gpt-4.1, which see).
+_NO_IMAGES = (
+    "o1-mini",
+    "o1-preview",
+    "o3-mini",
+    "gpt-3.5-turbo",
+    "gpt-4-0613",
+    "gpt-4-0314",
+    "gpt-4-32k",
+    "gpt-4-1106-preview",
+    "gpt-4-0125-preview",
+    "gpt-4-turbo-preview",
+)
+_NO_IMAGES_EXACT = frozenset(("gpt-4",))
 
 # Only these families accept reasoning_effort; the API rejects it on the others.
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -70,7 +87,7 @@ class OpenAIProvider(ChatCompletionsProvider):
             supports_images=(
                 supports_images
                 if supports_images is not None
-                else not any(model.startswith(p) for p in _NO_IMAGES)
+                else not (model in _NO_IMAGES_EXACT or model.startswith(_NO_IMAGES))
             ),
             supports_thinking=False,
             context_window=context_window

@@ -14,6 +14,7 @@ from heron import (
     ProviderError,
     SimpleAgent,
     StreamChunk,
+    TextPart,
     ToolCall,
     ToolSchema,
     UserError,
@@ -165,6 +166,20 @@ def test_capabilities_from_the_model_tables() -> None:
     assert OpenAIProvider("k", "o3-mini", supports_images=True).capabilities.supports_images
     assert OpenAIProvider("k", context_window=4096).capabilities.context_window == 4096
     assert OpenAIProvider("k").capabilities.supports_thinking is False
+    for model, window in [
+        ("gpt-4", 8_192),
+        ("gpt-4-0613", 8_192),
+        ("gpt-4-32k", 32_768),
+        ("gpt-4-1106-preview", 128_000),
+        ("gpt-4-0125-preview", 128_000),
+        ("gpt-4-turbo-2024-04-09", 128_000),
+        ("gpt-4o-mini", 128_000),
+    ]:
+        assert OpenAIProvider("k", model).capabilities.context_window == window, model
+    for model in ["gpt-4", "gpt-4-32k", "gpt-4-1106-preview", "gpt-4-0125-preview"]:
+        assert OpenAIProvider("k", model).capabilities.supports_images is False, model
+    for model in ["gpt-4o", "gpt-4.1", "gpt-4-turbo", "gpt-4-turbo-2024-04-09", "gpt-5"]:
+        assert OpenAIProvider("k", model).capabilities.supports_images is True, model
     with pytest.raises(UserError, match="api_key"):
         OpenAIProvider("")
 
@@ -489,3 +504,29 @@ async def test_an_exhausted_quota_is_not_retried(wire: Any, provider: Any) -> No
     assert (caught.value.status, caught.value.code) == (429, "insufficient_quota")
     assert not caught.value.retryable
     assert len(wire.requests) == 1  # a 429 that waiting cannot fix
+
+
+async def test_failed_tool_results_and_system_images_reach_the_model(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(wire.sse("openai_text.sse"))
+    logo = ImagePart(data=b"\x89PNG", media_type="image/png")
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "Atlantis"})
+    history = [
+        Message(role="system", content=(TextPart(text="Our logo:"), logo)),
+        Message.user("Weather?"),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("no such city", tool_call_id="c1", tool_name="get_weather", is_error=True),
+    ]
+    await provider().chat(history, tools=[WEATHER], on_chunk=lambda c: None)
+
+    sent = wire.last["messages"]
+    assert sent[0] == {"role": "system", "content": "Our logo:"}
+    assert sent[1] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Images attached to the system message:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+        ],
+    }
+    assert sent[-1] == {"role": "tool", "tool_call_id": "c1", "content": "Error: no such city"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import httpx2
 import openai
 
 from .._core import Capabilities, ChatResponse, Message, ToolSchema
@@ -19,7 +20,7 @@ from ._openai_wire import (
     to_wire_messages,
     to_wire_tools,
 )
-from ._retry import Fault, RetryPolicy, Tracker
+from ._retry import Fault, RetryPolicy, Tracker, idle_limit
 
 __all__ = ["ChatCompletionsProvider"]
 
@@ -67,8 +68,11 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
         return None
 
     def _connect(self) -> openai.AsyncOpenAI:
+        # The read timeout bounds a whole non-streamed response; a stream is
+        # watched by idle_limit() instead, event by event.
+        timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
         return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
         )
 
     async def _disconnect(self, client: openai.AsyncOpenAI) -> None:
@@ -113,10 +117,13 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
             response = await client.chat.completions.create(**_sdk_arguments(body))
             return self._parse(response, messages, tools)
         assembler = StreamAssembler(provider=self.name, out=out)
-        stream = await client.chat.completions.create(**_sdk_arguments(body))
-        async with stream:
-            async for chunk in stream:
-                await assembler.feed(chunk)
+        async with idle_limit(self.retry.timeout, provider=self.name) as idle:
+            stream = await client.chat.completions.create(**_sdk_arguments(body))
+            async with stream:
+                async for chunk in stream:
+                    idle.pause()
+                    await assembler.feed(chunk)
+                    idle.resume()
         return await assembler.end(messages, tools)
 
     def _classify(self, exc: Exception) -> Fault | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+import httpx2
 
 from .._core import (
     Capabilities,
@@ -26,7 +27,7 @@ from ._calls import parse_call
 from ._checks import require_effort, require_key
 from ._faults import classify_sdk_error, malformed, truncated
 from ._hosted import HostedProvider
-from ._retry import Fault, RetryPolicy, Tracker
+from ._retry import Fault, RetryPolicy, Tracker, idle_limit
 
 __all__ = ["AnthropicProvider"]
 
@@ -132,8 +133,11 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
         return self._total
 
     def _connect(self) -> anthropic.AsyncAnthropic:
+        # The read timeout bounds a whole non-streamed response; a stream is
+        # watched by idle_limit() instead, event by event.
+        timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
         return anthropic.AsyncAnthropic(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
         )
 
     async def _disconnect(self, client: anthropic.AsyncAnthropic) -> None:
@@ -175,10 +179,15 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
             message = await client.messages.create(**body)
             return _from_message(self.name, message.model_dump(mode="json"))
         turn = _Turn(provider=self.name, out=out)
-        stream = await client.messages.create(**body)
-        async with stream:
-            async for event in stream:
-                await turn.feed(event.model_dump(mode="json"))
+        async with idle_limit(self.retry.timeout, provider=self.name) as idle:
+            stream = await client.messages.create(**body)
+            async with stream:
+                async for event in stream:
+                    if event.type == "ping":
+                        continue  # keeps the socket busy, but is no progress
+                    idle.pause()
+                    await turn.feed(event.model_dump(mode="json"))
+                    idle.resume()
         return await turn.end()
 
     def _classify(self, exc: Exception) -> Fault | None:

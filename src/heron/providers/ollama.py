@@ -28,7 +28,7 @@ from ._base import resolve_think_effort
 from ._faults import malformed, retryable_status, truncated
 from ._hosted import HostedProvider
 from ._openai_wire import estimated_usage, to_wire_tools
-from ._retry import Fault, RetryPolicy, Tracker, parse_retry_after
+from ._retry import Fault, RetryPolicy, Tracker, idle_limit, parse_retry_after
 
 __all__ = ["OllamaProvider"]
 
@@ -95,7 +95,9 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
     def _connect(self) -> ollama.AsyncClient:
         return ollama.AsyncClient(
             host=self.host,
-            timeout=self.retry.timeout,
+            # The read timeout bounds a whole non-streamed response; a stream
+            # is watched by idle_limit() instead, part by part.
+            timeout=httpx.Timeout(self.retry.response_timeout, connect=self.retry.timeout),
             event_hooks={"response": [_note_retry_after]},
         )
 
@@ -149,9 +151,13 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
         else:
             # Closed here, not by garbage collection: a cancelled or failed
             # turn gives its connection back at once.
-            async with contextlib.aclosing(await self._client().chat(**body)) as parts:
-                async for part in parts:
-                    await turn.feed(part)
+            async with idle_limit(self.retry.timeout, provider=self.name) as idle:
+                parts = await self._client().chat(**body)
+                async with contextlib.aclosing(parts):
+                    async for part in parts:
+                        idle.pause()
+                        await turn.feed(part)
+                        idle.resume()
         return await turn.end(messages, tools)
 
     def _classify(self, exc: Exception) -> Fault | None:

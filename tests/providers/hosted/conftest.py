@@ -50,10 +50,20 @@ class Gate:
 
 
 @dataclass
+class Pause:
+    """A point in a canned stream where the server goes quiet for ``seconds``.
+
+    It plays a slow server; if the client hangs up meanwhile, the response ends there.
+    """
+
+    seconds: float
+
+
+@dataclass
 class Canned:
     """One response the server will give."""
 
-    pieces: list[bytes | Gate]
+    pieces: list[bytes | Gate | Pause]
     """Body pieces, each written separately (so the client sees a real stream)."""
     status: int = 200
     """HTTP status."""
@@ -66,7 +76,9 @@ class Canned:
     stall: bool = False
     """Stop sending after the pieces and hold the connection open."""
     disconnected: threading.Event = field(default_factory=threading.Event)
-    """Set when a stalled response's client hangs up."""
+    """Set when the client hangs up during a stall or a pause."""
+    sent: int = 0
+    """Body pieces sent so far."""
 
 
 def sse(name: str, **kwargs: Any) -> Canned:
@@ -121,6 +133,7 @@ class WireServer:
     ndjson = staticmethod(ndjson)
     body = staticmethod(body)
     Gate = Gate
+    Pause = Pause
     Canned = Canned
 
     @property
@@ -166,7 +179,17 @@ class WireServer:
                 if not opened:  # the client never saw what it should have: fail loudly
                     raise RuntimeError("gate never opened")
                 continue
+            if isinstance(piece, Pause):
+                try:
+                    message = await asyncio.wait_for(receive(), piece.seconds)
+                except TimeoutError:
+                    continue
+                if message["type"] == "http.disconnect":
+                    canned.disconnected.set()
+                    return
+                continue
             await send({"type": "http.response.body", "body": piece, "more_body": True})
+            canned.sent += 1
         if canned.cut:
             raise RuntimeError("connection cut on purpose")
         if canned.stall:

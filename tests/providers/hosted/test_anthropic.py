@@ -322,3 +322,18 @@ async def test_broken_tool_input_json_becomes_an_invalid_call(wire: Any, provide
     bad, good = response.tool_calls
     assert isinstance(bad, InvalidToolCall) and bad.raw_arguments == '{"city": "Paris'
     assert good.arguments == {"city": "Rome"}
+
+
+async def test_a_stream_that_only_pings_times_out(wire: Any, provider: Any) -> None:
+    # Pings keep the socket busy, so a read timeout never fires; they are no progress.
+    start, ping = (
+        wire.sse("anthropic_text.sse").pieces[0],
+        b'event: ping\ndata: {"type": "ping"}\n\n',
+    )
+    pinging = wire.Canned([start] + [wire.Pause(0.05), ping] * 200, stall=True)
+    wire.reply(pinging)
+    quick = provider(retry=RetryPolicy(max_retries=0, timeout=0.3))
+    with pytest.raises(ProviderError) as caught:
+        await quick.chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert caught.value.code == "timeout"
+    assert pinging.sent < 100  # it gave up while the server was still pinging

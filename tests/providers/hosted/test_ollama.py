@@ -233,3 +233,15 @@ async def test_cancelling_a_streamed_turn_closes_its_connection(wire: Any, provi
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await asyncio.to_thread(stalled.disconnected.wait, 5)
+
+
+async def test_a_slow_non_streamed_answer_gets_the_response_timeout(
+    wire: Any, closing: Any
+) -> None:
+    # llava on a CPU can take minutes over one image before it answers.
+    slow = wire.body(ANSWER)
+    slow.pieces.insert(0, wire.Pause(0.6))
+    wire.reply(slow)
+    policy = RetryPolicy(max_retries=0, timeout=0.2, response_timeout=5.0)
+    patient = closing(OllamaProvider("llava", wire.base_url, retry=policy))
+    assert (await patient.chat([Message.user("Hi")])).content == "A red square."

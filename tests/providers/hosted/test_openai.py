@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -217,6 +219,25 @@ async def test_rate_limit_is_retried_after_the_servers_retry_after(
     assert response.content == "Hello there!"
     first, second = wire.requests
     assert second.at - first.at >= 0.3  # Retry-After outweighs the 0.01 s backoff
+
+
+@pytest.mark.parametrize("form", ["retry-after-ms", "http-date"])
+async def test_retry_after_in_milliseconds_or_as_a_date_is_honoured(
+    wire: Any, provider: Any, form: str
+) -> None:
+    if form == "retry-after-ms":
+        headers, least = {"retry-after-ms": "400", "retry-after": "9"}, 0.4
+    else:  # whole seconds only: two seconds from now is more than one from now
+        headers, least = {"retry-after": email.utils.formatdate(time.time() + 2, usegmt=True)}, 1.0
+    limited = wire.body(
+        json.loads(wire.fixture("openai_rate_limit.json")), status=429, headers=headers
+    )
+    wire.reply(limited, wire.sse("openai_text.sse"))
+    response = await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+
+    assert response.content == "Hello there!"
+    first, second = wire.requests
+    assert least <= second.at - first.at < 5  # the header's wait, not its 9 s fallback
 
 
 async def test_persistent_server_errors_become_a_typed_error_after_the_retries(
@@ -530,3 +551,29 @@ async def test_failed_tool_results_and_system_images_reach_the_model(
         ],
     }
     assert sent[-1] == {"role": "tool", "tool_call_id": "c1", "content": "Error: no such city"}
+
+
+async def test_a_slow_non_streamed_answer_gets_the_response_timeout(
+    wire: Any, provider: Any
+) -> None:
+    # A reasoning model sends nothing until it is done: the stream timeout
+    # (between events) must not cut a non-streamed call short.
+    slow = wire.body(json.loads(wire.fixture("openai_tool_response.json")))
+    slow.pieces.insert(0, wire.Pause(0.6))
+    wire.reply(slow)
+    patient = provider(retry=RetryPolicy(max_retries=0, timeout=0.2, response_timeout=5.0))
+    response = await patient.chat([Message.user("Weather?")], tools=[WEATHER])
+    assert response.tool_calls[0].arguments == {"city": "Oslo"}
+    assert len(wire.requests) == 1
+
+
+async def test_a_timeout_is_retried_once_at_most(wire: Any, provider: Any) -> None:
+    # Every attempt re-runs and re-bills the whole request: one more try, not max_retries.
+    stalled = [wire.Canned([], content_type="application/json", stall=True) for _ in range(3)]
+    wire.reply(*stalled)
+    policy = RetryPolicy(max_retries=3, base_delay=0.01, timeout=1.0, response_timeout=0.2)
+    with pytest.raises(ProviderError) as caught:
+        await provider(retry=policy).chat([Message.user("Hi")])
+    assert caught.value.code == "timeout"
+    assert len(wire.requests) == 2
+    assert "after 2 attempts" in caught.value.message

@@ -26,7 +26,7 @@ from ._base import think_budget
 from ._calls import parse_call
 from ._checks import require_effort, require_key
 from ._faults import classify_sdk_error, malformed, truncated
-from ._hosted import HostedProvider
+from ._hosted import HostedProvider, by_prefix
 from ._retry import Fault, RetryPolicy, Tracker, idle_limit
 
 __all__ = ["AnthropicProvider"]
@@ -99,17 +99,16 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
             minimum=_MIN_BUDGET,
             maximum=max(_MIN_BUDGET, max_tokens),
         )
-        limit = _lookup(model, _OUTPUT_LIMITS, _DEFAULT_OUTPUT_LIMIT)
+        limit = by_prefix(model, _OUTPUT_LIMITS, _DEFAULT_OUTPUT_LIMIT)
         if budget is not None and max_tokens + budget > limit:
             # Both shares shrink alike; the budget keeps the API's floor.
             budget = max(_MIN_BUDGET, budget * limit // (max_tokens + budget))
-        matches = [p for p in _CONTEXT_WINDOWS if model.startswith(p)]
         capabilities = Capabilities(
             supports_tools=supports_tools,
             supports_images=supports_images,
             supports_thinking=budget is not None,
             context_window=context_window
-            or (_CONTEXT_WINDOWS[max(matches, key=len)] if matches else _DEFAULT_CONTEXT_WINDOW),
+            or by_prefix(model, _CONTEXT_WINDOWS, _DEFAULT_CONTEXT_WINDOW),
         )
         super().__init__(
             model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
@@ -192,11 +191,6 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
 
     def _classify(self, exc: Exception) -> Fault | None:
         return classify_sdk_error(exc, provider=self.name, sdk=anthropic)
-
-
-def _lookup(model: str, table: dict[str, int], default: int) -> int:
-    matches = [prefix for prefix in table if model.startswith(prefix)]
-    return table[max(matches, key=len)] if matches else default
 
 
 def _leading_system(messages: Sequence[Message]) -> int:
@@ -298,8 +292,14 @@ def _from_message(provider: str, data: dict[str, Any]) -> ChatResponse:
         tool_calls=tuple(calls),
         thinking="".join(thinking) or None,
         provider_thinking=tuple(signed) or None,
-        stop_reason="tool_use" if calls else _STOP.get(data.get("stop_reason") or "", "other"),
+        stop_reason=_stop_reason(data.get("stop_reason"), bool(calls)),
     )
+
+
+def _stop_reason(raw: str | None, has_calls: bool) -> FinishReason:
+    if raw == "max_tokens":  # the output limit, even if calls were made before it
+        return "max_tokens"
+    return "tool_use" if has_calls else _STOP.get(raw or "", "other")
 
 
 def _signed(provider: str, block: dict[str, Any]) -> dict[str, Any]:
@@ -409,5 +409,5 @@ class _Turn:
             tool_calls=tuple(self.calls),
             thinking="".join(self.thinking) or None,
             provider_thinking=tuple(self.signed) or None,
-            stop_reason="tool_use" if self.calls else _STOP.get(self.stop_reason or "", "other"),
+            stop_reason=_stop_reason(self.stop_reason, bool(self.calls)),
         )

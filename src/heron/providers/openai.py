@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._core import Capabilities
 from ._base import resolve_think_effort
+from ._hosted import by_prefix
 from ._openai_compat import ChatCompletionsProvider
 from ._retry import RetryPolicy
 
@@ -51,11 +52,6 @@ _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _EFFORT_LEVELS = ("low", "medium", "high")
 
 
-def _lookup(model: str, table: dict[str, int], default: int) -> int:
-    matches = [prefix for prefix in table if model.startswith(prefix)]
-    return table[max(matches, key=len)] if matches else default
-
-
 class OpenAIProvider(ChatCompletionsProvider):
     """OpenAI through the Chat Completions API (not the Responses API).
 
@@ -91,7 +87,7 @@ class OpenAIProvider(ChatCompletionsProvider):
             ),
             supports_thinking=False,
             context_window=context_window
-            or _lookup(model, _CONTEXT_WINDOWS, _DEFAULT_CONTEXT_WINDOW),
+            or by_prefix(model, _CONTEXT_WINDOWS, _DEFAULT_CONTEXT_WINDOW),
         )
         super().__init__(
             api_key=api_key,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import time
@@ -301,6 +302,7 @@ async def test_a_stream_that_ends_without_finishing_is_truncated(wire: Any, prov
     with pytest.raises(ProviderError) as caught:
         await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
     assert caught.value.code == "truncated_stream"
+    assert caught.value.__cause__ is None  # raised as itself: not its own cause
 
 
 async def test_a_stalled_stream_times_out_instead_of_hanging(wire: Any, provider: Any) -> None:
@@ -577,3 +579,21 @@ async def test_a_timeout_is_retried_once_at_most(wire: Any, provider: Any) -> No
     assert caught.value.code == "timeout"
     assert len(wire.requests) == 2
     assert "after 2 attempts" in caught.value.message
+
+
+async def test_cancelling_a_streamed_turn_closes_its_connection(wire: Any, provider: Any) -> None:
+    stalled = wire.sse("openai_text.sse", stall=True)
+    stalled.pieces = stalled.pieces[:2]
+    wire.reply(stalled)
+    first = asyncio.Event()
+
+    async def on_chunk(chunk: StreamChunk) -> None:
+        first.set()
+        await asyncio.Event().wait()  # a slow consumer: the cancel lands here
+
+    task = asyncio.create_task(provider().chat([Message.user("Hi")], on_chunk=on_chunk))
+    await asyncio.wait_for(first.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(stalled.disconnected.wait, 5)

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,3 +245,30 @@ async def closing() -> AsyncIterator[Closer]:
     yield closer
     for provider in closer.providers:
         await provider.aclose()
+
+
+CancelMidStream = Callable[[Callable[[Any], Awaitable[Any]]], Awaitable[None]]
+
+
+@pytest.fixture
+def cancel_mid_stream() -> CancelMidStream:
+    """Run ``start(on_chunk)``, cancel it inside its first chunk, check it raised CancelledError.
+
+    The callback never returns, as a slow consumer: the provider is cancelled
+    while its stream is open and suspended, the case that leaks a connection.
+    """
+
+    async def run(start: Callable[[Any], Awaitable[Any]]) -> None:
+        first = asyncio.Event()
+
+        async def on_chunk(chunk: Any) -> None:
+            first.set()
+            await asyncio.Event().wait()
+
+        task = asyncio.ensure_future(start(on_chunk))
+        await asyncio.wait_for(first.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    return run

@@ -217,21 +217,15 @@ def test_supports_images_can_be_switched_off() -> None:
     assert OllamaProvider("llama3.2", supports_images=False).capabilities.supports_images is False
 
 
-async def test_cancelling_a_streamed_turn_closes_its_connection(wire: Any, provider: Any) -> None:
+async def test_cancelling_a_streamed_turn_closes_its_connection(
+    wire: Any, provider: Any, cancel_mid_stream: Any
+) -> None:
     stalled = wire.ndjson("ollama_text.ndjson", stall=True)
     stalled.pieces = stalled.pieces[:1]
     wire.reply(stalled)
-    first = asyncio.Event()
-
-    async def on_chunk(chunk: StreamChunk) -> None:
-        first.set()
-        await asyncio.Event().wait()  # a slow consumer: the cancel lands here
-
-    task = asyncio.create_task(provider().chat([Message.user("Hi")], on_chunk=on_chunk))
-    await asyncio.wait_for(first.wait(), 5)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_mid_stream(
+        lambda on_chunk: provider().chat([Message.user("Hi")], on_chunk=on_chunk)
+    )
     assert await asyncio.to_thread(stalled.disconnected.wait, 5)
 
 

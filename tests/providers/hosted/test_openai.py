@@ -581,19 +581,13 @@ async def test_a_timeout_is_retried_once_at_most(wire: Any, provider: Any) -> No
     assert "after 2 attempts" in caught.value.message
 
 
-async def test_cancelling_a_streamed_turn_closes_its_connection(wire: Any, provider: Any) -> None:
+async def test_cancelling_a_streamed_turn_closes_its_connection(
+    wire: Any, provider: Any, cancel_mid_stream: Any
+) -> None:
     stalled = wire.sse("openai_text.sse", stall=True)
     stalled.pieces = stalled.pieces[:2]
     wire.reply(stalled)
-    first = asyncio.Event()
-
-    async def on_chunk(chunk: StreamChunk) -> None:
-        first.set()
-        await asyncio.Event().wait()  # a slow consumer: the cancel lands here
-
-    task = asyncio.create_task(provider().chat([Message.user("Hi")], on_chunk=on_chunk))
-    await asyncio.wait_for(first.wait(), 5)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_mid_stream(
+        lambda on_chunk: provider().chat([Message.user("Hi")], on_chunk=on_chunk)
+    )
     assert await asyncio.to_thread(stalled.disconnected.wait, 5)

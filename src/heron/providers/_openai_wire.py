@@ -22,7 +22,7 @@ from .._core import (
     UserError,
 )
 from .._core.tokens import estimate_message_tokens, estimate_tokens
-from ._calls import InvalidToolCall, complete_arguments, parse_call
+from ._calls import complete_arguments, parse_call
 from ._faults import malformed, truncated
 from ._retry import Tracker
 
@@ -57,13 +57,19 @@ def parse_calls(raw: Sequence[tuple[str, str, str | None]], finish: str | None) 
     """Tool calls from ``(id, name, arguments)``; broken arguments give :class:`InvalidToolCall`.
 
     When the output limit ended the turn (``finish`` is ``length``), a call
-    with broken arguments was cut off rather than got wrong: it is dropped,
-    and the turn ends as ``max_tokens``.
+    whose arguments are not a whole JSON object was cut off rather than got
+    wrong: it is dropped, and the turn ends as ``max_tokens``.
     """
-    calls = [parse_call(call_id, name, arguments) for call_id, name, arguments in raw]
-    if finish == "length":
-        calls = [c for c in calls if not isinstance(c, InvalidToolCall)]
-    return calls
+    return [
+        parse_call(call_id, name, arguments)
+        for call_id, name, arguments in raw
+        if not _cut_off(arguments, finish)
+    ]
+
+
+def _cut_off(arguments: str | None, finish: str | None) -> bool:
+    """Whether the output limit ended the turn before these arguments were whole."""
+    return finish == "length" and not complete_arguments(arguments or "")
 
 
 def to_wire_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
@@ -271,9 +277,9 @@ class StreamAssembler:
     async def _emit(self, pending: _PendingCall) -> None:
         if not pending.name:
             raise malformed(self.provider, f"tool call {pending.index} came without a name")
+        if _cut_off(pending.arguments, self.finish):
+            return  # the turn ends as max_tokens, without half a call
         call = parse_call(pending.id, pending.name, pending.arguments)
-        if self.finish == "length" and isinstance(call, InvalidToolCall):
-            return  # cut off by the output limit: the turn ends as max_tokens
         self._emitted[pending.index] = pending.id
         self.calls.append(call)
         await self.out.call(call)

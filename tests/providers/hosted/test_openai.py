@@ -424,7 +424,9 @@ async def test_arguments_cut_off_by_the_output_limit_end_the_turn_as_max_tokens(
         wire.Canned(
             [
                 _chunk({"content": "Let me check."}),
-                _call_delta(0, '{"city": "Par', id="call_p", name="get_weather"),
+                _call_delta(0, '{"city": "Rome"}', id="call_r", name="get_weather"),
+                _call_delta(1, '{"city": "Par', id="call_p", name="get_weather"),
+                _call_delta(2, "", id="call_t", name="get_weather"),  # cut before its arguments
                 _chunk({}, "length"),
             ]
         )
@@ -435,8 +437,10 @@ async def test_arguments_cut_off_by_the_output_limit_end_the_turn_as_max_tokens(
     )
 
     assert response.stop_reason == "max_tokens"
-    assert response.tool_calls == ()  # half a call is no call
-    assert not any(c.tool_calls for c in chunks)
+    # Half a call is no call; the whole one before it stands.
+    rome = ToolCall(id="call_r", name="get_weather", arguments={"city": "Rome"})
+    assert response.tool_calls == (rome,)
+    assert [c.tool_calls for c in chunks if c.tool_calls] == [(rome,)]
     assert response.content == "Let me check."
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
-from .._core import ChatResponse, ImagePart, Message, Part, TextPart, UserError
+from .._core import ChatResponse, ImagePart, Message, Part, ProviderError, TextPart, UserError
 from ..providers import Provider
 from ..tools import ToolResult
 
@@ -110,7 +110,9 @@ class ImageDescriber:
 
     Each image becomes a text part holding its description; the provider's
     responses are returned so their tokens are counted into the run. With no
-    provider, each image becomes a note telling the model it was dropped.
+    provider, each image becomes a note telling the model it was dropped; an
+    image the provider fails to describe (a server error, an image it refuses)
+    becomes a note saying why, and the run goes on.
     """
 
     def __init__(self, provider: Provider | None) -> None:
@@ -128,14 +130,11 @@ class ImageDescriber:
             texts = [_dropped(tool_name)] * len(images)
             responses: list[ChatResponse] = []
         else:
-            responses = list(
-                await asyncio.gather(*(self._ask(self.provider, p, tool_name) for p in images))
+            outcomes = await asyncio.gather(
+                *(self._ask(self.provider, p, tool_name) for p in images)
             )
-            texts = [
-                f"[image returned by tool {tool_name!r}, described by an image model: "
-                f"{r.content.strip() or '(no description)'}]"
-                for r in responses
-            ]
+            texts = [_described(tool_name, o) for o in outcomes]
+            responses = [o for o in outcomes if isinstance(o, ChatResponse)]
         replacements = iter(texts)
         content: tuple[Part, ...] = tuple(
             TextPart(text=next(replacements)) if isinstance(p, ImagePart) else p
@@ -144,14 +143,36 @@ class ImageDescriber:
         return replace(result, content=content), responses
 
     @staticmethod
-    async def _ask(provider: Provider, image: ImagePart, tool_name: str) -> ChatResponse:
-        # Called without on_chunk: the non-streaming path, whose usage every provider reports.
-        return await provider.chat(
-            [
-                Message.system(DESCRIBE_INSTRUCTION),
-                Message.user(f"The tool {tool_name!r} returned this image.", image),
-            ]
+    async def _ask(
+        provider: Provider, image: ImagePart, tool_name: str
+    ) -> ChatResponse | ProviderError | UserError:
+        """The description of one image, or why there is none.
+
+        A failure is the image's, not the run's: the tool did run, and the
+        model can go on without the picture.
+        """
+        try:
+            # Without on_chunk: the non-streaming path, whose usage every provider reports.
+            return await provider.chat(
+                [
+                    Message.system(DESCRIBE_INSTRUCTION),
+                    Message.user(f"The tool {tool_name!r} returned this image.", image),
+                ]
+            )
+        except (ProviderError, UserError) as exc:
+            return exc
+
+
+def _described(tool_name: str, outcome: ChatResponse | ProviderError | UserError) -> str:
+    if isinstance(outcome, ChatResponse):
+        return (
+            f"[image returned by tool {tool_name!r}, described by an image model: "
+            f"{outcome.content.strip() or '(no description)'}]"
         )
+    return (
+        f"[image returned by tool {tool_name!r} could not be described, so you cannot "
+        f"see it: {outcome}]"
+    )
 
 
 def _dropped(tool_name: str) -> str:

@@ -29,7 +29,7 @@ from .._core import (
     emit,
 )
 from .._core.result import RunResult, StopReason, ToolCallRecord
-from ..providers import Provider
+from ..providers import InvalidToolCall, Provider
 from ..tools import ToolClient, ToolResult
 from ._call_ids import CallIds
 from ._compaction import memory_block
@@ -332,6 +332,8 @@ class Run:
         await emit(self.agent.on_tool_result, record)
 
     async def _invoke(self, call: ToolCall, baseline: int) -> ToolResult:
+        if isinstance(call, InvalidToolCall):  # the model's JSON was broken: it may try again
+            return ToolResult.error(call.complaint())
         if call.name not in self._tool_names:
             return ToolResult.unknown_tool(call.name, self._tool_names)
         try:

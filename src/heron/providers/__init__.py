@@ -10,6 +10,7 @@ from typing import Any
 
 from .._core import emit
 from ._base import Provider, resolve_think_effort, think_budget
+from ._calls import InvalidToolCall
 from ._retry import RetryPolicy
 from ._spec import PROVIDER_KINDS, default_provider, from_spec, load_script
 from .local import LocalProvider, default_model_path
@@ -25,6 +26,7 @@ __all__ = [
     "PROVIDER_KINDS",
     "AnthropicProvider",
     "DeepSeekProvider",
+    "InvalidToolCall",
     "LocalProvider",
     "OllamaProvider",
     "OpenAIProvider",

@@ -21,6 +21,11 @@ _RETRYABLE_TYPES = frozenset(
 )
 
 
+# Error codes that no retry can fix, whatever the status (OpenAI sends a 429
+# for an exhausted quota, which only a billing change ends).
+_FINAL_CODES = frozenset(("insufficient_quota",))
+
+
 def retryable_status(status: int) -> bool:
     """Whether an HTTP status is worth retrying: timeouts, conflicts, rate limits, 5xx."""
     return status in (408, 409, 429) or status >= 500
@@ -75,7 +80,7 @@ def classify_sdk_error(exc: Exception, *, provider: str, sdk: ModuleType) -> Fau
                 message,
                 status=status,
                 code=code,
-                retryable=retryable_status(status),
+                retryable=retryable_status(status) and code not in _FINAL_CODES,
                 provider=provider,
             ),
             retry_after=parse_retry_after(exc.response.headers),

@@ -12,9 +12,15 @@ from ._base import Provider
 from ._checks import require_effort, require_model
 from ._retry import Fault, RetryPolicy, Tracker, with_retries
 
-__all__ = ["HostedProvider"]
+__all__ = ["HostedProvider", "by_prefix"]
 
 C = TypeVar("C")
+
+
+def by_prefix(model: str, table: dict[str, int], default: int) -> int:
+    """A per-model figure from a table keyed by model-id prefix; the longest prefix wins."""
+    matches = [prefix for prefix in table if model.startswith(prefix)]
+    return table[max(matches, key=len)] if matches else default
 
 
 class HostedProvider(Provider, Generic[C]):

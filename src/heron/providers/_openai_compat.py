@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import httpx2
 import openai
 
-from .._core import Capabilities, ChatResponse, Message, ToolCall, ToolSchema
+from .._core import Capabilities, ChatResponse, Message, ToolSchema
 from ._checks import require_key
 from ._faults import classify_sdk_error, malformed
 from ._hosted import HostedProvider
@@ -15,13 +16,25 @@ from ._openai_wire import (
     StreamAssembler,
     estimated_usage,
     finish_reason,
-    parse_arguments,
+    parse_calls,
     to_wire_messages,
     to_wire_tools,
 )
-from ._retry import Fault, RetryPolicy, Tracker
+from ._retry import Fault, RetryPolicy, Tracker, idle_limit
 
 __all__ = ["ChatCompletionsProvider"]
+
+# Vendor fields the openai SDK has no keyword for: they travel in extra_body.
+_EXTRA_FIELDS = ("thinking",)
+
+
+def _sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as ``create()`` keywords, vendor-only fields moved into ``extra_body``."""
+    kwargs = {k: v for k, v in body.items() if k not in _EXTRA_FIELDS}
+    extra = {k: body[k] for k in _EXTRA_FIELDS if k in body}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
 
 
 class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
@@ -55,8 +68,11 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
         return None
 
     def _connect(self) -> openai.AsyncOpenAI:
+        # The read timeout bounds a whole non-streamed response; a stream is
+        # watched by idle_limit() instead, event by event.
+        timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
         return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
         )
 
     async def _disconnect(self, client: openai.AsyncOpenAI) -> None:
@@ -98,13 +114,16 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
     ) -> ChatResponse:
         client = self._client()
         if not out.active:
-            response = await client.chat.completions.create(**body)
+            response = await client.chat.completions.create(**_sdk_arguments(body))
             return self._parse(response, messages, tools)
         assembler = StreamAssembler(provider=self.name, out=out)
-        stream = await client.chat.completions.create(**body)
-        async with stream:
-            async for chunk in stream:
-                await assembler.feed(chunk)
+        async with idle_limit(self.retry.timeout, provider=self.name) as idle:
+            stream = await client.chat.completions.create(**_sdk_arguments(body))
+            async with stream:
+                async for chunk in stream:
+                    idle.pause()
+                    await assembler.feed(chunk)
+                    idle.resume()
         return await assembler.end(messages, tools)
 
     def _classify(self, exc: Exception) -> Fault | None:
@@ -118,12 +137,10 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
         choice = response.choices[0]
         message = choice.message
         calls = tuple(
-            ToolCall(
-                id=c.id,
-                name=c.function.name,
-                arguments=parse_arguments(self.name, c.function.name, c.function.arguments),
+            parse_calls(
+                [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()],
+                choice.finish_reason,
             )
-            for c in message.tool_calls or ()
         )
         text = message.content or ""
         thinking = getattr(message, "reasoning_content", None) or None

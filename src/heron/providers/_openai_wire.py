@@ -22,6 +22,7 @@ from .._core import (
     UserError,
 )
 from .._core.tokens import estimate_message_tokens, estimate_tokens
+from ._calls import complete_arguments, parse_call
 from ._faults import malformed, truncated
 from ._retry import Tracker
 
@@ -29,7 +30,7 @@ __all__ = [
     "StreamAssembler",
     "estimated_usage",
     "finish_reason",
-    "parse_arguments",
+    "parse_calls",
     "to_wire_messages",
     "to_wire_tools",
 ]
@@ -45,9 +46,30 @@ _FINISH: dict[str, FinishReason] = {
 
 def finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
     """Heron's stop reason for a Chat Completions ``finish_reason``."""
+    if raw == "length":  # the output limit, even if calls were made before it
+        return "max_tokens"
     if has_calls:  # some compatible servers say "stop" after a tool call
         return "tool_use"
     return _FINISH.get(raw or "", "other")
+
+
+def parse_calls(raw: Sequence[tuple[str, str, str | None]], finish: str | None) -> list[ToolCall]:
+    """Tool calls from ``(id, name, arguments)``; broken arguments give :class:`InvalidToolCall`.
+
+    When the output limit ended the turn (``finish`` is ``length``), a call
+    whose arguments are not a whole JSON object was cut off rather than got
+    wrong: it is dropped, and the turn ends as ``max_tokens``.
+    """
+    return [
+        parse_call(call_id, name, arguments)
+        for call_id, name, arguments in raw
+        if not _cut_off(arguments, finish)
+    ]
+
+
+def _cut_off(arguments: str | None, finish: str | None) -> bool:
+    """Whether the output limit ended the turn before these arguments were whole."""
+    return finish == "length" and not complete_arguments(arguments or "")
 
 
 def to_wire_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
@@ -74,10 +96,12 @@ def to_wire_messages(
 ) -> list[dict[str, Any]]:
     """Heron messages as Chat Completions messages.
 
-    ``replay_reasoning`` sends each assistant turn's ``thinking`` back as
-    ``reasoning_content`` from the latest user message on (DeepSeek requires
-    it within a tool-calling turn and ignores it before). Images in tool
-    results, which a ``tool`` message cannot hold, follow as a user message.
+    ``replay_reasoning`` sends an assistant turn's ``thinking`` back as
+    ``reasoning_content``: always for a turn that made tool calls (DeepSeek
+    rejects a request that drops it), else from the latest user message on
+    (before that DeepSeek ignores it). Images in tool results and system
+    messages, which cannot hold them, follow as a user message; a failed tool
+    result's text starts with ``Error:``.
     """
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     out: list[dict[str, Any]] = []
@@ -88,6 +112,17 @@ def to_wire_messages(
             pending_images = []
         if m.role == "system":
             out.append({"role": "system", "content": m.text})
+            if m.images:  # a system message holds text only: its images follow from the user
+                _require_images(provider, images)
+                out.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "Images attached to the system message:"},
+                            *(_image(p) for p in m.images),
+                        ],
+                    }
+                )
         elif m.role == "user":
             out.append({"role": "user", "content": _user_content(m, provider, images)})
         elif m.role == "assistant":
@@ -102,11 +137,13 @@ def to_wire_messages(
                     }
                     for c in m.tool_calls
                 ]
-            if replay_reasoning and i > last_user and m.thinking:
+            if replay_reasoning and m.thinking and (m.tool_calls or i > last_user):
                 entry["reasoning_content"] = m.thinking
             out.append(entry)
         else:
             text = m.text or ("(no output)" if not m.images else "(see the images below)")
+            if m.is_error:  # a tool message has no error flag of its own
+                text = f"Error: {text}"
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": text})
             if m.images:
                 _require_images(provider, images)
@@ -142,20 +179,6 @@ def _require_images(provider: str, images: bool) -> None:
         )
 
 
-def parse_arguments(provider: str, name: str, raw: str | None) -> dict[str, Any]:
-    """A tool call's JSON arguments; empty means none."""
-    if not raw or not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        detail = f"tool call {name!r} has invalid JSON arguments ({exc}): {raw!r}"
-        raise malformed(provider, detail) from exc
-    if not isinstance(value, dict):
-        raise malformed(provider, f"tool call {name!r} arguments are not a JSON object: {raw!r}")
-    return value
-
-
 def estimated_usage(
     messages: Sequence[Message], tools: Sequence[ToolSchema], answer: Message
 ) -> tuple[int, int]:
@@ -181,8 +204,11 @@ class _PendingCall:
 class StreamAssembler:
     """Builds one turn from Chat Completions stream chunks and streams it on.
 
-    Tool-call arguments arrive a fragment at a time with no end marker, so a
-    call is complete when a delta for another call arrives, or the stream ends.
+    Tool-call arguments arrive a fragment at a time, tagged with the call's
+    ``index`` and with no end marker; fragments of parallel calls may
+    interleave. A call is emitted early when another call starts and its
+    arguments already form a whole JSON object; every other call when the
+    stream ends.
     """
 
     provider: str
@@ -193,7 +219,8 @@ class StreamAssembler:
     finish: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
-    _pending: _PendingCall | None = None
+    _pending: dict[int, _PendingCall] = field(default_factory=dict)
+    _emitted: dict[int, str] = field(default_factory=dict)  # index -> id of its emitted call
 
     async def feed(self, chunk: Any) -> None:
         """Take one ``ChatCompletionChunk``."""
@@ -218,35 +245,51 @@ class StreamAssembler:
                 self.finish = choice.finish_reason
 
     async def _call_delta(self, piece: Any) -> None:
-        pending = self._pending
-        fresh = piece.id and (pending is None or piece.id != pending.id)
-        if pending is None or piece.index != pending.index or fresh:
-            await self._close_call()
-            pending = self._pending = _PendingCall(index=piece.index, id=piece.id or "")
+        index, call_id = piece.index, piece.id or ""
         function = piece.function
-        if function is not None:
-            pending.name += function.name or ""
-            pending.arguments += function.arguments or ""
-
-    async def _close_call(self) -> None:
-        pending, self._pending = self._pending, None
+        name = (function.name or "") if function is not None else ""
+        arguments = (function.arguments or "") if function is not None else ""
+        pending = self._pending.get(index)
+        if pending is not None and call_id and pending.id and call_id != pending.id:
+            # Servers that number every call 0 tell calls apart by id alone.
+            await self._emit(self._pending.pop(index))
+            pending = None
         if pending is None:
-            return
+            emitted = self._emitted.get(index)
+            if emitted is not None and call_id in ("", emitted):
+                if name or arguments:
+                    raise malformed(
+                        self.provider, f"tool call {index} went on after its arguments were whole"
+                    )
+                return
+            await self._emit_whole()
+            pending = self._pending[index] = _PendingCall(index=index, id=call_id)
+        pending.id = pending.id or call_id
+        pending.name += name
+        pending.arguments += arguments
+
+    async def _emit_whole(self) -> None:
+        """A new call starts: emit the pending ones whose arguments are already whole."""
+        for index, pending in list(self._pending.items()):
+            if pending.name and complete_arguments(pending.arguments):
+                await self._emit(self._pending.pop(index))
+
+    async def _emit(self, pending: _PendingCall) -> None:
         if not pending.name:
             raise malformed(self.provider, f"tool call {pending.index} came without a name")
-        call = ToolCall(
-            id=pending.id,
-            name=pending.name,
-            arguments=parse_arguments(self.provider, pending.name, pending.arguments),
-        )
+        if _cut_off(pending.arguments, self.finish):
+            return  # the turn ends as max_tokens, without half a call
+        call = parse_call(pending.id, pending.name, pending.arguments)
+        self._emitted[pending.index] = pending.id
         self.calls.append(call)
         await self.out.call(call)
 
     async def end(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> ChatResponse:
-        """The stream is over: close the last call, check it finished, build the response."""
+        """The stream is over: close the open calls, check it finished, build the response."""
         if self.finish is None:
             raise truncated(self.provider, "no finish_reason was sent")
-        await self._close_call()
+        for index in sorted(self._pending):
+            await self._emit(self._pending.pop(index))
         await self.out.done()
         text, thinking = "".join(self.text), "".join(self.thinking)
         input_tokens, output_tokens = self.input_tokens, self.output_tokens

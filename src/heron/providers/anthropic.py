@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+import httpx2
 
 from .._core import (
     Capabilities,
@@ -22,11 +23,11 @@ from .._core import (
     UserError,
 )
 from ._base import think_budget
+from ._calls import parse_call
 from ._checks import require_effort, require_key
 from ._faults import classify_sdk_error, malformed, truncated
-from ._hosted import HostedProvider
-from ._openai_wire import parse_arguments
-from ._retry import Fault, RetryPolicy, Tracker
+from ._hosted import HostedProvider, by_prefix
+from ._retry import Fault, RetryPolicy, Tracker, idle_limit
 
 __all__ = ["AnthropicProvider"]
 
@@ -35,6 +36,20 @@ _CONTEXT_WINDOWS: dict[str, int] = {
     "claude-instant": 100_000,
 }
 _DEFAULT_CONTEXT_WINDOW = 200_000
+# Most output tokens (answer and thinking together) a request may ask for;
+# longest prefix wins. Newer models than the table get the current models' cap.
+_OUTPUT_LIMITS: dict[str, int] = {
+    "claude-2": 4096,
+    "claude-instant": 4096,
+    "claude-3-": 4096,
+    "claude-3-5-": 8192,
+    "claude-3-7-sonnet": 64_000,
+    "claude-sonnet-4": 64_000,
+    "claude-opus-4": 32_000,
+    "claude-opus-4-5": 64_000,
+    "claude-haiku-4": 64_000,
+}
+_DEFAULT_OUTPUT_LIMIT = 64_000
 # The API's floor for a thinking budget.
 _MIN_BUDGET = 1024
 
@@ -52,7 +67,9 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
 
     ``think_effort`` (0..1) is scaled into a thinking ``budget_tokens``
     between 1,024 and ``max_tokens``; the ``max_tokens`` sent is raised by the
-    budget, so the answer always keeps ``max_tokens`` of room. Thinking streams
+    budget, so the answer keeps ``max_tokens`` of room. The total never goes
+    over the model's output limit (64,000 for current models): when answer
+    and budget do not both fit, they shrink in proportion. Thinking streams
     as thinking chunks, and the signed thinking blocks land on
     ``ChatResponse.provider_thinking``, to be replayed unchanged with the next
     request (agents do this for you)::
@@ -82,13 +99,16 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
             minimum=_MIN_BUDGET,
             maximum=max(_MIN_BUDGET, max_tokens),
         )
-        matches = [p for p in _CONTEXT_WINDOWS if model.startswith(p)]
+        limit = by_prefix(model, _OUTPUT_LIMITS, _DEFAULT_OUTPUT_LIMIT)
+        if budget is not None and max_tokens + budget > limit:
+            # Both shares shrink alike; the budget keeps the API's floor.
+            budget = max(_MIN_BUDGET, budget * limit // (max_tokens + budget))
         capabilities = Capabilities(
             supports_tools=supports_tools,
             supports_images=supports_images,
             supports_thinking=budget is not None,
             context_window=context_window
-            or (_CONTEXT_WINDOWS[max(matches, key=len)] if matches else _DEFAULT_CONTEXT_WINDOW),
+            or by_prefix(model, _CONTEXT_WINDOWS, _DEFAULT_CONTEXT_WINDOW),
         )
         super().__init__(
             model=model, think_effort=think_effort, retry=retry, capabilities=capabilities
@@ -99,15 +119,24 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
         """The API endpoint (``None``: the SDK's default)."""
         self._api_key = require_key(self.name, api_key)
         self._budget = budget
+        self._total = min(max_tokens + (budget or 0), limit)
 
     @property
     def thinking_budget(self) -> int | None:
         """The ``budget_tokens`` sent, or ``None`` when thinking is off (no effort, or 0)."""
         return self._budget
 
+    @property
+    def output_tokens(self) -> int:
+        """The ``max_tokens`` sent: answer and thinking, within the model's output limit."""
+        return self._total
+
     def _connect(self) -> anthropic.AsyncAnthropic:
+        # The read timeout bounds a whole non-streamed response; a stream is
+        # watched by idle_limit() instead, event by event.
+        timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
         return anthropic.AsyncAnthropic(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
         )
 
     async def _disconnect(self, client: anthropic.AsyncAnthropic) -> None:
@@ -117,10 +146,11 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
         self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
     ) -> dict[str, Any]:
         """The request body for one call."""
-        system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
+        leading = _leading_system(messages)
+        system = "\n\n".join(m.text for m in messages[:leading] if m.text)
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self._total,
             "messages": to_wire_messages(messages, images=self._capabilities.supports_images),
         }
         if system:
@@ -132,7 +162,6 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
             ]
         if self._budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": self._budget}
-            body["max_tokens"] = self.max_tokens + self._budget
         if stream:
             body["stream"] = True
         return body
@@ -147,29 +176,46 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
         client = self._client()
         if not out.active:
             message = await client.messages.create(**body)
-            return _from_message(message.model_dump(mode="json"))
+            return _from_message(self.name, message.model_dump(mode="json"))
         turn = _Turn(provider=self.name, out=out)
-        stream = await client.messages.create(**body)
-        async with stream:
-            async for event in stream:
-                await turn.feed(event.model_dump(mode="json"))
+        async with idle_limit(self.retry.timeout, provider=self.name) as idle:
+            stream = await client.messages.create(**body)
+            async with stream:
+                async for event in stream:
+                    if event.type == "ping":
+                        continue  # keeps the socket busy, but is no progress
+                    idle.pause()
+                    await turn.feed(event.model_dump(mode="json"))
+                    idle.resume()
         return await turn.end()
 
     def _classify(self, exc: Exception) -> Fault | None:
         return classify_sdk_error(exc, provider=self.name, sdk=anthropic)
 
 
-def to_wire_messages(messages: Sequence[Message], *, images: bool) -> list[dict[str, Any]]:
-    """Heron messages as Messages API turns (system messages go to ``system``).
+def _leading_system(messages: Sequence[Message]) -> int:
+    """How many system messages open the conversation (they become ``system``)."""
+    return next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
 
-    Tool results become ``tool_result`` blocks of a user turn; consecutive
-    turns of one role are merged, as the API wants them alternating.
+
+def to_wire_messages(messages: Sequence[Message], *, images: bool) -> list[dict[str, Any]]:
+    """Heron messages as Messages API turns.
+
+    The opening system messages go to ``system`` (their images, which it
+    cannot hold, open the first user turn); a system message later on stays
+    where it is, as a marked user text. Tool results become ``tool_result``
+    blocks of a user turn, first in it as the API requires; consecutive turns
+    of one role are merged, as the API wants them alternating.
     """
     out: list[dict[str, Any]] = []
-    for m in messages:
+    leading = _leading_system(messages)
+    for i, m in enumerate(messages):
         if m.role == "system":
-            continue
-        if m.role == "assistant":
+            blocks = [_block(p, images) for p in m.images]
+            if i >= leading and m.text:
+                blocks.insert(0, {"type": "text", "text": f"(system message) {m.text}"})
+            role = "user"
+        elif m.role == "assistant":
             role, blocks = "assistant", _assistant_blocks(m)
         elif m.role == "user":
             role, blocks = "user", [_block(p, images) for p in m.parts]
@@ -186,7 +232,8 @@ def to_wire_messages(messages: Sequence[Message], *, images: bool) -> list[dict[
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
+            merged = out[-1]["content"] + blocks
+            out[-1]["content"] = sorted(merged, key=lambda b: b["type"] != "tool_result")
         else:
             out.append({"role": role, "content": blocks})
     return out
@@ -220,7 +267,7 @@ def _image_source(part: ImagePart) -> dict[str, Any]:
     return {"type": "base64", "media_type": part.media_type, "data": part.base64}
 
 
-def _from_message(data: dict[str, Any]) -> ChatResponse:
+def _from_message(provider: str, data: dict[str, Any]) -> ChatResponse:
     """A non-streamed ``Message`` response, as plain data."""
     text: list[str] = []
     thinking: list[str] = []
@@ -232,9 +279,9 @@ def _from_message(data: dict[str, Any]) -> ChatResponse:
             text.append(block["text"])
         elif kind == "thinking":
             thinking.append(block["thinking"])
-            signed.append(_signed(block))
+            signed.append(_signed(provider, block))
         elif kind == "redacted_thinking":
-            signed.append(_signed(block))
+            signed.append(_signed(provider, block))
         elif kind == "tool_use":
             calls.append(ToolCall(id=block["id"], name=block["name"], arguments=block["input"]))
     usage = data.get("usage") or {}
@@ -245,15 +292,24 @@ def _from_message(data: dict[str, Any]) -> ChatResponse:
         tool_calls=tuple(calls),
         thinking="".join(thinking) or None,
         provider_thinking=tuple(signed) or None,
-        stop_reason="tool_use" if calls else _STOP.get(data.get("stop_reason") or "", "other"),
+        stop_reason=_stop_reason(data.get("stop_reason"), bool(calls)),
     )
 
 
-def _signed(block: dict[str, Any]) -> dict[str, Any]:
+def _stop_reason(raw: str | None, has_calls: bool) -> FinishReason:
+    if raw == "max_tokens":  # the output limit, even if calls were made before it
+        return "max_tokens"
+    return "tool_use" if has_calls else _STOP.get(raw or "", "other")
+
+
+def _signed(provider: str, block: dict[str, Any]) -> dict[str, Any]:
     """A thinking block as the API wants it back: only the fields it sent."""
     if block["type"] == "redacted_thinking":
         return {"type": "redacted_thinking", "data": block["data"]}
-    return {"type": "thinking", "thinking": block["thinking"], "signature": block["signature"]}
+    signature = block.get("signature")
+    if not signature:  # replayed unsigned, the next request would be refused
+        raise malformed(provider, "a thinking block came without its signature")
+    return {"type": "thinking", "thinking": block.get("thinking", ""), "signature": signature}
 
 
 def _input_tokens(usage: dict[str, Any]) -> int:
@@ -332,16 +388,12 @@ class _Turn:
             raise malformed(self.provider, f"content block {index} stopped without starting")
         kind = block.get("type")
         if kind in ("thinking", "redacted_thinking"):
-            self.signed.append(_signed(block))
+            self.signed.append(_signed(self.provider, block))
         elif kind == "tool_use":
             raw = block["partial_json"]
             if not raw and block.get("input"):
                 raw = json.dumps(block["input"])
-            call = ToolCall(
-                id=block["id"],
-                name=block["name"],
-                arguments=parse_arguments(self.provider, block["name"], raw),
-            )
+            call = parse_call(block["id"], block["name"], raw)
             self.calls.append(call)
             await self.out.call(call)
 
@@ -357,5 +409,5 @@ class _Turn:
             tool_calls=tuple(self.calls),
             thinking="".join(self.thinking) or None,
             provider_thinking=tuple(self.signed) or None,
-            stop_reason="tool_use" if self.calls else _STOP.get(self.stop_reason or "", "other"),
+            stop_reason=_stop_reason(self.stop_reason, bool(self.calls)),
         )

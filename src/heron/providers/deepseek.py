@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from .._core import Capabilities
+from collections.abc import Sequence
+from typing import Any
+
+from .._core import Capabilities, Message, ToolSchema
 from ._base import resolve_think_effort
 from ._openai_compat import ChatCompletionsProvider
 from ._retry import RetryPolicy
@@ -22,7 +25,8 @@ _CONTEXT_WINDOWS: dict[str, int] = {
 _DEFAULT_CONTEXT_WINDOW = 1_000_000
 # Models that reason, stream reasoning_content and take reasoning_effort.
 _REASONER_PREFIXES = ("deepseek-v4", "deepseek-reasoner")
-_EFFORT_LEVELS = ("none", "low", "high", "max")
+# Chat Completions takes low/high/max; thinking is switched off by a separate field.
+_EFFORT_LEVELS = ("low", "high", "max")
 
 
 class DeepSeekProvider(ChatCompletionsProvider):
@@ -31,7 +35,8 @@ class DeepSeekProvider(ChatCompletionsProvider):
     Reasoning models stream ``reasoning_content`` as thinking chunks, and a
     turn's reasoning is sent back with the tool results that follow it, as the
     API requires. ``think_effort`` (0..1) becomes ``reasoning_effort``
-    none/low/high/max. Images are accepted only by the vision model unless
+    low/high/max, and 0 switches thinking off (``thinking: {"type":
+    "disabled"}``). Images are accepted only by the vision model unless
     ``supports_images`` says otherwise::
 
         provider = DeepSeekProvider(os.environ["DEEPSEEK_API_KEY"], think_effort=0.3)
@@ -69,8 +74,22 @@ class DeepSeekProvider(ChatCompletionsProvider):
             retry=retry,
         )
 
+    @property
+    def thinking_off(self) -> bool:
+        """Whether ``think_effort`` 0 switches a reasoning model's thinking off."""
+        return self.capabilities.supports_thinking and self.think_effort == 0
+
     def reasoning_effort(self) -> str | None:
-        """none/low/high/max on reasoning models given a ``think_effort``; else ``None``."""
-        if not self.capabilities.supports_thinking:
+        """low/high/max on reasoning models given a ``think_effort`` above 0; else ``None``."""
+        if not self.capabilities.supports_thinking or self.thinking_off:
             return None
         return resolve_think_effort(self.think_effort, _EFFORT_LEVELS)
+
+    def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema], *, stream: bool
+    ) -> dict[str, Any]:
+        """The request body for one call."""
+        body = super().request(messages, tools, stream=stream)
+        if self.thinking_off:
+            body["thinking"] = {"type": "disabled"}
+        return body

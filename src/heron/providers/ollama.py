@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -26,8 +27,8 @@ from .._core import (
 from ._base import resolve_think_effort
 from ._faults import malformed, retryable_status, truncated
 from ._hosted import HostedProvider
-from ._openai_wire import to_wire_tools
-from ._retry import Fault, RetryPolicy, Tracker, parse_retry_after
+from ._openai_wire import estimated_usage, to_wire_tools
+from ._retry import Fault, RetryPolicy, Tracker, idle_limit, parse_retry_after
 
 __all__ = ["OllamaProvider"]
 
@@ -55,7 +56,9 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
     ``supports_tools=True`` for one that can). ``think_effort`` (0..1) becomes
     ``think``: ``False`` at 0, else low/medium/high; reasoning streams from
     ``message.thinking``. ``context_window`` is also sent as ``num_ctx``, so
-    the server really gives the model that much room::
+    the server really gives the model that much room. Images are sent to the
+    model unless ``supports_images=False`` says it is text-only (then an
+    agent does not ask it to describe images)::
 
         provider = OllamaProvider("qwen3:8b", supports_tools=True, think_effort=0.5)
     """
@@ -68,13 +71,14 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
         host: str = DEFAULT_HOST,
         *,
         supports_tools: bool = False,
+        supports_images: bool = True,
         context_window: int = 32_000,
         think_effort: float | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
         capabilities = Capabilities(
             supports_tools=supports_tools,
-            supports_images=True,
+            supports_images=supports_images,
             supports_thinking=True,
             context_window=context_window,
         )
@@ -91,7 +95,9 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
     def _connect(self) -> ollama.AsyncClient:
         return ollama.AsyncClient(
             host=self.host,
-            timeout=self.retry.timeout,
+            # The read timeout bounds a whole non-streamed response; a stream
+            # is watched by idle_limit() instead, part by part.
+            timeout=httpx.Timeout(self.retry.response_timeout, connect=self.retry.timeout),
             event_hooks={"response": [_note_retry_after]},
         )
 
@@ -143,9 +149,16 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
         if not out.active:
             await turn.feed(await self._client().chat(**body))
         else:
-            async for part in await self._client().chat(**body):
-                await turn.feed(part)
-        return await turn.end()
+            # Closed here, not by garbage collection: a cancelled or failed
+            # turn gives its connection back at once.
+            async with idle_limit(self.retry.timeout, provider=self.name) as idle:
+                parts = await self._client().chat(**body)
+                async with contextlib.aclosing(parts):
+                    async for part in parts:
+                        idle.pause()
+                        await turn.feed(part)
+                        idle.resume()
+        return await turn.end(messages, tools)
 
     def _classify(self, exc: Exception) -> Fault | None:
         name = self.name
@@ -185,7 +198,10 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
 
 
 def _wire_message(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": m.role, "content": m.text}
+    text = m.text
+    if m.role == "tool" and m.is_error:
+        text = f"Error: {text}"  # a tool message has no error flag of its own
+    out: dict[str, Any] = {"role": m.role, "content": text}
     if m.images:
         if any(p.data is None for p in m.images):
             raise UserError("ollama: images must be inline bytes; Ollama cannot fetch a URL")
@@ -203,8 +219,9 @@ def _wire_message(m: Message) -> dict[str, Any]:
 class _Turn:
     """Builds one turn from Ollama's stream of partial responses.
 
-    Tool calls arrive fully formed, so each is emitted on sight, once: a call
-    repeated in a later part is not a second call.
+    Tool calls arrive fully formed, each in the part where the server parsed
+    it (never repeated), so each is emitted on sight. Two identical calls are
+    two calls.
     """
 
     provider: str
@@ -212,7 +229,6 @@ class _Turn:
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
     final: Any = None
 
     async def feed(self, part: Any) -> None:
@@ -225,31 +241,34 @@ class _Turn:
             self.text.append(message.content)
             await self.out.text(message.content)
         for c in message.tool_calls or ():
-            arguments = dict(c.function.arguments or {})
-            key = json.dumps([c.function.name, arguments], sort_keys=True)
-            if key in self.seen:
-                continue
-            self.seen.add(key)
             # Ollama gives calls no ids; these are unique so results can answer them.
             call = ToolCall(
-                id=f"call_{uuid.uuid4().hex[:16]}", name=c.function.name, arguments=arguments
+                id=f"call_{uuid.uuid4().hex[:16]}",
+                name=c.function.name,
+                arguments=dict(c.function.arguments or {}),
             )
             self.calls.append(call)
             await self.out.call(call)
         if part.done:
             self.final = part
 
-    async def end(self) -> ChatResponse:
+    async def end(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> ChatResponse:
         """The stream is over: check it really finished, and build the response."""
         final = self.final
         if final is None:
             raise truncated(self.provider, "no part with done=true arrived")
         await self.out.done()
+        text, thinking = "".join(self.text), "".join(self.thinking)
+        answer = Message.assistant(text, tool_calls=self.calls, thinking=thinking or None)
+        prompt, output = estimated_usage(messages, tools, answer)
         return ChatResponse(
-            content="".join(self.text),
-            input_tokens=final.prompt_eval_count or 0,
-            output_tokens=final.eval_count or 0,
+            content=text,
+            # Ollama counts only the prompt tokens it evaluated: a prompt-cache
+            # hit leaves the count out, a partial hit reports the new tail
+            # alone. The whole prompt is what budgets and compaction need.
+            input_tokens=max(final.prompt_eval_count or 0, prompt),
+            output_tokens=final.eval_count or output,
             tool_calls=tuple(self.calls),
-            thinking="".join(self.thinking) or None,
+            thinking=thinking or None,
             stop_reason="tool_use" if self.calls else _DONE.get(final.done_reason or "", "other"),
         )

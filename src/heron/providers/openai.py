@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._core import Capabilities
 from ._base import resolve_think_effort
+from ._hosted import by_prefix
 from ._openai_compat import ChatCompletionsProvider
 from ._retry import RetryPolicy
 
@@ -15,6 +16,10 @@ _CONTEXT_WINDOWS: dict[str, int] = {
     "gpt-4.1": 1_047_576,
     "gpt-4o": 128_000,
     "gpt-4-turbo": 128_000,
+    "gpt-4-1106": 128_000,
+    "gpt-4-0125": 128_000,
+    "gpt-4-vision": 128_000,
+    "gpt-4-32k": 32_768,
     "gpt-4": 8_192,
     "gpt-3.5-turbo": 16_385,
     "o1": 200_000,
@@ -26,17 +31,25 @@ _CONTEXT_WINDOWS: dict[str, int] = {
 }
 _DEFAULT_CONTEXT_WINDOW = 128_000
 
-# Models that reject image input.
-_NO_IMAGES = ("o1-mini", "o1-preview", "o3-mini", "gpt-3.5-turbo", "gpt-4-0613", "gpt-4-0314")
+# Models that reject image input: these prefixes, and these exact names (a
+# "gpt-4" prefix would catch gpt-4o and gpt-4.1, which see).
+_NO_IMAGES = (
+    "o1-mini",
+    "o1-preview",
+    "o3-mini",
+    "gpt-3.5-turbo",
+    "gpt-4-0613",
+    "gpt-4-0314",
+    "gpt-4-32k",
+    "gpt-4-1106-preview",
+    "gpt-4-0125-preview",
+    "gpt-4-turbo-preview",
+)
+_NO_IMAGES_EXACT = frozenset(("gpt-4",))
 
 # Only these families accept reasoning_effort; the API rejects it on the others.
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _EFFORT_LEVELS = ("low", "medium", "high")
-
-
-def _lookup(model: str, table: dict[str, int], default: int) -> int:
-    matches = [prefix for prefix in table if model.startswith(prefix)]
-    return table[max(matches, key=len)] if matches else default
 
 
 class OpenAIProvider(ChatCompletionsProvider):
@@ -70,11 +83,11 @@ class OpenAIProvider(ChatCompletionsProvider):
             supports_images=(
                 supports_images
                 if supports_images is not None
-                else not any(model.startswith(p) for p in _NO_IMAGES)
+                else not (model in _NO_IMAGES_EXACT or model.startswith(_NO_IMAGES))
             ),
             supports_thinking=False,
             context_window=context_window
-            or _lookup(model, _CONTEXT_WINDOWS, _DEFAULT_CONTEXT_WINDOW),
+            or by_prefix(model, _CONTEXT_WINDOWS, _DEFAULT_CONTEXT_WINDOW),
         )
         super().__init__(
             api_key=api_key,

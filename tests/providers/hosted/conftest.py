@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,10 +50,20 @@ class Gate:
 
 
 @dataclass
+class Pause:
+    """A point in a canned stream where the server goes quiet for ``seconds``.
+
+    It plays a slow server; if the client hangs up meanwhile, the response ends there.
+    """
+
+    seconds: float
+
+
+@dataclass
 class Canned:
     """One response the server will give."""
 
-    pieces: list[bytes | Gate]
+    pieces: list[bytes | Gate | Pause]
     """Body pieces, each written separately (so the client sees a real stream)."""
     status: int = 200
     """HTTP status."""
@@ -65,6 +75,10 @@ class Canned:
     """Drop the connection after the pieces instead of ending the body."""
     stall: bool = False
     """Stop sending after the pieces and hold the connection open."""
+    disconnected: threading.Event = field(default_factory=threading.Event)
+    """Set when the client hangs up during a stall or a pause."""
+    sent: int = 0
+    """Body pieces sent so far."""
 
 
 def sse(name: str, **kwargs: Any) -> Canned:
@@ -119,6 +133,7 @@ class WireServer:
     ndjson = staticmethod(ndjson)
     body = staticmethod(body)
     Gate = Gate
+    Pause = Pause
     Canned = Canned
 
     @property
@@ -164,12 +179,23 @@ class WireServer:
                 if not opened:  # the client never saw what it should have: fail loudly
                     raise RuntimeError("gate never opened")
                 continue
+            if isinstance(piece, Pause):
+                try:
+                    message = await asyncio.wait_for(receive(), piece.seconds)
+                except TimeoutError:
+                    continue
+                if message["type"] == "http.disconnect":
+                    canned.disconnected.set()
+                    return
+                continue
             await send({"type": "http.response.body", "body": piece, "more_body": True})
+            canned.sent += 1
         if canned.cut:
             raise RuntimeError("connection cut on purpose")
         if canned.stall:
             while (await receive())["type"] != "http.disconnect":
                 pass
+            canned.disconnected.set()
             return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -219,3 +245,30 @@ async def closing() -> AsyncIterator[Closer]:
     yield closer
     for provider in closer.providers:
         await provider.aclose()
+
+
+CancelMidStream = Callable[[Callable[[Any], Awaitable[Any]]], Awaitable[None]]
+
+
+@pytest.fixture
+def cancel_mid_stream() -> CancelMidStream:
+    """Run ``start(on_chunk)``, cancel it inside its first chunk, check it raised CancelledError.
+
+    The callback never returns, as a slow consumer: the provider is cancelled
+    while its stream is open and suspended, the case that leaks a connection.
+    """
+
+    async def run(start: Callable[[Any], Awaitable[Any]]) -> None:
+        first = asyncio.Event()
+
+        async def on_chunk(chunk: Any) -> None:
+            first.set()
+            await asyncio.Event().wait()
+
+        task = asyncio.ensure_future(start(on_chunk))
+        await asyncio.wait_for(first.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    return run

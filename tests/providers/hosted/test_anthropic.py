@@ -8,8 +8,17 @@ from typing import Any
 
 import pytest
 
-from heron import ImagePart, Message, ProviderError, StreamChunk, ToolCall, ToolSchema, UserError
-from heron.providers import AnthropicProvider, RetryPolicy
+from heron import (
+    ImagePart,
+    Message,
+    ProviderError,
+    StreamChunk,
+    TextPart,
+    ToolCall,
+    ToolSchema,
+    UserError,
+)
+from heron.providers import AnthropicProvider, InvalidToolCall, RetryPolicy
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.01, timeout=2.0)
 WEATHER = ToolSchema(
@@ -229,3 +238,102 @@ def test_thinking_budget_and_capabilities() -> None:
     assert AnthropicProvider("k").capabilities.context_window == 200_000
     with pytest.raises(UserError, match="max_tokens"):
         AnthropicProvider("k", max_tokens=0)
+
+
+def test_answer_and_thinking_stay_within_the_models_output_limit() -> None:
+    # 64,000 of answer plus a 64,000 budget would be refused (400): both shrink alike.
+    big = AnthropicProvider("k", "claude-sonnet-4-5", max_tokens=64_000, think_effort=1.0)
+    assert (big.output_tokens, big.thinking_budget) == (64_000, 32_000)
+    small = AnthropicProvider("k", "claude-sonnet-4-5", max_tokens=4096, think_effort=1.0)
+    assert (small.output_tokens, small.thinking_budget) == (8192, 4096)  # fits: untouched
+    opus = AnthropicProvider("k", "claude-opus-4-1", max_tokens=30_000, think_effort=0.5)
+    assert opus.output_tokens == 32_000 and 1024 <= opus.thinking_budget < 32_000
+    assert (
+        AnthropicProvider("k", "claude-3-5-haiku-latest", max_tokens=10_000).output_tokens == 8192
+    )
+
+
+async def test_the_capped_total_is_what_is_sent(wire: Any, provider: Any) -> None:
+    wire.reply(wire.sse("anthropic_text.sse"))
+    await provider(max_tokens=64_000, think_effort=1.0).chat(
+        [Message.user("Hi")], on_chunk=lambda c: None
+    )
+    assert wire.last["max_tokens"] == 64_000
+    assert wire.last["thinking"] == {"type": "enabled", "budget_tokens": 32_000}
+
+
+async def test_a_thinking_block_without_a_signature_is_malformed(wire: Any, provider: Any) -> None:
+    events = wire.sse("anthropic_thinking_tools.sse")
+    events.pieces = [e for e in events.pieces if b"signature_delta" not in e]
+    wire.reply(events)
+    with pytest.raises(ProviderError) as caught:
+        await provider(think_effort=0.5).chat(
+            [Message.user("Weather?")], tools=[WEATHER], on_chunk=lambda c: None
+        )
+    assert caught.value.code == "malformed_response"
+    assert "signature" in caught.value.message
+
+
+async def test_a_later_system_message_stays_in_place(wire: Any, provider: Any) -> None:
+    wire.reply(wire.sse("anthropic_text.sse"))
+    call = ToolCall(id="toolu_1", name="get_weather", arguments={"city": "Paris"})
+    history = [
+        Message.system("Be brief."),
+        Message.user("Weather?"),
+        Message.assistant("", tool_calls=[call]),
+        Message.system("The user is in a hurry."),
+        Message.tool("sunny", tool_call_id="toolu_1", tool_name="get_weather"),
+    ]
+    await provider().chat(history, tools=[WEATHER], on_chunk=lambda c: None)
+
+    assert wire.last["system"] == "Be brief."
+    # Tool results lead their turn, as the API requires; the note follows them.
+    assert wire.last["messages"][-1] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": [{"type": "text", "text": "sunny"}],
+            },
+            {"type": "text", "text": "(system message) The user is in a hurry."},
+        ],
+    }
+
+
+async def test_images_in_the_system_message_are_sent_not_dropped(wire: Any, provider: Any) -> None:
+    wire.reply(wire.sse("anthropic_text.sse"))
+    logo = ImagePart(data=b"\x89PNG", media_type="image/png")
+    await provider().chat(
+        [Message(role="system", content=(TextPart(text="Our logo:"), logo)), Message.user("Hi")],
+        on_chunk=lambda c: None,
+    )
+    assert wire.last["system"] == "Our logo:"
+    assert [b["type"] for b in wire.last["messages"][0]["content"]] == ["image", "text"]
+
+
+async def test_broken_tool_input_json_becomes_an_invalid_call(wire: Any, provider: Any) -> None:
+    events = wire.sse("anthropic_thinking_tools.sse")
+    events.pieces = [e.replace(b'is\\"}', b"is") for e in events.pieces]
+    wire.reply(events)
+    response = await provider(think_effort=0.5).chat(
+        [Message.user("Weather?")], tools=[WEATHER], on_chunk=lambda c: None
+    )
+    bad, good = response.tool_calls
+    assert isinstance(bad, InvalidToolCall) and bad.raw_arguments == '{"city": "Paris'
+    assert good.arguments == {"city": "Rome"}
+
+
+async def test_a_stream_that_only_pings_times_out(wire: Any, provider: Any) -> None:
+    # Pings keep the socket busy, so a read timeout never fires; they are no progress.
+    start, ping = (
+        wire.sse("anthropic_text.sse").pieces[0],
+        b'event: ping\ndata: {"type": "ping"}\n\n',
+    )
+    pinging = wire.Canned([start] + [wire.Pause(0.05), ping] * 200, stall=True)
+    wire.reply(pinging)
+    quick = provider(retry=RetryPolicy(max_retries=0, timeout=0.3))
+    with pytest.raises(ProviderError) as caught:
+        await quick.chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert caught.value.code == "timeout"
+    assert pinging.sent < 100  # it gave up while the server was still pinging

@@ -65,3 +65,5 @@ def test_backoff_doubles_up_to_the_cap_with_bounded_jitter() -> None:
         RetryPolicy(max_retries=-1)
     with pytest.raises(ValueError):
         RetryPolicy(timeout=0)
+    with pytest.raises(ValueError):
+        RetryPolicy(response_timeout=0)

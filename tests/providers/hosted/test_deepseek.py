@@ -69,7 +69,7 @@ async def test_reasoning_of_the_current_turn_is_sent_back_with_the_tool_results(
 
 
 @pytest.mark.parametrize(
-    ("effort", "sent"), [(0.0, "none"), (0.3, "low"), (0.6, "high"), (1.0, "max"), (None, None)]
+    ("effort", "sent"), [(0.01, "low"), (0.3, "low"), (0.6, "high"), (1.0, "max"), (None, None)]
 )
 async def test_think_effort_maps_to_deepseek_levels(
     wire: Any, provider: Any, effort: float | None, sent: str | None
@@ -77,6 +77,20 @@ async def test_think_effort_maps_to_deepseek_levels(
     wire.reply(wire.sse("deepseek_reasoning_text.sse"))
     await provider(think_effort=effort).chat([Message.user("Hi")], on_chunk=lambda c: None)
     assert wire.last.get("reasoning_effort") == sent
+    assert "thinking" not in wire.last  # on by default: only switching it off is said
+
+
+async def test_think_effort_zero_switches_thinking_off(wire: Any, provider: Any) -> None:
+    # Chat Completions has no "none" effort: thinking is disabled by its own field.
+    wire.reply(wire.sse("deepseek_reasoning_text.sse"))
+    await provider(think_effort=0.0).chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert wire.last["thinking"] == {"type": "disabled"}
+    assert "reasoning_effort" not in wire.last
+    wire.reply(wire.sse("deepseek_reasoning_text.sse"))
+    await provider("deepseek-chat", think_effort=0.0).chat(
+        [Message.user("Hi")], on_chunk=lambda c: None
+    )
+    assert "thinking" not in wire.last  # not a reasoning model: nothing to switch off
 
 
 async def test_images_only_for_the_vision_model(wire: Any, provider: Any) -> None:
@@ -128,3 +142,24 @@ async def test_non_streaming_path_reads_reasoning_content(wire: Any, provider: A
         5,
         "end_turn",
     )
+
+
+async def test_reasoning_of_an_earlier_tool_calling_turn_is_always_sent_back(
+    wire: Any, provider: Any
+) -> None:
+    # DeepSeek's Thinking Mode: a turn that made tool calls keeps its
+    # reasoning_content in every later request, or the API answers 400.
+    wire.reply(wire.sse("deepseek_reasoning_text.sse"))
+    call = ToolCall(id="call_00_time", name="get_time", arguments={})
+    history = [
+        Message.user("q1"),
+        Message.assistant("", tool_calls=[call], thinking="R1"),
+        Message.tool("12:00", tool_call_id=call.id, tool_name="get_time"),
+        Message.assistant("It is noon.", thinking="R2"),
+        Message.user("q2"),
+    ]
+    await provider().chat(history, tools=[TIME], on_chunk=lambda c: None)
+
+    sent = wire.last["messages"]
+    assert sent[1]["reasoning_content"] == "R1"
+    assert "reasoning_content" not in sent[3]  # no tool calls, before the latest question

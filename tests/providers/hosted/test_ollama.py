@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +37,6 @@ async def test_thinking_then_tool_calls_each_emitted_once(wire: Any, provider: A
 
     assert [c.thinking for c in chunks if c.thinking] == ["Weather for ", "two cities."]
     streamed = [c.tool_calls[0] for c in chunks if c.tool_calls]
-    # The Paris call comes again in the next part: it is still one call.
     assert [(c.name, c.arguments) for c in streamed] == [
         ("get_weather", {"city": "Paris"}),
         ("get_weather", {"city": "Rome"}),
@@ -149,3 +150,92 @@ async def test_an_unreachable_server_is_a_connection_error(closing: Any) -> None
 async def test_url_images_are_refused(provider: Any) -> None:
     with pytest.raises(UserError, match="inline"):
         await provider().chat([Message.user("Hi", ImagePart(url="https://example.com/a.png"))])
+
+
+def _part(message: dict[str, Any], done: bool = False, **extra: Any) -> bytes:
+    data = {"model": "qwen3:8b", "created_at": "2025-06-01T10:00:00.0Z", "done": done}
+    data["message"] = {"role": "assistant", "content": "", **message}
+    return (json.dumps({**data, **extra}) + "\n").encode()
+
+
+async def test_identical_parallel_calls_are_two_calls(wire: Any, provider: Any) -> None:
+    # Ollama sends each call once, in the part where it parsed it: two equal
+    # calls in one part are two calls the model meant to make.
+    paris = {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    wire.reply(
+        wire.Canned(
+            [
+                _part({"tool_calls": [paris, paris]}),
+                _part({}, done=True, done_reason="stop", prompt_eval_count=50, eval_count=9),
+            ],
+            content_type="application/x-ndjson",
+        )
+    )
+    chunks: list[StreamChunk] = []
+    response = await provider(supports_tools=True).chat(
+        [Message.user("Twice?")], tools=[WEATHER], on_chunk=chunks.append
+    )
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Paris"}),
+    ]
+    assert len({c.id for c in response.tool_calls}) == 2
+    assert sum(1 for c in chunks if c.tool_calls) == 2
+
+
+async def test_usage_left_out_by_a_prompt_cache_hit_is_estimated_not_zero(
+    wire: Any, provider: Any
+) -> None:
+    answer = {k: v for k, v in ANSWER.items() if k not in ("prompt_eval_count", "eval_count")}
+    wire.reply(wire.body(answer))
+    long_prompt = "Describe the weather in every European capital. " * 40
+    response = await provider().chat([Message.user(long_prompt)])
+    assert response.input_tokens > 200  # ~2,000 characters of prompt
+    assert response.output_tokens > 0
+
+    # A partial cache hit reports only the newly evaluated tail: the whole prompt counts.
+    wire.reply(wire.body({**ANSWER, "prompt_eval_count": 7}))
+    response = await provider().chat([Message.user(long_prompt)])
+    assert response.input_tokens > 200
+    assert response.output_tokens == 4
+
+
+async def test_tool_errors_are_marked_as_errors(wire: Any, provider: Any) -> None:
+    wire.reply(wire.body(ANSWER))
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "Atlantis"})
+    history = [
+        Message.user("Weather?"),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("no such city", tool_call_id="c1", tool_name="get_weather", is_error=True),
+    ]
+    await provider(supports_tools=True).chat(history, tools=[WEATHER])
+    assert wire.last["messages"][-1]["content"] == "Error: no such city"
+
+
+def test_supports_images_can_be_switched_off() -> None:
+    assert OllamaProvider("llava").capabilities.supports_images is True
+    assert OllamaProvider("llama3.2", supports_images=False).capabilities.supports_images is False
+
+
+async def test_cancelling_a_streamed_turn_closes_its_connection(
+    wire: Any, provider: Any, cancel_mid_stream: Any
+) -> None:
+    stalled = wire.ndjson("ollama_text.ndjson", stall=True)
+    stalled.pieces = stalled.pieces[:1]
+    wire.reply(stalled)
+    await cancel_mid_stream(
+        lambda on_chunk: provider().chat([Message.user("Hi")], on_chunk=on_chunk)
+    )
+    assert await asyncio.to_thread(stalled.disconnected.wait, 5)
+
+
+async def test_a_slow_non_streamed_answer_gets_the_response_timeout(
+    wire: Any, closing: Any
+) -> None:
+    # llava on a CPU can take minutes over one image before it answers.
+    slow = wire.body(ANSWER)
+    slow.pieces.insert(0, wire.Pause(0.6))
+    wire.reply(slow)
+    policy = RetryPolicy(max_retries=0, timeout=0.2, response_timeout=5.0)
+    patient = closing(OllamaProvider("llava", wire.base_url, retry=policy))
+    assert (await patient.chat([Message.user("Hi")])).content == "A red square."

@@ -56,3 +56,26 @@ async def test_a_tool_image_is_described_by_the_image_provider(wire: Any, closin
     # Every request's real usage, the description's included.
     assert (result.input_tokens, result.output_tokens) == (120 + 600 + 200, 30 + 6 + 12)
     assert [c.role for c in chunks].count("tool") == 1
+
+
+async def test_an_image_that_cannot_be_described_becomes_a_note_not_a_failed_run(
+    wire: Any, closing: Any
+) -> None:
+    fast = RetryPolicy(max_retries=0, timeout=2.0)
+    main = closing(DeepSeekProvider("sk-ds", base_url=wire.base_url, retry=fast))
+    image = closing(OllamaProvider("llava", wire.base_url, retry=fast))
+    wire.reply(
+        wire.sse("deepseek_reasoning_tool.sse"),
+        wire.body({"error": "model 'llava' not found, try pulling it first"}, status=404),
+        wire.sse("deepseek_reasoning_text.sse"),
+    )
+    agent = SimpleAgent(provider=[("main", main), ("image", image)], tools=[get_time])
+    result = await agent.run("What time is it?", on_chunk=lambda c: None)
+
+    assert result.reply == "It is 12:00."
+    assert len(wire.requests) == 3
+    tool_message = wire.requests[2].json["messages"][-1]
+    assert tool_message["content"].startswith("Clock photo:")
+    assert "could not be described" in tool_message["content"]
+    assert "not found" in tool_message["content"]
+    assert not result.tool_calls[0].is_error  # the tool itself worked

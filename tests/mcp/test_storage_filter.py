@@ -164,6 +164,17 @@ def test_filter_replaces_strings_and_patterns_in_nested_values() -> None:
     assert result.text == f"{FILTERED_OUTPUT}{FILTERED_OUTPUT} and sk-short"
 
 
+def test_overlapping_secrets_leave_no_piece_behind() -> None:
+    f = OutputFilter(["sk-abc", "sk-abc123SECRET", re.compile(r"123S\w+"), "xyz"])
+    assert f.filter_text("a sk-abc123SECRET b sk-abc c") == (
+        f"a {FILTERED_OUTPUT} b {FILTERED_OUTPUT} c"
+    )
+    # Overlapping matches of different secrets hide their union; separate ones stay apart.
+    assert OutputFilter(["abcd", "cdef"]).filter_text("1abcdef2") == f"1{FILTERED_OUTPUT}2"
+    assert f.filter_text("xyzxyz.") == f"{FILTERED_OUTPUT}{FILTERED_OUTPUT}."
+    assert f.filter_text("clean") == "clean"
+
+
 def test_filter_refuses_what_would_redact_everything_or_nothing() -> None:
     with pytest.raises(UserError, match="empty string"):
         OutputFilter([""])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any
 
@@ -31,9 +32,12 @@ class Link:
     triggers an immediate attempt and fails fast if the server is still away.
     """
 
-    def __init__(self, connection: Connection, *, connect_timeout: float) -> None:
+    def __init__(
+        self, connection: Connection, *, connect_timeout: float, call_timeout: float | None = None
+    ) -> None:
         self.connection = connection
         self._connect_timeout = connect_timeout
+        self._call_timeout = call_timeout
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
@@ -49,7 +53,17 @@ class Link:
         return self._client is not None and not dropped
 
     async def start(self) -> None:
-        """Connect; raise :class:`MCPConnectionError` if the server cannot be reached."""
+        """Connect; raise :class:`MCPConnectionError` if the server cannot be reached.
+
+        A link closed after a failed start can be started again: it gets fresh state.
+        """
+        if self._task is not None:
+            return
+        self._closing = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._waiters = []
+        self._last_error = None
+        self._dropped = None
         self._task = asyncio.create_task(self._supervise())
         await self._ensure()
 
@@ -57,8 +71,13 @@ class Link:
         """End the session (stopping a stdio server process) and stop reconnecting."""
         self._closing.set()
         task, self._task = self._task, None
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
+        if task is None:
+            return
+        if self._client is None:
+            # Still connecting (maybe to a server that accepted and never answers):
+            # nothing to end gracefully, and waiting could take forever.
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
     async def list_tools(self) -> list[types.Tool]:
         """Every tool the server lists, all pages."""
@@ -83,13 +102,31 @@ class Link:
         )
         return result
 
-    async def _guard(self, request: Any, doing: str) -> Any:
+    async def _guard(self, request: Coroutine[Any, Any, Any], doing: str) -> Any:
+        # Raced against the session's end: a direct (in-process) call has no stream
+        # whose closing would fail it, so it would outlive the server and the link.
+        ended = [self._closing, self._dropped] if self._dropped is not None else [self._closing]
+        call = asyncio.ensure_future(request)
         try:
-            return await request
+            async with asyncio.timeout(self._call_timeout):
+                await _first(*ended, within=None, unless=call)
+        except TimeoutError:
+            raise MCPConnectionError(
+                f"{self.connection.describe()} did not answer within {self._call_timeout:g} s "
+                f"while {doing}"
+            ) from None
+        finally:
+            if not call.done():
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+        try:
+            return call.result()
+        except asyncio.CancelledError:
+            error: BaseException | None = None  # cut off by the end of the session
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
                 raise
-            error: BaseException = exc
+            error = exc
         except _LINK_ERRORS as exc:
             error = exc
         raise MCPConnectionError(
@@ -155,14 +192,28 @@ class Link:
         if direct is not None:
             # Same process: the SDK dispatches to the server's handlers directly.
             server, stopped = direct
-            async with Client(server, cache=None) as client:
-                await self._serve_calls(client, stopped)
+            async with asyncio.timeout(self._connect_timeout) as connecting:
+                async with Client(server, cache=None) as client:
+                    connecting.reschedule(None)
+                    await self._serve_calls(client, stopped)
             return
-        async with self.connection.open() as (read, write):
-            dropped = asyncio.Event()
-            transport = _Given((_Watched(read, dropped), write))
-            async with Client(transport, cache=None) as client:
-                await self._serve_calls(client, dropped)
+        # The deadline covers opening the link and the MCP handshake: a server that
+        # accepts and never answers must not hold the link in "connecting" forever.
+        try:
+            async with asyncio.timeout(self._connect_timeout) as connecting:
+                async with self.connection.open() as (read, write):
+                    dropped = asyncio.Event()
+                    transport = _Given((_Watched(read, dropped), write))
+                    async with Client(transport, cache=None) as client:
+                        connecting.reschedule(None)
+                        await self._serve_calls(client, dropped)
+        except TimeoutError:
+            if not connecting.expired():
+                raise
+            raise MCPConnectionError(
+                f"{self.connection.describe()} did not complete the MCP handshake "
+                f"within {self._connect_timeout:g} s"
+            ) from None
 
     async def _serve_calls(self, client: Client, dropped: asyncio.Event) -> None:
         """Publish ``client`` to callers until the link drops or the link is closed."""
@@ -173,11 +224,14 @@ class Link:
         self._client = None
 
 
-async def _first(*events: asyncio.Event, within: float | None) -> None:
-    """Return when any of ``events`` is set, or after ``within`` seconds."""
-    waits = [asyncio.create_task(e.wait()) for e in events]
+async def _first(
+    *events: asyncio.Event, within: float | None, unless: asyncio.Future[Any] | None = None
+) -> None:
+    """Return when any of ``events`` is set, ``unless`` is done, or after ``within`` seconds."""
+    waits: list[asyncio.Future[Any]] = [asyncio.create_task(e.wait()) for e in events]
+    watched = waits if unless is None else [*waits, unless]
     try:
-        await asyncio.wait(waits, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(watched, timeout=within, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for w in waits:
             w.cancel()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
@@ -202,8 +203,13 @@ class WebSocketConnection(Connection):
             await websocket.close()
 
     def describe(self) -> str:
-        """``websocket URL``."""
-        return f"websocket {self.url}"
+        """``websocket URL``, without any user, password or query string in it.
+
+        This text ends up in errors an agent shows its model.
+        """
+        parts = urlsplit(self.url)
+        host = parts.netloc.rpartition("@")[2]
+        return f"websocket {urlunsplit((parts.scheme, host, parts.path, '', ''))}"
 
 
 def _frame_streams(

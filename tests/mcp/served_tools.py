@@ -64,6 +64,12 @@ def write_file(path: str, text: str) -> str:
 
 
 @tool
+def getenv(name: str) -> str:
+    """An environment variable of the server process, or <unset>."""
+    return os.environ.get(name, "<unset>")
+
+
+@tool
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
@@ -76,4 +82,4 @@ async def hang() -> str:
     return "unreachable"
 
 
-TOOLS: list[Tool] = [echo, add, pixel, remember, read_file, write_file, pid, hang]
+TOOLS: list[Tool] = [echo, add, pixel, remember, read_file, write_file, getenv, pid, hang]

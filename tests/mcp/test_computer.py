@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,32 @@ async def test_bubblewrap_sandbox_writes_only_inside_its_mount(tmp_path: Path) -
             assert isinstance(sandbox_pid, int) and sandbox_pid < 10
         socket_path = computer.socket_path
     assert not socket_path.exists()  # stopped and cleaned up
+
+
+@needs_bwrap
+async def test_bubblewrap_sandbox_sees_no_secrets_of_the_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PROVIDER_API_KEY", "sk-host-secret")
+    # A private file outside /tmp, the mount and the code: like ~/.ssh or /root.
+    private = Path(tempfile.mkdtemp(prefix="heron-private-", dir="/var/tmp"))
+    try:
+        (private / "id_key").write_text("private key")
+        async with Computer(tmp_path, [], tools=[TOOLS_SPEC], backend="bubblewrap") as computer:
+            async with MCPClient("job", computer.get_connection(), MemoryStorage()) as client:
+                key = await client.call_tool("getenv", {"name": "FAKE_PROVIDER_API_KEY"})
+                assert key.text == "<unset>"
+                home = await client.call_tool("getenv", {"name": "HOME"})
+                assert home.text == "/tmp"
+                path = await client.call_tool("getenv", {"name": "PATH"})
+                assert path.text == os.environ["PATH"]
+                hidden = await client.call_tool("read-file", {"path": str(private / "id_key")})
+                assert hidden.is_error and "No such file" in hidden.text
+                # The system's own files stay readable: tools need them.
+                hosts = await client.call_tool("read-file", {"path": "/etc/hosts"})
+                assert not hosts.is_error, hosts.text
+    finally:
+        shutil.rmtree(private)
 
 
 @needs_bwrap

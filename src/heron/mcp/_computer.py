@@ -47,10 +47,16 @@ class Computer(Lifecycle):
       published on the same host ports (``"*"``: host networking).
       ``start()`` fails at once when no engine is reachable.
     - ``"bubblewrap"``: no Docker needed; the server runs as a subprocess under
-      ``bwrap`` in its own user, PID, IPC and network namespaces, with the
-      whole file system read-only except ``mount_path`` (at its own path) and
-      a private ``/tmp``. Network namespaces cannot publish single ports, so any
-      ``ports`` (or ``"*"``) share the host network; none keeps it cut off.
+      ``bwrap`` in its own user, PID, IPC and network namespaces. It sees
+      ``/usr``, ``/etc`` (and the ``/bin``, ``/lib``... links), the Python
+      installation, the folders on ``sys.path`` and the tool files' folders,
+      all read-only; ``mount_path`` (at its own path), writable; a private
+      ``/tmp``, which is also its ``HOME``. Nothing else of the host (homes,
+      ``/root``, ``/var``, ``/run``...) exists inside. Its environment is
+      cleared down to ``PATH``, ``LANG``, ``LC_*``, ``TZ`` and ``PYTHONPATH``:
+      the agent's API keys do not reach the tools. Network namespaces cannot
+      publish single ports, so any ``ports`` (or ``"*"``) share the host
+      network; none keeps it cut off.
 
     ``tools`` are ``module:attribute`` or ``file.py:attribute`` specs loaded
     by ``python -m heron.mcp serve`` inside the sandbox.
@@ -193,7 +199,7 @@ class Computer(Lifecycle):
         mount, sockets = str(self.mount_path), str(self._socket_dir)
         command = [
             bwrap,
-            "--ro-bind", "/", "/",
+            *(arg for path in _SYSTEM_PATHS for arg in ("--ro-bind-try", path, path)),
             "--dev", "/dev",
             "--proc", "/proc",
             "--tmpfs", "/tmp",
@@ -202,6 +208,9 @@ class Computer(Lifecycle):
             *(arg for path in self._code_paths() for arg in ("--ro-bind-try", path, path)),
             "--bind", mount, mount,
             "--bind", sockets, sockets,
+            # Only what the tool server needs: never the agent's API keys or tokens.
+            "--clearenv",
+            *(arg for name, value in _sandbox_env().items() for arg in ("--setenv", name, value)),
             "--unshare-all",
             *(["--share-net"] if self.ports else []),
             "--die-with-parent",
@@ -215,13 +224,14 @@ class Computer(Lifecycle):
             )
 
     def _code_paths(self) -> list[str]:
-        """What the server needs to run that a private /tmp would hide."""
+        """The Python installation, the import path and the tool files' folders."""
         wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}
         for spec in self.tools:
             where = spec.rpartition(":")[0]
             if where.endswith(".py"):
                 wanted.add(str(Path(where).resolve().parent))
-        return sorted(p for p in wanted if p.startswith("/tmp/") and Path(p).exists())
+        # Parents before children: a child bound later stays visible inside its parent.
+        return sorted(p for p in wanted if p.startswith("/") and Path(p).exists())
 
     async def _wait_listening(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -244,6 +254,23 @@ class Computer(Lifecycle):
         if self._log is None or not self._log.exists():
             return "(no output)"
         return self._log.read_text(errors="replace")[-2000:].strip() or "(no output)"
+
+
+# Read-only inside a bubblewrap sandbox: the system's programs, libraries and settings.
+_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+
+# The environment a bubblewrap sandbox keeps; everything else is cleared.
+_SANDBOX_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH")
+
+
+def _sandbox_env() -> dict[str, str]:
+    """The variables a sandboxed server gets: locale, PATH and import path, HOME=/tmp."""
+    kept = {
+        name: value
+        for name, value in os.environ.items()
+        if name in _SANDBOX_ENV or name.startswith("LC_")
+    }
+    return {**kept, "HOME": "/tmp"}
 
 
 def _accepts(path: Path) -> bool:

@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+import heron
 from heron.mcp import MCPClient, MemoryStorage, StdioConnection, UnixSocketConnection
 
 pytestmark = pytest.mark.slow
@@ -147,6 +148,8 @@ async def test_the_unix_socket_speaks_newline_delimited_json_rpc(
 
         initialized = await exchange(INITIALIZE)
         assert initialized["id"] == 1
+        server_info = initialized["result"]["serverInfo"]  # type: ignore[index]
+        assert server_info == {"name": "heron", "version": heron.__version__}
         assert "tools" in initialized["result"]["capabilities"]  # type: ignore[index]
         writer.write(json.dumps(INITIALIZED).encode() + b"\n")
         echoed = await exchange(call_request(2, "echo", {"text": "raw"}))

@@ -42,6 +42,17 @@ def test_load_tools_from_a_file_a_list_a_skill_or_a_factory(tmp_path: Path) -> N
         load_tools("no_such_module:X")
 
 
+def test_a_tools_file_named_like_a_stdlib_module_does_not_replace_it(tmp_path: Path) -> None:
+    import json
+
+    shadow = tmp_path / "json.py"
+    shadow.write_text(
+        'from heron import tool\n@tool\ndef ping() -> str:\n    "Ping."\n    return "pong"\n'
+    )
+    assert [t.name for t in load_tools(f"{shadow}:ping")] == ["ping"]
+    assert sys.modules["json"] is json
+
+
 def serve(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "HERON_MCP_TOKEN"}
     return subprocess.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -42,11 +43,13 @@ def load_tools(spec: str) -> list[Tool]:
         raise UserError(f"tool spec {spec!r} must look like module:attribute or file.py:attribute")
     if where.endswith(".py"):
         path = Path(where)
-        loader = importlib.util.spec_from_file_location(path.stem, path)
+        # A name of its own: a tools file called json.py must not replace the stdlib's json.
+        name = f"heron_tools_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
+        loader = importlib.util.spec_from_file_location(name, path)
         if loader is None or loader.loader is None or not path.is_file():
             raise UserError(f"tool spec {spec!r}: no such file {path}")
         module = importlib.util.module_from_spec(loader)
-        sys.modules[path.stem] = module
+        sys.modules[name] = module  # before running it: dataclasses and pickling look it up
         loader.loader.exec_module(module)
     else:
         try:

@@ -88,3 +88,13 @@ async def test_an_ipv6_loopback_server_is_reachable_by_its_url() -> None:
         assert "result" in await initialize(connection.url, None)
     finally:
         await server.close()
+
+
+async def test_a_client_not_offering_the_mcp_subprotocol_is_told_so(
+    listening: WebSocketConnection,
+) -> None:
+    with pytest.raises(InvalidStatus) as refused:
+        async with connect(listening.url, proxy=None):
+            pass
+    assert refused.value.response.status_code == 400
+    assert b"must offer the WebSocket subprotocol 'mcp'" in refused.value.response.body

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 from websockets.http11 import Request, Response
 
 from .._errors import MCPConnectionError
@@ -149,6 +149,13 @@ class WebSocketConnection(Connection):
         expected = None if self.token is None else self.token.encode()
 
         def check_request(connection: ServerConnection, request: Request) -> Response | None:
+            offered = request.headers.get_all("Sec-WebSocket-Protocol")
+            if SUBPROTOCOL not in {p.strip() for line in offered for p in line.split(",")}:
+                return connection.respond(
+                    HTTPStatus.BAD_REQUEST,
+                    f"an MCP client must offer the WebSocket subprotocol {SUBPROTOCOL!r} "
+                    f"(Sec-WebSocket-Protocol: {SUBPROTOCOL})\n",
+                )
             origin = request.headers.get("Origin")
             if origin is not None and origin not in self.allowed_origins:
                 # A browser page (any site) opening a socket to us: never let it run tools.
@@ -215,9 +222,19 @@ class WebSocketConnection(Connection):
                 raise MCPConnectionError(
                     f"{self.describe()} refused the connection: origin not allowed"
                 ) from None
+            body = exc.response.body.decode(errors="replace").strip()[:200]
             raise MCPConnectionError(
                 f"{self.describe()} refused the connection: HTTP {status}"
+                + (f": {body}" if body else "")
             ) from None
+        except InvalidMessage:
+            if self.url.startswith("wss://") and (self.tls is None or self.tls.cert is None):
+                # A server demanding client certificates drops the link mid-handshake.
+                raise MCPConnectionError(
+                    f"{self.describe()} closed the connection during the handshake: it may "
+                    "require a client certificate (TLSFiles(cert=..., key=...))"
+                ) from None
+            raise
         try:
             async with _frame_streams(websocket) as streams:
                 yield streams

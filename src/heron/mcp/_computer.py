@@ -98,6 +98,7 @@ class Computer(Lifecycle):
         self._socket_dir: Path | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._container: Any = None
+        self._docker: Any = None  # the Docker SDK's client, closed on stop()
         self._log: Path | None = None
 
     @property
@@ -140,6 +141,9 @@ class Computer(Lifecycle):
         container, self._container = self._container, None
         if container is not None:
             await asyncio.to_thread(_remove_container, container)
+        docker_client, self._docker = self._docker, None
+        if docker_client is not None:
+            await asyncio.to_thread(docker_client.close)
         socket_dir, self._socket_dir = self._socket_dir, None
         if socket_dir is not None:
             shutil.rmtree(socket_dir, ignore_errors=True)
@@ -162,7 +166,9 @@ class Computer(Lifecycle):
             if not reachable:
                 raise ConnectionRefusedError(f"nothing listens at {endpoint}")
             client = await asyncio.to_thread(docker.from_env)
+            self._docker = client
             await asyncio.to_thread(client.ping)
+            rootless = await asyncio.to_thread(_engine_is_rootless, client)
         except Exception as exc:  # the SDK raises requests' errors as well as its own
             raise ComputerError(
                 f"no Docker engine is reachable ({exc}); start one, set DOCKER_HOST, "
@@ -176,16 +182,23 @@ class Computer(Lifecycle):
                 str(self._socket_dir): {"bind": "/run/heron", "mode": "rw"},
             },
             "working_dir": CONTAINER_MOUNT,
-            "detach": True,
         }
+        if not rootless:
+            # A rootful engine runs the image as root: its socket and the files it
+            # writes in the mount would belong to root, out of this user's reach.
+            # (A rootless engine maps the container's root to this user already.)
+            options["user"] = f"{os.getuid()}:{os.getgid()}"
         if self.ports == "*":
             options["network_mode"] = "host"
         else:
             options["ports"] = {f"{p}/tcp": p for p in self.ports}
         try:
+            # Created, then started: a container that fails to start is still
+            # known here, so stop() removes it instead of leaving it behind.
             self._container = await asyncio.to_thread(
-                lambda: client.containers.run(self.image, **options)
+                lambda: client.containers.create(self.image, **options)
             )
+            await asyncio.to_thread(self._container.start)
         except docker.errors.DockerException as exc:
             raise ComputerError(f"could not start a container of {self.image}: {exc}") from None
 
@@ -241,16 +254,23 @@ class Computer(Lifecycle):
             if self._container is not None:
                 await asyncio.to_thread(self._container.reload)
                 if self._container.status in ("exited", "dead"):
-                    logs = await asyncio.to_thread(self._container.logs)
-                    raise ComputerError(f"the sandbox container exited: {logs.decode()[-2000:]}")
+                    logs = await asyncio.to_thread(self._log_tail)
+                    raise ComputerError(f"the sandbox container exited: {logs}")
             if time.monotonic() > deadline:
+                # The container's logs or the process's output: why it never listened.
+                logs = await asyncio.to_thread(self._log_tail)
                 raise ComputerError(
-                    f"the sandboxed server did not listen within {self.start_timeout:g} s: "
-                    f"{self._log_tail()}"
+                    f"the sandboxed server did not listen within {self.start_timeout:g} s: {logs}"
                 )
             await asyncio.sleep(0.02)  # polling a file the sandbox creates: no event to wait on
 
     def _log_tail(self) -> str:
+        if self._container is not None:
+            try:
+                logs: bytes = self._container.logs(tail=50)
+            except Exception as exc:  # the SDK raises requests' errors as well as its own
+                return f"(container logs unavailable: {exc})"
+            return logs.decode(errors="replace")[-2000:].strip() or "(no output)"
         if self._log is None or not self._log.exists():
             return "(no output)"
         return self._log.read_text(errors="replace")[-2000:].strip() or "(no output)"
@@ -298,6 +318,12 @@ def _engine_listens(endpoint: str) -> bool:
             return False
         return True
     return True  # ssh:// and others: let the SDK try
+
+
+def _engine_is_rootless(client: Any) -> bool:
+    """Whether the Docker engine runs rootless (its root is the host user)."""
+    options = client.info().get("SecurityOptions") or []
+    return any("name=rootless" in option for option in options)
 
 
 def _remove_container(container: Any) -> None:

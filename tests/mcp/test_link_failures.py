@@ -163,3 +163,25 @@ async def test_a_dead_server_does_not_hide_the_tools_of_a_healthy_one(
             assert (await client.call_tool("echo", {"text": "up"})).text == "up"
             with pytest.raises(MCPConnectionError, match="no MCPServer is listening"):
                 await client.call_tool("solo", {})
+
+
+@tool
+def huge() -> str:
+    """A result over the 64 MB message limit."""
+    return "x" * (65 * 1024 * 1024)
+
+
+@pytest.mark.slow
+async def test_a_result_over_the_size_limit_is_named_as_the_cause(
+    sock_path: Path, served: ModuleType
+) -> None:
+    async with MCPServer(UnixSocketConnection(mode="server", path=sock_path)) as server:
+        server.register_tool(huge)
+        server.register_tool(served.echo)
+        connection = UnixSocketConnection(mode="client", path=sock_path, reconnect_delay=0.05)
+        async with MCPClient("me", connection, MemoryStorage()) as client:
+            with pytest.raises(MCPConnectionError, match="a message exceeded the 64 MB limit"):
+                await client.call_tool("huge", {})
+            # The next session starts clean: no stale reason, and calls work again.
+            assert (await client.call_tool("echo", {"text": "small"})).text == "small"
+            assert connection.end_reason is None

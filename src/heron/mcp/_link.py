@@ -129,8 +129,10 @@ class Link:
             error = exc
         except _LINK_ERRORS as exc:
             error = exc
+        why = self.connection.end_reason
         raise MCPConnectionError(
             f"lost the link to {self.connection.describe()} while {doing}"
+            + (f" ({why})" if why else "")
         ) from error
 
     async def _ensure(self) -> Client:

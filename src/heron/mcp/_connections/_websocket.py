@@ -17,10 +17,18 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
+from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
 from .._errors import MCPConnectionError
-from ._base import MAX_MESSAGE_BYTES, Connection, SessionHandler, SessionStreams, message_streams
+from ._base import (
+    MAX_MESSAGE_BYTES,
+    TOO_BIG,
+    Connection,
+    SessionHandler,
+    SessionStreams,
+    message_streams,
+)
 
 __all__ = ["TLSFiles", "WebSocketConnection", "is_loopback"]
 
@@ -170,7 +178,7 @@ class WebSocketConnection(Connection):
             return connection.respond(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
 
         async def accepted(websocket: ServerConnection) -> None:
-            async with _frame_streams(websocket) as (read, write):
+            async with _frame_streams(websocket, None) as (read, write):
                 await serve_session(read, write)
 
         self._server = await serve(
@@ -202,6 +210,7 @@ class WebSocketConnection(Connection):
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[SessionStreams]:
         headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
+        self.end_reason = None
         try:
             websocket = await ws_connect(
                 self.url,
@@ -236,7 +245,7 @@ class WebSocketConnection(Connection):
                 ) from None
             raise
         try:
-            async with _frame_streams(websocket) as streams:
+            async with _frame_streams(websocket, self) as streams:
                 yield streams
         finally:
             await websocket.close()
@@ -263,12 +272,17 @@ def is_loopback(host: str) -> bool:
 
 
 def _frame_streams(
-    websocket: ServerConnection | ClientConnection,
+    websocket: ServerConnection | ClientConnection, client: Connection | None
 ) -> AbstractAsyncContextManager[SessionStreams]:
     async def receive() -> str | bytes | None:
         try:
             return await websocket.recv()
-        except ConnectionClosed:
+        except ConnectionClosed as exc:
+            if client is not None:
+                if exc.sent is not None and exc.sent.code == CloseCode.MESSAGE_TOO_BIG:
+                    client.end_reason = TOO_BIG
+                elif exc.rcvd is not None and exc.rcvd.code == CloseCode.MESSAGE_TOO_BIG:
+                    client.end_reason = f"the server refused it: {TOO_BIG}"
             return None
 
     async def send(text: str) -> None:

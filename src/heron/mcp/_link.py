@@ -45,6 +45,7 @@ class Link:
         self._waiters: list[asyncio.Event] = []
         self._last_error: BaseException | None = None
         self._dropped: asyncio.Event | None = None  # set once the live session's link ends
+        self._direct_calls: set[asyncio.Future[Any]] | None = None  # a direct session's calls
 
     @property
     def connected(self) -> bool:
@@ -103,26 +104,28 @@ class Link:
         return result
 
     async def _guard(self, request: Coroutine[Any, Any, Any], doing: str) -> Any:
-        # Raced against the session's end: a direct (in-process) call has no stream
-        # whose closing would fail it, so it would outlive the server and the link.
-        ended = [self._closing, self._dropped] if self._dropped is not None else [self._closing]
-        call = asyncio.ensure_future(request)
+        calls = self._direct_calls
         try:
             async with asyncio.timeout(self._call_timeout):
-                await _first(*ended, within=None, unless=call)
+                if calls is None:  # over streams: the session fails its requests when it ends
+                    return await request
+                # A direct (in-process) call has no stream whose end would fail it: run it
+                # as a task the session cancels when it ends (server or link closed).
+                call = asyncio.ensure_future(request)
+                calls.add(call)
+                call.add_done_callback(calls.discard)
+                try:
+                    return await call
+                except asyncio.CancelledError:
+                    current = asyncio.current_task()
+                    if current is not None and current.cancelling():
+                        raise  # our caller was cancelled, or the timeout fired
+                error: BaseException | None = None  # the session ended under the call
         except TimeoutError:
             raise MCPConnectionError(
                 f"{self.connection.describe()} did not answer within {self._call_timeout:g} s "
                 f"while {doing}"
             ) from None
-        finally:
-            if not call.done():
-                call.cancel()
-                await asyncio.gather(call, return_exceptions=True)
-        try:
-            return call.result()
-        except asyncio.CancelledError:
-            error: BaseException | None = None  # cut off by the end of the session
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
                 raise
@@ -194,10 +197,16 @@ class Link:
         if direct is not None:
             # Same process: the SDK dispatches to the server's handlers directly.
             server, stopped = direct
-            async with asyncio.timeout(self._connect_timeout) as connecting:
-                async with Client(server, cache=None) as client:
-                    connecting.reschedule(None)
-                    await self._serve_calls(client, stopped)
+            self._direct_calls = calls = set[asyncio.Future[Any]]()
+            try:
+                async with asyncio.timeout(self._connect_timeout) as connecting:
+                    async with Client(server, cache=None) as client:
+                        connecting.reschedule(None)
+                        await self._serve_calls(client, stopped)
+            finally:
+                self._direct_calls = None
+                for call in calls:
+                    call.cancel()
             return
         # The deadline covers opening the link and the MCP handshake: a server that
         # accepts and never answers must not hold the link in "connecting" forever.
@@ -226,14 +235,11 @@ class Link:
         self._client = None
 
 
-async def _first(
-    *events: asyncio.Event, within: float | None, unless: asyncio.Future[Any] | None = None
-) -> None:
-    """Return when any of ``events`` is set, ``unless`` is done, or after ``within`` seconds."""
-    waits: list[asyncio.Future[Any]] = [asyncio.create_task(e.wait()) for e in events]
-    watched = waits if unless is None else [*waits, unless]
+async def _first(*events: asyncio.Event, within: float | None) -> None:
+    """Return when any of ``events`` is set, or after ``within`` seconds."""
+    waits = [asyncio.create_task(e.wait()) for e in events]
     try:
-        await asyncio.wait(watched, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=within, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for w in waits:
             w.cancel()

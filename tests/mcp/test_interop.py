@@ -18,6 +18,8 @@ from mcp.client.stdio import StdioServerParameters
 import heron
 from heron.mcp import MCPClient, MemoryStorage, StdioConnection, UnixSocketConnection
 
+from .conftest import INITIALIZE, INITIALIZED, call_request
+
 pytestmark = pytest.mark.slow
 
 
@@ -79,25 +81,6 @@ async def test_official_client_calls_heron_tools_over_the_unix_socket(
         result = await client.call_tool("echo", {"text": "over the socket"})
         assert isinstance(result.content[0], types.TextContent)
         assert result.content[0].text == "over the socket"
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def call_request(request_id: int, name: str, arguments: dict[str, object]) -> dict[str, object]:
-    """A JSON-RPC tools/call request."""
-    params = {"name": name, "arguments": arguments}
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
 def test_prints_in_a_tool_never_reach_the_stdio_protocol_stream(

@@ -13,6 +13,8 @@ from websockets.typing import Origin, Subprotocol
 
 from heron.mcp import MCPServer, MemoryStorage, WebSocketConnection
 
+from .conftest import INITIALIZE
+
 ALLOWED = "https://app.example"
 
 
@@ -33,20 +35,7 @@ async def initialize(url: str, origin: str | None) -> dict[str, object]:
         subprotocols=[Subprotocol("mcp")],
         proxy=None,
     ) as websocket:
-        await websocket.send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "page", "version": "1"},
-                    },
-                }
-            )
-        )
+        await websocket.send(json.dumps(INITIALIZE))
         reply: dict[str, object] = json.loads(await websocket.recv())
         return reply
 

@@ -185,3 +185,24 @@ async def test_a_result_over_the_size_limit_is_named_as_the_cause(
             # The next session starts clean: no stale reason, and calls work again.
             assert (await client.call_tool("echo", {"text": "small"})).text == "small"
             assert connection.end_reason is None
+
+
+async def test_a_server_down_from_the_start_does_not_fail_a_lazily_started_client(
+    served: ModuleType, sock_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    healthy = InProcessConnection()
+    absent = UnixSocketConnection(mode="client", path=sock_path)
+    async with MCPServer(healthy, MemoryStorage()) as server:
+        server.register_tool(served.echo)
+        strict = MCPClient("me", [healthy, absent], MemoryStorage(), connect_timeout=2)
+        with pytest.raises(MCPConnectionError, match="cannot reach unix socket"):
+            await strict.start()  # asked to start: every server must be there
+        await strict.close()
+        lazy = MCPClient("me", [healthy, absent], MemoryStorage(), connect_timeout=2)
+        try:
+            with caplog.at_level(logging.WARNING, logger="heron.mcp"):
+                assert [t.name for t in await lazy.list_tools()] == ["echo"]
+            assert f"listing without unix socket {sock_path}" in caplog.text
+            assert (await lazy.call_tool("echo", {"text": "ok"})).text == "ok"
+        finally:
+            await lazy.close()

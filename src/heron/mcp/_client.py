@@ -55,9 +55,12 @@ class MCPClient(ToolClient, Lifecycle):
     can read. The error's text passes through ``output_filter`` too, since an
     agent hands it to the model.
 
-    A server that is down while the client lists tools does not fail the
-    listing: its last known tools are listed (none if it was never reached),
-    a warning is logged, and calls routed to it fail on their own.
+    :meth:`start` fails if any server is unreachable. Without it, the first
+    listing or call starts the client and a server that is down does not fail
+    the listing (nor does one that goes down later): its last known tools are
+    listed (none if it was never reached), a warning is logged, and calls
+    routed to it fail on their own. Only when no server ever answered does
+    listing raise.
     """
 
     def __init__(
@@ -153,9 +156,19 @@ class MCPClient(ToolClient, Lifecycle):
             result = self.output_filter.filter(result)
         return result
 
+    async def _start_lazily(self) -> None:
+        """Start without waiting for any server: each connects, or fails, on first use."""
+        async with self._start_lock:
+            if self._state == "closed":
+                raise MCPConnectionError("this MCPClient is closed")
+            if self._state == "new":
+                for link in self._links:
+                    link.arm()
+                self._state = "started"
+
     async def _call_remote(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if self._state != "started":
-            await self.start()
+            await self._start_lazily()
         link = self._routes.get(name)
         if link is None:  # not listed yet, or added to a server since
             await self._list_remote()
@@ -173,7 +186,7 @@ class MCPClient(ToolClient, Lifecycle):
 
     async def _list_remote(self) -> list[tuple[ToolSchema, Link]]:
         if self._state != "started":
-            await self.start()
+            await self._start_lazily()
         answers = await asyncio.gather(
             *(link.list_tools() for link in self._links), return_exceptions=True
         )

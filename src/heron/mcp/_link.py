@@ -58,6 +58,14 @@ class Link:
 
         A link closed after a failed start can be started again: it gets fresh state.
         """
+        self.arm()
+        await self._ensure()
+
+    def arm(self) -> None:
+        """Start supervising the link without waiting for it (no-op if it is running).
+
+        The first call that needs the session connects it, or fails on its own.
+        """
         if self._task is not None:
             return
         self._closing = asyncio.Event()
@@ -66,7 +74,6 @@ class Link:
         self._last_error = None
         self._dropped = None
         self._task = asyncio.create_task(self._supervise())
-        await self._ensure()
 
     async def close(self) -> None:
         """End the session (stopping a stdio server process) and stop reconnecting."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
@@ -206,3 +208,23 @@ async def test_a_server_down_from_the_start_does_not_fail_a_lazily_started_clien
             assert (await lazy.call_tool("echo", {"text": "ok"})).text == "ok"
         finally:
             await lazy.close()
+
+
+@pytest.mark.slow
+async def test_call_timeout_bounds_calls_to_a_frozen_server_process(
+    server_process: type, sock_path: Path
+) -> None:
+    server = server_process("--unix", str(sock_path))
+    server.start()
+    connection = UnixSocketConnection(mode="client", path=sock_path)
+    async with MCPClient("me", connection, MemoryStorage(), call_timeout=0.5) as client:
+        assert (await client.call_tool("echo", {"text": "warm"})).text == "warm"
+        os.kill(server.proc.pid, signal.SIGSTOP)  # alive, connected, and silent
+        try:
+            with pytest.raises(MCPConnectionError, match=r"did not answer within 0\.5 s"):
+                async with asyncio.timeout(10):
+                    await client.call_tool("echo", {"text": "anyone?"})
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+        # Its late answer to the abandoned call is ignored; the link carries on.
+        assert (await client.call_tool("echo", {"text": "thawed"})).text == "thawed"

@@ -16,3 +16,7 @@ RUN pip install --no-cache-dir /opt/heron \
 
 # Computer mounts the job's folder here and a socket folder at /run/heron.
 WORKDIR /workspace
+
+# Computer runs the container as the host user (uid:gid) on a rootful engine, so the
+# socket and the files written to /workspace are theirs; such a user has no home here.
+ENV HOME=/tmp

@@ -18,6 +18,26 @@ TOOLS_FILE = Path(__file__).with_name("served_tools.py")
 TOOLS_SPEC = f"{TOOLS_FILE}:TOOLS"
 
 
+# A client's first message in the 2025-06-18 handshake, as raw JSON-RPC.
+INITIALIZE: dict[str, object] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+INITIALIZED: dict[str, object] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def call_request(request_id: int, name: str, arguments: dict[str, object]) -> dict[str, object]:
+    """A JSON-RPC tools/call request."""
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
 def serve_command(*where: str) -> list[str]:
     """The command running a Heron tool server over ``where`` (``--unix PATH``...)."""
     return [sys.executable, "-m", "heron.mcp", "serve", TOOLS_SPEC, *where]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import subprocess
 from pathlib import Path
 
 from heron import ImagePart, Tool, ToolContext, tool
@@ -64,6 +65,21 @@ def write_file(path: str, text: str) -> str:
 
 
 @tool
+def getenv(name: str) -> str:
+    """An environment variable of the server process, or <unset>."""
+    return os.environ.get(name, "<unset>")
+
+
+@tool
+def noisy(text: str) -> str:
+    """Print to stdout three ways (Python, a child process, the raw fd), then return text."""
+    print("print from a tool")
+    subprocess.run(["echo", "echo from a child"], check=True)
+    os.write(1, b"write to fd 1\n")
+    return text
+
+
+@tool
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
@@ -76,4 +92,4 @@ async def hang() -> str:
     return "unreachable"
 
 
-TOOLS: list[Tool] = [echo, add, pixel, remember, read_file, write_file, pid, hang]
+TOOLS: list[Tool] = [echo, add, pixel, remember, read_file, write_file, getenv, noisy, pid, hang]

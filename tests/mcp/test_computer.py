@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from heron.mcp import Computer, ComputerError, MCPClient, MemoryStorage
 
 from .conftest import TOOLS_SPEC
+from .fake_docker import FakeEngine, RunningEngine
 
 pytestmark = pytest.mark.slow
 
@@ -75,8 +79,83 @@ async def test_bubblewrap_sandbox_writes_only_inside_its_mount(tmp_path: Path) -
 
 
 @needs_bwrap
+async def test_bubblewrap_sandbox_sees_no_secrets_of_the_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PROVIDER_API_KEY", "sk-host-secret")
+    # A private file outside /tmp, the mount and the code: like ~/.ssh or /root.
+    private = Path(tempfile.mkdtemp(prefix="heron-private-", dir="/var/tmp"))
+    try:
+        (private / "id_key").write_text("private key")
+        async with Computer(tmp_path, [], tools=[TOOLS_SPEC], backend="bubblewrap") as computer:
+            async with MCPClient("job", computer.get_connection(), MemoryStorage()) as client:
+                key = await client.call_tool("getenv", {"name": "FAKE_PROVIDER_API_KEY"})
+                assert key.text == "<unset>"
+                home = await client.call_tool("getenv", {"name": "HOME"})
+                assert home.text == "/tmp"
+                path = await client.call_tool("getenv", {"name": "PATH"})
+                assert path.text == os.environ["PATH"]
+                hidden = await client.call_tool("read-file", {"path": str(private / "id_key")})
+                assert hidden.is_error and "No such file" in hidden.text
+                # The system's own files stay readable: tools need them.
+                hosts = await client.call_tool("read-file", {"path": "/etc/hosts"})
+                assert not hosts.is_error, hosts.text
+    finally:
+        shutil.rmtree(private)
+
+
+@needs_bwrap
 async def test_bubblewrap_start_failure_reports_the_servers_error(tmp_path: Path) -> None:
     computer = Computer(tmp_path, [], tools=["no_such_module:TOOLS"], backend="bubblewrap")
     expected = "exited: heron.mcp: tool spec 'no_such_module:TOOLS': cannot import"
     with pytest.raises(ComputerError, match=re.escape(expected)):
         await computer.start()
+
+
+@pytest.fixture
+def fake_engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEngine]:
+    """A Docker Engine API stand-in, reached through DOCKER_HOST."""
+    folder = Path(tempfile.mkdtemp(prefix="heron-docker-", dir="/tmp"))
+    running = RunningEngine(folder / "docker.sock")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{folder}/docker.sock")
+    yield running.engine
+    running.stop()
+    shutil.rmtree(folder)
+
+
+async def test_docker_backend_runs_the_server_as_this_user_and_removes_the_container(
+    tmp_path: Path, fake_engine: FakeEngine
+) -> None:
+    async with Computer(tmp_path, [8080], tools=[TOOLS_SPEC]) as computer:
+        (spec,) = (c.spec for c in fake_engine.containers.values())
+        assert spec["User"] == f"{os.getuid()}:{os.getgid()}"
+        assert spec["WorkingDir"] == "/workspace"
+        assert f"{tmp_path}:/workspace:rw" in spec["HostConfig"]["Binds"]
+        async with MCPClient("job", computer.get_connection(), MemoryStorage()) as client:
+            assert (await client.call_tool("echo", {"text": "boxed"})).text == "boxed"
+    # Created, then started as a separate request; removed on the way out.
+    calls = [(m, p) for m, p in fake_engine.requests if p.startswith("/containers/")]
+    assert calls[0] == ("POST", "/containers/create")
+    assert ("POST", "/containers/c1/start") in calls
+    assert calls[-1] == ("DELETE", "/containers/c1")
+    assert fake_engine.containers == {} and fake_engine.removed == ["c1"]
+
+
+async def test_a_container_that_fails_to_start_is_removed(
+    tmp_path: Path, fake_engine: FakeEngine
+) -> None:
+    fake_engine.fail_start = True
+    with pytest.raises(ComputerError, match=r"could not start a container .* no such file /nope"):
+        await Computer(tmp_path, [], tools=[TOOLS_SPEC]).start()
+    assert fake_engine.removed == ["c1"] and fake_engine.containers == {}
+
+
+async def test_a_container_that_never_listens_times_out_with_its_logs(
+    tmp_path: Path, fake_engine: FakeEngine
+) -> None:
+    fake_engine.run_containers = False
+    fake_engine.canned_logs = b"PermissionError: [Errno 13] /run/heron/mcp.sock\n"
+    computer = Computer(tmp_path, [], tools=[TOOLS_SPEC], start_timeout=0.3)
+    with pytest.raises(ComputerError, match=r"did not listen within 0\.3 s: PermissionError"):
+        await computer.start()
+    assert fake_engine.removed == ["c1"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -13,7 +15,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+import heron
 from heron.mcp import MCPClient, MemoryStorage, StdioConnection, UnixSocketConnection
+
+from .conftest import INITIALIZE, INITIALIZED, call_request
 
 pytestmark = pytest.mark.slow
 
@@ -76,3 +81,66 @@ async def test_official_client_calls_heron_tools_over_the_unix_socket(
         result = await client.call_tool("echo", {"text": "over the socket"})
         assert isinstance(result.content[0], types.TextContent)
         assert result.content[0].text == "over the socket"
+
+
+def test_prints_in_a_tool_never_reach_the_stdio_protocol_stream(
+    serve_command: Callable[..., list[str]], tmp_path: Path
+) -> None:
+    # Bytes on the wire, as any MCP client reads them: every stdout line must be JSON-RPC.
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        proc = subprocess.Popen(
+            serve_command("--stdio"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for message in (INITIALIZE, INITIALIZED, call_request(2, "noisy", {"text": "quiet"})):
+            proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        initialized = json.loads(proc.stdout.readline())
+        called = json.loads(proc.stdout.readline())
+        proc.stdin.close()
+        assert proc.stdout.read() == ""  # nothing else, once the client hangs up
+    finally:
+        proc.wait(10)
+        proc.stdout.close()
+    assert initialized["id"] == 1
+    assert called["id"] == 2
+    assert called["result"]["content"] == [{"type": "text", "text": "quiet"}]
+    for stray in ("print from a tool", "echo from a child", "write to fd 1"):
+        assert stray in errors.read_text()
+
+
+async def test_the_unix_socket_speaks_newline_delimited_json_rpc(
+    server_process: type, sock_path: Path
+) -> None:
+    server_process("--unix", str(sock_path)).start()
+    reader, writer = await asyncio.open_unix_connection(str(sock_path))
+    try:
+
+        async def exchange(message: dict[str, object]) -> dict[str, object]:
+            writer.write(json.dumps(message).encode() + b"\n")
+            await writer.drain()
+            async with asyncio.timeout(10):
+                reply: dict[str, object] = json.loads(await reader.readline())
+            return reply
+
+        initialized = await exchange(INITIALIZE)
+        assert initialized["id"] == 1
+        server_info = initialized["result"]["serverInfo"]  # type: ignore[index]
+        assert server_info == {"name": "heron", "version": heron.__version__}
+        assert "tools" in initialized["result"]["capabilities"]  # type: ignore[index]
+        writer.write(json.dumps(INITIALIZED).encode() + b"\n")
+        echoed = await exchange(call_request(2, "echo", {"text": "raw"}))
+        assert echoed == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {"content": [{"type": "text", "text": "raw"}], "isError": False},
+        }
+    finally:
+        writer.close()
+        await writer.wait_closed()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from heron import UserError
-from heron.mcp._serve import load_tools
+from heron.mcp import Connection, WebSocketConnection
+from heron.mcp._serve import _connection, _parser, load_tools
 
 from .conftest import TOOLS_FILE
 
@@ -40,6 +42,17 @@ def test_load_tools_from_a_file_a_list_a_skill_or_a_factory(tmp_path: Path) -> N
         load_tools("no_such_module:X")
 
 
+def test_a_tools_file_named_like_a_stdlib_module_does_not_replace_it(tmp_path: Path) -> None:
+    import json
+
+    shadow = tmp_path / "json.py"
+    shadow.write_text(
+        'from heron import tool\n@tool\ndef ping() -> str:\n    "Ping."\n    return "pong"\n'
+    )
+    assert [t.name for t in load_tools(f"{shadow}:ping")] == ["ping"]
+    assert sys.modules["json"] is json
+
+
 def serve(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "HERON_MCP_TOKEN"}
     return subprocess.run(
@@ -63,3 +76,44 @@ def test_a_websocket_beyond_loopback_needs_a_token() -> None:
     proc = serve(f"{TOOLS_FILE}:TOOLS", "--websocket", "0.0.0.0:0")
     assert proc.returncode == 2
     assert proc.stderr == "heron.mcp: --websocket on 0.0.0.0 needs a token: set HERON_MCP_TOKEN\n"
+
+
+def connection_of(*argv: str) -> Connection:
+    """The connection ``serve tools ARGV`` would listen on."""
+    return _connection(_parser().parse_args(["serve", f"{TOOLS_FILE}:TOOLS", *argv]))
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--websocket", "127.0.0.1:0", "--tls-ca", "ca.pem"], "--tls-ca needs --tls-cert"),
+        (["--websocket", "127.0.0.1:0", "--tls-cert", "c.pem"], "go together"),
+        (["--websocket", "127.0.0.1:0", "--tls-key", "k.pem"], "go together"),
+        (["--websocket", "127.0.0.1:0", "--tls-cert", "c", "--tls-key", "k"], "no such file c"),
+        (["--stdio", "--tls-cert", "c.pem"], "--tls-cert only apply to --websocket"),
+        (["--unix", "/tmp/x", "--allow-origin", "https://a"], "--allow-origin only apply"),
+        (["--websocket", ":80"], "takes HOST:PORT"),
+    ],
+)
+def test_tls_and_origin_flags_are_checked(argv: list[str], error: str) -> None:
+    with pytest.raises(UserError, match=re.escape(error)):
+        connection_of(*argv)
+
+
+def test_bracketed_ipv6_loopback_needs_no_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERON_MCP_TOKEN", raising=False)
+    connection = connection_of("--websocket", "[::1]:0", "--allow-origin", "https://app.test")
+    assert isinstance(connection, WebSocketConnection)
+    assert (connection.host, connection.token) == ("::1", None)
+    assert connection.allowed_origins == {"https://app.test"}
+    with pytest.raises(UserError, match="on 2001:db8::1 needs a token"):
+        connection_of("--websocket", "[2001:db8::1]:0")
+
+
+def test_a_token_without_tls_beyond_loopback_is_warned_about(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HERON_MCP_TOKEN", "tok")
+    connection = connection_of("--websocket", "0.0.0.0:0")
+    assert isinstance(connection, WebSocketConnection) and connection.tls is None
+    assert "without TLS sends the token in cleartext" in capsys.readouterr().err

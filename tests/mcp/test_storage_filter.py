@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
+import stat
 from pathlib import Path
 from types import ModuleType
 
@@ -75,6 +77,30 @@ async def test_file_storage_writes_are_atomic(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["k"]
 
 
+async def test_a_write_failing_midway_keeps_the_old_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = FileStorage(tmp_path)
+    await storage.set("k", "old")
+
+    def disk_full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    # The new value is written out, then flushing it fails: the rename must not happen.
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        await storage.set("k", "new")
+    monkeypatch.undo()
+    assert await storage.get("k") == "old"
+    assert os.listdir(tmp_path) == ["k"]  # no temporary file left behind
+
+
+async def test_the_storage_folder_is_private(tmp_path: Path) -> None:
+    storage = FileStorage(tmp_path / "state" / "inner")
+    await storage.set("k", "v")
+    assert stat.S_IMODE((tmp_path / "state" / "inner").stat().st_mode) == 0o700
+
+
 async def test_file_storage_refuses_bad_keys_and_values(tmp_path: Path) -> None:
     storage = FileStorage(tmp_path)
     with pytest.raises(UserError, match="non-empty strings"):
@@ -137,7 +163,7 @@ async def test_scoped_storage_and_ids_stay_inside_their_prefix() -> None:
     assert [await ids.next(), await ids.next("img")] == ["ref-1", "img-1"]
 
 
-async def test_server_state_is_scoped_by_an_unforgeable_env_prefix(served: ModuleType) -> None:
+async def test_env_ids_with_slashes_never_share_state(served: ModuleType) -> None:
     storage = MemoryStorage()
     connection = InProcessConnection()
     async with MCPServer(connection, storage) as server:
@@ -148,6 +174,27 @@ async def test_server_state_is_scoped_by_an_unforgeable_env_prefix(served: Modul
             assert (await plain.call_tool("remember", {"fact": "y"})).text == "a ref-1: y"
     assert await storage.get("env/a%2Fb/facts") == "x"
     assert await storage.get("env/a/facts") == "y"
+
+
+async def test_the_server_keeps_a_bounded_number_of_environment_contexts(
+    served: ModuleType,
+) -> None:
+    storage = MemoryStorage()
+    server = MCPServer(InProcessConnection(), storage, max_environments=2)
+    first = server.context("a")
+    server.context("b")
+    assert server.context("a") is first  # recently used: kept
+    server.context("c")  # evicts "b", the least recently used
+    assert server.context("a") is first
+    assert set(server._contexts) == {"a", "c"}
+    # A rebuilt context carries on from the state in storage.
+    await served.remember.run({"fact": "x"}, server.context("b"))
+    server.context("a")
+    server.context("c")
+    reply = await served.remember.run({"fact": "y"}, server.context("b"))
+    assert reply.text == "b ref-2: x,y"
+    with pytest.raises(UserError, match="max_environments"):
+        MCPServer(InProcessConnection(), storage, max_environments=0)
 
 
 def test_filter_replaces_strings_and_patterns_in_nested_values() -> None:
@@ -162,6 +209,17 @@ def test_filter_replaces_strings_and_patterns_in_nested_values() -> None:
     }
     result = f.filter(ToolResult.of_text(f"{secret}{secret} and sk-short"))
     assert result.text == f"{FILTERED_OUTPUT}{FILTERED_OUTPUT} and sk-short"
+
+
+def test_overlapping_secrets_leave_no_piece_behind() -> None:
+    f = OutputFilter(["sk-abc", "sk-abc123SECRET", re.compile(r"123S\w+"), "xyz"])
+    assert f.filter_text("a sk-abc123SECRET b sk-abc c") == (
+        f"a {FILTERED_OUTPUT} b {FILTERED_OUTPUT} c"
+    )
+    # Overlapping matches of different secrets hide their union; separate ones stay apart.
+    assert OutputFilter(["abcd", "cdef"]).filter_text("1abcdef2") == f"1{FILTERED_OUTPUT}2"
+    assert f.filter_text("xyzxyz.") == f"{FILTERED_OUTPUT}{FILTERED_OUTPUT}."
+    assert f.filter_text("clean") == "clean"
 
 
 def test_filter_refuses_what_would_redact_everything_or_nothing() -> None:

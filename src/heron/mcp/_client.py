@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+import mcp_types
 from mcp.shared.exceptions import MCPError
 
 from .._core import ToolSchema, UserError
@@ -19,6 +22,8 @@ from ._link import Link
 from ._storage import FileStorage
 
 __all__ = ["MCPClient"]
+
+_log = logging.getLogger("heron.mcp")
 
 
 class MCPClient(ToolClient, Lifecycle):
@@ -44,8 +49,18 @@ class MCPClient(ToolClient, Lifecycle):
     ``storage`` and ``ids`` serve the client's local tools (storage defaults
     to a :class:`FileStorage` under ``./data``, created on first write).
     ``call_tool`` raises :class:`MCPConnectionError` when a server cannot be
-    reached (within ``connect_timeout`` seconds) or the link drops mid-call;
-    tool failures and protocol errors are error results the model can read.
+    reached (within ``connect_timeout`` seconds), does not answer within
+    ``call_timeout`` seconds (no limit when ``None``) or the link drops
+    mid-call; tool failures and protocol errors are error results the model
+    can read. The error's text passes through ``output_filter`` too, since an
+    agent hands it to the model.
+
+    :meth:`start` fails if any server is unreachable. Without it, the first
+    listing or call starts the client and a server that is down does not fail
+    the listing (nor does one that goes down later): its last known tools are
+    listed (none if it was never reached), a warning is logged, and calls
+    routed to it fail on their own. Only when no server ever answered does
+    listing raise.
     """
 
     def __init__(
@@ -57,6 +72,7 @@ class MCPClient(ToolClient, Lifecycle):
         output_filter: OutputFilter | None = None,
         *,
         connect_timeout: float = 10.0,
+        call_timeout: float | None = None,
     ) -> None:
         if not isinstance(env_id, str) or not env_id:
             raise UserError(f"env_id must be a non-empty string, not {env_id!r}")
@@ -69,6 +85,8 @@ class MCPClient(ToolClient, Lifecycle):
             raise UserError(f"output_filter must be an OutputFilter, not {output_filter!r}")
         if not connect_timeout > 0:
             raise UserError(f"connect_timeout must be positive, not {connect_timeout!r}")
+        if call_timeout is not None and not call_timeout > 0:
+            raise UserError(f"call_timeout must be positive or None, not {call_timeout!r}")
         self.env_id = env_id
         """Environment id sent with every call, scoping the servers' tool state."""
         self.connections = tuple(connections)
@@ -78,8 +96,11 @@ class MCPClient(ToolClient, Lifecycle):
         self._local = LocalToolClient(
             env_id=env_id, storage=storage if storage is not None else FileStorage(), ids=ids
         )
-        self._links = [Link(c, connect_timeout=connect_timeout) for c in connections]
+        self._links = [
+            Link(c, connect_timeout=connect_timeout, call_timeout=call_timeout) for c in connections
+        ]
         self._routes: dict[str, Link] = {}
+        self._known: dict[Link, list[mcp_types.Tool]] = {}  # each server's last listing
         self._state = "new"
         self._start_lock = asyncio.Lock()
 
@@ -118,7 +139,8 @@ class MCPClient(ToolClient, Lifecycle):
 
     async def list_tools(self) -> list[ToolSchema]:
         """Local tools first, then each server's in connection order, each name once."""
-        listed = await self._list_remote()
+        with self._filtered_errors():
+            listed = await self._list_remote()
         local = await self._local.list_tools()
         shadowed = {t.name for t in local}
         return local + [schema for schema, _ in listed if schema.name not in shadowed]
@@ -128,14 +150,25 @@ class MCPClient(ToolClient, Lifecycle):
         if self._local.get_tool(name) is not None:
             result = await self._local.call_tool(name, arguments)
         else:
-            result = await self._call_remote(name, arguments)
+            with self._filtered_errors():
+                result = await self._call_remote(name, arguments)
         if self.output_filter is not None:
             result = self.output_filter.filter(result)
         return result
 
+    async def _start_lazily(self) -> None:
+        """Start without waiting for any server: each connects, or fails, on first use."""
+        async with self._start_lock:
+            if self._state == "closed":
+                raise MCPConnectionError("this MCPClient is closed")
+            if self._state == "new":
+                for link in self._links:
+                    link.arm()
+                self._state = "started"
+
     async def _call_remote(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if self._state != "started":
-            await self.start()
+            await self._start_lazily()
         link = self._routes.get(name)
         if link is None:  # not listed yet, or added to a server since
             await self._list_remote()
@@ -153,8 +186,24 @@ class MCPClient(ToolClient, Lifecycle):
 
     async def _list_remote(self) -> list[tuple[ToolSchema, Link]]:
         if self._state != "started":
-            await self.start()
-        pages = await asyncio.gather(*(link.list_tools() for link in self._links))
+            await self._start_lazily()
+        answers = await asyncio.gather(
+            *(link.list_tools() for link in self._links), return_exceptions=True
+        )
+        pages: list[list[mcp_types.Tool]] = []
+        failures: list[MCPConnectionError] = []
+        for link, answer in zip(self._links, answers, strict=True):
+            if isinstance(answer, MCPConnectionError):
+                failures.append(answer)
+                _log.warning("listing without %s: %s", link.connection.describe(), answer)
+                pages.append(self._known.get(link, []))
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                self._known[link] = answer
+                pages.append(answer)
+        if failures and len(failures) == len(self._links) and not self._known:
+            raise failures[0]  # no server has ever answered: nothing to offer
         listed: list[tuple[ToolSchema, Link]] = []
         routes: dict[str, Link] = {}
         for link, tools in zip(self._links, pages, strict=True):
@@ -164,6 +213,19 @@ class MCPClient(ToolClient, Lifecycle):
                     listed.append((from_mcp_tool(tool), link))
         self._routes = routes
         return listed
+
+    @contextmanager
+    def _filtered_errors(self) -> Iterator[None]:
+        """Scrub a connection error's text: an agent shows it to the model."""
+        try:
+            yield
+        except MCPConnectionError as exc:
+            if self.output_filter is None:
+                raise
+            text = self.output_filter.filter_text(str(exc))
+            if text == str(exc):
+                raise
+            raise MCPConnectionError(text) from None
 
     def __repr__(self) -> str:
         where = ", ".join(c.describe() for c in self.connections)

@@ -47,10 +47,16 @@ class Computer(Lifecycle):
       published on the same host ports (``"*"``: host networking).
       ``start()`` fails at once when no engine is reachable.
     - ``"bubblewrap"``: no Docker needed; the server runs as a subprocess under
-      ``bwrap`` in its own user, PID, IPC and network namespaces, with the
-      whole file system read-only except ``mount_path`` (at its own path) and
-      a private ``/tmp``. Network namespaces cannot publish single ports, so any
-      ``ports`` (or ``"*"``) share the host network; none keeps it cut off.
+      ``bwrap`` in its own user, PID, IPC and network namespaces. It sees
+      ``/usr``, ``/etc`` (and the ``/bin``, ``/lib``... links), the Python
+      installation, the folders on ``sys.path`` and the tool files' folders,
+      all read-only; ``mount_path`` (at its own path), writable; a private
+      ``/tmp``, which is also its ``HOME``. Nothing else of the host (homes,
+      ``/root``, ``/var``, ``/run``...) exists inside. Its environment is
+      cleared down to ``PATH``, ``LANG``, ``LC_*``, ``TZ`` and ``PYTHONPATH``:
+      the agent's API keys do not reach the tools. Network namespaces cannot
+      publish single ports, so any ``ports`` (or ``"*"``) share the host
+      network; none keeps it cut off.
 
     ``tools`` are ``module:attribute`` or ``file.py:attribute`` specs loaded
     by ``python -m heron.mcp serve`` inside the sandbox.
@@ -92,6 +98,7 @@ class Computer(Lifecycle):
         self._socket_dir: Path | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._container: Any = None
+        self._docker: Any = None  # the Docker SDK's client, closed on stop()
         self._log: Path | None = None
 
     @property
@@ -134,6 +141,9 @@ class Computer(Lifecycle):
         container, self._container = self._container, None
         if container is not None:
             await asyncio.to_thread(_remove_container, container)
+        docker_client, self._docker = self._docker, None
+        if docker_client is not None:
+            await asyncio.to_thread(docker_client.close)
         socket_dir, self._socket_dir = self._socket_dir, None
         if socket_dir is not None:
             shutil.rmtree(socket_dir, ignore_errors=True)
@@ -156,7 +166,9 @@ class Computer(Lifecycle):
             if not reachable:
                 raise ConnectionRefusedError(f"nothing listens at {endpoint}")
             client = await asyncio.to_thread(docker.from_env)
+            self._docker = client
             await asyncio.to_thread(client.ping)
+            rootless = await asyncio.to_thread(_engine_is_rootless, client)
         except Exception as exc:  # the SDK raises requests' errors as well as its own
             raise ComputerError(
                 f"no Docker engine is reachable ({exc}); start one, set DOCKER_HOST, "
@@ -170,16 +182,23 @@ class Computer(Lifecycle):
                 str(self._socket_dir): {"bind": "/run/heron", "mode": "rw"},
             },
             "working_dir": CONTAINER_MOUNT,
-            "detach": True,
         }
+        if not rootless:
+            # A rootful engine runs the image as root: its socket and the files it
+            # writes in the mount would belong to root, out of this user's reach.
+            # (A rootless engine maps the container's root to this user already.)
+            options["user"] = f"{os.getuid()}:{os.getgid()}"
         if self.ports == "*":
             options["network_mode"] = "host"
         else:
             options["ports"] = {f"{p}/tcp": p for p in self.ports}
         try:
+            # Created, then started: a container that fails to start is still
+            # known here, so stop() removes it instead of leaving it behind.
             self._container = await asyncio.to_thread(
-                lambda: client.containers.run(self.image, **options)
+                lambda: client.containers.create(self.image, **options)
             )
+            await asyncio.to_thread(self._container.start)
         except docker.errors.DockerException as exc:
             raise ComputerError(f"could not start a container of {self.image}: {exc}") from None
 
@@ -193,7 +212,7 @@ class Computer(Lifecycle):
         mount, sockets = str(self.mount_path), str(self._socket_dir)
         command = [
             bwrap,
-            "--ro-bind", "/", "/",
+            *(arg for path in _SYSTEM_PATHS for arg in ("--ro-bind-try", path, path)),
             "--dev", "/dev",
             "--proc", "/proc",
             "--tmpfs", "/tmp",
@@ -202,6 +221,9 @@ class Computer(Lifecycle):
             *(arg for path in self._code_paths() for arg in ("--ro-bind-try", path, path)),
             "--bind", mount, mount,
             "--bind", sockets, sockets,
+            # Only what the tool server needs: never the agent's API keys or tokens.
+            "--clearenv",
+            *(arg for name, value in _sandbox_env().items() for arg in ("--setenv", name, value)),
             "--unshare-all",
             *(["--share-net"] if self.ports else []),
             "--die-with-parent",
@@ -215,13 +237,14 @@ class Computer(Lifecycle):
             )
 
     def _code_paths(self) -> list[str]:
-        """What the server needs to run that a private /tmp would hide."""
+        """The Python installation, the import path and the tool files' folders."""
         wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}
         for spec in self.tools:
             where = spec.rpartition(":")[0]
             if where.endswith(".py"):
                 wanted.add(str(Path(where).resolve().parent))
-        return sorted(p for p in wanted if p.startswith("/tmp/") and Path(p).exists())
+        # Parents before children: a child bound later stays visible inside its parent.
+        return sorted(p for p in wanted if p.startswith("/") and Path(p).exists())
 
     async def _wait_listening(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -231,19 +254,43 @@ class Computer(Lifecycle):
             if self._container is not None:
                 await asyncio.to_thread(self._container.reload)
                 if self._container.status in ("exited", "dead"):
-                    logs = await asyncio.to_thread(self._container.logs)
-                    raise ComputerError(f"the sandbox container exited: {logs.decode()[-2000:]}")
+                    logs = await asyncio.to_thread(self._log_tail)
+                    raise ComputerError(f"the sandbox container exited: {logs}")
             if time.monotonic() > deadline:
+                # The container's logs or the process's output: why it never listened.
+                logs = await asyncio.to_thread(self._log_tail)
                 raise ComputerError(
-                    f"the sandboxed server did not listen within {self.start_timeout:g} s: "
-                    f"{self._log_tail()}"
+                    f"the sandboxed server did not listen within {self.start_timeout:g} s: {logs}"
                 )
             await asyncio.sleep(0.02)  # polling a file the sandbox creates: no event to wait on
 
     def _log_tail(self) -> str:
+        if self._container is not None:
+            try:
+                logs: bytes = self._container.logs(tail=50)
+            except Exception as exc:  # the SDK raises requests' errors as well as its own
+                return f"(container logs unavailable: {exc})"
+            return logs.decode(errors="replace")[-2000:].strip() or "(no output)"
         if self._log is None or not self._log.exists():
             return "(no output)"
         return self._log.read_text(errors="replace")[-2000:].strip() or "(no output)"
+
+
+# Read-only inside a bubblewrap sandbox: the system's programs, libraries and settings.
+_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+
+# The environment a bubblewrap sandbox keeps; everything else is cleared.
+_SANDBOX_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH")
+
+
+def _sandbox_env() -> dict[str, str]:
+    """The variables a sandboxed server gets: locale, PATH and import path, HOME=/tmp."""
+    kept = {
+        name: value
+        for name, value in os.environ.items()
+        if name in _SANDBOX_ENV or name.startswith("LC_")
+    }
+    return {**kept, "HOME": "/tmp"}
 
 
 def _accepts(path: Path) -> bool:
@@ -271,6 +318,12 @@ def _engine_listens(endpoint: str) -> bool:
             return False
         return True
     return True  # ssh:// and others: let the SDK try
+
+
+def _engine_is_rootless(client: Any) -> bool:
+    """Whether the Docker engine runs rootless (its root is the host user)."""
+    options = client.info().get("SecurityOptions") or []
+    return any("name=rootless" in option for option in options)
 
 
 def _remove_container(container: Any) -> None:

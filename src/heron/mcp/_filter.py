@@ -46,13 +46,31 @@ class OutputFilter:
             else:
                 raise UserError(f"OutputFilter takes strings and re.Pattern objects, not {value!r}")
         self.patterns = tuple(patterns)
-        """The compiled patterns, applied in the order given."""
+        """The compiled patterns, each searched for in the original text."""
 
     def filter_text(self, text: str) -> str:
-        """``text`` with every match replaced."""
-        for pattern in self.patterns:
-            text = pattern.sub(FILTERED_OUTPUT, text)
-        return text
+        """``text`` with every character that any pattern matches replaced.
+
+        Matches are found in the original text, and overlapping
+        ones merge into one ``FILTERED_OUTPUT``: one secret that contains or
+        overlaps another never leaves a piece of itself behind.
+        """
+        spans = sorted(
+            m.span() for p in self.patterns for m in p.finditer(text) if m.end() > m.start()
+        )
+        if not spans:
+            return text
+        pieces: list[str] = []
+        kept_from = 0  # text before this index is already copied or hidden
+        start, end = spans[0]
+        for next_start, next_end in spans[1:]:
+            if next_start < end:
+                end = max(end, next_end)
+                continue
+            pieces += [text[kept_from:start], FILTERED_OUTPUT]
+            kept_from, (start, end) = end, (next_start, next_end)
+        pieces += [text[kept_from:start], FILTERED_OUTPUT, text[end:]]
+        return "".join(pieces)
 
     def filter(self, value: Any) -> Any:
         """``value`` with every string in it filtered: dicts (keys too), lists, tuples, results."""

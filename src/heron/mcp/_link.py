@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any
 
@@ -31,9 +32,12 @@ class Link:
     triggers an immediate attempt and fails fast if the server is still away.
     """
 
-    def __init__(self, connection: Connection, *, connect_timeout: float) -> None:
+    def __init__(
+        self, connection: Connection, *, connect_timeout: float, call_timeout: float | None = None
+    ) -> None:
         self.connection = connection
         self._connect_timeout = connect_timeout
+        self._call_timeout = call_timeout
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
@@ -41,6 +45,7 @@ class Link:
         self._waiters: list[asyncio.Event] = []
         self._last_error: BaseException | None = None
         self._dropped: asyncio.Event | None = None  # set once the live session's link ends
+        self._direct_calls: set[asyncio.Future[Any]] | None = None  # a direct session's calls
 
     @property
     def connected(self) -> bool:
@@ -49,16 +54,38 @@ class Link:
         return self._client is not None and not dropped
 
     async def start(self) -> None:
-        """Connect; raise :class:`MCPConnectionError` if the server cannot be reached."""
-        self._task = asyncio.create_task(self._supervise())
+        """Connect; raise :class:`MCPConnectionError` if the server cannot be reached.
+
+        A link closed after a failed start can be started again: it gets fresh state.
+        """
+        self.arm()
         await self._ensure()
+
+    def arm(self) -> None:
+        """Start supervising the link without waiting for it (no-op if it is running).
+
+        The first call that needs the session connects it, or fails on its own.
+        """
+        if self._task is not None:
+            return
+        self._closing = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._waiters = []
+        self._last_error = None
+        self._dropped = None
+        self._task = asyncio.create_task(self._supervise())
 
     async def close(self) -> None:
         """End the session (stopping a stdio server process) and stop reconnecting."""
         self._closing.set()
         task, self._task = self._task, None
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
+        if task is None:
+            return
+        if self._client is None:
+            # Still connecting (maybe to a server that accepted and never answers):
+            # nothing to end gracefully, and waiting could take forever.
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
     async def list_tools(self) -> list[types.Tool]:
         """Every tool the server lists, all pages."""
@@ -83,17 +110,39 @@ class Link:
         )
         return result
 
-    async def _guard(self, request: Any, doing: str) -> Any:
+    async def _guard(self, request: Coroutine[Any, Any, Any], doing: str) -> Any:
+        calls = self._direct_calls
         try:
-            return await request
+            async with asyncio.timeout(self._call_timeout):
+                if calls is None:  # over streams: the session fails its requests when it ends
+                    return await request
+                # A direct (in-process) call has no stream whose end would fail it: run it
+                # as a task the session cancels when it ends (server or link closed).
+                call = asyncio.ensure_future(request)
+                calls.add(call)
+                call.add_done_callback(calls.discard)
+                try:
+                    return await call
+                except asyncio.CancelledError:
+                    current = asyncio.current_task()
+                    if current is not None and current.cancelling():
+                        raise  # our caller was cancelled, or the timeout fired
+                error: BaseException | None = None  # the session ended under the call
+        except TimeoutError:
+            raise MCPConnectionError(
+                f"{self.connection.describe()} did not answer within {self._call_timeout:g} s "
+                f"while {doing}"
+            ) from None
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
                 raise
-            error: BaseException = exc
+            error = exc
         except _LINK_ERRORS as exc:
             error = exc
+        why = self.connection.end_reason
         raise MCPConnectionError(
             f"lost the link to {self.connection.describe()} while {doing}"
+            + (f" ({why})" if why else "")
         ) from error
 
     async def _ensure(self) -> Client:
@@ -155,14 +204,34 @@ class Link:
         if direct is not None:
             # Same process: the SDK dispatches to the server's handlers directly.
             server, stopped = direct
-            async with Client(server, cache=None) as client:
-                await self._serve_calls(client, stopped)
+            self._direct_calls = calls = set[asyncio.Future[Any]]()
+            try:
+                async with asyncio.timeout(self._connect_timeout) as connecting:
+                    async with Client(server, cache=None) as client:
+                        connecting.reschedule(None)
+                        await self._serve_calls(client, stopped)
+            finally:
+                self._direct_calls = None
+                for call in calls:
+                    call.cancel()
             return
-        async with self.connection.open() as (read, write):
-            dropped = asyncio.Event()
-            transport = _Given((_Watched(read, dropped), write))
-            async with Client(transport, cache=None) as client:
-                await self._serve_calls(client, dropped)
+        # The deadline covers opening the link and the MCP handshake: a server that
+        # accepts and never answers must not hold the link in "connecting" forever.
+        try:
+            async with asyncio.timeout(self._connect_timeout) as connecting:
+                async with self.connection.open() as (read, write):
+                    dropped = asyncio.Event()
+                    transport = _Given((_Watched(read, dropped), write))
+                    async with Client(transport, cache=None) as client:
+                        connecting.reschedule(None)
+                        await self._serve_calls(client, dropped)
+        except TimeoutError:
+            if not connecting.expired():
+                raise
+            raise MCPConnectionError(
+                f"{self.connection.describe()} did not complete the MCP handshake "
+                f"within {self._connect_timeout:g} s"
+            ) from None
 
     async def _serve_calls(self, client: Client, dropped: asyncio.Event) -> None:
         """Publish ``client`` to callers until the link drops or the link is closed."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -21,6 +22,7 @@ from ._connections import (
     UnixSocketConnection,
     WebSocketConnection,
 )
+from ._connections._websocket import is_loopback
 from ._server import MCPServer
 from ._storage import FileStorage
 
@@ -41,11 +43,13 @@ def load_tools(spec: str) -> list[Tool]:
         raise UserError(f"tool spec {spec!r} must look like module:attribute or file.py:attribute")
     if where.endswith(".py"):
         path = Path(where)
-        loader = importlib.util.spec_from_file_location(path.stem, path)
+        # A name of its own: a tools file called json.py must not replace the stdlib's json.
+        name = f"heron_tools_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
+        loader = importlib.util.spec_from_file_location(name, path)
         if loader is None or loader.loader is None or not path.is_file():
             raise UserError(f"tool spec {spec!r}: no such file {path}")
         module = importlib.util.module_from_spec(loader)
-        sys.modules[path.stem] = module
+        sys.modules[name] = module  # before running it: dataclasses and pickling look it up
         loader.loader.exec_module(module)
     else:
         try:
@@ -83,25 +87,64 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-cert", help="PEM certificate, for WSS")
     serve.add_argument("--tls-key", help="PEM key of --tls-cert")
     serve.add_argument("--tls-ca", help="PEM CA: demand client certificates it signed")
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="accept WebSocket requests from this browser origin (repeatable; default: none)",
+    )
     return parser
 
 
 def _connection(args: argparse.Namespace) -> Connection:
+    websocket_only = {
+        "--tls-cert": args.tls_cert,
+        "--tls-key": args.tls_key,
+        "--tls-ca": args.tls_ca,
+        "--allow-origin": args.allow_origin,
+    }
+    if not args.websocket:
+        given = [flag for flag, value in websocket_only.items() if value]
+        if given:
+            raise UserError(f"{', '.join(given)} only apply to --websocket")
     if args.stdio:
         return StdioServerConnection()
     if args.unix:
         return UnixSocketConnection(mode="server", path=args.unix)
     host, sep, port = args.websocket.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not host or not port.isdigit():
         raise UserError(f"--websocket takes HOST:PORT, not {args.websocket!r}")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:9000
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise UserError("--tls-cert and --tls-key go together")
+    if args.tls_ca and not args.tls_cert:
+        raise UserError("--tls-ca needs --tls-cert and --tls-key (client certificates need TLS)")
     tls = None
-    if args.tls_cert or args.tls_key:
+    if args.tls_cert:
+        for flag, file in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+            if not Path(file).is_file():
+                raise UserError(f"{flag}: no such file {file}")
         tls = TLSFiles(cert=args.tls_cert, key=args.tls_key, ca=args.tls_ca)
     token = os.environ.get(TOKEN_ENV) or None
-    if token is None and host not in ("127.0.0.1", "localhost", "::1"):
-        # Whoever reaches the port could run every tool: beyond loopback, a token is a must.
-        raise UserError(f"--websocket on {host} needs a token: set {TOKEN_ENV}")
-    return WebSocketConnection(mode="server", host=host, port=int(port), token=token, tls=tls)
+    if not is_loopback(host):
+        if token is None:
+            # Whoever reaches the port could run every tool: beyond loopback, a token is a must.
+            raise UserError(f"--websocket on {host} needs a token: set {TOKEN_ENV}")
+        if tls is None:
+            print(
+                f"heron.mcp: warning: --websocket on {host} without TLS sends the token "
+                "in cleartext; give --tls-cert and --tls-key",
+                file=sys.stderr,
+            )
+    return WebSocketConnection(
+        mode="server",
+        host=host,
+        port=int(port),
+        token=token,
+        tls=tls,
+        allowed_origins=args.allow_origin,
+    )
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -137,4 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"heron.mcp: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a port in use, an unreadable certificate...: no traceback
+        print(f"heron.mcp: cannot serve: {exc}", file=sys.stderr)
+        return 1
     return 0

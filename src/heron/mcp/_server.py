@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -44,9 +45,23 @@ class MCPServer(Lifecycle):
             server.register_tool(read_file)
             await server.serve_forever()
 
+    Env ids separate state; they are **not access control**: any client that
+    can connect may name any env id and reach that environment's state. Keep
+    clients apart by who can connect (socket permissions, tokens, TLS), or
+    with one server per trust domain.
+
     ``storage`` defaults to a :class:`FileStorage` in a new folder under
     ``./data`` (created only when a tool first stores something); ``ids``
     builds each environment's :class:`IdGenerator` from its storage and env id.
+    The contexts of the ``max_environments`` most recently used environments
+    are kept; older ones are rebuilt when needed (state lives in storage).
+
+    A call to a tool the server does not have is an error *result* (not a
+    JSON-RPC error), naming the tools it does have, so that a model can pick
+    again. A tool registered after the server started shows in the next
+    ``tools/list``; no notification announces it (the server declares
+    ``listChanged: false``), so clients that cache listings see it when they
+    list again (:class:`MCPClient` does when asked for a tool it has not seen).
     """
 
     def __init__(
@@ -56,6 +71,7 @@ class MCPServer(Lifecycle):
         ids: IdGeneratorFactory | None = None,
         *,
         name: str = "heron",
+        max_environments: int = 1024,
     ) -> None:
         if not isinstance(connection, Connection):
             raise UserError(f"connection must be a heron.mcp Connection, not {connection!r}")
@@ -63,20 +79,26 @@ class MCPServer(Lifecycle):
         """Where the server listens."""
         self.storage: Storage = storage if storage is not None else FileStorage()
         """Tool state of every environment, each under its own key prefix."""
+        if not isinstance(max_environments, int) or max_environments < 1:
+            raise UserError(f"max_environments must be a positive int, not {max_environments!r}")
         self._ids = ids if ids is not None else IdGenerator
         self._tools: dict[str, Tool] = {}
-        self._contexts: dict[str, ToolContext] = {}
+        self._contexts: OrderedDict[str, ToolContext] = OrderedDict()
+        self._max_environments = max_environments
         self._started = False
         self._closed = asyncio.Event()
         self._lowlevel: Server[Any] = Server(
-            name, on_list_tools=self._list_tools, on_call_tool=self._call_tool
+            name,
+            version=_heron_version(),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
         )
 
     def register_tool(self, tool: Tool) -> None:
         """Serve ``tool``; a different tool with the same name is a :class:`UserError`.
 
         Tools registered after the server started are listed from the next
-        ``tools/list`` on.
+        ``tools/list`` on (no ``list_changed`` notification is sent).
         """
         if not isinstance(tool, Tool):
             hint = " (decorate functions with @tool)" if callable(tool) else ""
@@ -99,6 +121,10 @@ class MCPServer(Lifecycle):
             storage = ScopedStorage(self.storage, f"env/{quote(env_id, safe='')}/")
             found = ToolContext(env_id=env_id, storage=storage, ids=self._ids(storage, env_id))
             self._contexts[env_id] = found
+            if len(self._contexts) > self._max_environments:
+                self._contexts.popitem(last=False)  # any client may invent env ids: stay bounded
+        else:
+            self._contexts.move_to_end(env_id)
         return found
 
     async def start(self) -> None:
@@ -157,3 +183,10 @@ class MCPServer(Lifecycle):
 
     def __repr__(self) -> str:
         return f"<MCPServer on {self.connection.describe()}, {len(self._tools)} tools>"
+
+
+def _heron_version() -> str:
+    """Heron's version, announced as the MCP server's version."""
+    from .. import __version__  # the package is fully imported by the time a server exists
+
+    return __version__

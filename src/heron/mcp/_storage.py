@@ -21,10 +21,12 @@ _MAX_NAME = 240
 class FileStorage(Storage):
     """A :class:`Storage` keeping one file per key in a folder; survives restarts.
 
-    Writes are atomic: a value is written to a temporary file in the same
-    folder, flushed to disk, then renamed over the old one, so a crash never
-    leaves half a value. ``path`` defaults to a new randomly named folder
-    under ``./data``; the folder is created on the first write.
+    Writes are atomic and durable: a value is written to a temporary file in
+    the same folder, flushed to disk, renamed over the old one, and the
+    folder itself is flushed, so a crash never leaves half a value nor loses
+    a completed write. ``path`` defaults to a new randomly named folder under
+    ``./data``; the folder is created on the first write, readable by its
+    owner only (tool state may hold secrets).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -82,7 +84,7 @@ def _read(file: Path) -> str | None:
 
 
 def _write_atomic(file: Path, value: str) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
+    file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -93,6 +95,12 @@ def _write_atomic(file: Path, value: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    # The rename lives in the folder: flush it too, or a crash may undo the write.
+    folder = os.open(file.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 class ScopedStorage(Storage):

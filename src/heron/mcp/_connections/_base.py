@@ -17,6 +17,7 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 __all__ = [
+    "TOO_BIG",
     "Connection",
     "SessionHandler",
     "SessionStreams",
@@ -33,6 +34,7 @@ SessionHandler = Callable[
 
 # Tool results may carry images: allow large frames, but not unbounded ones.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+TOO_BIG = f"a message exceeded the {MAX_MESSAGE_BYTES // (1024 * 1024)} MB limit"
 
 
 class Connection(ABC):
@@ -48,6 +50,8 @@ class Connection(ABC):
     """Whether a client keeps trying to reconnect in the background after the link drops."""
     reconnect_delay: float = 0.5
     """Seconds between reconnection attempts."""
+    end_reason: str | None = None
+    """Why the client's last session ended, when the transport knows (a message too big)."""
 
     async def listen(self, serve: SessionHandler) -> None:
         """Start accepting sessions, each served by ``serve``; return once listening."""

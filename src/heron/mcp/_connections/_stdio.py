@@ -66,8 +66,12 @@ class StdioConnection(Connection):
             yield streams
 
     def describe(self) -> str:
-        """``stdio server COMMAND ARGS``."""
-        return " ".join(["stdio server", self.command, *self.args])
+        """``stdio server NAME``: the program's name only.
+
+        Arguments often carry secrets (``--api-key ...``), and this text ends up
+        in errors an agent shows its model.
+        """
+        return f"stdio server {Path(self.command).name}"
 
 
 class StdioServerConnection(Connection):

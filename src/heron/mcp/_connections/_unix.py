@@ -12,7 +12,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
-from ._base import MAX_MESSAGE_BYTES, Connection, SessionHandler, SessionStreams, message_streams
+from ._base import (
+    MAX_MESSAGE_BYTES,
+    TOO_BIG,
+    Connection,
+    SessionHandler,
+    SessionStreams,
+    message_streams,
+)
 
 __all__ = ["UnixSocketConnection"]
 
@@ -64,7 +71,7 @@ class UnixSocketConnection(Connection):
             assert task is not None
             self._sessions.add(task)
             try:
-                async with _line_streams(reader, writer) as (read, write):
+                async with _line_streams(reader, writer, None) as (read, write):
                     await serve(read, write)
             except asyncio.CancelledError:
                 # Only stop_listening() cancels a session, and asyncio would log the
@@ -111,9 +118,10 @@ class UnixSocketConnection(Connection):
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[SessionStreams]:
+        self.end_reason = None
         reader, writer = await asyncio.open_unix_connection(str(self.path), limit=MAX_MESSAGE_BYTES)
         try:
-            async with _line_streams(reader, writer) as streams:
+            async with _line_streams(reader, writer, self) as streams:
                 yield streams
         finally:
             writer.close()
@@ -126,10 +134,15 @@ class UnixSocketConnection(Connection):
 
 
 def _line_streams(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: Connection | None
 ) -> AbstractAsyncContextManager[SessionStreams]:
     async def receive() -> bytes | None:
-        line = await reader.readline()
+        try:
+            line = await reader.readline()
+        except ValueError:  # a line longer than the reader's limit: the link cannot go on
+            if client is not None:
+                client.end_reason = TOO_BIG
+            return None
         return line or None
 
     async def send(text: str) -> None:

@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
+from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
 from .._errors import MCPConnectionError
-from ._base import MAX_MESSAGE_BYTES, Connection, SessionHandler, SessionStreams, message_streams
+from ._base import (
+    MAX_MESSAGE_BYTES,
+    TOO_BIG,
+    Connection,
+    SessionHandler,
+    SessionStreams,
+    message_streams,
+)
 
-__all__ = ["TLSFiles", "WebSocketConnection"]
+__all__ = ["TLSFiles", "WebSocketConnection", "is_loopback"]
 
 SUBPROTOCOL = "mcp"
 
@@ -66,7 +76,11 @@ class WebSocketConnection(Connection):
 
     When ``token`` is set the server refuses (HTTP 401) any client that does
     not present it, compared in constant time; the client sends it as a
-    bearer token. ``tls`` turns on WSS. A client reconnects on its own, every
+    bearer token. ``tls`` turns on WSS. The server refuses (HTTP 403) every
+    request carrying an ``Origin`` header not in ``allowed_origins``:
+    browsers let any web page open a WebSocket to a local port, and they
+    always send ``Origin``, while MCP clients send none. A server listening
+    beyond loopback needs a token. A client reconnects on its own, every
     ``reconnect_delay`` seconds, after the server goes away::
 
         WebSocketConnection(mode="server", host="127.0.0.1", port=9257, token=secret)
@@ -87,6 +101,7 @@ class WebSocketConnection(Connection):
         url: str | None = None,
         token: str | None = None,
         tls: TLSFiles | None = None,
+        allowed_origins: Sequence[str] = (),
         reconnect_delay: float = 0.5,
     ) -> None:
         if mode not in ("server", "client"):
@@ -103,10 +118,15 @@ class WebSocketConnection(Connection):
             raise ValueError("token must be a non-empty string, or None for no token")
         if not reconnect_delay > 0:
             raise ValueError(f"reconnect_delay must be a positive number, not {reconnect_delay!r}")
+        if isinstance(allowed_origins, str):
+            raise ValueError("allowed_origins must be a list of origins, even of one")
+        if mode == "server" and token is None and not is_loopback(host):
+            # Whoever reaches the port could run every tool.
+            raise ValueError(f"a WebSocket server on {host} (beyond loopback) needs a token")
         self.mode: Literal["server", "client"] = mode
         """Which side of the link this connection is."""
-        self.host = host
-        """Interface the server listens on."""
+        self.host = host.removeprefix("[").removesuffix("]")
+        """Interface the server listens on (an IPv6 address without brackets)."""
         self.port = port
         """Port the server listens on (the real one once listening, when 0 was asked)."""
         self._url = url
@@ -114,6 +134,8 @@ class WebSocketConnection(Connection):
         """Shared secret the client must present, if any."""
         self.tls = tls
         """TLS files for WSS, if any."""
+        self.allowed_origins = frozenset(allowed_origins)
+        """Browser origins (``https://app.example``) the server accepts requests from."""
         self.reconnect_delay = reconnect_delay
         self._server: Server | None = None
 
@@ -123,7 +145,8 @@ class WebSocketConnection(Connection):
         if self._url is not None:
             return self._url
         scheme = "wss" if self.tls is not None else "ws"
-        return f"{scheme}://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
 
     async def listen(self, serve_session: SessionHandler) -> None:
         """Listen on ``host:port`` and serve every client that presents the token."""
@@ -133,7 +156,18 @@ class WebSocketConnection(Connection):
             raise RuntimeError(f"already listening on {self.describe()}")
         expected = None if self.token is None else self.token.encode()
 
-        def check_token(connection: ServerConnection, request: Request) -> Response | None:
+        def check_request(connection: ServerConnection, request: Request) -> Response | None:
+            offered = request.headers.get_all("Sec-WebSocket-Protocol")
+            if SUBPROTOCOL not in {p.strip() for line in offered for p in line.split(",")}:
+                return connection.respond(
+                    HTTPStatus.BAD_REQUEST,
+                    f"an MCP client must offer the WebSocket subprotocol {SUBPROTOCOL!r} "
+                    f"(Sec-WebSocket-Protocol: {SUBPROTOCOL})\n",
+                )
+            origin = request.headers.get("Origin")
+            if origin is not None and origin not in self.allowed_origins:
+                # A browser page (any site) opening a socket to us: never let it run tools.
+                return connection.respond(HTTPStatus.FORBIDDEN, f"origin {origin} not allowed\n")
             if expected is None:
                 return None
             given = request.headers.get("Authorization", "")
@@ -144,14 +178,14 @@ class WebSocketConnection(Connection):
             return connection.respond(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
 
         async def accepted(websocket: ServerConnection) -> None:
-            async with _frame_streams(websocket) as (read, write):
+            async with _frame_streams(websocket, None) as (read, write):
                 await serve_session(read, write)
 
         self._server = await serve(
             accepted,
             self.host,
             self.port,
-            process_request=check_token,
+            process_request=check_request,
             subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
             ssl=self.tls.server_context() if self.tls is not None else None,
             max_size=MAX_MESSAGE_BYTES,
@@ -176,6 +210,7 @@ class WebSocketConnection(Connection):
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[SessionStreams]:
         headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
+        self.end_reason = None
         try:
             websocket = await ws_connect(
                 self.url,
@@ -192,27 +227,62 @@ class WebSocketConnection(Connection):
                 raise MCPConnectionError(
                     f"{self.describe()} refused the connection: missing or wrong token"
                 ) from None
+            if status == HTTPStatus.FORBIDDEN:
+                raise MCPConnectionError(
+                    f"{self.describe()} refused the connection: origin not allowed"
+                ) from None
+            body = exc.response.body.decode(errors="replace").strip()[:200]
             raise MCPConnectionError(
                 f"{self.describe()} refused the connection: HTTP {status}"
+                + (f": {body}" if body else "")
             ) from None
+        except InvalidMessage:
+            if self.url.startswith("wss://") and (self.tls is None or self.tls.cert is None):
+                # A server demanding client certificates drops the link mid-handshake.
+                raise MCPConnectionError(
+                    f"{self.describe()} closed the connection during the handshake: it may "
+                    "require a client certificate (TLSFiles(cert=..., key=...))"
+                ) from None
+            raise
         try:
-            async with _frame_streams(websocket) as streams:
+            async with _frame_streams(websocket, self) as streams:
                 yield streams
         finally:
             await websocket.close()
 
     def describe(self) -> str:
-        """``websocket URL``."""
-        return f"websocket {self.url}"
+        """``websocket URL``, without any user, password or query string in it.
+
+        This text ends up in errors an agent shows its model.
+        """
+        parts = urlsplit(self.url)
+        host = parts.netloc.rpartition("@")[2]
+        return f"websocket {urlunsplit((parts.scheme, host, parts.path, '', ''))}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is loopback."""
+    host = host.removeprefix("[").removesuffix("]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _frame_streams(
-    websocket: ServerConnection | ClientConnection,
+    websocket: ServerConnection | ClientConnection, client: Connection | None
 ) -> AbstractAsyncContextManager[SessionStreams]:
     async def receive() -> str | bytes | None:
         try:
             return await websocket.recv()
-        except ConnectionClosed:
+        except ConnectionClosed as exc:
+            if client is not None:
+                if exc.sent is not None and exc.sent.code == CloseCode.MESSAGE_TOO_BIG:
+                    client.end_reason = TOO_BIG
+                elif exc.rcvd is not None and exc.rcvd.code == CloseCode.MESSAGE_TOO_BIG:
+                    client.end_reason = f"the server refused it: {TOO_BIG}"
             return None
 
     async def send(text: str) -> None:

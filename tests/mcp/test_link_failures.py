@@ -228,3 +228,18 @@ async def test_call_timeout_bounds_calls_to_a_frozen_server_process(
             os.kill(server.proc.pid, signal.SIGCONT)
         # Its late answer to the abandoned call is ignored; the link carries on.
         assert (await client.call_tool("echo", {"text": "thawed"})).text == "thawed"
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"ids": OutputFilter(["x"])}, "ids must be a heron IdGenerator"),
+        ({"storage": {}}, "storage must be a heron Storage"),
+        ({"output_filter": ["secret"]}, "output_filter must be an OutputFilter"),
+    ],
+)
+def test_client_options_of_the_wrong_kind_are_refused(
+    option: dict[str, object], message: str
+) -> None:
+    with pytest.raises(UserError, match=message):
+        MCPClient("env", InProcessConnection(), **option)  # type: ignore[arg-type]

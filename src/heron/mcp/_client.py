@@ -83,6 +83,10 @@ class MCPClient(ToolClient, Lifecycle):
             raise UserError("the same connection is listed twice")
         if output_filter is not None and not isinstance(output_filter, OutputFilter):
             raise UserError(f"output_filter must be an OutputFilter, not {output_filter!r}")
+        if storage is not None and not isinstance(storage, Storage):
+            raise UserError(f"storage must be a heron Storage, not {type(storage).__name__}")
+        if ids is not None and not isinstance(ids, IdGenerator):
+            raise UserError(f"ids must be a heron IdGenerator, not {type(ids).__name__}")
         if not connect_timeout > 0:
             raise UserError(f"connect_timeout must be positive, not {connect_timeout!r}")
         if call_timeout is not None and not call_timeout > 0:

@@ -312,3 +312,20 @@ def test_routing_is_on_for_small_models_only(tmp_path: Path) -> None:
 )
 def test_repeating_spots_token_loops(tokens: list[int], looping: bool) -> None:
     assert _repeating(tokens) is looping
+
+
+@pytest.mark.slow
+async def test_a_routed_model_answers_once_its_tool_has_answered(provider: LocalProvider) -> None:
+    # Left to choose after a tool result, the tiny model calls again and again
+    # until max_turns with this history (a question asked before and not
+    # answered); routed, it is asked for the answer with no tools on offer.
+    earlier = [
+        Message.user("What time is it in UTC?"),
+        Message.assistant("(The user cancelled this answer.)"),
+    ]
+    state = SimpleAgent(provider=provider).state()
+    state["messages"] = state["messages_full"] = [m.to_dict() for m in earlier]
+    agent = SimpleAgent(provider=provider, tools=[get_current_time], state=state, max_turns=4)
+    result = await agent.run("What time is it in UTC?")
+    assert (result.turns, len(result.tool_calls), result.stop_reason) == (2, 1, "end_turn")
+    assert result.reply.strip()

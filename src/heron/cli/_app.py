@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import __version__
-from .._core import HeronError, Message, UserError
+from .._core import HeronError, UserError
 from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
@@ -60,10 +60,6 @@ StateOption = Annotated[
 MaxTurnsOption = Annotated[
     int, typer.Option("--max-turns", min=1, help="Model turns allowed per prompt.")
 ]
-
-
-CANCELLED_NOTE = "(The user cancelled this answer.)"
-"""What the conversation records in place of an answer cancelled with Ctrl-C."""
 
 
 def _version(value: bool) -> None:
@@ -156,17 +152,19 @@ def _build(
     )
 
 
-def _mark_cancelled(agent: SimpleAgent, instruction: str, max_turns: int) -> SimpleAgent:
-    """The agent again, its conversation noting that the last answer was cancelled.
+def _taken_back(
+    agent: SimpleAgent, before: dict[str, Any], instruction: str, max_turns: int
+) -> SimpleAgent:
+    """The agent as it was before a cancelled prompt: Ctrl-C takes the question back.
 
-    Without the note the next prompt would follow an unanswered one, and the
-    model would answer the cancelled prompt instead.
+    Keeping an unanswered prompt (or a note standing in for its answer) leads a
+    small model to answer the cancelled prompt next, or to repeat the note.
+    The lifetime token counts keep what the cancelled answer cost.
     """
-    state = agent.state()
-    note = Message.assistant(CANCELLED_NOTE).to_dict()
-    state["messages"].append(note)
-    state["messages_full"].append(note)
-    return _build(agent.provider, instruction, state, max_turns)
+    spent = agent.state()
+    for key in ("input_tokens", "output_tokens", "requests"):
+        before[key] = spent[key]
+    return _build(agent.provider, instruction, before, max_turns)
 
 
 async def _answer(
@@ -219,8 +217,11 @@ def chat(
     state: StateOption = None,
     max_turns: MaxTurnsOption = DEFAULT_MAX_TURNS,
 ) -> None:
-    """Talk with an agent; it keeps the conversation. Ctrl-C cancels the current
-    answer; Ctrl-D, Ctrl-C at the prompt, or /exit ends the session."""
+    """Talk with an agent; it keeps the conversation.
+
+    Ctrl-C cancels the current answer and takes its question back; Ctrl-D,
+    Ctrl-C at the prompt, or /exit ends the session.
+    """
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 - line editing and history for input()
     console = Console(highlight=False)
@@ -240,11 +241,12 @@ def chat(
                 if not prompt.strip():
                     continue
                 view = LiveView(console)
+                before = agent.state()
                 try:
                     result = runner.run(_answer(agent, prompt, view, close=False))
                 except KeyboardInterrupt:
                     view.note("(cancelled)", "yellow")
-                    agent = _mark_cancelled(agent, instruction, max_turns)
+                    agent = _taken_back(agent, before, instruction, max_turns)
                     continue
                 except HeronError as exc:
                     view.note("", None)

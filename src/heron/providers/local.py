@@ -120,7 +120,9 @@ class LocalProvider(Provider):
     rarely choose a tool by themselves, so with ``route_tools`` (default: on for
     models under a billion parameters) a user message that names what a tool does
     (a word of its name, or two of its description) gets a call to that tool as
-    its first reply; after a tool result the model chooses freely. Output that
+    its first reply, and once tools have answered the model is asked for its
+    answer with no tools on offer (left to choose, such a model calls the same
+    tool again and again). Without routing the model chooses freely. Output that
     falls into a loop (the same run of tokens over and over) is cut short.
 
     The model is loaded on first use and shared by every provider on the same
@@ -332,6 +334,11 @@ class _Generation:
         self.provider, self.model, self.tools = provider, model, tools
         self.sink, self.stop = sink, stop
         self.messages = messages
+        # A routed (small) model does not choose tools well: once a tool has
+        # answered, it is asked for the answer, with no tools on offer.
+        answered = bool(messages) and messages[-1].role == "tool"
+        self.answer_only = provider.route_tools and answered
+        self.offered = [] if self.answer_only else tools
         self.output_tokens = 0
         self.thinking: list[str] = []
         self.text: list[str] = []
@@ -379,10 +386,10 @@ class _Generation:
         """
         if not self.model.plain_roles:
             try:
-                return self._format(template_messages(self.messages, self.tools))
+                return self._format(template_messages(self.messages, self.offered))
             except Exception:  # jinja's TemplateError or the template's raise_exception
                 self.model.plain_roles = True
-        return self._format(template_messages(self.messages, self.tools, plain=True))
+        return self._format(template_messages(self.messages, self.offered, plain=True))
 
     def _format(self, messages: list[dict[str, str]]) -> str:
         return str(self.model.formatter(messages=messages).prompt)
@@ -455,6 +462,8 @@ class _Generation:
                 for token, delta in self._tokens(prompt + generated):
                     generated.append(token)
                     self._release(splitter.feed(delta))
+                    if splitter.in_call and self.answer_only:
+                        break  # it imitates the calls in its history: the answer ends here
                     if splitter.in_call:
                         opened = llm.detokenize(generated, special=True).decode(
                             "utf-8", errors="replace"

@@ -182,10 +182,15 @@ class LocalProvider(Provider):
         self.think_effort = think_effort
         template = metadata.get("tokenizer.chat_template")
         self._template = template if isinstance(template, str) and template else _CHATML
-        self.model_name = str(metadata.get("general.name") or self.model_path.stem)
-        """The model's name from its metadata."""
-        self.model = self.model_name
-        """The model's name (as :attr:`model_name`), recorded on every run's result."""
+        self.model = str(metadata.get("general.name") or self.model_path.stem)
+        """The model's name from its metadata, recorded on every run's result."""
+        # All static: the file's metadata and the settings above.
+        self._capabilities = Capabilities(
+            supports_tools=True,
+            supports_images=False,
+            supports_thinking="<think>" in self._template,
+            context_window=self.n_ctx,
+        )
 
     def think_limit(self) -> int | None:
         """Tokens a reasoning model may spend in its ``<think>`` block (None: no limit).
@@ -203,12 +208,7 @@ class LocalProvider(Provider):
     @property
     def capabilities(self) -> Capabilities:
         """Tools yes, images no; thinking if the chat template knows ``<think>``."""
-        return Capabilities(
-            supports_tools=True,
-            supports_images=False,
-            supports_thinking="<think>" in self._template,
-            context_window=self.n_ctx,
-        )
+        return self._capabilities
 
     # -- loading ---------------------------------------------------------------
 

@@ -36,7 +36,7 @@ from ._compaction import memory_block
 from ._conversation import Conversation
 from ._output import InvalidOutput, OutputSpec
 from ._roles import ImageDescriber
-from ._team import CallScope, current_scope
+from ._team import CallScope, current_scope, ended
 
 __all__ = ["LoopAgent", "Run", "ToolCallHook", "ToolResultHook"]
 
@@ -129,12 +129,8 @@ class Run:
             await self._echo(prompt)
             while not await self.step():
                 pass
-        except asyncio.CancelledError:
-            result.stop_reason = "cancelled"
-            raise
         except BaseException as exc:
-            result.stop_reason = "error"
-            result.error = f"{type(exc).__name__}: {exc}"
+            ended(result, exc)
             if isinstance(exc, RunError) and exc.result is None:
                 exc.result = result
             raise

@@ -189,7 +189,7 @@ def start_worker(
 
 
 def ended(result: RunResult[Any], exc: BaseException | None) -> None:
-    """Mark a run that stopped before its loop began: cancelled, or failed with ``exc``."""
+    """Mark a run ended by ``exc`` (``None``: it never began): cancelled, or failed with it."""
     if exc is None or isinstance(exc, asyncio.CancelledError):
         result.stop_reason = "cancelled"
     else:

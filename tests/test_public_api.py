@@ -16,14 +16,16 @@ import heron.tools
 PUBLIC_MODULES = [heron, heron.agents, heron.mcp, heron.providers, heron.testing, heron.tools]
 
 EXPECTED = {
-    "AgentOptions", "AgentState", "AgentStream", "AgentTool", "BaseAgent", "Capabilities",
+    "AgentOptions", "AgentRun", "AgentState", "AgentStream", "AgentTool", "BaseAgent",
+    "Capabilities",
     "ChatResponse", "ChunkCallback", "DelegationFuture", "FinishReason", "FunctionTool",
     "HeronError", "IdGenerator", "ImagePart", "LocalToolClient", "MemoryStorage", "Message",
     "Network", "OutputValidationError", "Part", "Pipeline", "Provider", "ProviderError", "Role",
     "Route", "Router", "RunError", "RunResult", "ScriptExhaustedError", "SimpleAgent", "Skill",
     "StopReason", "Storage", "StreamChunk", "TeamResult", "TeamStopReason", "TextPart", "Tool",
     "ToolCall", "ToolCallHook", "ToolCallRecord", "ToolClient", "ToolContext", "ToolError",
-    "ToolResult", "ToolResultHook", "ToolSchema", "Usage", "UserError", "gather_delegations",
+    "ToolResult", "ToolResultHook", "ToolSchema", "Turn", "Usage", "UserError",
+    "gather_delegations",
     "resolve_think_effort", "think_budget", "tool", "__version__",
 }  # fmt: skip
 

@@ -40,6 +40,7 @@ from ._core import (
 )
 from .agents import (
     AgentOptions,
+    AgentRun,
     AgentState,
     AgentStream,
     AgentTool,
@@ -57,6 +58,7 @@ from .agents import (
     ToolCallHook,
     ToolCallRecord,
     ToolResultHook,
+    Turn,
     gather_delegations,
 )
 from .providers import Provider, resolve_think_effort, think_budget
@@ -81,6 +83,7 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was ne
 
 __all__ = [
     "AgentOptions",
+    "AgentRun",
     "AgentState",
     "AgentStream",
     "AgentTool",
@@ -127,6 +130,7 @@ __all__ = [
     "ToolResult",
     "ToolResultHook",
     "ToolSchema",
+    "Turn",
     "Usage",
     "UserError",
     "__version__",

@@ -3,6 +3,7 @@
 from .._core.result import RunResult, StopReason, ToolCallRecord
 from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
 from ._delegation import AgentTool, DelegationFuture, gather_delegations
+from ._iter import AgentRun, Turn
 from ._network import DEFAULT_MAX_STEPS, DONE, Network, Route, Router
 from ._pipeline import Pipeline, TeamResult, TeamStopReason
 from ._roles import AgentProviders, ImageDescriber, ProviderRole, ProvidersInput, resolve_providers
@@ -17,6 +18,7 @@ __all__ = [
     "STATE_VERSION",
     "AgentOptions",
     "AgentProviders",
+    "AgentRun",
     "AgentState",
     "AgentStream",
     "AgentTool",
@@ -37,6 +39,7 @@ __all__ = [
     "ToolCallHook",
     "ToolCallRecord",
     "ToolResultHook",
+    "Turn",
     "gather_delegations",
     "resolve_providers",
 ]

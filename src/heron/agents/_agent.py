@@ -26,6 +26,7 @@ from ..tools import (
 )
 from ._conversation import Conversation
 from ._delegation import AgentTool, DelegationFuture
+from ._iter import AgentRun
 from ._output import OutputSpec
 from ._roles import ImageDescriber, ProvidersInput, resolve_providers
 from ._run import Run, ToolCallHook, ToolResultHook, system_text
@@ -235,6 +236,28 @@ class BaseAgent:
         message, spec = self._prepare(prompt, output_type)
         return await self._execute(message, on_chunk, spec, RunResult(agent_name=self.name))
 
+    def iter(
+        self,
+        prompt: str | Message,
+        on_chunk: ChunkCallback | None = None,
+        *,
+        output_type: Any = None,
+    ) -> AgentRun:
+        """Drive a run turn by turn: ``async with agent.iter(prompt) as run``.
+
+        Iterating the run takes one model turn (and its tool calls) per step and
+        yields a :class:`Turn`; between turns the caller may :meth:`AgentRun.add`
+        a message or stop early (the run then ends ``cancelled``). Arguments are
+        those of :meth:`run`; ``run.result`` is the :class:`RunResult`::
+
+            async with agent.iter("Plan the trip") as run:
+                async for turn in run:
+                    print(turn.index, turn.message.text)
+            print(run.result.reply)
+        """
+        message, spec = self._prepare(prompt, output_type)
+        return AgentRun(self._running(on_chunk, spec, RunResult(agent_name=self.name)), message)
+
     def _prepare(self, prompt: object, output_type: Any) -> tuple[Message, OutputSpec | None]:
         """Check a run's arguments before anything happens."""
         if not isinstance(prompt, str | Message):
@@ -274,6 +297,19 @@ class BaseAgent:
         only) and leaves the agent's own untouched, its tokens counted in
         :attr:`usage` all the same.
         """
+        async with self._running(on_chunk, spec, result, fresh=fresh) as run:
+            return await run.execute(message)
+
+    @contextlib.asynccontextmanager
+    async def _running(
+        self,
+        on_chunk: ChunkCallback | None,
+        spec: OutputSpec | None,
+        result: RunResult[Any],
+        *,
+        fresh: bool = False,
+    ) -> AsyncIterator[Run]:
+        """Hold this agent's turn (queueing behind a run in progress) for one :class:`Run`."""
         chain = _RUNNING.get()
         lock = self._enter()
         try:
@@ -281,7 +317,7 @@ class BaseAgent:
                 token = _RUNNING.set((*chain, self))
                 conversation = Conversation(AgentState()) if fresh else self._conversation
                 try:
-                    run = Run(
+                    yield Run(
                         self,
                         conversation,
                         base_prompt=self._base_prompt,
@@ -289,7 +325,6 @@ class BaseAgent:
                         spec=spec,
                         result=result,
                     )
-                    return await run.execute(message)
                 finally:
                     if fresh:
                         own = self._conversation

@@ -99,6 +99,7 @@ class Run:
         self._tools: list[ToolSchema] = []
         self._tool_names: frozenset[str] = frozenset()
         self._retries_left = agent.output_retries
+        self._started = time.perf_counter()
         # The agents of this run's delegation tree by name, shared with its workers.
         parent = current_scope()
         self._names: dict[str, object] = parent.names if parent is not None else {}
@@ -118,7 +119,20 @@ class Run:
 
     async def execute(self, prompt: Message) -> RunResult[Any]:
         """Run the loop for ``prompt``; the result is also left on ``agent.last_result``."""
-        started = time.perf_counter()
+        await self.start(prompt)
+        try:
+            while not await self.step():
+                pass
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        finally:
+            self.close()
+        return self.result
+
+    async def start(self, prompt: Message) -> None:
+        """Begin the run: list the tools, then append and echo ``prompt``."""
+        self._started = time.perf_counter()
         result = self.result
         provider = self.agent.provider
         result.provider, result.model = provider.name, provider.model
@@ -127,17 +141,26 @@ class Run:
             self._tool_names = frozenset(t.name for t in self._tools)
             self.conversation.begin(prompt, result)
             await self._echo(prompt)
-            while not await self.step():
-                pass
         except BaseException as exc:
-            ended(result, exc)
-            if isinstance(exc, RunError) and exc.result is None:
-                exc.result = result
+            self.fail(exc)
+            self.close()
             raise
-        finally:
-            result.duration = time.perf_counter() - started
-            self.agent.last_result = result
-        return result
+
+    async def add(self, message: Message) -> None:
+        """Append a user ``message`` between turns: the model reads it next turn."""
+        self.conversation.append(message, self.result)
+        await self._echo(message)
+
+    def fail(self, exc: BaseException) -> None:
+        """Record that ``exc`` ended the run (cancelled, or failed with it)."""
+        ended(self.result, exc)
+        if isinstance(exc, RunError) and exc.result is None:
+            exc.result = self.result
+
+    def close(self) -> None:
+        """Stamp the run's duration and leave its result on ``agent.last_result``."""
+        self.result.duration = time.perf_counter() - self._started
+        self.agent.last_result = self.result
 
     async def _echo(self, message: Message) -> None:
         if self.on_chunk is not None:

@@ -433,3 +433,15 @@ async def test_a_callable_step_may_return_an_exception_class() -> None:
     provider = ScriptedProvider([lambda messages: PermissionError])
     with pytest.raises(PermissionError):
         await provider.chat(HELLO)
+
+
+async def test_by_history_picks_the_step_from_the_conversation_not_the_call_count() -> None:
+    provider = ScriptedProvider(["first", "second", "third"], by_history=True)
+    fresh = await provider.chat([Message.user("hi")])
+    resumed = await provider.chat(
+        [Message.user("hi"), Message.assistant("first"), Message.user("more")]
+    )
+    again = await provider.chat([Message.user("another conversation")])
+    assert [fresh.content, resumed.content, again.content] == ["first", "second", "first"]
+    with pytest.raises(ScriptExhaustedError, match="request 4 asked"):
+        await provider.chat([Message.user("x")] + [Message.assistant("a")] * 3)

@@ -94,6 +94,12 @@ class ScriptedProvider(Provider):
     - an exception instance (or class): raised by ``chat``;
     - a callable taking the messages and returning (or awaiting to) a step.
 
+    With ``by_history=True`` the step is chosen by the number of assistant
+    messages already in the conversation sent, not by how many calls this
+    object has answered: one instance then serves any number of
+    conversations, and a conversation resumed from saved state (after a
+    restart, in another process) continues its script where it was.
+
     Every request is recorded in :attr:`requests`; token counts are estimated
     from the text. Running out of steps raises :class:`ScriptExhaustedError`::
 
@@ -108,11 +114,13 @@ class ScriptedProvider(Provider):
         *,
         capabilities: Capabilities | None = None,
         model: str | None = None,
+        by_history: bool = False,
     ) -> None:
         self.model = model
         """The model name to report (none by default)."""
         self._steps = list(steps)
         self._next = 0
+        self._by_history = by_history
         self._last_id = 0
         self._capabilities = capabilities or Capabilities(
             supports_tools=True, supports_images=True, supports_thinking=True
@@ -139,10 +147,13 @@ class ScriptedProvider(Provider):
     ) -> ChatResponse:
         """Play the next step of the script."""
         self.requests.append(ScriptedRequest(messages=tuple(messages), tools=tuple(tools or ())))
+        if self._by_history:
+            self._next = sum(1 for m in messages if m.role == "assistant")
         if self._next >= len(self._steps):
+            asked = self._next + 1 if self._by_history else len(self.requests)
             raise ScriptExhaustedError(
                 f"ScriptedProvider ran out of steps: the script has {len(self._steps)}, "
-                f"and request {len(self.requests)} asked for another"
+                f"and request {asked} asked for another"
             )
         step: Any = self._steps[self._next]
         self._next += 1

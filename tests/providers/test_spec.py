@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from heron import SimpleAgent, ToolCall, UserError
+from heron import ProviderError, SimpleAgent, ToolCall, UserError
 from heron.providers import (
     PROVIDER_KINDS,
     LocalProvider,
@@ -77,6 +77,15 @@ class TestLoadScript:
         assert load_script(str(path)) == ["hi"]
         monkeypatch.setenv("HOME", str(tmp_path))
         assert load_script(f"~/{path.name}") == ["hi"]
+
+    def test_an_error_step_fails_that_turn_with_a_provider_error(self, write: Any) -> None:
+        (step,) = load_script(write([{"error": "overloaded", "status": 529}]))
+        assert isinstance(step, ProviderError)
+        assert (step.message, step.status, step.provider) == ("overloaded", 529, "scripted")
+        with pytest.raises(UserError, match="unknown keys beside 'error': text"):
+            load_script(write([{"error": "x", "text": "y"}]))
+        with pytest.raises(UserError, match="'status' a whole number"):
+            load_script(write([{"error": "x", "status": "500"}]))
 
     def test_an_empty_script_is_allowed(self, write: Any) -> None:
         assert load_script(write([])) == []

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._core import ToolCall, UserError
+from .._core import ProviderError, ToolCall, UserError
 from ._base import Provider
 from .scripted import Reply, ScriptedProvider, Step
 
@@ -115,12 +115,25 @@ def default_provider() -> Provider:
         raise UserError(f"HERON_PROVIDER={spec}: {exc}") from None
 
 
+def _error_step(where: str, raw: dict[str, Any]) -> Step:
+    """``{"error": message, "status": 503}``: the provider fails this turn."""
+    unknown = set(raw) - {"error", "status"}
+    if unknown:
+        raise UserError(f"{where}: unknown keys beside 'error': {', '.join(sorted(unknown))}")
+    message, status = raw["error"], raw.get("status")
+    if not isinstance(message, str) or not (status is None or type(status) is int):
+        raise UserError(f"{where}: 'error' must be a string and 'status' a whole number")
+    return ProviderError(message, status=status, provider="scripted")
+
+
 def _step(index: int, raw: Any) -> Step:
     where = f"step {index}"
     if isinstance(raw, str):
         return raw
     if not isinstance(raw, dict):
         raise UserError(f"{where}: expected a string or an object, got {type(raw).__name__}")
+    if "error" in raw:
+        return _error_step(where, raw)
     unknown = set(raw) - {"text", "tool_calls", "thinking", "delay"}
     if unknown:
         raise UserError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
@@ -154,7 +167,8 @@ def load_script(path: str | os.PathLike[str]) -> list[Step]:
 
     The file holds a list of steps, one per model turn: a string (the reply),
     or ``{"text": ..., "tool_calls": [{"name": ..., "arguments": {...}}],
-    "thinking": ..., "delay": seconds}``.
+    "thinking": ..., "delay": seconds}``, or ``{"error": message, "status": 503}``
+    for a turn on which the provider fails (a :class:`~heron.ProviderError`).
     """
     file = Path(path).expanduser()
     try:

@@ -313,7 +313,7 @@ class Run:
     ) -> None:
         started = time.perf_counter()
         # Other agents run by the call (workers, delegations) report to its scope.
-        scope = scopes[index] = CallScope(self.agent.name, self.on_chunk, self._names)
+        scope = scopes[index] = CallScope(self.agent.name, self.on_chunk, self._names, call)
         try:
             with scope.entered():
                 res = await self._invoke(call, baseline)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from .._core import ChunkCallback, Message, StreamChunk, UserError, emit
+from .._core import ChunkCallback, Message, StreamChunk, ToolCall, UserError, emit
 from .._core.result import RunResult
 
 if TYPE_CHECKING:
@@ -38,8 +38,11 @@ class CallScope:
         agent_name: str,
         on_chunk: ChunkCallback | None,
         names: dict[str, object] | None = None,
+        call: ToolCall | None = None,
     ) -> None:
         self.agent_name = agent_name
+        self.call = call
+        """The tool call being made (its id ties events and records to it)."""
         """The agent whose run made the call."""
         self.names: dict[str, object] = {} if names is None else names
         """The agents of the whole delegation tree by name (shared by all its calls)."""

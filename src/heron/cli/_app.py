@@ -22,6 +22,7 @@ from .._core import HeronError, UserError
 from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
+from ._daemon import daemon_app, sys_app
 from ._view import LiveView
 
 __all__ = ["app", "main"]
@@ -256,6 +257,10 @@ def chat(
                 _guarded(ctx, functools.partial(_save_state, state, agent))
         finally:
             runner.run(agent.provider.aclose())
+
+
+app.add_typer(daemon_app, name="daemon")
+app.add_typer(sys_app, name="sys")
 
 
 def main() -> None:

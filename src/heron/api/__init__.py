@@ -1,0 +1,59 @@
+"""The runtime's wire format: pydantic models for every ``/v1`` request and response.
+
+Shared by the daemon (``heron.runtime``) and the client; imports nothing else from Heron.
+"""
+
+from ._common import ID_PATTERN, ErrorBody, ErrorResponse, NodeId, WireModel, is_valid_id
+from ._nodes import (
+    CloseRequest,
+    Declined,
+    DeclineRequest,
+    MessageAccepted,
+    MessageRequest,
+    Node,
+    NodeConfigPatch,
+    NodeCreateRequest,
+    NodeFailure,
+    NodeMode,
+    NodeOutcome,
+    NodeResult,
+    NodeStatus,
+    OutcomeDetail,
+    OutcomePoll,
+    OutcomeReason,
+    ResultAccepted,
+    ResultSubmission,
+    RootLifecycle,
+)
+from ._system import Health, Listener, SystemStatus
+
+__all__ = [
+    "ID_PATTERN",
+    "CloseRequest",
+    "DeclineRequest",
+    "Declined",
+    "ErrorBody",
+    "ErrorResponse",
+    "Health",
+    "Listener",
+    "MessageAccepted",
+    "MessageRequest",
+    "Node",
+    "NodeConfigPatch",
+    "NodeCreateRequest",
+    "NodeFailure",
+    "NodeId",
+    "NodeMode",
+    "NodeOutcome",
+    "NodeResult",
+    "NodeStatus",
+    "OutcomeDetail",
+    "OutcomePoll",
+    "OutcomeReason",
+    "ResultAccepted",
+    "ResultSubmission",
+    "RootLifecycle",
+    "SystemStatus",
+    "WireModel",
+    "is_valid_id",
+]

@@ -1,0 +1,300 @@
+"""Nodes: create parameters, the node record, outcomes and the node actions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import Field, StringConstraints
+
+from ._common import NodeId, WireModel
+
+__all__ = [
+    "CloseRequest",
+    "DeclineRequest",
+    "Declined",
+    "MessageAccepted",
+    "MessageRequest",
+    "Node",
+    "NodeConfigPatch",
+    "NodeCreateRequest",
+    "NodeFailure",
+    "NodeMode",
+    "NodeOutcome",
+    "NodeResult",
+    "NodeStatus",
+    "OutcomeDetail",
+    "OutcomePoll",
+    "OutcomeReason",
+    "ResultAccepted",
+    "ResultSubmission",
+    "RootLifecycle",
+]
+
+NodeStatus: TypeAlias = Literal[
+    "running", "dormant", "interrupted", "completed", "failed", "cancelled"
+]
+"""Where a node is: working, waiting for a message, stopped mid-turn, or settled for good."""
+
+RootLifecycle: TypeAlias = Literal["terminal", "resident"]
+"""``terminal`` finishes and reaps; ``resident`` stays dormant for follow-up messages."""
+
+NodeMode: TypeAlias = Literal["base", "orchestrator"]
+"""Whether the node works hands-on or fans out to children."""
+
+OutcomeReason: TypeAlias = Literal[
+    "declined", "deadline_exceeded", "cancelled", "provider_error", "crashed"
+]
+"""Why a node failed."""
+
+Duration = Annotated[
+    str,
+    StringConstraints(pattern=r"^\s*(\d+\s*[hms]\s*)+$", max_length=64),
+    Field(examples=["1h30m", "45s"]),
+]
+"""A span of time such as ``1h30m``, ``90s`` or ``2h``."""
+
+Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
+"""Free text, up to 256 KiB."""
+
+Label = Annotated[str, StringConstraints(max_length=512)]
+"""A short display string."""
+
+Scope = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+"""One entry of a node's scope allow-list (``ask``, ``act``, ``memory:read`` ...)."""
+
+
+class NodeCreateRequest(WireModel):
+    """``POST /v1/nodes``: every field is optional."""
+
+    prompt: Text | None = None
+    """The run's entire brief (the first message, unless ``no_kickoff``)."""
+    kind: Label | None = None
+    """Persona; omitted for the profile's default."""
+    model: Label | None = None
+    """Durable model override: a provider spec such as ``openai:gpt-4o`` or ``local``."""
+    profile: Label | None = None
+    """The store, memory and purview the run uses."""
+    cwd: Text | None = None
+    """Where the request came from (an absolute directory)."""
+    pin_cwd: Text | None = None
+    """Pin the node to this directory regardless of ``cwd``."""
+    situational_context: Text | None = None
+    """Ambient context the model sees but the visible prompt does not carry."""
+    deadline: Duration | None = None
+    """Wall clock from spawn (``1h30m``); expiry cancels the node with ``deadline_exceeded``."""
+    output_schema: str | dict[str, Any] | None = None
+    """A JSON schema (object or JSON string) the node's result must satisfy."""
+    root: bool | None = None
+    """No parent, no subscription; taken as ``true`` when neither ``parent`` nor ``root`` is set."""
+    root_lifecycle: RootLifecycle = "terminal"
+    """What happens to a root once its work is done."""
+    mode: NodeMode = "base"
+    """Hands-on, or fanning out to children."""
+    name: Label | None = None
+    """Display label."""
+    description: Text | None = None
+    """Display description."""
+    parent: NodeId | None = None
+    """The node this one is placed under (external callers leave it unset)."""
+    creator: NodeId | None = None
+    """The node that created this one (external callers leave it unset)."""
+    scopes: list[Scope] | None = Field(default=None, max_length=64)
+    """Per-run allow-list; omitted to inherit every scope."""
+    worktree: bool | Label | None = None
+    """Create a managed git worktree for the run (recorded; see the worktree routes)."""
+    fork_from: NodeId | None = None
+    """Start from an existing node's conversation."""
+    no_kickoff: bool = False
+    """Create the node without sending the first message: it waits, dormant."""
+    node_id: NodeId | None = None
+    """Spawn at this exact id; a collision answers ``409 node_id_exists``."""
+    prefer_warm: bool = False
+    """Serve from the warm pool when the launch tuple matches."""
+    outcome_delivery: dict[str, Any] | None = None
+    """Arm outcome delivery at birth (``{action, payload?}``)."""
+
+
+class OutcomeDetail(WireModel):
+    """What is known about a failure other than a decline."""
+
+    message: str
+    """A human-readable account of the failure."""
+    error_type: str | None = None
+    """The class of the underlying error, when there was one."""
+
+
+class Declined(WireModel):
+    """An agent's honest refusal to produce the requested result."""
+
+    reason: str
+    """Why the agent declined."""
+    code: str | None = None
+    """A short code of the agent's choosing."""
+    retryable: bool = False
+    """Whether trying again (perhaps with more information) could succeed."""
+
+
+class NodeResult(WireModel):
+    """A node that finished its work."""
+
+    kind: Literal["result"] = "result"
+    """Discriminator."""
+    structured_result: Any = None
+    """The submitted result (valid against ``output_schema``), or ``None`` without a schema."""
+    output_text: str | None = None
+    """The node's last answer as text."""
+    final_report_path: str | None = None
+    """Where the final report was written on disk, if one was pushed."""
+
+
+class NodeFailure(WireModel):
+    """A node that did not produce its result."""
+
+    kind: Literal["failure"] = "failure"
+    """Discriminator."""
+    reason: OutcomeReason
+    """Why."""
+    declined: Declined | None = None
+    """The agent's refusal, when ``reason`` is ``declined``."""
+    detail: OutcomeDetail | None = None
+    """What happened, for every other reason."""
+
+
+NodeOutcome: TypeAlias = Annotated[NodeResult | NodeFailure, Field(discriminator="kind")]
+"""How a node settled: a result or a failure (returned as a value, never raised)."""
+
+
+class Node(WireModel):
+    """A node as the daemon reports it."""
+
+    node_id: str
+    """Identifier."""
+    status: NodeStatus
+    """Where the node is now."""
+    root: bool
+    """Whether the node has no parent."""
+    root_lifecycle: RootLifecycle
+    """What happens once its work is done."""
+    mode: NodeMode
+    """Hands-on or orchestrating."""
+    name: str | None
+    """Display label."""
+    description: str | None
+    """Display description."""
+    prompt: str | None
+    """The visible first message."""
+    kind: str | None
+    """Persona."""
+    model: str | None
+    """Per-node model override (a provider spec), if any."""
+    profile: str | None
+    """Profile the node runs under."""
+    cwd: str | None
+    """The node's working directory."""
+    pin_cwd: bool
+    """Whether the working directory is pinned."""
+    scopes: list[str] | None
+    """Allow-list of scopes (``None``: every scope)."""
+    parent: str | None
+    """Parent node, if any."""
+    creator: str | None
+    """Creating node, if any."""
+    has_output_schema: bool
+    """Whether the node must finish by submitting a structured result."""
+    created_at: datetime
+    """When the node was created."""
+    updated_at: datetime
+    """When the node last changed."""
+    deadline_at: datetime | None
+    """When the node's deadline expires, if it has one."""
+    settled_at: datetime | None
+    """When the outcome settled, if it has."""
+    runs: int
+    """How many runs (kickoff and wake-ups) the node has started."""
+    turns: int
+    """Model turns taken so far."""
+    input_tokens: int
+    """Input tokens spent so far."""
+    output_tokens: int
+    """Output tokens spent so far."""
+
+
+class OutcomePoll(WireModel):
+    """``GET /v1/nodes/{id}/outcome``: one long poll's answer."""
+
+    node_id: str
+    """The node."""
+    state: Literal["pending", "settled"]
+    """Whether the outcome is known."""
+    outcome: NodeOutcome | None
+    """The outcome, once settled (``None`` while pending)."""
+    node_status: NodeStatus
+    """The node's status when the poll answered."""
+    deadline_at: datetime | None
+    """The node's deadline, if any."""
+
+
+class MessageRequest(WireModel):
+    """``POST /v1/nodes/{id}/messages``: a follow-up for the node."""
+
+    body: Annotated[str, StringConstraints(min_length=1, max_length=256 * 1024)]
+    """The message text."""
+
+
+class MessageAccepted(WireModel):
+    """A message queued for a node."""
+
+    node_id: str
+    """The node."""
+    message_id: int
+    """The message's position in the node's inbox."""
+    delivery: Literal["woke", "queued"]
+    """``woke``: a dormant node started a run for it; ``queued``: read at the next turn."""
+
+
+class CloseRequest(WireModel):
+    """``POST /v1/nodes/{id}/close`` (optional body)."""
+
+    reason: Label | None = None
+    """Why the node is being closed, recorded on its outcome."""
+
+
+class NodeConfigPatch(WireModel):
+    """``PATCH /v1/nodes/{id}/config``: fields to change; omitted fields stay."""
+
+    model: Label | None = None
+    """New model override (a provider spec); takes effect from the next turn."""
+    name: Label | None = None
+    """New display label."""
+    description: Text | None = None
+    """New display description."""
+    deadline: Duration | None = None
+    """New deadline, counted from now."""
+
+
+class ResultSubmission(WireModel):
+    """``POST /v1/nodes/{id}/result``: the node's structured result."""
+
+    result: Any
+    """The result; must satisfy the node's ``output_schema``."""
+
+
+class DeclineRequest(WireModel):
+    """What the ``decline`` tool sends: an honest refusal."""
+
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    """Why the agent declines."""
+    code: Label | None = None
+    """A short code of the agent's choosing."""
+    retryable: bool = False
+    """Whether trying again could succeed."""
+
+
+class ResultAccepted(WireModel):
+    """A result the daemon accepted; the node settles when its turn ends."""
+
+    node_id: str
+    """The node."""
+    accepted: Literal[True] = True
+    """Always true (an invalid result answers 422 instead)."""

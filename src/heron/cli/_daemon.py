@@ -1,0 +1,177 @@
+"""``heron daemon`` (run, ``--detach``, ``stop``) and ``heron sys connect``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+__all__ = ["daemon_app", "sys_app"]
+
+daemon_app = typer.Typer(
+    help="Run the Heron daemon: nodes as durable agent runs (foreground by default).",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+sys_app = typer.Typer(help="Daemon settings: reach it over TCP.", no_args_is_help=True)
+
+ListenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--listen",
+        help="Also listen on TCP at HOST:PORT (every request then needs the bearer token).",
+        show_default=False,
+    ),
+]
+
+
+def _say(message: str, *, err: bool = False, style: str | None = None) -> None:
+    Console(stderr=err, highlight=False, soft_wrap=True).print(Text(message, style=style or ""))
+
+
+def _fail(message: str) -> typer.Exit:
+    _say(f"heron: error: {message}", err=True, style="red")
+    return typer.Exit(1)
+
+
+def _config(listen: str | None) -> object:
+    from ..runtime import RuntimeConfig
+
+    try:
+        return RuntimeConfig.from_env(listen=listen)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+
+@daemon_app.callback()
+def daemon(
+    ctx: typer.Context,
+    listen: ListenOption = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Run in the background and return once it is up.")
+    ] = False,
+) -> None:
+    """Run the daemon on $HERON_HOME/heron.sock (and TCP with --listen)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..runtime import RuntimeConfig
+
+    config = _config(listen)
+    assert isinstance(config, RuntimeConfig)
+    if detach:
+        _detach(config, listen)
+        return
+    _foreground(config)
+
+
+def _foreground(config: object) -> None:
+    from ..api import Listener
+    from ..runtime import DaemonError, RuntimeConfig, run_daemon
+
+    assert isinstance(config, RuntimeConfig)
+
+    def ready(listeners: list[Listener]) -> None:
+        for listener in listeners:
+            _say(f"heron daemon listening on {listener.kind} {listener.address}")
+        if config.token and config.listen is not None:
+            _say(f"bearer token: stored in {config.home / 'connect.json'}")
+        sys.stdout.flush()
+
+    try:
+        run_daemon(config, on_ready=ready)
+    except DaemonError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _detach(config: object, listen: str | None) -> None:
+    from ..runtime import RuntimeConfig
+    from ..runtime._local import daemon_pid, wait_healthy
+
+    assert isinstance(config, RuntimeConfig)
+    running = daemon_pid(config.pid_path)
+    if running is not None:
+        raise _fail(f"a Heron daemon already runs (pid {running}); `heron daemon stop` first")
+    config.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    command = [sys.executable, "-m", "heron", "daemon"]
+    if listen is not None:
+        command += ["--listen", listen]
+    with open(config.log_path, "ab") as log:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # survives this shell; Ctrl-C here does not reach it
+            env=os.environ.copy(),
+        )
+    if not wait_healthy(config.socket_path, timeout=60, alive=lambda: process.poll() is None):
+        tail = _tail(config.log_path)
+        if process.poll() is None:
+            process.terminate()
+        raise _fail(f"the daemon did not come up; its log ({config.log_path}) ends:\n{tail}")
+    _say(f"heron daemon running (pid {process.pid}) on {config.socket_path}")
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@daemon_app.command("stop")
+def stop() -> None:
+    """Stop the running daemon (runs in progress resume at its next start)."""
+    from ..runtime import heron_home
+    from ..runtime._local import stop_daemon
+
+    home = heron_home()
+    try:
+        pid = stop_daemon(home / "heron.pid")
+    except TimeoutError as exc:
+        raise _fail(str(exc)) from None
+    if pid is None:
+        _say("no Heron daemon is running")
+        return
+    _say(f"heron daemon (pid {pid}) stopped")
+
+
+@sys_app.command("connect")
+def connect(
+    listen: Annotated[
+        str, typer.Option("--listen", help="TCP address to listen on, HOST:PORT.")
+    ] = "127.0.0.1:7717",
+    rotate: Annotated[bool, typer.Option("--rotate", help="Issue a new token.")] = False,
+) -> None:
+    """Turn on the TCP listener with a bearer token; prints the address and token.
+
+    A running daemon is handed over to a successor that boots with TCP on.
+    """
+    from ..runtime import heron_home
+    from ..runtime._config import load_connect, parse_listen, save_connect
+    from ..runtime._local import daemon_pid, stop_daemon
+
+    home = heron_home()
+    try:
+        parse_listen(listen)
+        stored = load_connect(home)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    token = None if rotate or stored is None else stored.token
+    info = save_connect(home, listen, token)
+    if daemon_pid(home / "heron.pid") is not None:
+        try:
+            stop_daemon(home / "heron.pid")
+        except TimeoutError as exc:
+            raise _fail(str(exc)) from None
+        config = _config(None)
+        _detach(config, None)
+    _say(f"address: http://{info.listen}")
+    _say(f"token:   {info.token}")
+    _say("Clients: Heron(base_url=..., token=...) or HERON_BASE_URL / HERON_TOKEN.")

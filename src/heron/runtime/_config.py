@@ -1,0 +1,140 @@
+"""Where the daemon keeps its files and how it is reached: ``HERON_HOME`` and friends."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "ConnectInfo",
+    "RuntimeConfig",
+    "heron_home",
+    "load_connect",
+    "parse_listen",
+    "save_connect",
+]
+
+CONNECT_FILE = "connect.json"
+
+
+def heron_home() -> Path:
+    """``$HERON_HOME``, or ``~/.heron``."""
+    return Path(os.environ.get("HERON_HOME") or Path.home() / ".heron").expanduser()
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as a pair; ``ValueError`` with a reason otherwise."""
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"--listen wants HOST:PORT, got {value!r}")
+    host = host.strip("[]")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen port must be a number from 0 to 65535, got {port!r}")
+    return host, int(port)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConnectInfo:
+    """The TCP listener's address and bearer token, as ``heron sys connect`` stores them."""
+
+    listen: str
+    """``HOST:PORT``."""
+    token: str
+    """The owner credential every TCP request must carry."""
+
+
+def load_connect(home: Path) -> ConnectInfo | None:
+    """The stored TCP settings, or ``None`` if ``heron sys connect`` never ran."""
+    try:
+        data = json.loads((home / CONNECT_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {home / CONNECT_FILE}: {exc}") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(data.get(k), str) for k in ("listen", "token")
+    ):
+        raise ValueError(f"{home / CONNECT_FILE} must hold {{'listen': ..., 'token': ...}}")
+    return ConnectInfo(listen=data["listen"], token=data["token"])
+
+
+def save_connect(home: Path, listen: str, token: str | None = None) -> ConnectInfo:
+    """Store the TCP settings (a fresh token unless one is given), readable by the owner only."""
+    info = ConnectInfo(listen=listen, token=token or secrets.token_urlsafe(32))
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = home / CONNECT_FILE
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"listen": info.listen, "token": info.token}, f)
+    os.replace(tmp, path)
+    return info
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RuntimeConfig:
+    """Everything the daemon needs to start."""
+
+    home: Path = field(default_factory=heron_home)
+    """The daemon's directory (socket, pid file, SQLite database, logs)."""
+    database_url: str | None = None
+    """``HERON_DATABASE_URL``; ``None`` means SQLite at ``home/heron.db``."""
+    listen: tuple[str, int] | None = None
+    """TCP host and port, when the TCP listener is on."""
+    token: str | None = None
+    """The bearer token TCP requests must carry (required when ``listen`` is set)."""
+    provider: str | None = None
+    """The default provider spec for nodes (``HERON_PROVIDER``); ``None``: the embedded model."""
+    max_body_bytes: int = 1024 * 1024
+    """Largest request body accepted."""
+
+    @property
+    def socket_path(self) -> Path:
+        """The Unix socket (``HERON_SOCKET`` overrides ``home/heron.sock``)."""
+        return Path(os.environ.get("HERON_SOCKET") or self.home / "heron.sock")
+
+    @property
+    def pid_path(self) -> Path:
+        """Where the running daemon writes its pid."""
+        return self.home / "heron.pid"
+
+    @property
+    def log_path(self) -> Path:
+        """Where a detached daemon writes its output."""
+        return self.home / "daemon.log"
+
+    @property
+    def db_url(self) -> str:
+        """The database URL in effect."""
+        return self.database_url or f"sqlite:///{self.home / 'heron.db'}"
+
+    @classmethod
+    def from_env(cls, *, listen: str | None = None) -> RuntimeConfig:
+        """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``.
+
+        The TCP listener is on when ``listen`` is given or ``heron sys connect``
+        stored settings; its token is ``HERON_TOKEN``, else the stored one, else
+        a fresh one (stored, so clients can find it).
+        """
+        home = heron_home()
+        stored = load_connect(home)
+        token = os.environ.get("HERON_TOKEN") or None
+        address: tuple[str, int] | None = None
+        if listen is not None or stored is not None:
+            chosen = listen if listen is not None else stored.listen  # type: ignore[union-attr]
+            address = parse_listen(chosen)
+            if token is None:
+                if stored is not None:
+                    token = stored.token
+                else:
+                    token = save_connect(home, chosen).token
+        return cls(
+            home=home,
+            database_url=os.environ.get("HERON_DATABASE_URL") or None,
+            listen=address,
+            token=token,
+            provider=os.environ.get("HERON_PROVIDER") or None,
+        )

@@ -1,0 +1,150 @@
+"""The agent's provider and tool client as DBOS steps.
+
+Each model turn and each tool call runs as a step of the node's workflow: its
+result is recorded, so a workflow recovered after a crash gets the recorded
+answer back instead of asking the model (or running the tool) again. The
+events a step publishes come from inside it, so a replayed step publishes none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dbos import DBOS
+
+from .._core import Capabilities, ChatResponse, ChunkCallback, Message, StreamChunk, ToolSchema
+from ..agents._team import current_scope
+from ..providers import Provider
+from ..tools import ToolClient, ToolResult
+from ._events import EventLog
+from ._providers import ProviderPool
+from ._store import Store
+
+__all__ = ["DurableProvider", "DurableToolClient", "shape_summary"]
+
+
+def shape_summary(value: Any) -> str:
+    """The shape of tool arguments without their values: ``object with 2 fields`` ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return f"object with {len(value)} field{'' if len(value) == 1 else 's'}"
+    if isinstance(value, list | tuple):
+        return f"array of {len(value)} item{'' if len(value) == 1 else 's'}"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+class DurableProvider(Provider):
+    """A node's provider: each ``chat`` is one recorded step; the model is looked up per turn."""
+
+    def __init__(
+        self,
+        *,
+        node_id: str,
+        model: Callable[[], str | None],
+        providers: ProviderPool,
+        store: Store,
+        events: EventLog,
+    ) -> None:
+        self._node_id = node_id
+        self._model = model
+        self._providers = providers
+        self._store = store
+        self._events = events
+
+    @property
+    def _current(self) -> Provider:
+        return self._providers.get(self._model())
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """The current provider's name."""
+        return self._current.name
+
+    @property
+    def model(self) -> str | None:  # type: ignore[override]
+        """The current provider's model."""
+        return self._current.model
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The current provider's capabilities."""
+        return self._current.capabilities
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        """One model turn, run (or, after a restart, replayed) as a workflow step."""
+        return await DBOS.run_step_async(
+            {"name": "model-turn"}, self._turn, list(messages), list(tools or ())
+        )
+
+    async def _turn(self, messages: list[Message], tools: list[ToolSchema]) -> ChatResponse:
+        node_id, events = self._node_id, self._events
+        events.publish(node_id, "node.turn.started", {})
+
+        def relay(chunk: StreamChunk) -> None:
+            if chunk.role == "assistant" and chunk.content:
+                events.publish(node_id, "node.output_text.delta", {"delta": chunk.content})
+
+        response = await self._current.chat(messages, tools=tools or None, on_chunk=relay)
+        await self._store.add_usage(
+            node_id,
+            turns=1,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+        )
+        if response.content:
+            events.publish(node_id, "node.output_text.done", {"text": response.content})
+        events.publish(node_id, "node.turn.completed", {})
+        return response
+
+
+class DurableToolClient(ToolClient):
+    """A node's tools: each call is one recorded step, announced by tool-call events."""
+
+    def __init__(self, inner: ToolClient, *, node_id: str, events: EventLog) -> None:
+        self._inner = inner
+        self._node_id = node_id
+        self._events = events
+
+    async def list_tools(self) -> list[ToolSchema]:
+        """The inner client's tools."""
+        return await self._inner.list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run the call as a workflow step (replayed from the record after a restart)."""
+        scope = current_scope()
+        call_id = scope.call.id if scope is not None and scope.call is not None else ""
+        return await DBOS.run_step_async(
+            {"name": "tool-call"}, self._call, call_id, name, arguments
+        )
+
+    async def _call(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+        summary = shape_summary(arguments)
+        common = {"tool_call_id": call_id, "tool": name, "summary": summary}
+        self._events.publish(self._node_id, "node.tool_call.started", common)
+        started = time.perf_counter()
+        result = await self._inner.call_tool(name, arguments)
+        self._events.publish(
+            self._node_id,
+            "node.tool_call.completed",
+            {
+                **common,
+                "status": "error" if result.is_error else "ok",
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            },
+        )
+        return result

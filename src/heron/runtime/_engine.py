@@ -1,0 +1,584 @@
+"""The node engine: the lifecycle behind every ``/v1/nodes`` route.
+
+A node's work happens in *runs*: the kickoff, and each wake-up of a dormant node
+by a message. Each run is one DBOS workflow (``node_run``) whose model turns and
+tool calls are steps (see ``_durable``), so after a crash DBOS resumes it from
+its last completed step. Between runs the conversation lives in the node's row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from dbos import DBOS, SetWorkflowID
+
+from .. import __version__ as version
+from .. import api
+from ._config import RuntimeConfig
+from ._db import create_engine, database_kind, redact_url
+from ._durations import parse_duration
+from ._errors import ApiError
+from ._events import EventLog
+from ._providers import ProviderPool
+from ._store import DuplicateNode, Row, Store
+
+__all__ = ["Engine", "Stop", "current_engine"]
+
+log = logging.getLogger("heron.runtime")
+
+SETTLED = frozenset({"completed", "failed", "cancelled"})
+"""Statuses a node never leaves."""
+
+_ENGINE: Engine | None = None
+
+
+def current_engine() -> Engine:
+    """The engine of this daemon process (workflows find it here after a restart)."""
+    if _ENGINE is None:
+        raise RuntimeError("the Heron node engine is not running in this process")
+    return _ENGINE
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stop:
+    """How a run's conversation ended (JSON-safe, recorded by the run's last step)."""
+
+    kind: str
+    """``done``, ``interrupted``, ``closed`` or ``failed``."""
+    reason: str | None = None
+    """For ``closed`` and ``failed``: the outcome reason."""
+    message: str | None = None
+    """What happened, for failures."""
+    error_type: str | None = None
+    """The underlying error's class, for failures."""
+    reply: str | None = None
+    """The model's last answer, for ``done``."""
+
+
+@dataclass(kw_only=True, slots=True, eq=False)
+class Active:
+    """A run in progress in this process."""
+
+    node_id: str
+    """The node."""
+    run: int
+    """Which run of the node."""
+    model: str | None
+    """The node's model override, read per turn (``PATCH …/config`` changes it)."""
+    task: asyncio.Task[Any] | None = None
+    """The task running the conversation, while it runs."""
+    stop: Stop | None = None
+    """Why the conversation was stopped from outside (interrupt, close, deadline)."""
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the run has saved its end."""
+
+
+class Engine:
+    """Creates, runs, stops and reports on nodes; one per daemon process."""
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        self.config = config
+        self.database = database_kind(config.db_url)
+        self.sql = create_engine(config.db_url)
+        self.store = Store(self.sql)
+        self.events = EventLog(self.store)
+        self.providers = ProviderPool(config.provider)
+        self.started_at = time.time()
+        self.active: dict[str, Active] = {}
+        self._early_stops: dict[str, Stop] = {}
+        self._settled: dict[str, asyncio.Event] = {}
+        self._deadlines: dict[str, asyncio.TimerHandle] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self.listeners: list[api.Listener] = []
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Migrate, launch DBOS (which resumes interrupted runs) and re-arm deadlines."""
+        global _ENGINE
+        from . import _workflow  # noqa: F401 - registers the workflow with DBOS
+
+        self.store.migrate()
+        self.events.start()
+        _ENGINE = self
+        DBOS(
+            config={
+                "name": "heron",
+                "system_database_url": self.config.db_url,
+                "system_database_engine": self.sql,
+                "application_version": version,
+                "log_level": "WARNING",
+            }
+        )
+        DBOS.launch()
+        now = time.time()
+        for row in await self.store.unsettled():
+            if row["deadline_at"] is not None:
+                self._arm_deadline(row["node_id"], row["deadline_at"] - now)
+        for row in await self.store.list_nodes(status=["running"]):
+            await self._ensure_run(row["node_id"], row["runs"])
+
+    async def stop(self) -> None:
+        """Stop timers, write pending events and shut DBOS down.
+
+        Runs in progress are left as they are: their workflows stay pending and
+        the next start resumes them from their last completed step.
+        """
+        global _ENGINE
+        for handle in self._deadlines.values():
+            handle.cancel()
+        await self.events.stop()
+        DBOS.destroy(workflow_completion_timeout_sec=0)
+        await self.providers.aclose()
+        self.store.close()
+        _ENGINE = None
+
+    def _lock(self, node_id: str) -> asyncio.Lock:
+        lock = self._locks.get(node_id)
+        if lock is None:
+            lock = self._locks[node_id] = asyncio.Lock()
+        return lock
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- reads ---------------------------------------------------------------
+
+    async def row(self, node_id: str) -> Row:
+        """The node's row; ``404 node_not_found`` if there is none."""
+        if not api.is_valid_id(node_id):
+            raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
+        row = await self.store.node(node_id)
+        if row is None:
+            raise ApiError(404, "node_not_found", f"no node {node_id!r}")
+        return row
+
+    async def node(self, node_id: str) -> api.Node:
+        """The node as the API shows it."""
+        return to_node(await self.row(node_id))
+
+    async def nodes(
+        self, *, status: list[str] | None = None, root: bool | None = None
+    ) -> list[api.Node]:
+        """Every node, oldest first, optionally filtered."""
+        return [to_node(r) for r in await self.store.list_nodes(status=status, root=root)]
+
+    async def outcome(self, node_id: str, wait: int) -> api.OutcomePoll:
+        """One long poll: answer when the node settles or after ``wait`` seconds."""
+        row = await self.row(node_id)
+        if row["settled_at"] is None and wait > 0:
+            event = self._settled.setdefault(node_id, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), wait)
+            row = await self.row(node_id)
+        outcome = await self.store.outcome(node_id) if row["settled_at"] is not None else None
+        return api.OutcomePoll(
+            node_id=node_id,
+            state="settled" if outcome is not None else "pending",
+            outcome=outcome,  # type: ignore[arg-type]
+            node_status=row["status"],
+            deadline_at=_when(row["deadline_at"]),
+        )
+
+    async def status(self) -> api.SystemStatus:
+        """The daemon's status."""
+        now = time.time()
+        return api.SystemStatus(
+            version=version,
+            started_at=_when(self.started_at),
+            uptime_seconds=round(now - self.started_at, 3),
+            pid=__import__("os").getpid(),
+            nodes=await self.store.counts_by_status(),
+            database=f"{self.database} ({redact_url(self.config.db_url)})",
+            listeners=self.listeners,
+            provider=self.providers.default,
+        )
+
+    # -- create ----------------------------------------------------------------
+
+    async def create(self, request: api.NodeCreateRequest) -> api.Node:
+        """Create a node and start its first run (unless ``no_kickoff``); returns at once."""
+        row, prompt = self._new_row(request)
+        if request.parent is not None:
+            await self.row(request.parent)
+        if request.fork_from is not None:
+            raise ApiError(
+                422, "unsupported", "fork_from needs the node operations routes (fork/revive)"
+            )
+        kickoff = prompt is not None and not request.no_kickoff
+        row["status"] = "running" if kickoff else "dormant"
+        row["runs"] = 1 if kickoff else 0
+        try:
+            await self.store.insert_node(row, prompt if kickoff else None)
+        except DuplicateNode:
+            raise ApiError(
+                409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
+            ) from None
+        node_id = row["node_id"]
+        self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
+        if row["deadline_at"] is not None:
+            self._arm_deadline(node_id, row["deadline_at"] - time.time())
+        if kickoff:
+            await self._launch(node_id, 1)
+        return to_node(row)
+
+    def _new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+        now = time.time()
+        schema = _output_schema(request.output_schema)
+        cwd = _directory(request.pin_cwd or request.cwd)
+        if request.model is not None:
+            self._check_model(request.model)
+        deadline = _duration(request.deadline)
+        prompt = request.prompt if request.prompt and request.prompt.strip() else None
+        row: Row = {
+            "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
+            "root": request.root if request.root is not None else request.parent is None,
+            "root_lifecycle": request.root_lifecycle,
+            "mode": request.mode,
+            "name": request.name,
+            "description": request.description,
+            "prompt": prompt,
+            "kind": request.kind,
+            "model": request.model,
+            "profile": request.profile,
+            "cwd": cwd,
+            "pin_cwd": request.pin_cwd is not None,
+            "scopes": list(dict.fromkeys(request.scopes)) if request.scopes is not None else None,
+            "parent": request.parent,
+            "creator": request.creator,
+            "output_schema": schema,
+            "situational_context": request.situational_context,
+            "extra": {
+                "worktree": request.worktree,
+                "prefer_warm": request.prefer_warm,
+                "outcome_delivery": request.outcome_delivery,
+            },
+            "created_at": now,
+            "updated_at": now,
+            "deadline_at": now + deadline if deadline is not None else None,
+            "settled_at": None,
+            "turns": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "state": None,
+            "pending_result": None,
+        }
+        return row, prompt
+
+    def _check_model(self, spec: str) -> None:
+        try:
+            self.providers.check(spec)
+        except Exception as exc:  # UserError from a bad script file, ValueError from the kind
+            raise ApiError(422, "invalid_model", str(exc)) from None
+
+    # -- runs ------------------------------------------------------------------
+
+    async def _launch(self, node_id: str, run: int) -> None:
+        from ._workflow import node_run
+
+        with SetWorkflowID(run_workflow_id(node_id, run)):
+            await DBOS.start_workflow_async(node_run, node_id, run)
+
+    async def _ensure_run(self, node_id: str, run: int) -> None:
+        """Start a running node's run if DBOS has no workflow for it (a crash came between)."""
+        status = await DBOS.get_workflow_status_async(run_workflow_id(node_id, run))
+        if status is None:
+            await self._launch(node_id, run)
+
+    async def _wake(self, node_id: str) -> None:
+        """Start the next run of a dormant or interrupted node (under its lock)."""
+        row = await self.row(node_id)
+        run = row["runs"] + 1
+        await self.store.update_node(node_id, status="running", runs=run)
+        self.events.publish(node_id, "node.status.changed", {"status": "running"})
+        await self._launch(node_id, run)
+
+    def register(self, node_id: str, run: int, model: str | None) -> Active:
+        """Note a run as in progress here (called by the workflow as it starts)."""
+        active = Active(node_id=node_id, run=run, model=model)
+        early = self._early_stops.pop(node_id, None)
+        if early is not None:
+            active.stop = early
+        self.active[node_id] = active
+        return active
+
+    def forget(self, active: Active) -> None:
+        """Drop a run that stopped without saving its end (the daemon is going down)."""
+        if self.active.get(active.node_id) is active:
+            del self.active[active.node_id]
+
+    async def ended(self, active: Active, end: dict[str, Any]) -> None:
+        """Publish a run's end and wake whoever waits on it (called by the workflow)."""
+        node_id = active.node_id
+        if self.active.get(node_id) is active:
+            del self.active[node_id]
+        status = end["status"]
+        self.events.publish(node_id, "node.status.changed", {"status": status})
+        if end.get("settled"):
+            await self._announce_settled(node_id)
+        if status in SETTLED:
+            self._disarm_deadline(node_id)
+        active.ended.set()
+
+    async def _announce_settled(self, node_id: str) -> None:
+        outcome = await self.store.outcome(node_id)
+        self.events.publish(node_id, "node.settled", {"outcome": outcome})
+        event = self._settled.pop(node_id, None)
+        if event is not None:
+            event.set()
+
+    # -- actions -----------------------------------------------------------------
+
+    async def message(self, node_id: str, body: str) -> api.MessageAccepted:
+        """Queue ``body`` for the node: a dormant node wakes, a running one reads it next turn."""
+        async with self._lock(node_id):
+            row = await self.row(node_id)
+            if row["status"] in SETTLED:
+                raise ApiError(
+                    409,
+                    "node_settled",
+                    f"node {node_id!r} is {row['status']}: it takes no messages",
+                )
+            message_id = await self.store.add_message(node_id, body)
+            if row["status"] == "running":
+                return api.MessageAccepted(
+                    node_id=node_id, message_id=message_id, delivery="queued"
+                )
+            await self._wake(node_id)
+        return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="woke")
+
+    async def interrupt(self, node_id: str) -> api.Node:
+        """Stop the node's current turn; the node stays, ``interrupted``, and can be messaged."""
+        row = await self.row(node_id)
+        if row["status"] != "running":
+            raise ApiError(
+                409,
+                "node_not_running",
+                f"node {node_id!r} is {row['status']}: nothing to interrupt",
+            )
+        await self._stop_run(node_id, Stop(kind="interrupted"))
+        return await self.node(node_id)
+
+    async def close(self, node_id: str, reason: str | None = None) -> api.Node:
+        """Cancel the node and the subtree it owns; terminal. Closing a settled node is a no-op."""
+        await self.row(node_id)
+        await self._close(node_id, "cancelled", reason or "closed on request")
+        return await self.node(node_id)
+
+    async def _close(self, node_id: str, reason: str, message: str) -> None:
+        for child in await self.store.children(node_id):
+            await self._close(child, "cancelled", f"its parent {node_id} was closed")
+        row = await self.store.node(node_id)
+        if row is None or row["status"] in SETTLED:
+            return
+        stop = Stop(kind="closed", reason=reason, message=message)
+        if row["status"] == "running":
+            await self._stop_run(node_id, stop)
+            return
+        async with self._lock(node_id):
+            settled = await self.store.settle(node_id, _failure(stop), "cancelled")
+        self.events.publish(node_id, "node.status.changed", {"status": "cancelled"})
+        if settled:
+            await self._announce_settled(node_id)
+        self._disarm_deadline(node_id)
+
+    async def _stop_run(self, node_id: str, stop: Stop) -> None:
+        """Stop the running conversation and wait (a little) for its run to save its end."""
+        active = self.active.get(node_id)
+        if active is None:
+            # Its workflow has not reached this process yet (just launched or resuming).
+            self._early_stops[node_id] = stop
+            return
+        active.stop = stop
+        if active.task is not None:
+            active.task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(active.ended.wait(), 10)
+
+    async def update_config(self, node_id: str, patch: api.NodeConfigPatch) -> api.Node:
+        """Change the node's model, name, description or deadline."""
+        row = await self.row(node_id)
+        values: dict[str, Any] = {}
+        fields = patch.model_fields_set
+        if "model" in fields:
+            if patch.model is not None:
+                self._check_model(patch.model)
+            values["model"] = patch.model
+            active = self.active.get(node_id)
+            if active is not None:
+                active.model = patch.model
+        for name in ("name", "description"):
+            if name in fields:
+                values[name] = getattr(patch, name)
+        if "deadline" in fields:
+            seconds = _duration(patch.deadline)
+            values["deadline_at"] = time.time() + seconds if seconds is not None else None
+            if row["status"] not in SETTLED:
+                self._disarm_deadline(node_id)
+                if seconds is not None:
+                    self._arm_deadline(node_id, seconds)
+        if values:
+            await self.store.update_node(node_id, **values)
+        return await self.node(node_id)
+
+    async def submit_result(self, node_id: str, value: Any) -> api.ResultAccepted:
+        """Accept the node's structured result if it matches the schema (``422`` otherwise)."""
+        row = await self.row(node_id)
+        schema = row["output_schema"]
+        if schema is None:
+            raise ApiError(409, "no_output_schema", f"node {node_id!r} was given no output_schema")
+        if row["status"] in SETTLED or row["settled_at"] is not None:
+            raise ApiError(409, "node_settled", f"node {node_id!r} has already settled")
+        validator = jsonschema.Draft202012Validator(schema)
+        problems = [
+            f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+            for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        ]
+        if problems:
+            raise ApiError(
+                422, "invalid_result", "the result does not match the output schema", problems
+            )
+        await self.store.update_node(node_id, pending_result={"kind": "result", "value": value})
+        return api.ResultAccepted(node_id=node_id)
+
+    async def decline(self, node_id: str, reason: str, code: str | None, retryable: bool) -> None:
+        """Record the node's honest refusal; it settles as ``declined`` when its turn ends."""
+        declined = {"reason": reason, "code": code, "retryable": retryable}
+        await self.store.update_node(
+            node_id, pending_result={"kind": "declined", "declined": declined}
+        )
+
+    # -- deadlines ---------------------------------------------------------------
+
+    def _arm_deadline(self, node_id: str, delay: float) -> None:
+        self._disarm_deadline(node_id)
+        loop = asyncio.get_running_loop()
+        self._deadlines[node_id] = loop.call_later(
+            max(delay, 0.0), lambda: self._spawn(self._expire(node_id))
+        )
+
+    def _disarm_deadline(self, node_id: str) -> None:
+        handle = self._deadlines.pop(node_id, None)
+        if handle is not None:
+            handle.cancel()
+
+    async def _expire(self, node_id: str) -> None:
+        self._deadlines.pop(node_id, None)
+        try:
+            await self._close(node_id, "deadline_exceeded", "the node's deadline passed")
+        except Exception:
+            log.exception("closing node %s at its deadline failed", node_id)
+
+    # -- helpers for the workflow -----------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def locked(self, node_id: str) -> AsyncIterator[None]:
+        """Hold the node's lock (messages and run ends never interleave)."""
+        async with self._lock(node_id):
+            yield
+
+
+def run_workflow_id(node_id: str, run: int) -> str:
+    """The DBOS workflow id of a node's run."""
+    return f"heron:{node_id}:{run}"
+
+
+def _failure(stop: Stop) -> dict[str, Any]:
+    detail = {"message": stop.message or stop.reason or "failed", "error_type": stop.error_type}
+    return {"kind": "failure", "reason": stop.reason, "declined": None, "detail": detail}
+
+
+def _when(value: float | None) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def _duration(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_deadline", str(exc)) from None
+
+
+def _directory(path: str | None) -> str | None:
+    import os
+
+    if path is None:
+        return None
+    if not os.path.isabs(path):
+        raise ApiError(422, "invalid_cwd", f"cwd must be an absolute path, not {path!r}")
+    if not os.path.isdir(path):
+        raise ApiError(422, "invalid_cwd", f"cwd {path!r} is not an existing directory")
+    return os.path.normpath(path)
+
+
+def _output_schema(value: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ApiError(
+                422, "invalid_output_schema", f"output_schema is not JSON: {exc}"
+            ) from None
+    if not isinstance(value, dict):
+        raise ApiError(422, "invalid_output_schema", "output_schema must be a JSON object")
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        raise ApiError(
+            422, "invalid_output_schema", f"output_schema is not a valid JSON schema: {exc.message}"
+        ) from None
+    return value
+
+
+def failure_outcome(stop: Stop) -> dict[str, Any]:
+    """The outcome a closed or failed run settles with."""
+    return _failure(stop)
+
+
+def to_node(row: Row) -> api.Node:
+    """A row of ``heron_nodes`` as the wire's :class:`heron.api.Node`."""
+    return api.Node(
+        node_id=row["node_id"],
+        status=row["status"],
+        root=row["root"],
+        root_lifecycle=row["root_lifecycle"],
+        mode=row["mode"],
+        name=row["name"],
+        description=row["description"],
+        prompt=row["prompt"],
+        kind=row["kind"],
+        model=row["model"],
+        profile=row["profile"],
+        cwd=row["cwd"],
+        pin_cwd=row["pin_cwd"],
+        scopes=row["scopes"],
+        parent=row["parent"],
+        creator=row["creator"],
+        has_output_schema=row["output_schema"] is not None,
+        created_at=_when(row["created_at"]),
+        updated_at=_when(row["updated_at"]),
+        deadline_at=_when(row["deadline_at"]),
+        settled_at=_when(row["settled_at"]),
+        runs=row["runs"],
+        turns=row["turns"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+    )

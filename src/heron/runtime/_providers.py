@@ -1,0 +1,66 @@
+"""Which provider a node's model turn goes to: the daemon default or the node's override."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._core import UserError
+from ..providers import PROVIDER_KINDS, Provider, ScriptedProvider, from_spec, load_script
+from ..providers.scripted import Step
+
+__all__ = ["ProviderPool"]
+
+
+class ProviderPool:
+    """Builds providers from specs once and shares them between nodes.
+
+    ``scripted:FILE.json`` is the exception: each turn gets its own
+    :class:`ScriptedProvider` choosing its step from the node's conversation
+    (``by_history``), so every node plays its own copy of the script and a
+    node resumed after a restart continues where it was.
+    """
+
+    def __init__(self, default: str | None) -> None:
+        self.default = (default or "local").strip()
+        """The spec nodes use unless they name their own model."""
+        self._shared: dict[str, Provider] = {}
+        self._scripts: dict[str, tuple[float, list[Step]]] = {}
+
+    def check(self, spec: str) -> None:
+        """Refuse a spec that names no known provider kind (``ValueError`` saying why)."""
+        kind = spec.strip().partition(":")[0].lower()
+        if kind not in PROVIDER_KINDS:
+            raise ValueError(f"unknown provider {spec!r}: use one of {', '.join(PROVIDER_KINDS)}")
+        if kind == "scripted":
+            self._script(spec.strip().partition(":")[2].strip())
+
+    def get(self, spec: str | None) -> Provider:
+        """The provider for ``spec`` (``None``: the default); ``UserError`` if unbuildable."""
+        spec = (spec or self.default).strip()
+        kind, _, rest = spec.partition(":")
+        if kind.lower() == "scripted":
+            return ScriptedProvider(self._script(rest.strip()), by_history=True)
+        provider = self._shared.get(spec)
+        if provider is None:
+            provider = self._shared[spec] = from_spec(spec)
+        return provider
+
+    def _script(self, path: str) -> list[Step]:
+        if not path:
+            raise UserError("scripted needs a file: scripted:FILE.json")
+        file = Path(path).expanduser()
+        try:
+            mtime = os.stat(file).st_mtime
+        except OSError:
+            mtime = -1.0  # load_script says what is wrong with it
+        cached = self._scripts.get(path)
+        if cached is None or cached[0] != mtime:
+            cached = self._scripts[path] = (mtime, load_script(file))
+        return cached[1]
+
+    async def aclose(self) -> None:
+        """Close every shared provider."""
+        for provider in self._shared.values():
+            await provider.aclose()
+        self._shared.clear()

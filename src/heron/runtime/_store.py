@@ -1,0 +1,307 @@
+"""The daemon's own records (nodes, outcomes, messages, events) over SQLAlchemy Core.
+
+Every method is a coroutine that runs its statements on a small thread pool, so
+the event loop never waits on the database; each method is one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+import sqlalchemy as sa
+
+from ._db import events, messages, migrate, nodes, outcomes
+
+__all__ = ["DuplicateNode", "Store"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Row = dict[str, Any]
+
+
+class DuplicateNode(Exception):
+    """A node with that id already exists."""
+
+
+class Store:
+    """Reads and writes the daemon's tables; see the module docstring."""
+
+    def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:
+        self.engine = engine
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="heron-db")
+
+    def migrate(self) -> int:
+        """Create or upgrade the schema (blocking; call before serving)."""
+        return migrate(self.engine)
+
+    def close(self) -> None:
+        """Stop the thread pool and release the engine's connections."""
+        self._pool.shutdown(wait=True)
+        self.engine.dispose()
+
+    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(func, *args, **kwargs))
+
+    # -- nodes ------------------------------------------------------------
+
+    async def insert_node(self, row: Row, first_message: str | None) -> None:
+        """Insert a node (and its kickoff message); :class:`DuplicateNode` if the id is taken."""
+        await self._run(self._insert_node, row, first_message)
+
+    def _insert_node(self, row: Row, first_message: str | None) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(nodes.insert().values(**row))
+                if first_message is not None:
+                    conn.execute(
+                        messages.insert().values(
+                            node_id=row["node_id"], body=first_message, created_at=row["created_at"]
+                        )
+                    )
+        except sa.exc.IntegrityError:
+            raise DuplicateNode(row["node_id"]) from None
+
+    async def node(self, node_id: str) -> Row | None:
+        """The node's row, or ``None``."""
+        return await self._run(self._node, node_id)
+
+    def _node(self, node_id: str) -> Row | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(nodes).where(nodes.c.node_id == node_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    async def list_nodes(
+        self, *, status: Sequence[str] | None = None, root: bool | None = None
+    ) -> list[Row]:
+        """Nodes, oldest first, optionally only those with one of ``status`` and ``root``."""
+        return await self._run(self._list_nodes, status, root)
+
+    def _list_nodes(self, status: Sequence[str] | None, root: bool | None) -> list[Row]:
+        query = sa.select(nodes).order_by(nodes.c.created_at, nodes.c.node_id)
+        if status:
+            query = query.where(nodes.c.status.in_(list(status)))
+        if root is not None:
+            query = query.where(nodes.c.root == root)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    async def update_node(self, node_id: str, **values: Any) -> None:
+        """Set columns of a node (``updated_at`` too)."""
+        await self._run(self._update_node, node_id, values)
+
+    def _update_node(self, node_id: str, values: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id)
+                .values(**values, updated_at=time.time())
+            )
+
+    async def add_usage(
+        self, node_id: str, *, turns: int, input_tokens: int, output_tokens: int
+    ) -> None:
+        """Count a finished model turn's tokens on the node."""
+        await self._run(self._add_usage, node_id, turns, input_tokens, output_tokens)
+
+    def _add_usage(self, node_id: str, turns: int, input_tokens: int, output_tokens: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id)
+                .values(
+                    turns=nodes.c.turns + turns,
+                    input_tokens=nodes.c.input_tokens + input_tokens,
+                    output_tokens=nodes.c.output_tokens + output_tokens,
+                    updated_at=time.time(),
+                )
+            )
+
+    async def counts_by_status(self) -> dict[str, int]:
+        """How many nodes are in each status."""
+        return await self._run(self._counts)
+
+    def _counts(self) -> dict[str, int]:
+        query = sa.select(nodes.c.status, sa.func.count()).group_by(nodes.c.status)
+        with self.engine.connect() as conn:
+            return {status: count for status, count in conn.execute(query)}
+
+    async def unsettled(self) -> list[Row]:
+        """Nodes without an outcome (for deadlines and wake-ups after a restart)."""
+        return await self._run(self._unsettled)
+
+    def _unsettled(self) -> list[Row]:
+        query = sa.select(nodes).where(nodes.c.settled_at.is_(None))
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    async def children(self, node_id: str) -> list[str]:
+        """Ids of the nodes whose parent is ``node_id``."""
+        return await self._run(self._children, node_id)
+
+    def _children(self, node_id: str) -> list[str]:
+        query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id)
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
+    # -- messages ---------------------------------------------------------
+
+    async def add_message(self, node_id: str, body: str) -> int:
+        """Queue a message for a node; returns its id."""
+        return await self._run(self._add_message, node_id, body)
+
+    def _add_message(self, node_id: str, body: str) -> int:
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                messages.insert().values(node_id=node_id, body=body, created_at=time.time())
+            )
+            key = result.inserted_primary_key
+            assert key is not None
+            return int(key[0])
+
+    async def claim_messages(self, node_id: str, run: int) -> list[str]:
+        """Take every unclaimed message of a node into ``run``, oldest first."""
+        return await self._run(self._claim, node_id, run)
+
+    def _claim(self, node_id: str, run: int) -> list[str]:
+        with self.engine.begin() as conn:
+            return _claim(conn, node_id, run)
+
+    # -- runs and outcomes -------------------------------------------------
+
+    async def end_run(
+        self,
+        node_id: str,
+        run: int,
+        *,
+        state: Any,
+        status: str,
+        outcome: Mapping[str, Any] | None,
+        continue_with_messages: bool,
+    ) -> list[str]:
+        """Save a finished run: the conversation, the status and (maybe) the outcome.
+
+        When ``continue_with_messages`` and messages arrived that the run never
+        read, they are claimed and returned instead, and the node keeps running;
+        otherwise ``[]`` and the node takes ``status`` (settling ``outcome``,
+        unless one is already settled — a settled outcome never changes).
+        """
+        return await self._run(
+            self._end_run, node_id, run, state, status, outcome, continue_with_messages
+        )
+
+    def _end_run(
+        self,
+        node_id: str,
+        run: int,
+        state: Any,
+        status: str,
+        outcome: Mapping[str, Any] | None,
+        continue_with_messages: bool,
+    ) -> list[str]:
+        now = time.time()
+        with self.engine.begin() as conn:
+            values: dict[str, Any] = {"state": state, "updated_at": now, "pending_result": None}
+            if continue_with_messages:
+                unread = _claim(conn, node_id, run)
+                if unread:
+                    conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
+                    return unread
+            values["status"] = status
+            if outcome is not None and _settle(conn, node_id, outcome, now):
+                values["settled_at"] = now
+            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
+        return []
+
+    async def settle(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
+        """Settle a node that is not running; ``False`` if it had already settled."""
+        return await self._run(self._settle_now, node_id, outcome, status)
+
+    def _settle_now(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
+        now = time.time()
+        with self.engine.begin() as conn:
+            settled = _settle(conn, node_id, outcome, now)
+            values: dict[str, Any] = {"status": status, "updated_at": now}
+            if settled:
+                values["settled_at"] = now
+            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
+        return settled
+
+    async def outcome(self, node_id: str) -> dict[str, Any] | None:
+        """A node's settled outcome, or ``None``."""
+        return await self._run(self._outcome, node_id)
+
+    def _outcome(self, node_id: str) -> dict[str, Any] | None:
+        query = sa.select(outcomes.c.outcome).where(outcomes.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return dict(value) if value is not None else None
+
+    # -- events -------------------------------------------------------------
+
+    async def append_events(self, batch: Sequence[tuple[str, int, str, Any, float]]) -> None:
+        """Write ``(node_id, sequence_number, type, data, created_at)`` events."""
+        if batch:
+            await self._run(self._append_events, batch)
+
+    def _append_events(self, batch: Sequence[tuple[str, int, str, Any, float]]) -> None:
+        rows = [
+            {"node_id": n, "sequence_number": s, "type": t, "data": d, "created_at": c}
+            for n, s, t, d, c in batch
+        ]
+        with self.engine.begin() as conn:
+            conn.execute(events.insert(), rows)
+
+    async def last_sequence(self, node_id: str) -> int:
+        """The highest event sequence number written for a node (0 if none)."""
+        return await self._run(self._last_sequence, node_id)
+
+    def _last_sequence(self, node_id: str) -> int:
+        query = sa.select(sa.func.max(events.c.sequence_number)).where(events.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    async def events(self, node_id: str, *, after: int = 0) -> list[Row]:
+        """A node's logged events after ``after``, in order."""
+        return await self._run(self._events, node_id, after)
+
+    def _events(self, node_id: str, after: int) -> list[Row]:
+        query = (
+            sa.select(events)
+            .where(events.c.node_id == node_id, events.c.sequence_number > after)
+            .order_by(events.c.sequence_number)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def _claim(conn: sa.Connection, node_id: str, run: int) -> list[str]:
+    query = (
+        sa.select(messages.c.message_id, messages.c.body)
+        .where(messages.c.node_id == node_id, messages.c.claimed_run.is_(None))
+        .order_by(messages.c.message_id)
+    )
+    rows = conn.execute(query).all()
+    if rows:
+        conn.execute(
+            messages.update()
+            .where(messages.c.message_id.in_([r.message_id for r in rows]))
+            .values(claimed_run=run)
+        )
+    return [r.body for r in rows]
+
+
+def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: float) -> bool:
+    exists = conn.execute(
+        sa.select(outcomes.c.node_id).where(outcomes.c.node_id == node_id)
+    ).first()
+    if exists is not None:
+        return False
+    conn.execute(outcomes.insert().values(node_id=node_id, outcome=dict(outcome), settled_at=now))
+    return True

@@ -1,0 +1,246 @@
+"""One run of a node as a DBOS workflow: begin, converse turn by turn, end.
+
+``begin`` and ``end`` are steps (their results are recorded) and the
+conversation's model turns and tool calls are steps too (``_durable``), so a
+recovered workflow replays everything that finished and carries on from there.
+The agent is rebuilt from the node's row each time; the conversation is driven
+with ``agent.iter()``, reading the node's inbox between turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dbos import DBOS
+
+from .._core import ProviderError
+from ..agents import BaseAgent
+from ..tools import LocalToolClient
+from ._durable import DurableProvider, DurableToolClient
+from ._engine import Active, Engine, Stop, current_engine, failure_outcome
+from ._node_tools import node_tools, schema_text
+
+__all__ = ["node_run"]
+
+NUDGES = 2
+"""How many times a node that must submit a result is reminded before it fails."""
+
+NUDGE = (
+    "You have not finished: call `submit-result` with a result matching the schema, or "
+    "`decline` if the task cannot honestly be done."
+)
+
+
+@DBOS.workflow(name="heron.node_run")
+async def node_run(node_id: str, run: int) -> str:
+    """Run a node's conversation from its unread messages to the end; returns its new status."""
+    return await _Run(current_engine(), node_id, run).drive()
+
+
+class _Run:
+    def __init__(self, engine: Engine, node_id: str, run: int) -> None:
+        self.engine = engine
+        self.node_id = node_id
+        self.run = run
+
+    async def drive(self) -> str:
+        engine, node_id = self.engine, self.node_id
+        plan = await DBOS.run_step_async({"name": "begin"}, self._begin)
+        if plan is None:
+            return "missing"
+        await engine.events.prime(node_id)
+        active = engine.register(node_id, self.run, plan["model"])
+        try:
+            agent = self._agent(plan, active)
+            prompt, nudges = plan["prompt"], 0
+            while True:
+                stop = await self._converse(agent, prompt, active)
+                end = await DBOS.run_step_async(
+                    {"name": "end"}, self._end, agent.state(), _stop_dict(stop), nudges
+                )
+                if not end.get("continue"):
+                    break
+                prompt, nudges = end["prompt"], end.get("nudges", nudges)
+        except BaseException:
+            # Shutdown (or a fault of the daemon's own): the run's end was not saved,
+            # so DBOS resumes it at the next start; nobody is told it ended.
+            engine.forget(active)
+            raise
+        await engine.ended(active, end)
+        return str(end["status"])
+
+    async def _begin(self) -> dict[str, Any] | None:
+        engine = self.engine
+        row = await engine.store.node(self.node_id)
+        if row is None:
+            return None
+        unread = await engine.store.claim_messages(self.node_id, self.run)
+        return {
+            "model": row["model"],
+            "state": row["state"],
+            "scopes": row["scopes"],
+            "output_schema": row["output_schema"],
+            "situational_context": row["situational_context"],
+            "cwd": row["cwd"],
+            "prompt": "\n\n".join(unread) or "Continue.",
+        }
+
+    def _agent(self, plan: dict[str, Any], active: Active) -> BaseAgent:
+        engine, node_id = self.engine, self.node_id
+        schema = plan["output_schema"]
+
+        async def submit(value: Any) -> None:
+            await engine.submit_result(node_id, value)
+
+        async def decline(reason: str, code: str | None, retryable: bool) -> None:
+            await engine.decline(node_id, reason, code, retryable)
+
+        tools = node_tools(
+            scopes=plan["scopes"], output_schema=schema, submit=submit, decline=decline
+        )
+        client = DurableToolClient(LocalToolClient(tools), node_id=node_id, events=engine.events)
+        provider = DurableProvider(
+            node_id=node_id,
+            model=lambda: active.model,
+            providers=engine.providers,
+            store=engine.store,
+            events=engine.events,
+        )
+        return BaseAgent(
+            provider=provider,
+            tool_client=client,
+            instruction=_instruction(plan),
+            name=node_id,
+            state=plan["state"],
+        )
+
+    async def _converse(self, agent: BaseAgent, prompt: str, active: Active) -> Stop:
+        if active.stop is not None:
+            return active.stop
+
+        async def talk() -> Stop:
+            async with agent.iter(prompt) as conversation:
+                async for turn in conversation:
+                    if turn.done:
+                        break
+                    unread = await DBOS.run_step_async(
+                        {"name": "inbox"}, self.engine.store.claim_messages, self.node_id, self.run
+                    )
+                    for body in unread:
+                        await conversation.add(body)
+                return Stop(kind="done", reply=conversation.result.reply or None)
+
+        task: asyncio.Task[Stop] = asyncio.ensure_future(talk())
+        active.task = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if active.stop is None or (current is not None and current.cancelling()):
+                raise  # the daemon is going down: the workflow resumes at the next start
+            return active.stop
+        except ProviderError as exc:
+            return Stop(
+                kind="failed", reason="provider_error", message=str(exc), error_type="ProviderError"
+            )
+        except Exception as exc:
+            return Stop(
+                kind="failed", reason="crashed", message=str(exc), error_type=type(exc).__name__
+            )
+        finally:
+            active.task = None
+
+    async def _end(self, state: Any, stop: dict[str, Any], nudges: int) -> dict[str, Any]:
+        engine, node_id = self.engine, self.node_id
+        row = await engine.store.node(node_id)
+        assert row is not None
+        outcome: dict[str, Any] | None = None
+        more = False
+        if stop["kind"] == "done":
+            pending = row["pending_result"]
+            if row["output_schema"] is not None and pending is None and nudges < NUDGES:
+                await engine.store.update_node(node_id, state=state)
+                return {"continue": True, "prompt": NUDGE, "nudges": nudges + 1}
+            outcome = _done_outcome(row, pending, stop.get("reply"))
+            if row["root_lifecycle"] == "resident":
+                status = "dormant"
+            else:
+                status = "completed" if outcome["kind"] == "result" else "failed"
+            more = True
+        elif stop["kind"] == "interrupted":
+            status = "interrupted"
+        elif stop["kind"] == "closed":
+            status, outcome = "cancelled", failure_outcome(Stop(**stop))
+        else:
+            status, outcome = "failed", failure_outcome(Stop(**stop))
+        async with engine.locked(node_id):
+            unread = await engine.store.end_run(
+                node_id,
+                self.run,
+                state=state,
+                status=status,
+                outcome=outcome,
+                continue_with_messages=more,
+            )
+        if unread:
+            return {"continue": True, "prompt": "\n\n".join(unread), "nudges": 0}
+        fresh = await engine.store.node(node_id)
+        settled_now = fresh is not None and row["settled_at"] is None and fresh["settled_at"]
+        return {"continue": False, "status": status, "settled": bool(settled_now)}
+
+
+def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[str, Any]:
+    if row["output_schema"] is None:
+        return {
+            "kind": "result",
+            "structured_result": None,
+            "output_text": reply,
+            "final_report_path": None,
+        }
+    if pending is None:
+        stop = Stop(
+            kind="failed",
+            reason="crashed",
+            message="the agent ended without submitting a result or declining",
+        )
+        return failure_outcome(stop)
+    if pending["kind"] == "declined":
+        return {
+            "kind": "failure",
+            "reason": "declined",
+            "declined": pending["declined"],
+            "detail": None,
+        }
+    return {
+        "kind": "result",
+        "structured_result": pending["value"],
+        "output_text": reply,
+        "final_report_path": None,
+    }
+
+
+def _instruction(plan: dict[str, Any]) -> str:
+    parts = ["You are a Heron node: an agent working on the task in the user's messages."]
+    if plan["cwd"]:
+        parts.append(f"Working directory: {plan['cwd']}")
+    if plan["output_schema"] is not None:
+        schema = schema_text(plan["output_schema"])
+        parts.append(
+            "Finish by calling `submit-result` with a result matching this JSON schema "
+            f"(or `decline` if the task cannot honestly be done):\n{schema}"
+        )
+    if plan["situational_context"]:
+        context = plan["situational_context"]
+        parts.append(f"Situational context (background, not a request):\n{context}")
+    return "\n\n".join(parts)
+
+
+def _stop_dict(stop: Stop) -> dict[str, Any]:
+    return {
+        "kind": stop.kind,
+        "reason": stop.reason,
+        "message": stop.message,
+        "error_type": stop.error_type,
+        "reply": stop.reply,
+    }

@@ -1,0 +1,137 @@
+"""A real daemon process on a temporary ``HERON_HOME``, driven over its Unix socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+STARTUP_TIMEOUT = 60.0
+
+
+class Daemon:
+    """One ``heron daemon`` process; :meth:`start` again after :meth:`kill` to restart it."""
+
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.socket = home / "heron.sock"
+        self.env = {**os.environ, "HERON_HOME": str(home), **(env or {})}
+        self.env.pop("HERON_SOCKET", None)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.args: list[str] = []
+        self.log = home / "test-daemon.log"
+
+    def start(self, *args: str) -> Daemon:
+        """Start the daemon and wait until ``/healthz`` answers on the socket."""
+        self.args = list(args) or self.args
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "heron", "daemon", *self.args],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the daemon exited at startup:\n{self.log.read_text()}")
+            try:
+                with self.client(timeout=2) as client:
+                    if client.get("/healthz").status_code == 200:
+                        return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"the daemon did not come up:\n{self.log.read_text()}")
+
+    def client(self, timeout: float = 30) -> httpx.Client:
+        """An HTTP client on the daemon's Unix socket."""
+        transport = httpx.HTTPTransport(uds=str(self.socket))
+        return httpx.Client(transport=transport, base_url="http://heron", timeout=timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the daemon (nothing gets to clean up)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """SIGTERM the daemon and wait for it to exit."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def write_script(directory: Path, name: str, steps: list[Any]) -> str:
+    """Write a scripted-provider script; returns the ``scripted:...`` model spec."""
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(steps))
+    return f"scripted:{path}"
+
+
+def wait_settled(client: httpx.Client, node_id: str, timeout: float = 30) -> dict[str, Any]:
+    """Long-poll the node's outcome until it settles; returns the poll body."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body: dict[str, Any] = client.get(f"/v1/nodes/{node_id}/outcome?wait=5").json()
+        if body["state"] == "settled":
+            return body
+    raise AssertionError(f"node {node_id} did not settle in {timeout} s")
+
+
+def wait_status(
+    client: httpx.Client, node_id: str, status: str, timeout: float = 30
+) -> dict[str, Any]:
+    """Poll the node until it has ``status``; returns the node."""
+    deadline = time.monotonic() + timeout
+    node: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        node = client.get(f"/v1/nodes/{node_id}").json()
+        if node["status"] == status:
+            return node
+        time.sleep(0.02)
+    raise AssertionError(f"node {node_id} is {node.get('status')}, not {status}")
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon shared by a test module (each test gives its nodes their own script)."""
+    home = tmp_path_factory.mktemp("heron-home")
+    default = write_script(home, "default", ["Hello from the default script."])
+    process = Daemon(home, {"HERON_PROVIDER": default}).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def client(daemon: Daemon) -> Iterator[httpx.Client]:
+    """An HTTP client on the shared daemon's socket."""
+    with daemon.client() as c:
+        yield c
+
+
+@pytest.fixture
+def scripts(tmp_path: Path) -> Any:
+    """``scripts("name", [...steps])`` writes a script and returns its model spec."""
+
+    def make(name: str, steps: list[Any]) -> str:
+        return write_script(tmp_path, name, steps)
+
+    return make

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -46,14 +47,20 @@ class Daemon:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the daemon exited at startup:\n{self.log.read_text()}")
-            try:
-                with self.client(timeout=2) as client:
+            if self._accepting():
+                with self.client(timeout=10) as client:
                     if client.get("/healthz").status_code == 200:
                         return self
-            except httpx.TransportError:
-                pass
             time.sleep(0.05)
         raise RuntimeError(f"the daemon did not come up:\n{self.log.read_text()}")
+
+    def _accepting(self) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(self.socket))
+            except OSError:
+                return False
+        return True
 
     def client(self, timeout: float = 30) -> httpx.Client:
         """An HTTP client on the daemon's Unix socket."""

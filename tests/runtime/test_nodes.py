@@ -1,0 +1,375 @@
+"""The core node lifecycle over plain HTTP on the daemon's Unix socket."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+
+from .conftest import Daemon, wait_settled, wait_status
+
+SLOW = {"text": "still thinking", "delay": 30}
+TIME = {"name": "get-current-time", "arguments": {}}
+
+
+def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
+    response = client.post("/v1/nodes", json=body)
+    assert response.status_code == 201, response.text
+    node: dict[str, Any] = response.json()
+    return node
+
+
+def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(daemon.home / "heron.db") as db:
+        return db.execute(sql, args).fetchall()
+
+
+class TestCreate:
+    def test_returns_at_once_running_and_settles_with_the_answer(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("answer", [{"tool_calls": [TIME]}, "It is noon."])
+        node = create(client, prompt="What time is it?", model=model, name="clock")
+        assert node["status"] == "running"
+        assert node["root"] is True and node["parent"] is None
+        assert (node["name"], node["prompt"], node["runs"]) == ("clock", "What time is it?", 1)
+        poll = wait_settled(client, node["node_id"])
+        assert poll["outcome"] == {
+            "kind": "result",
+            "structured_result": None,
+            "output_text": "It is noon.",
+            "final_report_path": None,
+        }
+        assert poll["node_status"] == "completed"
+        done = client.get(f"/v1/nodes/{node['node_id']}").json()
+        assert done["turns"] == 2 and done["input_tokens"] > 0 and done["output_tokens"] > 0
+        assert done["settled_at"] is not None
+
+    def test_a_reused_node_id_is_a_409_and_changes_nothing(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        create(client, prompt="one", node_id="twice", model=scripts("a", ["first"]))
+        again = client.post("/v1/nodes", json={"prompt": "two", "node_id": "twice"})
+        assert again.status_code == 409
+        assert again.json()["error"]["code"] == "node_id_exists"
+        assert client.get("/v1/nodes/twice").json()["prompt"] == "one"
+
+    def test_a_child_is_not_a_root_unless_it_says_so(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("quick", ["ok"])
+        parent = create(client, prompt="parent", model=model)
+        child = create(client, prompt="child", parent=parent["node_id"], model=model)
+        assert child["root"] is False and child["parent"] == parent["node_id"]
+        missing = client.post("/v1/nodes", json={"prompt": "x", "parent": "no-such-node"})
+        assert missing.status_code == 404
+
+    def test_list_is_a_plain_array_filterable_by_status_and_root(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        waiting = create(client, no_kickoff=True, root=False, model=scripts("idle", ["ok"]))
+        listed = client.get("/v1/nodes").json()
+        assert isinstance(listed, list)
+        assert waiting["node_id"] in {n["node_id"] for n in listed}
+        dormant = client.get("/v1/nodes", params={"status": "dormant", "root": "false"}).json()
+        assert waiting["node_id"] in {n["node_id"] for n in dormant}
+        assert all(n["status"] == "dormant" and n["root"] is False for n in dormant)
+        roots = client.get("/v1/nodes", params={"root": "true"}).json()
+        assert waiting["node_id"] not in {n["node_id"] for n in roots}
+
+    def test_invalid_create_parameters_are_422_with_a_code(self, client: httpx.Client) -> None:
+        cases = {
+            "invalid_cwd": {"cwd": "relative/dir"},
+            "invalid_model": {"model": "nonsense:thing"},
+            "invalid_output_schema": {"output_schema": {"type": "no-such-type"}},
+        }
+        for code, body in cases.items():
+            response = client.post("/v1/nodes", json={"prompt": "x", **body})
+            assert response.status_code == 422, body
+            assert response.json()["error"]["code"] == code
+        bad_deadline = client.post("/v1/nodes", json={"prompt": "x", "deadline": "soon"})
+        assert bad_deadline.status_code == 422
+
+
+class TestMessages:
+    def test_no_kickoff_waits_dormant_until_a_message_wakes_it(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node = create(client, prompt="later", no_kickoff=True, model=scripts("w", ["awake"]))
+        assert node["status"] == "dormant" and node["runs"] == 0
+        assert client.get(f"/v1/nodes/{node['node_id']}/outcome").json()["state"] == "pending"
+        sent = client.post(f"/v1/nodes/{node['node_id']}/messages", json={"body": "go now"})
+        assert sent.status_code == 202 and sent.json()["delivery"] == "woke"
+        assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "awake"
+
+    def test_a_running_node_reads_a_message_at_its_next_turn(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        model = scripts("m", [{"tool_calls": [TIME], "delay": 1.5}, "noted"])
+        node = create(client, prompt="work", model=model)
+        node_id = node["node_id"]
+        sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "also the lane"})
+        assert sent.json()["delivery"] == "queued"
+        wait_settled(client, node_id)
+        assert client.get(f"/v1/nodes/{node_id}").json()["runs"] == 1  # no second run
+        claimed = query(
+            daemon, "SELECT claimed_run FROM heron_messages WHERE node_id = ? ORDER BY 1", node_id
+        )
+        assert claimed == [(1,), (1,)]  # the kickoff and the follow-up, both in run 1
+        state = query(daemon, "SELECT state FROM heron_nodes WHERE node_id = ?", node_id)[0][0]
+        assert "also the lane" in state
+
+    def test_a_resident_root_stays_dormant_for_follow_ups(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("r", ["first answer", "second answer"])
+        node = create(client, prompt="hi", root_lifecycle="resident", model=model)
+        node_id = node["node_id"]
+        first = wait_settled(client, node_id)
+        assert first["outcome"]["output_text"] == "first answer"
+        wait_status(client, node_id, "dormant")
+        woke = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more?"})
+        assert woke.json()["delivery"] == "woke"
+        again = wait_status(client, node_id, "dormant")
+        assert again["runs"] == 2 and again["turns"] == 2
+        # A settled outcome never changes.
+        assert client.get(f"/v1/nodes/{node_id}/outcome").json()["outcome"] == first["outcome"]
+
+    def test_a_terminal_node_that_settled_takes_no_messages(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node = create(client, prompt="hi", model=scripts("t", ["bye"]))
+        wait_settled(client, node["node_id"])
+        late = client.post(f"/v1/nodes/{node['node_id']}/messages", json={"body": "hello?"})
+        assert late.status_code == 409 and late.json()["error"]["code"] == "node_settled"
+
+
+class TestStopping:
+    def test_interrupt_stops_the_turn_and_keeps_the_node(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("slow", [SLOW, "resumed"])
+        node_id = create(client, prompt="think", model=model)["node_id"]
+        wait_for_turn(client, node_id)
+        stopped = client.post(f"/v1/nodes/{node_id}/interrupt")
+        assert stopped.status_code == 200 and stopped.json()["status"] == "interrupted"
+        assert client.get(f"/v1/nodes/{node_id}/outcome").json()["state"] == "pending"
+        again = client.post(f"/v1/nodes/{node_id}/interrupt")
+        assert again.status_code == 409 and again.json()["error"]["code"] == "node_not_running"
+        # The interrupted turn never answered, so the next message gets the script's
+        # first step again: a fresh slow turn. Closing ends it for good.
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "carry on"})
+        wait_status(client, node_id, "running")
+        closed = client.post(f"/v1/nodes/{node_id}/close", json={"reason": "enough"})
+        assert closed.json()["status"] == "cancelled"
+        outcome = client.get(f"/v1/nodes/{node_id}/outcome").json()["outcome"]
+        assert outcome["kind"] == "failure" and outcome["reason"] == "cancelled"
+        assert outcome["detail"]["message"] == "enough"
+
+    def test_close_on_a_dormant_node_and_twice(self, client: httpx.Client, scripts: Any) -> None:
+        node_id = create(client, no_kickoff=True, model=scripts("d", ["x"]))["node_id"]
+        assert client.post(f"/v1/nodes/{node_id}/close").json()["status"] == "cancelled"
+        assert client.post(f"/v1/nodes/{node_id}/close").json()["status"] == "cancelled"
+        poll = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        assert poll["state"] == "settled" and poll["outcome"]["reason"] == "cancelled"
+
+    def test_closing_a_parent_closes_its_subtree(self, client: httpx.Client, scripts: Any) -> None:
+        model = scripts("tree", [SLOW])
+        parent = create(client, prompt="p", model=model)["node_id"]
+        child = create(client, prompt="c", parent=parent, model=model)["node_id"]
+        grandchild = create(client, no_kickoff=True, parent=child, model=model)["node_id"]
+        client.post(f"/v1/nodes/{parent}/close")
+        for node_id in (parent, child, grandchild):
+            assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "cancelled"
+
+    def test_a_deadline_cancels_the_node_as_deadline_exceeded(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node = create(client, prompt="slow", deadline="1s", model=scripts("late", [SLOW]))
+        assert node["deadline_at"] is not None
+        poll = wait_settled(client, node["node_id"])
+        assert poll["outcome"]["kind"] == "failure"
+        assert poll["outcome"]["reason"] == "deadline_exceeded"
+        assert poll["node_status"] == "cancelled"
+
+    def test_outcome_wait_answers_when_the_node_settles(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node_id = create(client, prompt="x", model=scripts("w2", [{"text": "ok", "delay": 0.5}]))[
+            "node_id"
+        ]
+        poll = client.get(f"/v1/nodes/{node_id}/outcome", params={"wait": 25}).json()
+        assert poll["state"] == "settled" and poll["node_status"] == "completed"
+        pending = client.get(f"/v1/nodes/{node_id}/outcome", params={"wait": 0}).json()
+        assert pending["state"] == "settled"
+
+
+class TestStructuredResults:
+    SCHEMA: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "version": {"type": "string"}},
+        "required": ["name", "version"],
+        "additionalProperties": False,
+    }
+
+    def test_an_invalid_submission_goes_back_to_the_agent_then_a_valid_one_settles(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        bad = {"name": "submit-result", "arguments": {"result": {"name": "heron"}}}
+        good = {
+            "name": "submit-result",
+            "arguments": {"result": {"name": "heron", "version": "0.1.0"}},
+        }
+        model = scripts("s", [{"tool_calls": [bad]}, {"tool_calls": [good]}])
+        node = create(client, prompt="report", output_schema=self.SCHEMA, model=model)
+        assert node["has_output_schema"] is True
+        poll = wait_settled(client, node["node_id"])
+        assert poll["outcome"]["kind"] == "result"
+        assert poll["outcome"]["structured_result"] == {"name": "heron", "version": "0.1.0"}
+        events = query(
+            daemon,
+            "SELECT data FROM heron_events WHERE node_id = ? AND type = ? ORDER BY 1",
+            node["node_id"],
+            "node.tool_call.completed",
+        )
+        statuses = [e[0] for e in events]
+        assert '"status": "error"' in statuses[0] and '"status": "ok"' in statuses[1]
+
+    def test_the_schema_may_come_as_a_json_string(self, client: httpx.Client, scripts: Any) -> None:
+        import json
+
+        submit = {"name": "submit-result", "arguments": {"result": {"n": 3}}}
+        schema = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}})
+        node = create(
+            client, prompt="n", output_schema=schema, model=scripts("j", [{"tool_calls": [submit]}])
+        )
+        assert wait_settled(client, node["node_id"])["outcome"]["structured_result"] == {"n": 3}
+
+    def test_a_decline_is_an_outcome_value(self, client: httpx.Client, scripts: Any) -> None:
+        decline = {
+            "name": "decline",
+            "arguments": {"reason": "no repo here", "code": "no_repo", "retryable": True},
+        }
+        model = scripts("dec", [{"tool_calls": [decline]}])
+        node = create(client, prompt="report", output_schema=self.SCHEMA, model=model)
+        outcome = wait_settled(client, node["node_id"])["outcome"]
+        assert outcome == {
+            "kind": "failure",
+            "reason": "declined",
+            "declined": {"reason": "no repo here", "code": "no_repo", "retryable": True},
+            "detail": None,
+        }
+
+    def test_an_agent_that_never_submits_is_reminded_then_fails(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("never", ["I think it is done.", "Really done.", "Still done."])
+        node = create(client, prompt="x", output_schema=self.SCHEMA, model=model)
+        poll = wait_settled(client, node["node_id"])
+        assert poll["outcome"]["reason"] == "crashed"
+        assert "without submitting" in poll["outcome"]["detail"]["message"]
+        assert client.get(f"/v1/nodes/{node['node_id']}").json()["turns"] == 3
+
+    def test_the_result_route_validates_against_the_schema(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node_id = create(
+            client, no_kickoff=True, output_schema=self.SCHEMA, model=scripts("x", ["x"])
+        )["node_id"]
+        bad = client.post(f"/v1/nodes/{node_id}/result", json={"result": {"name": 1}})
+        assert bad.status_code == 422
+        error = bad.json()["error"]
+        assert error["code"] == "invalid_result"
+        assert any("version" in d for d in error["details"])
+        assert any("name" in d for d in error["details"])
+        good = client.post(
+            f"/v1/nodes/{node_id}/result", json={"result": {"name": "a", "version": "1"}}
+        )
+        assert good.status_code == 200 and good.json()["accepted"] is True
+        plain = create(client, no_kickoff=True, model=scripts("y", ["y"]))["node_id"]
+        refused = client.post(f"/v1/nodes/{plain}/result", json={"result": {}})
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "no_output_schema"
+
+
+class TestFailures:
+    def test_a_provider_error_is_an_outcome_not_a_crash(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("down", [{"error": "upstream overloaded", "status": 529}])
+        poll = wait_settled(client, create(client, prompt="x", model=model)["node_id"])
+        assert poll["outcome"]["reason"] == "provider_error"
+        assert "upstream overloaded" in poll["outcome"]["detail"]["message"]
+        assert poll["node_status"] == "failed"
+
+    def test_an_unknown_tool_call_is_answered_and_the_node_goes_on(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        call = {"name": "bash-run", "arguments": {"command": "rm -rf /"}}
+        model = scripts("scope", [{"tool_calls": [call]}, "could not"])
+        node = create(client, prompt="x", scopes=[], model=model)
+        assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "could not"
+
+
+class TestConfig:
+    def test_patch_changes_name_description_model_and_deadline(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node_id = create(client, no_kickoff=True, model=scripts("c1", ["from c1"]))["node_id"]
+        other = scripts("c2", ["from c2"])
+        patched = client.patch(
+            f"/v1/nodes/{node_id}/config",
+            json={"name": "renamed", "description": "d", "model": other, "deadline": "1h"},
+        )
+        assert patched.status_code == 200
+        body = patched.json()
+        assert (body["name"], body["description"], body["model"]) == ("renamed", "d", other)
+        assert body["deadline_at"] is not None
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "go"})
+        assert wait_settled(client, node_id)["outcome"]["output_text"] == "from c2"
+        bad = client.patch(f"/v1/nodes/{node_id}/config", json={"model": "nope:x"})
+        assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_model"
+
+
+class TestContext:
+    def test_situational_context_stays_out_of_the_visible_prompt(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        node = create(
+            client,
+            prompt="visible brief",
+            situational_context="the user is on call tonight",
+            cwd=str(Path(daemon.home)),
+            model=scripts("ctx", ["ok"]),
+        )
+        assert node["prompt"] == "visible brief" and node["cwd"] == str(daemon.home)
+        wait_settled(client, node["node_id"])
+        state = query(daemon, "SELECT state FROM heron_nodes WHERE node_id = ?", node["node_id"])
+        assert "visible brief" in state[0][0]
+        assert "on call tonight" not in state[0][0]
+
+
+class TestSystem:
+    def test_health_status_and_openapi(self, client: httpx.Client) -> None:
+        assert client.get("/healthz").json()["ok"] is True
+        status = client.get("/v1/status").json()
+        assert status["database"].startswith("sqlite")
+        assert status["listeners"][0]["kind"] == "unix"
+        assert sum(status["nodes"].values()) >= 0 and status["uptime_seconds"] >= 0
+        spec = client.get("/openapi.json").json()
+        assert "/v1/nodes/{node_id}/outcome" in spec["paths"]
+
+
+def wait_for_turn(client: httpx.Client, node_id: str) -> None:
+    """Wait until the node's first model turn has begun."""
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if client.get(f"/v1/nodes/{node_id}").json()["status"] == "running":
+            time.sleep(0.3)  # the kickoff has reached the (slow) model by now
+            return
+        time.sleep(0.02)
+    raise AssertionError("the node never started")

@@ -1,0 +1,124 @@
+"""Restarts lose nothing: SIGKILL mid-run, restart, and every node carries on."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Daemon, wait_settled, wait_status, write_script
+
+pytestmark = pytest.mark.slow
+
+TIME = {"name": "get-current-time", "arguments": {}}
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Daemon]:
+    default = write_script(tmp_path, "default", ["default"])
+    daemon = Daemon(tmp_path / "home", {"HERON_PROVIDER": default})
+    try:
+        yield daemon.start()
+    finally:
+        daemon.stop()
+
+
+def events(daemon: Daemon, node_id: str, type: str) -> list[str]:
+    with sqlite3.connect(daemon.home / "heron.db") as db:
+        rows = db.execute(
+            "SELECT data FROM heron_events WHERE node_id = ? AND type = ? ORDER BY sequence_number",
+            (node_id, type),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def wait_events(daemon: Daemon, node_id: str, type: str, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if len(events(daemon, node_id, type)) >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{node_id} never logged {count} {type} events")
+
+
+def test_sigkill_mid_run_resumes_from_the_last_completed_step(
+    fresh: Daemon, tmp_path: Path
+) -> None:
+    script = [{"tool_calls": [TIME]}, {"tool_calls": [TIME], "delay": 3}, "done"]
+    model = write_script(tmp_path, "three", script)
+    with fresh.client() as client:
+        settled = client.post("/v1/nodes", json={"prompt": "quick", "model": model}).json()
+        before = wait_settled(client, settled["node_id"])["outcome"]
+        node_id = client.post("/v1/nodes", json={"prompt": "go", "model": model}).json()["node_id"]
+        dormant = client.post("/v1/nodes", json={"no_kickoff": True, "model": model}).json()
+        wait_events(fresh, node_id, "node.turn.started", 2)  # the slow second turn began
+    fresh.kill()
+    fresh.start()
+    with fresh.client() as client:
+        after = wait_settled(client, node_id)
+        assert after["outcome"]["output_text"] == "done"
+        node = client.get(f"/v1/nodes/{node_id}").json()
+        assert node["turns"] == 3 and node["runs"] == 1
+        # The first turn and its tool call finished before the kill: neither was
+        # repeated. The second turn was cut off, so it was asked again.
+        assert len(events(fresh, node_id, "node.tool_call.started")) == 2
+        assert len(events(fresh, node_id, "node.turn.started")) == 4
+        assert len(events(fresh, node_id, "node.turn.completed")) == 3
+        # Settled outcomes are unchanged, and a dormant node is still dormant.
+        assert client.get(f"/v1/nodes/{settled['node_id']}/outcome").json()["outcome"] == before
+        assert client.get(f"/v1/nodes/{dormant['node_id']}").json()["status"] == "dormant"
+        # Event numbering carries on after the restart, with no number used twice.
+        with sqlite3.connect(fresh.home / "heron.db") as db:
+            numbers = [
+                r[0]
+                for r in db.execute(
+                    "SELECT sequence_number FROM heron_events WHERE node_id = ? ORDER BY 1",
+                    (node_id,),
+                )
+            ]
+        assert numbers == sorted(set(numbers))
+
+
+def test_a_graceful_stop_mid_run_also_resumes(fresh: Daemon, tmp_path: Path) -> None:
+    model = write_script(tmp_path, "slow", [{"text": "finally", "delay": 2}])
+    with fresh.client() as client:
+        node_id = client.post("/v1/nodes", json={"prompt": "go", "model": model}).json()["node_id"]
+        wait_events(fresh, node_id, "node.turn.started", 1)
+    fresh.stop()
+    fresh.start()
+    with fresh.client() as client:
+        assert wait_settled(client, node_id)["outcome"]["output_text"] == "finally"
+
+
+def test_deadlines_survive_a_restart(fresh: Daemon, tmp_path: Path) -> None:
+    model = write_script(tmp_path, "never", [{"text": "too late", "delay": 60}])
+    with fresh.client() as client:
+        node = client.post("/v1/nodes", json={"prompt": "x", "deadline": "3s", "model": model})
+        node_id = node.json()["node_id"]
+    fresh.kill()
+    fresh.start()
+    with fresh.client() as client:
+        outcome = wait_settled(client, node_id)["outcome"]
+        assert outcome["reason"] == "deadline_exceeded"
+        wait_status(client, node_id, "cancelled")
+
+
+def test_a_message_to_a_dormant_node_after_restart_wakes_it(fresh: Daemon, tmp_path: Path) -> None:
+    model = write_script(tmp_path, "resident", ["one", "two"])
+    with fresh.client() as client:
+        body: dict[str, Any] = {"prompt": "hi", "root_lifecycle": "resident", "model": model}
+        node_id = client.post("/v1/nodes", json=body).json()["node_id"]
+        wait_status(client, node_id, "dormant")
+    fresh.kill()
+    fresh.start()
+    with fresh.client() as client:
+        assert (
+            client.post(f"/v1/nodes/{node_id}/messages", json={"body": "again"}).json()["delivery"]
+            == "woke"
+        )
+        node = wait_status(client, node_id, "dormant")
+        assert node["runs"] == 2 and node["turns"] == 2

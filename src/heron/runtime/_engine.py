@@ -26,7 +26,7 @@ from .. import api
 from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durations import parse_duration
-from ._errors import ApiError
+from ._errors import ApiError, DaemonError
 from ._events import EventLog
 from ._providers import ProviderPool
 from ._store import DuplicateNode, Row, Store
@@ -109,6 +109,14 @@ class Engine:
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
         self.store.migrate()
+        if self.providers.default.partition(":")[0].lower() == "local":
+            # Loading the embedded model takes a while: let the first node find it ready.
+            self._spawn(self._warm_default())
+        else:
+            try:
+                await self.providers.prepare(None)
+            except Exception as exc:  # a missing API key: say so now, not per node
+                raise DaemonError(f"HERON_PROVIDER={self.providers.default}: {exc}") from None
         self.events.start()
         _ENGINE = self
         DBOS(
@@ -142,6 +150,12 @@ class Engine:
         await self.providers.aclose()
         self.store.close()
         _ENGINE = None
+
+    async def _warm_default(self) -> None:
+        try:
+            await self.providers.prepare(None)
+        except Exception:
+            log.exception("could not load the default model %s", self.providers.default)
 
     def _lock(self, node_id: str) -> asyncio.Lock:
         lock = self._locks.get(node_id)
@@ -211,6 +225,8 @@ class Engine:
     async def create(self, request: api.NodeCreateRequest) -> api.Node:
         """Create a node and start its first run (unless ``no_kickoff``); returns at once."""
         row, prompt = self._new_row(request)
+        if request.model is not None:
+            await self._prepare_model(request.model)
         if request.parent is not None:
             await self.row(request.parent)
         if request.fork_from is not None:
@@ -276,6 +292,12 @@ class Engine:
             "pending_result": None,
         }
         return row, prompt
+
+    async def _prepare_model(self, spec: str | None) -> None:
+        try:
+            await self.providers.prepare(spec)
+        except Exception as exc:  # a missing API key, an unreadable model file ...
+            raise ApiError(422, "invalid_model", str(exc)) from None
 
     def _check_model(self, spec: str) -> None:
         try:
@@ -415,6 +437,7 @@ class Engine:
         if "model" in fields:
             if patch.model is not None:
                 self._check_model(patch.model)
+            await self._prepare_model(patch.model)
             values["model"] = patch.model
             active = self.active.get(node_id)
             if active is not None:

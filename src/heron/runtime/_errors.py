@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ApiError"]
+__all__ = ["ApiError", "DaemonError"]
+
+
+class DaemonError(Exception):
+    """The daemon cannot start (another one runs, an address is taken, no API key ...)."""
 
 
 class ApiError(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -45,6 +46,16 @@ class ProviderPool:
         if provider is None:
             provider = self._shared[spec] = from_spec(spec)
         return provider
+
+    async def prepare(self, spec: str | None) -> None:
+        """Build (off the event loop) the provider for ``spec`` if it is not built yet.
+
+        Building one may load a model for seconds; the daemon must keep serving meanwhile.
+        """
+        key = (spec or self.default).strip()
+        if key.partition(":")[0].lower() != "scripted" and key not in self._shared:
+            provider = await asyncio.to_thread(from_spec, key)
+            self._shared.setdefault(key, provider)
 
     def _script(self, path: str) -> list[Step]:
         if not path:

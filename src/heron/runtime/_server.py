@@ -16,15 +16,12 @@ from .. import api
 from ._app import build_app, wrap
 from ._config import RuntimeConfig
 from ._engine import Engine
+from ._errors import DaemonError
 from ._local import daemon_pid, get_json
 
 __all__ = ["DaemonError", "run_daemon", "serve"]
 
 log = logging.getLogger("heron.runtime")
-
-
-class DaemonError(Exception):
-    """The daemon cannot start (another one runs, an address is taken ...)."""
 
 
 def _unix_socket(path: os.PathLike[str] | str) -> socket.socket:

@@ -52,6 +52,7 @@ class _Run:
         await engine.events.prime(node_id)
         active = engine.register(node_id, self.run, plan["model"])
         try:
+            await engine.providers.prepare(plan["model"])
             agent = self._agent(plan, active)
             prompt, nudges = plan["prompt"], 0
             while True:

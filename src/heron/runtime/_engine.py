@@ -95,6 +95,7 @@ class Engine:
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
         self._early_stops: dict[str, Stop] = {}
+        self._registered: dict[str, asyncio.Event] = {}
         self._settled: dict[str, asyncio.Event] = {}
         self._deadlines: dict[str, asyncio.TimerHandle] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -334,6 +335,9 @@ class Engine:
         if early is not None:
             active.stop = early
         self.active[node_id] = active
+        registered = self._registered.pop(node_id, None)
+        if registered is not None:
+            registered.set()
         return active
 
     def forget(self, active: Active) -> None:
@@ -408,7 +412,10 @@ class Engine:
         stop = Stop(kind="closed", reason=reason, message=message)
         if row["status"] == "running":
             await self._stop_run(node_id, stop)
-            return
+            row = await self.store.node(node_id)
+            if row is None or row["status"] in SETTLED or row["status"] == "running":
+                return
+            # The run ended on its own just before the stop reached it (dormant now).
         async with self._lock(node_id):
             settled = await self.store.settle(node_id, _failure(stop), "cancelled")
         self.events.publish(node_id, "node.status.changed", {"status": "cancelled"})
@@ -420,12 +427,19 @@ class Engine:
         """Stop the running conversation and wait (a little) for its run to save its end."""
         active = self.active.get(node_id)
         if active is None:
-            # Its workflow has not reached this process yet (just launched or resuming).
+            # Its workflow has not reached this process yet (just launched or resuming):
+            # it takes the stop as it starts.
             self._early_stops[node_id] = stop
-            return
-        active.stop = stop
-        if active.task is not None:
-            active.task.cancel()
+            registered = self._registered.setdefault(node_id, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(registered.wait(), 10)
+            active = self.active.get(node_id)
+            if active is None:
+                return
+        else:
+            active.stop = stop
+            if active.task is not None:
+                active.task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(active.ended.wait(), 10)
 

@@ -8,12 +8,23 @@ import types
 import heron
 import heron._core.errors
 import heron.agents
+import heron.api
 import heron.mcp
 import heron.providers
+import heron.runtime
 import heron.testing
 import heron.tools
 
-PUBLIC_MODULES = [heron, heron.agents, heron.mcp, heron.providers, heron.testing, heron.tools]
+PUBLIC_MODULES = [
+    heron,
+    heron.agents,
+    heron.api,
+    heron.mcp,
+    heron.providers,
+    heron.runtime,
+    heron.testing,
+    heron.tools,
+]
 
 EXPECTED = {
     "AgentOptions", "AgentRun", "AgentState", "AgentStream", "AgentTool", "BaseAgent",
@@ -80,6 +91,22 @@ def test_public_classes_and_functions_have_docstrings() -> None:
                         if attr.startswith("_") or not callable(member):
                             continue
                         assert inspect.getdoc(member), f"{name}.{attr} has no docstring"
+
+
+def test_the_wire_models_import_nothing_else_of_heron() -> None:
+    # heron.api is shared with the client, which must not depend on the SDK or the daemon.
+    import ast
+    from pathlib import Path
+
+    for path in Path(heron.api.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                outside = node.level > 1 or (
+                    node.level == 0 and (node.module or "").startswith("heron")
+                )
+                assert not outside, f"{path.name} imports {'.' * node.level}{node.module}"
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("heron") for a in node.names), path.name
 
 
 def test_version_is_a_string() -> None:

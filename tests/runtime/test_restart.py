@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -122,3 +123,7 @@ def test_a_message_to_a_dormant_node_after_restart_wakes_it(fresh: Daemon, tmp_p
         )
         node = wait_status(client, node_id, "dormant")
         assert node["runs"] == 2 and node["turns"] == 2
+    fresh.stop()  # writes every pending event
+    statuses = [json.loads(d)["status"] for d in events(fresh, node_id, "node.status.changed")]
+    assert statuses == ["running", "dormant", "running", "dormant"]
+    assert "could not write node events" not in fresh.log.read_text()

@@ -244,6 +244,7 @@ class Engine:
                 409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
             ) from None
         node_id = row["node_id"]
+        self.events.fresh(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())
@@ -325,6 +326,7 @@ class Engine:
         row = await self.row(node_id)
         run = row["runs"] + 1
         await self.store.update_node(node_id, status="running", runs=run)
+        await self.events.prime(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": "running"})
         await self._launch(node_id, run)
 
@@ -418,6 +420,7 @@ class Engine:
             # The run ended on its own just before the stop reached it (dormant now).
         async with self._lock(node_id):
             settled = await self.store.settle(node_id, _failure(stop), "cancelled")
+        await self.events.prime(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": "cancelled"})
         if settled:
             await self._announce_settled(node_id)

@@ -75,9 +75,18 @@ class EventLog:
             last = await self._store.last_sequence(node_id)
             self._next.setdefault(node_id, last + 1)
 
+    def fresh(self, node_id: str) -> None:
+        """Start numbering a node that was just created (it has no events yet)."""
+        self._next.setdefault(node_id, 1)
+
     def publish(self, node_id: str, type: str, data: dict[str, Any]) -> Event:
-        """Number ``data`` as the node's next event, hand it to subscribers, queue it to log."""
-        seq = self._next.get(node_id, 1)
+        """Number ``data`` as the node's next event, hand it to subscribers, queue it to log.
+
+        The node must have been primed (:meth:`prime` or :meth:`fresh`) in this process.
+        """
+        seq = self._next.get(node_id)
+        if seq is None:
+            raise RuntimeError(f"events of node {node_id} published before its numbering was read")
         self._next[node_id] = seq + 1
         event = Event(
             node_id=node_id, sequence_number=seq, type=type, data=data, created_at=time.time()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,8 @@ import sqlalchemy as sa
 from ._db import events, messages, migrate, nodes, outcomes
 
 __all__ = ["DuplicateNode", "Store"]
+
+log = logging.getLogger("heron.runtime")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -255,8 +258,23 @@ class Store:
             {"node_id": n, "sequence_number": s, "type": t, "data": d, "created_at": c}
             for n, s, t, d, c in batch
         ]
-        with self.engine.begin() as conn:
-            conn.execute(events.insert(), rows)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(events.insert(), rows)
+        except sa.exc.IntegrityError:
+            # A number already taken (a bug, or a second daemon on the same node): keep
+            # every event that can be kept rather than retrying the batch forever.
+            for row in rows:
+                try:
+                    with self.engine.begin() as conn:
+                        conn.execute(events.insert(), [row])
+                except sa.exc.IntegrityError:
+                    log.error(
+                        "dropped event %s #%s of node %s: its number is taken",
+                        row["type"],
+                        row["sequence_number"],
+                        row["node_id"],
+                    )
 
     async def last_sequence(self, node_id: str) -> int:
         """The highest event sequence number written for a node (0 if none)."""

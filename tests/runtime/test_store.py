@@ -1,0 +1,118 @@
+"""The daemon's store on a real SQLite database: transactions and their guarantees."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heron.runtime._db import create_engine, migrate
+from heron.runtime._store import DuplicateNode, Store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    engine = create_engine(f"sqlite:///{tmp_path / 'heron.db'}")
+    store = Store(engine)
+    store.migrate()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def row(node_id: str, **extra: Any) -> dict[str, Any]:
+    now = time.time()
+    return {
+        "node_id": node_id,
+        "status": "running",
+        "root": True,
+        "root_lifecycle": "terminal",
+        "mode": "base",
+        "pin_cwd": False,
+        "extra": {},
+        "created_at": now,
+        "updated_at": now,
+        "runs": 1,
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        **extra,
+    }
+
+
+def test_migrations_are_idempotent(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
+    assert migrate(engine) == migrate(engine) == 1
+    engine.dispose()
+
+
+async def test_a_duplicate_node_id_is_refused_and_its_message_not_kept(store: Store) -> None:
+    await store.insert_node(row("a"), "first")
+    with pytest.raises(DuplicateNode):
+        await store.insert_node(row("a"), "second")
+    assert await store.claim_messages("a", 1) == ["first"]
+
+
+async def test_messages_are_claimed_once_in_order(store: Store) -> None:
+    await store.insert_node(row("a"), "one")
+    await store.add_message("a", "two")
+    assert await store.claim_messages("a", 1) == ["one", "two"]
+    assert await store.claim_messages("a", 1) == []
+    await store.add_message("a", "three")
+    assert await store.claim_messages("a", 2) == ["three"]
+
+
+async def test_ending_a_run_with_unread_messages_continues_instead(store: Store) -> None:
+    await store.insert_node(row("a"), "go")
+    await store.claim_messages("a", 1)
+    await store.add_message("a", "late")
+    outcome = {"kind": "result"}
+    unread = await store.end_run(
+        "a", 1, state={"s": 1}, status="completed", outcome=outcome, continue_with_messages=True
+    )
+    assert unread == ["late"]
+    node = await store.node("a")
+    assert node is not None and node["status"] == "running" and node["settled_at"] is None
+    assert await store.outcome("a") is None
+    assert (
+        await store.end_run(
+            "a", 1, state={"s": 2}, status="completed", outcome=outcome, continue_with_messages=True
+        )
+        == []
+    )
+    node = await store.node("a")
+    assert node is not None and node["status"] == "completed" and node["state"] == {"s": 2}
+    assert await store.outcome("a") == outcome
+
+
+async def test_a_settled_outcome_never_changes(store: Store) -> None:
+    await store.insert_node(row("a"), None)
+    assert await store.settle("a", {"kind": "result", "n": 1}, "dormant") is True
+    assert await store.settle("a", {"kind": "failure"}, "cancelled") is False
+    assert await store.outcome("a") == {"kind": "result", "n": 1}
+    node = await store.node("a")
+    assert node is not None and node["status"] == "cancelled"
+
+
+async def test_events_with_a_taken_number_do_not_block_the_others(store: Store) -> None:
+    await store.append_events([("a", 1, "x", {}, 1.0)])
+    await store.append_events([("a", 1, "dup", {}, 2.0), ("a", 2, "y", {}, 2.0)])
+    logged = [(e["sequence_number"], e["type"]) for e in await store.events("a")]
+    assert logged == [(1, "x"), (2, "y")]
+    assert await store.last_sequence("a") == 2
+    assert await store.last_sequence("b") == 0
+
+
+async def test_counts_children_and_unsettled(store: Store) -> None:
+    await store.insert_node(row("p"), None)
+    await store.insert_node(row("c", parent="p", root=False, status="dormant"), None)
+    assert await store.children("p") == ["c"]
+    assert await store.counts_by_status() == {"running": 1, "dormant": 1}
+    await store.settle("c", {"kind": "failure"}, "cancelled")
+    assert [r["node_id"] for r in await store.unsettled()] == ["p"]
+    assert [r["node_id"] for r in await store.list_nodes(root=False)] == ["c"]
+    assert [r["node_id"] for r in await store.list_nodes(status=["running"])] == ["p"]

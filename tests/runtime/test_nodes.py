@@ -148,11 +148,11 @@ class TestMessages:
 
 class TestStopping:
     def test_interrupt_stops_the_turn_and_keeps_the_node(
-        self, client: httpx.Client, scripts: Any
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
     ) -> None:
         model = scripts("slow", [SLOW, "resumed"])
         node_id = create(client, prompt="think", model=model)["node_id"]
-        wait_for_turn(client, node_id)
+        wait_logged(daemon, node_id, "node.turn.started")
         stopped = client.post(f"/v1/nodes/{node_id}/interrupt")
         assert stopped.status_code == 200 and stopped.json()["status"] == "interrupted"
         assert client.get(f"/v1/nodes/{node_id}/outcome").json()["state"] == "pending"
@@ -236,6 +236,20 @@ class TestStructuredResults:
         )
         statuses = [e[0] for e in events]
         assert '"status": "error"' in statuses[0] and '"status": "ok"' in statuses[1]
+
+    def test_a_result_submitted_as_a_message_arrives_is_kept_while_the_node_reads_it(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        good = {"name": "submit-result", "arguments": {"result": {"name": "a", "version": "1"}}}
+        model = scripts("late-msg", [{"tool_calls": [good], "delay": 1.5}, "read it too"])
+        node_id = create(client, prompt="r", output_schema=self.SCHEMA, model=model)["node_id"]
+        wait_logged(daemon, node_id, "node.turn.started")
+        sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "one more thing"})
+        assert sent.json()["delivery"] == "queued"
+        outcome = wait_settled(client, node_id)["outcome"]
+        assert outcome["kind"] == "result", outcome
+        assert outcome["structured_result"] == {"name": "a", "version": "1"}
+        assert outcome["output_text"] == "read it too"
 
     def test_the_schema_may_come_as_a_json_string(self, client: httpx.Client, scripts: Any) -> None:
         import json
@@ -362,14 +376,14 @@ class TestSystem:
         assert "/v1/nodes/{node_id}/outcome" in spec["paths"]
 
 
-def wait_for_turn(client: httpx.Client, node_id: str) -> None:
-    """Wait until the node's first model turn has begun."""
+def wait_logged(daemon: Daemon, node_id: str, type: str) -> None:
+    """Wait until the node's event log holds an event of ``type``."""
     import time
 
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        if client.get(f"/v1/nodes/{node_id}").json()["status"] == "running":
-            time.sleep(0.3)  # the kickoff has reached the (slow) model by now
+        sql = "SELECT 1 FROM heron_events WHERE node_id = ? AND type = ?"
+        if query(daemon, sql, node_id, type):
             return
         time.sleep(0.02)
-    raise AssertionError("the node never started")
+    raise AssertionError(f"{node_id} never logged {type}")

@@ -210,15 +210,18 @@ class Store:
     ) -> list[str]:
         now = time.time()
         with self.engine.begin() as conn:
-            values: dict[str, Any] = {"state": state, "updated_at": now, "pending_result": None}
+            values: dict[str, Any] = {"state": state, "updated_at": now}
             if continue_with_messages:
                 unread = _claim(conn, node_id, run)
                 if unread:
                     conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
                     return unread
             values["status"] = status
-            if outcome is not None and _settle(conn, node_id, outcome, now):
-                values["settled_at"] = now
+            if outcome is not None:
+                # The accepted result is spent once an outcome is settled (or kept).
+                values["pending_result"] = None
+                if _settle(conn, node_id, outcome, now):
+                    values["settled_at"] = now
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return []
 

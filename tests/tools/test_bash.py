@@ -280,6 +280,51 @@ class TestEvents:
         assert result.structured["timed_out"] is False
         assert result.structured["stdout"] == "ready\ndone\n"
 
+    async def test_the_start_reaches_a_slow_listener_before_any_line(
+        self, tools: BashTools
+    ) -> None:
+        events: list[BashEvent] = []
+
+        async def slow(event: BashEvent) -> None:
+            if isinstance(event, BashStarted):
+                # Give the output every chance to overtake the start event.
+                for _ in range(20):
+                    await asyncio.sleep(0.005)
+            events.append(event)
+
+        tools.interaction.subscribe(slow)
+        await ok(LocalToolClient(tools), "bash-run", command="echo quick")
+        assert [type(e) for e in events] == [BashStarted, BashOutput, BashExited]
+
+    async def test_a_listener_arriving_mid_line_gets_the_whole_line(
+        self, client: LocalToolClient, tools: BashTools
+    ) -> None:
+        command = "printf part; while [ ! -e go ]; do sleep 0.01; done; printf 'ial\\nnext\\n'"
+        process_id = (await ok(client, "bash-start", command=command)).structured["id"]
+        seen = ""
+        deadline = time.monotonic() + 10
+        while seen != "part":
+            assert time.monotonic() < deadline, seen
+            seen += (await ok(client, "bash-read", id=process_id)).structured["stdout"]
+            await asyncio.sleep(0.01)
+        lines: list[str] = []
+        tools.interaction.subscribe(
+            lambda e: lines.append(e.line) if isinstance(e, BashOutput) else None
+        )
+        (tools.cwd / "go").touch()
+        await ok(client, "bash-wait", id=process_id, timeout=10)
+        assert lines == ["partial", "next"]
+
+    async def test_an_endless_line_comes_out_in_pieces(self, tools: BashTools) -> None:
+        lines: list[str] = []
+        tools.interaction.subscribe(
+            lambda e: lines.append(e.line) if isinstance(e, BashOutput) else None
+        )
+        command = "head -c 200000 /dev/zero | tr '\\0' x; echo; echo after"
+        await ok(LocalToolClient(tools), "bash-run", command=command)
+        assert [len(line) for line in lines] == [65_536, 65_536, 65_536, 3_392, 5]
+        assert set("".join(lines[:4])) == {"x"} and lines[4] == "after"
+
     async def test_async_and_failing_listeners_do_not_break_the_tool(
         self, tools: BashTools, caplog: pytest.LogCaptureFixture
     ) -> None:

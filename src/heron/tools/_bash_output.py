@@ -117,11 +117,29 @@ class LineSplitter:
         """The lines completed by ``text``."""
         pieces = (self._pending + text).split("\n")
         self._pending = pieces.pop()
-        lines = [p[:-1] if p.endswith("\r") else p for p in pieces]
+        lines: list[str] = []
+        for piece in pieces:
+            piece = piece.removesuffix("\r")
+            while len(piece) > self._limit:
+                lines.append(piece[: self._limit])
+                piece = piece[self._limit :]
+            lines.append(piece)
         while len(self._pending) > self._limit:
             lines.append(self._pending[: self._limit])
             self._pending = self._pending[self._limit :]
         return lines
+
+    def skip(self, text: str) -> None:
+        """Take ``text`` without cutting it into lines (nobody is listening).
+
+        Only the unfinished last line is kept, so lines cut after a listener
+        arrives start where they really start.
+        """
+        end = text.rfind("\n")
+        self._pending = self._pending + text if end < 0 else text[end + 1 :]
+        if len(self._pending) > self._limit:
+            # What feed() would leave: the part after the last whole piece of `limit`.
+            self._pending = self._pending[-(len(self._pending) % self._limit or self._limit) :]
 
     def flush(self) -> list[str]:
         """The last line, when the stream ended without a newline."""

@@ -15,7 +15,7 @@ from typing import Literal
 
 from ._bash_output import LineSplitter
 
-__all__ = ["ShellProcess", "Stream", "describe_exit"]
+__all__ = ["LineSink", "OutputSink", "ShellProcess", "Stream", "describe_exit", "group_alive"]
 
 Stream = Literal["stdout", "stderr"]
 
@@ -108,6 +108,7 @@ async def _read_end(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTranspor
 
 OutputSink = Callable[[Stream, str], None]
 LineSink = Callable[[Stream, str], Awaitable[None]]
+"""Receives each complete line; asked only while ``wants_lines()`` is true."""
 
 
 class ShellProcess:
@@ -124,6 +125,7 @@ class ShellProcess:
         *,
         on_output: OutputSink,
         on_line: LineSink | None,
+        wants_lines: Callable[[], bool],
     ) -> None:
         self._process = process
         self.pid = process.pid
@@ -134,10 +136,10 @@ class ShellProcess:
         """When the shell exited (``time.monotonic()``), or ``None``."""
         self._on_output = on_output
         self._on_line = on_line
+        self._wants_lines = wants_lines
+        self._pipes = pipes
         self._transports = [transport for _, transport in pipes.values()]
-        self._pumps = [
-            asyncio.ensure_future(self._pump(name, reader)) for name, (reader, _) in pipes.items()
-        ]
+        self._pumps: list[asyncio.Future[None]] = []
         self._exit = asyncio.ensure_future(self._watch_exit())
         _live_groups.add(self.pid)
 
@@ -151,6 +153,7 @@ class ShellProcess:
         env: Mapping[str, str],
         on_output: OutputSink,
         on_line: LineSink | None = None,
+        wants_lines: Callable[[], bool] = lambda: True,
     ) -> ShellProcess:
         """Start ``command``; an ``OSError`` if the shell or ``cwd`` cannot be used."""
         # Pipes of our own rather than asyncio's: the read ends are ours to
@@ -181,7 +184,15 @@ class ShellProcess:
             "stdout": await _read_end(out_read),
             "stderr": await _read_end(err_read),
         }
-        return cls(process, pipes, on_output=on_output, on_line=on_line)
+        return cls(process, pipes, on_output=on_output, on_line=on_line, wants_lines=wants_lines)
+
+    def read_output(self) -> None:
+        """Start passing output on (held back until then, so a start event can go first)."""
+        if not self._pumps:
+            self._pumps = [
+                asyncio.ensure_future(self._pump(name, reader))
+                for name, (reader, _) in self._pipes.items()
+            ]
 
     async def _pump(self, name: Stream, reader: asyncio.StreamReader) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -191,12 +202,14 @@ class ShellProcess:
             text = decoder.decode(chunk, final=not chunk)
             if text:
                 self._on_output(name, text)
-                if self._on_line is not None:
+                if self._on_line is not None and self._wants_lines():
                     for line in lines.feed(text):
                         await self._on_line(name, line)
+                else:
+                    lines.skip(text)  # splitting megabytes nobody reads costs more than reading
             if not chunk:
                 break
-        if self._on_line is not None:
+        if self._on_line is not None and self._wants_lines():
             for line in lines.flush():
                 await self._on_line(name, line)
 
@@ -220,7 +233,7 @@ class ShellProcess:
     @property
     def output_done(self) -> bool:
         """Whether both output streams have reached their end."""
-        return all(p.done() for p in self._pumps)
+        return bool(self._pumps) and all(p.done() for p in self._pumps)
 
     async def wait(self, seconds: float | None = None) -> bool:
         """Wait up to ``seconds`` (``None``: for ever) for the shell to exit; whether it did."""
@@ -231,8 +244,8 @@ class ShellProcess:
 
     async def wait_output(self, seconds: float) -> bool:
         """Wait up to ``seconds`` for the output to end; whether it did."""
-        if self._pumps:
-            await asyncio.wait(self._pumps, timeout=seconds)
+        self.read_output()
+        await asyncio.wait(self._pumps, timeout=seconds)
         return self.output_done
 
     async def kill(self, grace: float) -> None:

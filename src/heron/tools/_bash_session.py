@@ -14,7 +14,7 @@ from typing import Any
 from .._core import TextPart, ToolError
 from ._bash_events import BashExited, BashInteraction, BashOutput, BashStarted
 from ._bash_output import HeadTailBuffer, TailBuffer
-from ._bash_process import ShellProcess, Stream, describe_exit
+from ._bash_process import OutputSink, ShellProcess, Stream, describe_exit
 from ._context import ToolContext
 from ._result import ToolResult
 
@@ -106,13 +106,12 @@ class BashSession:
         process_id: str,
         *,
         background: bool,
-        on_output: Any,
+        on_output: OutputSink,
     ) -> ShellProcess:
         async def on_line(stream: Stream, line: str) -> None:
-            if self.interaction.has_listeners:
-                await self.interaction.emit(
-                    BashOutput(process_id=process_id, command=command, stream=stream, line=line)
-                )
+            await self.interaction.emit(
+                BashOutput(process_id=process_id, command=command, stream=stream, line=line)
+            )
 
         if not command.strip():
             raise ToolError("command is empty")
@@ -125,18 +124,19 @@ class BashSession:
                 env=environment,
                 on_output=on_output,
                 on_line=on_line,
+                wants_lines=lambda: self.interaction.has_listeners,
             )
         except OSError as exc:
             raise ToolError(f"could not start {self.shell}: {exc}") from exc
-        await self.interaction.emit(
-            BashStarted(
-                process_id=process_id,
-                command=command,
-                cwd=cwd,
-                pid=process.pid,
-                background=background,
-            )
+        started = BashStarted(
+            process_id=process_id, command=command, cwd=cwd, pid=process.pid, background=background
         )
+        try:
+            await self.interaction.emit(started)
+        except BaseException:
+            process.kill_now()  # cancelled while a listener ran: nobody would own it
+            raise
+        process.read_output()
         return process
 
     async def _exited(

@@ -296,6 +296,22 @@ class TestEvents:
         await ok(LocalToolClient(tools), "bash-run", command="echo quick")
         assert [type(e) for e in events] == [BashStarted, BashOutput, BashExited]
 
+    async def test_a_slow_listener_gets_every_line_and_loses_no_output(
+        self, tools: BashTools
+    ) -> None:
+        heard: list[str] = []
+
+        async def slow(event: BashEvent) -> None:
+            if isinstance(event, BashOutput):
+                await asyncio.sleep(0.005)  # 300 lines: longer than the tools wait for silence
+                heard.append(event.line)
+
+        tools.interaction.subscribe(slow)
+        result = await ok(LocalToolClient(tools), "bash-run", command="seq 1 300")
+        assert heard == [str(n) for n in range(1, 301)]
+        assert result.structured["stdout"] == "".join(f"{n}\n" for n in range(1, 301))
+        assert "note:" not in result.text
+
     async def test_a_listener_arriving_mid_line_gets_the_whole_line(
         self, client: LocalToolClient, tools: BashTools
     ) -> None:

@@ -140,6 +140,7 @@ class ShellProcess:
         self._pipes = pipes
         self._transports = [transport for _, transport in pipes.values()]
         self._pumps: list[asyncio.Future[None]] = []
+        self._progress = 0  # chunks read plus lines delivered: tells slow from stuck
         self._exit = asyncio.ensure_future(self._watch_exit())
         _live_groups.add(self.pid)
 
@@ -199,12 +200,14 @@ class ShellProcess:
         lines = LineSplitter()
         while True:
             chunk = await reader.read(_CHUNK)
+            self._progress += 1
             text = decoder.decode(chunk, final=not chunk)
             if text:
                 self._on_output(name, text)
                 if self._on_line is not None and self._wants_lines():
                     for line in lines.feed(text):
                         await self._on_line(name, line)
+                        self._progress += 1
                 else:
                     lines.skip(text)  # splitting megabytes nobody reads costs more than reading
             if not chunk:
@@ -247,6 +250,19 @@ class ShellProcess:
         self.read_output()
         await asyncio.wait(self._pumps, timeout=seconds)
         return self.output_done
+
+    async def settle_output(self, quiet: float) -> bool:
+        """Wait for the output to end for as long as it keeps moving; whether it ended.
+
+        Gives up once ``quiet`` seconds pass with no chunk read and no line
+        delivered: then something still holds the pipes open, or a listener hangs.
+        """
+        while True:
+            before = self._progress
+            if await self.wait_output(quiet):
+                return True
+            if self._progress == before:
+                return False
 
     async def kill(self, grace: float) -> None:
         """SIGTERM the whole group, then SIGKILL what is left after ``grace`` seconds."""

@@ -159,13 +159,14 @@ class BashSession:
 
         Returns whether processes were left running and had to be stopped.
         """
-        if await process.wait_output(_DRAIN):
+        if await process.settle_output(_DRAIN):
             return False
         stopped = process.leftovers()
         if stopped:
             await process.kill(self.kill_grace)
-        if not await process.wait_output(_DRAIN):
-            # Something outside the group (a new session) holds the pipes: stop listening.
+        if not await process.settle_output(_DRAIN):
+            # Something outside the group (a new session) holds the pipes, or a
+            # listener hangs: stop reading.
             process.close_output()
         return stopped
 
@@ -285,7 +286,7 @@ class BashSession:
 
     async def _monitor(self, record: _Background) -> None:
         await record.process.wait()
-        await record.process.wait_output(_DRAIN)
+        await record.process.settle_output(_DRAIN)
         await self._exited(record.id, record.command, record.process, timed_out=False)
 
     def _forget_old(self) -> None:
@@ -320,7 +321,7 @@ class BashSession:
         record = self._get(process_id, context)
         limit = self.check_timeout(seconds, self.wait_default)
         if await record.process.wait(limit):
-            await record.process.wait_output(_DRAIN)
+            await record.process.settle_output(_DRAIN)
             return self._report(record)
         return self._report(record, waited=limit)
 
@@ -332,7 +333,7 @@ class BashSession:
             await record.process.kill(self.kill_grace)
         elif record.process.leftovers():
             await record.process.kill(self.kill_grace)
-        if not await record.process.wait_output(_DRAIN):
+        if not await record.process.settle_output(_DRAIN):
             record.process.close_output()
         return self._report(record)
 

@@ -431,6 +431,11 @@ class TestBackground:
         listed = await ok(client, "bash-list")
         assert [row["id"] for row in listed.structured] == ["bash-1", "bash-2"]
         assert listed.structured[0]["status"].startswith("running")
+        assert listed.structured[0]["running"] is True
+        await ok(client, "bash-wait", id="bash-2")
+        second = (await ok(client, "bash-list")).structured[1]
+        assert (second["running"], second["exit_code"], second["signal"]) == (False, 0, None)
+        assert second["command"] == "true" and second["unread"] == 0
         for name in ("bash-read", "bash-wait", "bash-kill"):
             result = await client.call_tool(name, {"id": "bash-9"})
             assert result.is_error and "known: bash-1, bash-2" in result.text

@@ -2,14 +2,31 @@
 
 from ._client import LocalToolClient, ToolClient
 from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
+from ._events import Interaction
 from ._result import ToolResult, to_tool_result
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
+from .bash import (
+    BashEvent,
+    BashExited,
+    BashInteraction,
+    BashOutput,
+    BashStarted,
+    BashTools,
+    bash_tools,
+)
 from .time import get_current_time
 
 __all__ = [
+    "BashEvent",
+    "BashExited",
+    "BashInteraction",
+    "BashOutput",
+    "BashStarted",
+    "BashTools",
     "FunctionTool",
     "IdGenerator",
+    "Interaction",
     "LocalToolClient",
     "MemoryStorage",
     "Skill",
@@ -18,6 +35,7 @@ __all__ = [
     "ToolClient",
     "ToolContext",
     "ToolResult",
+    "bash_tools",
     "get_current_time",
     "merge_tools",
     "render_skills",

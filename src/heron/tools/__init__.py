@@ -5,9 +5,11 @@ from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
 from ._result import ToolResult, to_tool_result
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
+from .browser import BrowserInteraction, browser_tools
 from .time import get_current_time
 
 __all__ = [
+    "BrowserInteraction",
     "FunctionTool",
     "IdGenerator",
     "LocalToolClient",
@@ -18,6 +20,7 @@ __all__ = [
     "ToolClient",
     "ToolContext",
     "ToolResult",
+    "browser_tools",
     "get_current_time",
     "merge_tools",
     "render_skills",

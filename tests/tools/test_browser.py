@@ -175,6 +175,19 @@ class TestReadClickType:
         assert added not in (first, adder)
         assert second_read.index(added) < second_read.index(first)
 
+    async def test_clients_with_their_own_id_sequences_never_share_a_ref(
+        self, browser: BrowserTools, site: str
+    ) -> None:
+        first, second = LocalToolClient(browser), LocalToolClient(browser)
+        await use(first, "browser-navigate", url=f"{site}/grow")
+        first_read = (await use(first, "browser-read")).text
+        await use(first, "browser-click", ref=ref_of(first_read, "Add a button"))
+        # The second client's sequence starts at ref-1 too, which the page already uses.
+        second_read = (await use(second, "browser-read")).text
+        refs = [part.split("]", 1)[0] for part in second_read.split("[ref=")[1:]]
+        assert len(refs) == len(set(refs)) == 3
+        assert refs[1:] == [ref_of(first_read, '"First"'), ref_of(first_read, "Add a button")]
+
     async def test_clicking_a_link_navigates(self, client: LocalToolClient, site: str) -> None:
         await use(client, "browser-navigate", url=f"{site}/counter")
         link = ref_of((await use(client, "browser-read")).text, "Go to second")
@@ -292,8 +305,13 @@ class TestScreenshot:
 
 
 class TestInteraction:
-    async def test_publishes_navigation_clicks_and_typing(self, site: str) -> None:
+    def test_tools_publish_to_the_interaction_given(self) -> None:
         interaction = BrowserInteraction()
+        assert browser_tools(interaction=interaction).interaction is interaction
+
+    async def test_publishes_navigation_clicks_and_typing(
+        self, browser: BrowserTools, site: str
+    ) -> None:
         seen: list[BrowserEvent] = []
         later: list[BrowserEvent] = []
 
@@ -303,12 +321,13 @@ class TestInteraction:
         def broken(event: BrowserEvent) -> None:
             raise RuntimeError("a listener bug")
 
-        interaction.subscribe(broken)
-        interaction.subscribe(seen.append)
-        stop = interaction.subscribe(async_listener)
-        async with browser_tools(interaction=interaction) as tools:
-            assert tools.interaction is interaction
-            client = LocalToolClient(tools)
+        unsubscribe = [
+            browser.interaction.subscribe(broken),
+            browser.interaction.subscribe(seen.append),
+        ]
+        stop = browser.interaction.subscribe(async_listener)
+        try:
+            client = LocalToolClient(browser)
             await use(client, "browser-navigate", url=f"{site}/search")
             query = ref_of((await use(client, "browser-read")).text, '"Query"')
             await use(client, "browser-type", ref=query, text="egret", submit=True)
@@ -316,6 +335,9 @@ class TestInteraction:
             await use(client, "browser-navigate", url=f"{site}/counter")
             link = ref_of((await use(client, "browser-read")).text, "Go to second")
             await use(client, "browser-click", ref=link)
+        finally:
+            for each in unsubscribe:
+                each()
         assert seen == [
             BrowserNavigationStarted(url=f"{site}/search"),
             BrowserNavigationFinished(url=f"{site}/search", title="Search", status=200),
@@ -375,21 +397,19 @@ class TestLifecycle:
 
 
 class TestWithAnAgent:
-    @pytest.mark.slow
-    async def test_an_agent_clicks_through_a_page(self, site: str) -> None:
-        async with browser_tools() as tools:
-            provider = ScriptedProvider(
-                [
-                    call("browser-navigate", url=f"{site}/counter"),
-                    call("browser-read"),
-                    # A fresh agent's id generator starts at ref-1: the button comes first.
-                    call("browser-click", ref="ref-1"),
-                    call("browser-read"),
-                    "The count went up to 1.",
-                ]
-            )
-            agent = SimpleAgent(provider=provider, skills=[web_end_to_end_test(browser=tools)])
-            result = await agent.run("Check that the counter counts")
+    async def test_an_agent_clicks_through_a_page(self, browser: BrowserTools, site: str) -> None:
+        provider = ScriptedProvider(
+            [
+                call("browser-navigate", url=f"{site}/counter"),
+                call("browser-read"),
+                # A fresh agent's id generator starts at ref-1: the button comes first.
+                call("browser-click", ref="ref-1"),
+                call("browser-read"),
+                "The count went up to 1.",
+            ]
+        )
+        agent = SimpleAgent(provider=provider, skills=[web_end_to_end_test(browser=browser)])
+        result = await agent.run("Check that the counter counts")
         assert result.reply == "The count went up to 1."
         outputs = [m for m in agent.messages if m.role == "tool"]
         assert 'button "Add one" [ref=ref-1]' in outputs[1].text

@@ -289,6 +289,14 @@ class BrowserRuntime:
                 raise
             self.note("the link was meant to open a new tab, but none opened")
 
+    async def release(self, element: ElementHandle) -> None:
+        """Let the page forget ``element``'s handle (gone already when the page navigated)."""
+        try:
+            await element.dispose()
+        except Exception as exc:
+            if not is_playwright_error(exc):
+                raise
+
     async def find(self, ref: str) -> ElementHandle | None:
         """The element of the current page carrying ``ref``, if any."""
         from ._browser_snapshot import FIND_SCRIPT
@@ -314,9 +322,22 @@ class BrowserRuntime:
                 shutil.rmtree(self.user_data_dir, ignore_errors=True)
                 self.user_data_dir = None
 
+    async def _close_then_stop(self) -> None:
+        try:
+            await self.close_browser()
+        except Exception:
+            _log.exception("closing the browser failed")
+        finally:
+            self.loop.stop()
+
     def shutdown(self, timeout: float = 15.0) -> None:
         """Close the browser and end the thread (blocking; never from the browser thread)."""
         if self.loop.is_closed():
+            return
+        if threading.current_thread() is self._thread:
+            # Garbage collection can run the finalizer here, on the browser loop itself,
+            # which must not block on its own work: close, then stop, in the background.
+            self._closing = self.loop.create_task(self._close_then_stop())
             return
         try:
             self.submit(self.close_browser()).result(timeout)

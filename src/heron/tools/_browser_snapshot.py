@@ -23,9 +23,9 @@ function childrenOf(node) {
 }
 """
 
-# Returns {clashing: [ids]} when fresh ids are already on the page, {need: n} when n
-# interactive elements lack a ref and fewer fresh ids were passed; otherwise assigns
-# the ids and returns {text, refs}.
+# Given fresh ids, returns {need, clashing, taken} when fewer usable ones were passed
+# than elements lack a ref (clashing: those the page already uses; taken: how many
+# refs it holds); otherwise assigns them and returns {text, refs}.
 SNAPSHOT_SCRIPT = (
     "(fresh) => {"
     + _WALK
@@ -195,9 +195,10 @@ function walk(node, hiddenText) {
 walk(document.body || document.documentElement, false);
 // Tools of another environment sharing this browser may have numbered elements
 // from their own sequence: never hand out an id the page already uses.
-const clashing = fresh.filter((id) => taken.has(id));
-if (clashing.length) return { clashing };
-if (missing > fresh.length) return { need: missing };
+const usable = fresh.filter((id) => !taken.has(id));
+if (missing > usable.length) {
+  return { need: missing, clashing: fresh.filter((id) => taken.has(id)), taken: taken.size };
+}
 
 // Second pass: hand out the fresh ids in document order and render.
 let next = 0;
@@ -205,7 +206,7 @@ const refs = [];
 const out = items.map((item) => {
   if (typeof item === 'string') return item;
   if (item[KEY] === undefined) {
-    Object.defineProperty(item, KEY, { value: fresh[next++], configurable: true });
+    Object.defineProperty(item, KEY, { value: usable[next++], configurable: true });
   }
   refs.push(item[KEY]);
   return ' ' + describe(item) + ' [ref=' + item[KEY] + '] ';

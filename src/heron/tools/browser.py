@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from .._core import ImagePart, TextPart, ToolError, UserError
@@ -55,6 +56,8 @@ __all__ = [
     "BrowserTyped",
     "browser_tools",
 ]
+
+X = TypeVar("X")
 
 # A page that keeps growing while it is read gets this many attempts to hand out refs.
 _READ_ATTEMPTS = 5
@@ -228,12 +231,15 @@ def browser_tools(
         fresh: list[str] = []
         for _ in range(_READ_ATTEMPTS):
             data = await session.run(functools.partial(_snapshot, tuple(fresh)))
-            if "clashing" in data:
-                fresh = [ref for ref in fresh if ref not in data["clashing"]]
-                continue
             if "need" in data:
+                fresh = [ref for ref in fresh if ref not in data["clashing"]]
+                shortfall = data["need"] - len(fresh)
+                if data["clashing"]:
+                    # Another sequence numbered this page: enough spares that at most
+                    # every ref it holds can clash, so the next round succeeds.
+                    shortfall += data["taken"]
                 ids = refs.ids(context)
-                fresh += [await ids.next("ref") for _ in range(data["need"] - len(fresh))]
+                fresh += [await ids.next("ref") for _ in range(shortfall)]
                 continue
             refs.issued.update(data["refs"])
             text: str = data["text"] or "(the page shows no text)"
@@ -252,28 +258,11 @@ def browser_tools(
             ref: The element's ref id, such as ref-3.
         """
 
-        async def act(rt: BrowserRuntime) -> tuple[str, str, str, str, list[str]] | None:
-            element = await rt.find(ref)
-            if element is None:
-                return None
-            assert rt.page is not None
-            before = rt.page.url
-            shown: str = await element.evaluate(DESCRIBE_SCRIPT)
-            await rt.click(element)
-            await element.dispose()
-            await rt.settle()
-            assert rt.page is not None
-            return shown, before, rt.page.url, await rt.page.title(), rt.take_notes()
-
-        done = await session.run(act)
-        if done is None:
-            raise refs.missing(ref)
-        shown, before, url, title, notes = done
-        await events.emit(BrowserClicked(ref=ref, element=shown, url=url))
-        if url != before:
-            await events.emit(BrowserNavigationFinished(url=url, title=title, status=None))
-        text = f"Clicked {shown} [ref={ref}]. The page is now {title!r} ({url})."
-        return _with_notes(text + " Call browser-read to see what changed.", notes)
+        done = await _act_on(session, refs, ref, lambda rt, element: rt.click(element))
+        await events.emit(BrowserClicked(ref=ref, element=done.shown, url=done.url))
+        await _emit_navigation(events, done)
+        text = f"Clicked {done.shown} [ref={ref}]. The page is now {done.title!r} ({done.url})."
+        return _with_notes(text + " Call browser-read to see what changed.", done.notes)
 
     @tool(name="browser-type")
     async def type_text(ref: str, text: str, submit: bool = False) -> str:
@@ -286,13 +275,7 @@ def browser_tools(
             submit: Press Enter afterwards, e.g. to send a search form.
         """
 
-        async def act(rt: BrowserRuntime) -> tuple[str, bool, str, str, str, list[str]] | None:
-            element = await rt.find(ref)
-            if element is None:
-                return None
-            assert rt.page is not None
-            before = rt.page.url
-            shown: str = await element.evaluate(DESCRIBE_SCRIPT)
+        async def enter(rt: BrowserRuntime, element: ElementHandle) -> bool:
             kind: str = await element.evaluate("el => el.tagName + ':' + (el.type || '')")
             if kind.startswith("SELECT:"):
                 await _choose(element, text)
@@ -300,28 +283,20 @@ def browser_tools(
                 await element.fill(text)
             if submit:
                 await element.press("Enter")
-            await element.dispose()
-            await rt.settle()
-            assert rt.page is not None
-            secret = kind == "INPUT:password"
-            url, title = rt.page.url, await rt.page.title()
-            return shown, secret, before, url, title, rt.take_notes()
+            return kind == "INPUT:password"
 
-        done = await session.run(act)
-        if done is None:
-            raise refs.missing(ref)
-        shown, secret, before, url, title, notes = done
-        entered = "*" * len(text) if secret else text
+        done = await _act_on(session, refs, ref, enter)
+        entered = "*" * len(text) if done.outcome else text
         await events.emit(
-            BrowserTyped(ref=ref, element=shown, text=entered, submitted=submit, url=url)
+            BrowserTyped(ref=ref, element=done.shown, text=entered, submitted=submit, url=done.url)
         )
-        if url != before:
-            await events.emit(BrowserNavigationFinished(url=url, title=title, status=None))
+        await _emit_navigation(events, done)
         sent = " and pressed Enter" if submit else ""
         message = (
-            f"Entered {entered!r} into {shown} [ref={ref}]{sent}. The page is {title!r} ({url})."
+            f"Entered {entered!r} into {done.shown} [ref={ref}]{sent}. "
+            f"The page is {done.title!r} ({done.url})."
         )
-        return _with_notes(message, notes)
+        return _with_notes(message, done.notes)
 
     @tool(name="browser-screenshot")
     async def screenshot(full_page: bool = False, ref: str | None = None) -> ToolResult:
@@ -338,8 +313,10 @@ def browser_tools(
                 element = await rt.find(ref)
                 if element is None:
                     return None
-                png = await element.screenshot(type="png")
-                await element.dispose()
+                try:
+                    png = await element.screenshot(type="png")
+                finally:
+                    await rt.release(element)
             else:
                 png = await rt.page.screenshot(type="png", full_page=full_page)
             return png, await rt.page.title(), rt.page.url
@@ -361,11 +338,73 @@ def browser_tools(
     )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Acted(Generic[X]):
+    """What happened when a tool acted on one element."""
+
+    shown: str
+    """The element as browser-read shows it, taken before the action."""
+    before: str
+    """The page URL before the action."""
+    url: str
+    """The page URL after it (and after any new tab was followed)."""
+    title: str
+    """The page title after it."""
+    notes: list[str]
+    """What the page reported meanwhile."""
+    outcome: X
+    """The action's own result."""
+
+
+async def _act_on(
+    session: BrowserSession,
+    refs: _Refs,
+    ref: str,
+    action: Callable[[BrowserRuntime, ElementHandle], Awaitable[X]],
+) -> _Acted[X]:
+    """Run ``action`` on the element carrying ``ref``, then let the page settle."""
+
+    async def act(rt: BrowserRuntime) -> _Acted[X] | None:
+        element = await rt.find(ref)
+        if element is None:
+            return None
+        assert rt.page is not None
+        before = rt.page.url
+        shown: str = await element.evaluate(DESCRIBE_SCRIPT)
+        try:
+            outcome = await action(rt, element)
+        finally:
+            await rt.release(element)
+        await rt.settle()
+        page = rt.page
+        assert page is not None
+        title = await page.title()
+        return _Acted(
+            shown=shown,
+            before=before,
+            url=page.url,
+            title=title,
+            notes=rt.take_notes(),
+            outcome=outcome,
+        )
+
+    done = await session.run(act)
+    if done is None:
+        raise refs.missing(ref)
+    return done
+
+
+async def _emit_navigation(events: BrowserInteraction, done: _Acted[Any]) -> None:
+    """Publish the navigation an action caused, if it caused one."""
+    if done.url != done.before:
+        await events.emit(BrowserNavigationFinished(url=done.url, title=done.title, status=None))
+
+
 async def _snapshot(fresh: tuple[str, ...], rt: BrowserRuntime) -> dict[str, Any]:
     """The page's text, refs, title and notes; or what is wrong with ``fresh`` (see the script)."""
     assert rt.page is not None
     data: dict[str, Any] = await rt.page.evaluate(SNAPSHOT_SCRIPT, list(fresh))
-    if "need" not in data and "clashing" not in data:
+    if "need" not in data:
         data.update(title=await rt.page.title(), url=rt.page.url, notes=rt.take_notes())
     return data
 

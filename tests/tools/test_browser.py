@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import html
 import os
+import signal
 import socket
 import struct
 import threading
@@ -55,6 +56,7 @@ PAGES = {
         <script>console.error('widget failed'); setTimeout(() => { throw new Error('late'); });
         </script>
         <button onclick="alert('Saved!')">Save</button>""",
+    "/busy": '<title>Busy</title><button onclick="for (;;) {}">Spin forever</button>',
     "/popup": '<title>Opener</title><a href="/second" target="_blank">Open in a tab</a>',
 }
 
@@ -394,6 +396,56 @@ class TestLifecycle:
         result = asyncio.run(navigate("browser-navigate", {"url": f"{site}/second"}))
         assert result.structured["title"] == "Second"
         asyncio.run(tools.aclose())
+
+    @pytest.mark.slow
+    def test_a_page_stuck_in_a_script_cannot_hang_a_call(self, site: str) -> None:
+        tools = browser_tools(navigation_timeout=0.5, action_timeout=0.5)
+        client = LocalToolClient(tools)
+        try:
+            asyncio.run(use(client, "browser-navigate", url=f"{site}/busy"))
+            page = asyncio.run(use(client, "browser-read")).text
+            spin = {"ref": ref_of(page, "Spin forever")}
+            clicked = asyncio.run(client.call_tool("browser-click", spin))
+            assert clicked.is_error
+            assert clicked.text.startswith('could not click button "Spin forever" [ref=')
+            # Playwright gave up on the click; reading the page has no timeout of its own.
+            result = asyncio.run(client.call_tool("browser-read", {}))
+            assert result.is_error
+            assert result.text.startswith("the page did not respond within 3 s")
+            # The stuck tab is gone: the browser works on.
+            after = asyncio.run(use(client, "browser-navigate", url=f"{site}/second"))
+            assert after.structured["title"] == "Second"
+        finally:
+            asyncio.run(tools.aclose())
+
+    @pytest.mark.slow
+    def test_a_new_chromium_replaces_one_that_died(self, site: str) -> None:
+        tools = browser_tools()
+        client = LocalToolClient(tools)
+        try:
+            asyncio.run(use(client, "browser-navigate", url=f"{site}/counter"))
+            profile = tools.session.user_data_dir
+            assert profile is not None
+            (main,) = [
+                pid
+                for pid in processes_using(profile)
+                if b"--type=" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+            ]
+            os.kill(main, signal.SIGKILL)
+            # A call racing the crash fails with a clear error; a later one starts afresh.
+            deadline = time.monotonic() + 20
+            while True:
+                result = asyncio.run(
+                    client.call_tool("browser-navigate", {"url": f"{site}/second"})
+                )
+                if not result.is_error or time.monotonic() > deadline:
+                    break
+                assert "the page or the browser closed during the call" in result.text
+            assert result.structured["title"] == "Second"
+            assert tools.session.user_data_dir != profile
+            assert not os.path.exists(profile)
+        finally:
+            asyncio.run(tools.aclose())
 
 
 class TestWithAnAgent:

@@ -33,7 +33,16 @@ if TYPE_CHECKING:
         Playwright,
     )
 
-__all__ = ["DEFAULT_ARGS", "BrowserRuntime", "BrowserSession", "BrowserSettings", "clean_error"]
+__all__ = [
+    "BROWSER_GONE",
+    "DEFAULT_ARGS",
+    "BrowserRuntime",
+    "BrowserSession",
+    "BrowserSettings",
+    "clean_error",
+    "is_playwright_error",
+    "is_target_closed",
+]
 
 _log = logging.getLogger("heron.tools")
 
@@ -51,7 +60,11 @@ DEFAULT_ARGS = (
     "--disable-sync",
 )
 # "Page.goto: " and the like: which API method failed says nothing to the model.
-_API_PREFIX = re.compile(r"^[A-Z][A-Za-z]*\.[a-z][A-Za-z]*: ")
+_API_PREFIX = re.compile(r"^[A-Z][A-Za-z]*\.[a-z][A-Za-z_]*: ")
+BROWSER_GONE = (
+    "the page or the browser closed during the call (Chromium may have crashed or been "
+    "stopped); the next call opens a new one"
+)
 _MAX_NOTES = 50
 _NOTE_CHARS = 500
 
@@ -72,6 +85,17 @@ class BrowserSettings:
     """Seconds a page may take to load."""
     action_timeout: float
     """Seconds a click or typing may wait for its element to become usable."""
+    launch_timeout: float
+    """Seconds Chromium may take to start."""
+
+    @property
+    def call_limit(self) -> float:
+        """Seconds one tool call may keep the browser: a load, an action and some headroom.
+
+        Playwright bounds loads and actions, but nothing bounds a script stuck in a
+        loop inside the page, which blocks every call into it.
+        """
+        return self.navigation_timeout + self.action_timeout + 2.0
 
 
 def clean_error(exc: BaseException) -> str:
@@ -79,6 +103,11 @@ def clean_error(exc: BaseException) -> str:
     text = str(exc).split("\nCall log:", 1)[0].strip()
     text = _API_PREFIX.sub("", text.splitlines()[0]) if text else ""
     return text or type(exc).__name__
+
+
+def is_target_closed(exc: BaseException) -> bool:
+    """Whether ``exc`` says the page or browser went away mid-call."""
+    return is_playwright_error(exc) and type(exc).__name__ == "TargetClosedError"
 
 
 def is_playwright_error(exc: BaseException) -> bool:
@@ -138,7 +167,30 @@ class BrowserRuntime:
             self._follow_new_tab()
             if self.page is None or self.page.is_closed():
                 self.page = await self._open_tab()
-            return await action(self)
+            limit = self.settings.call_limit
+            try:
+                async with asyncio.timeout(limit):
+                    return await action(self)
+            except TimeoutError:
+                await self._drop_tab()
+                raise ToolError(
+                    f"the page did not respond within {limit:g} s (a script in it may be "
+                    "stuck); its tab was closed and the next call opens a new one"
+                ) from None
+
+    async def _drop_tab(self) -> None:
+        # Closing is done by the browser process, so it works on a hung page too.
+        page, self.page = self.page, None
+        if page is None:
+            return
+        try:
+            # Chromium takes half a second or so to give up on the page's renderer.
+            async with asyncio.timeout(max(self.settings.action_timeout, 5.0)):
+                await page.close(run_before_unload=False)
+        except Exception as exc:
+            if not (is_playwright_error(exc) or isinstance(exc, TimeoutError)):
+                raise
+            _log.warning("closing a stuck tab failed: %s", exc)
 
     def _follow_new_tab(self) -> None:
         opened = [p for p in self._opened if not p.is_closed()]
@@ -148,7 +200,8 @@ class BrowserRuntime:
             self.note(f"a new tab opened ({self.page.url}); the browser tools now work in it")
 
     async def _open_tab(self) -> Page:
-        assert self._context is not None
+        if self._context is None:  # Chromium went away during the call
+            raise ToolError(BROWSER_GONE)
         tabs = [p for p in self._context.pages if not p.is_closed()]
         return tabs[-1] if tabs else await self._context.new_page()
 
@@ -175,7 +228,7 @@ class BrowserRuntime:
                 headless=settings.headless,
                 args=list(settings.args),
                 viewport={"width": width, "height": height},
-                timeout=settings.navigation_timeout * 1000,
+                timeout=settings.launch_timeout * 1000,
             )
         except Exception as exc:
             if not is_playwright_error(exc):
@@ -196,7 +249,8 @@ class BrowserRuntime:
     def _on_close(self, context: BrowserContext) -> None:
         # Chromium exited (crashed, or was killed): the next call starts a new one.
         if context is self._context:
-            self._context, self.page = None, None
+            # The tab stays: calls still using it fail with TargetClosedError.
+            self._context = None
             if self.user_data_dir is not None:
                 shutil.rmtree(self.user_data_dir, ignore_errors=True)
                 self.user_data_dir = None
@@ -380,9 +434,11 @@ class BrowserSession:
         try:
             return await asyncio.wrap_future(runtime.submit(runtime.call(action)))
         except Exception as exc:
-            if is_playwright_error(exc):
-                raise ToolError(clean_error(exc)) from None
-            raise
+            if not is_playwright_error(exc):
+                raise
+            if is_target_closed(exc):
+                raise ToolError(BROWSER_GONE) from None
+            raise ToolError(clean_error(exc)) from None
 
     async def aclose(self) -> None:
         """Stop the browser (a later call starts a fresh one); safe to call twice."""

@@ -37,6 +37,7 @@ from ._browser_session import (
     BrowserSettings,
     clean_error,
     is_playwright_error,
+    is_target_closed,
 )
 from ._browser_snapshot import DESCRIBE_SCRIPT, SNAPSHOT_SCRIPT
 from ._context import IdGenerator, ToolContext
@@ -140,6 +141,7 @@ def browser_tools(
     viewport: tuple[int, int] = (1280, 800),
     navigation_timeout: float = 30.0,
     action_timeout: float = 10.0,
+    launch_timeout: float = 30.0,
     max_read_chars: int = 40_000,
     allowed_schemes: Sequence[str] = ("http", "https"),
 ) -> BrowserTools:
@@ -153,12 +155,14 @@ def browser_tools(
         viewport: Page width and height in CSS pixels.
         navigation_timeout: Seconds a page may take to load.
         action_timeout: Seconds a click or typing waits for its element to become usable.
+        launch_timeout: Seconds Chromium may take to start.
         max_read_chars: Longest page text ``browser-read`` returns before cutting it off.
         allowed_schemes: URL schemes ``browser-navigate`` accepts (add ``"file"`` with care).
     """
     for label, value in (
         ("navigation_timeout", navigation_timeout),
         ("action_timeout", action_timeout),
+        ("launch_timeout", launch_timeout),
     ):
         if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
             raise UserError(f"browser_tools: {label} must be a positive number of seconds")
@@ -172,6 +176,7 @@ def browser_tools(
             viewport=viewport,
             navigation_timeout=navigation_timeout,
             action_timeout=action_timeout,
+            launch_timeout=launch_timeout,
         )
     )
     events = interaction if interaction is not None else BrowserInteraction()
@@ -198,7 +203,7 @@ def browser_tools(
             try:
                 response = await rt.page.goto(url.strip(), wait_until="load")
             except Exception as exc:
-                if not is_playwright_error(exc):
+                if not is_playwright_error(exc) or is_target_closed(exc):
                     raise
                 await rt.after_failed_navigation()
                 raise ToolError(f"could not load {url}: {clean_error(exc)}") from None
@@ -258,7 +263,7 @@ def browser_tools(
             ref: The element's ref id, such as ref-3.
         """
 
-        done = await _act_on(session, refs, ref, lambda rt, element: rt.click(element))
+        done = await _act_on(session, refs, ref, "click", lambda rt, el: rt.click(el))
         await events.emit(BrowserClicked(ref=ref, element=done.shown, url=done.url))
         await _emit_navigation(events, done)
         text = f"Clicked {done.shown} [ref={ref}]. The page is now {done.title!r} ({done.url})."
@@ -285,7 +290,7 @@ def browser_tools(
                 await element.press("Enter")
             return kind == "INPUT:password"
 
-        done = await _act_on(session, refs, ref, enter)
+        done = await _act_on(session, refs, ref, "type into", enter)
         entered = "*" * len(text) if done.outcome else text
         await events.emit(
             BrowserTyped(ref=ref, element=done.shown, text=entered, submitted=submit, url=done.url)
@@ -360,9 +365,10 @@ async def _act_on(
     session: BrowserSession,
     refs: _Refs,
     ref: str,
+    verb: str,
     action: Callable[[BrowserRuntime, ElementHandle], Awaitable[X]],
 ) -> _Acted[X]:
-    """Run ``action`` on the element carrying ``ref``, then let the page settle."""
+    """Run ``action`` (``verb`` says what it does) on the element with ``ref``, then settle."""
 
     async def act(rt: BrowserRuntime) -> _Acted[X] | None:
         element = await rt.find(ref)
@@ -373,6 +379,10 @@ async def _act_on(
         shown: str = await element.evaluate(DESCRIBE_SCRIPT)
         try:
             outcome = await action(rt, element)
+        except Exception as exc:
+            if not is_playwright_error(exc) or is_target_closed(exc):
+                raise
+            raise ToolError(f"could not {verb} {shown} [ref={ref}]: {clean_error(exc)}") from None
         finally:
             await rt.release(element)
         await rt.settle()

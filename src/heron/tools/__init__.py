@@ -2,16 +2,48 @@
 
 from ._client import LocalToolClient, ToolClient
 from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
+from ._events import Interaction
 from ._result import ToolResult, to_tool_result
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
-from .browser import BrowserInteraction, browser_tools
+from .bash import (
+    BashEvent,
+    BashExited,
+    BashInteraction,
+    BashOutput,
+    BashStarted,
+    BashTools,
+    bash_tools,
+)
+from .browser import (
+    BrowserClicked,
+    BrowserEvent,
+    BrowserInteraction,
+    BrowserNavigationFinished,
+    BrowserNavigationStarted,
+    BrowserTools,
+    BrowserTyped,
+    browser_tools,
+)
 from .time import get_current_time
 
 __all__ = [
+    "BashEvent",
+    "BashExited",
+    "BashInteraction",
+    "BashOutput",
+    "BashStarted",
+    "BashTools",
+    "BrowserClicked",
+    "BrowserEvent",
     "BrowserInteraction",
+    "BrowserNavigationFinished",
+    "BrowserNavigationStarted",
+    "BrowserTools",
+    "BrowserTyped",
     "FunctionTool",
     "IdGenerator",
+    "Interaction",
     "LocalToolClient",
     "MemoryStorage",
     "Skill",
@@ -20,6 +52,7 @@ __all__ = [
     "ToolClient",
     "ToolContext",
     "ToolResult",
+    "bash_tools",
     "browser_tools",
     "get_current_time",
     "merge_tools",

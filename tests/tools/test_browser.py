@@ -57,6 +57,11 @@ PAGES = {
         </script>
         <button onclick="alert('Saved!')">Save</button>""",
     "/busy": '<title>Busy</title><button onclick="for (;;) {}">Spin forever</button>',
+    "/widgets": """<title>Widgets</title>
+        <div style="cursor:pointer" onclick="this.textContent = 'Opened'">
+          <span>Open menu</span></div>
+        <div style="cursor:pointer"><a href="/second">A real link inside</a></div>
+        <div contenteditable="true">Draft</div>""",
     "/popup": '<title>Opener</title><a href="/second" target="_blank">Open in a tab</a>',
 }
 
@@ -254,6 +259,22 @@ class TestReadClickType:
         assert "hunter2" not in page
         assert "Invisible" not in page
         assert "Ghost text" not in page
+
+    async def test_script_driven_and_editable_elements_get_refs(
+        self, client: LocalToolClient, site: str
+    ) -> None:
+        await use(client, "browser-navigate", url=f"{site}/widgets")
+        page = (await use(client, "browser-read")).text
+        assert 'clickable "Open menu" [ref=' in page
+        # A pointer-cursor wrapper around a real control is left to the control.
+        assert 'link "A real link inside" -> /second [ref=' in page
+        assert page.count("[ref=") == 3
+        await use(client, "browser-click", ref=ref_of(page, "Open menu"))
+        editor = ref_of(page, 'textbox "Draft"')
+        await use(client, "browser-type", ref=editor, text="Final words")
+        page = (await use(client, "browser-read")).text
+        assert 'clickable "Opened"' in page
+        assert 'textbox "Final words" value="Final words"' in page
 
     async def test_page_errors_and_dialogs_are_reported(
         self, client: LocalToolClient, site: str

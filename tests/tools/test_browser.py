@@ -464,6 +464,10 @@ class TestLifecycle:
                 assert "the page or the browser closed during the call" in result.text
             assert result.structured["title"] == "Second"
             assert tools.session.user_data_dir != profile
+            # The dead browser's profile goes once its last helper processes have exited.
+            deadline = time.monotonic() + 15
+            while os.path.exists(profile) and time.monotonic() < deadline:
+                time.sleep(0.05)
             assert not os.path.exists(profile)
         finally:
             asyncio.run(tools.aclose())

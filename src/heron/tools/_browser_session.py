@@ -185,10 +185,13 @@ class BrowserRuntime:
             if self.page is None or self.page.is_closed():
                 self.page = await self._open_tab()
             limit = self.settings.call_limit
+            deadline = asyncio.timeout(limit)
             try:
-                async with asyncio.timeout(limit):
+                async with deadline:
                     return await action(self)
             except TimeoutError:
+                if not deadline.expired():  # the action's own
+                    raise
                 await self._drop_tab()
                 raise ToolError(
                     f"the page did not respond within {limit:g} s (a script in it may be "

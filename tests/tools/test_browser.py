@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from heron import SimpleAgent, ToolResult
+from heron import SimpleAgent, ToolContext, ToolResult
 from heron.skills import web_end_to_end_test
 from heron.testing import ScriptedProvider, call
 from heron.tools import BrowserInteraction, LocalToolClient, browser_tools
@@ -194,6 +194,17 @@ class TestReadClickType:
         refs = [part.split("]", 1)[0] for part in second_read.split("[ref=")[1:]]
         assert len(refs) == len(set(refs)) == 3
         assert refs[1:] == [ref_of(first_read, '"First"'), ref_of(first_read, "Add a button")]
+
+    async def test_a_context_without_an_id_generator_still_gets_refs(
+        self, browser: BrowserTools, site: str
+    ) -> None:
+        navigate, read = browser[0], browser[1]
+        context = ToolContext()  # no ids: the tools keep a generator over its storage
+        await navigate.run({"url": f"{site}/grow"}, context)
+        first = await read.run({}, context)
+        again = await read.run({}, context)
+        assert 'button "First" [ref=ref-1]' in first.text
+        assert again.text == first.text
 
     async def test_clicking_a_link_navigates(self, client: LocalToolClient, site: str) -> None:
         await use(client, "browser-navigate", url=f"{site}/counter")

@@ -12,6 +12,7 @@ import heron.api
 import heron.mcp
 import heron.providers
 import heron.runtime
+import heron.skills
 import heron.testing
 import heron.tools
 
@@ -22,6 +23,7 @@ PUBLIC_MODULES = [
     heron.mcp,
     heron.providers,
     heron.runtime,
+    heron.skills,
     heron.testing,
     heron.tools,
 ]

@@ -15,6 +15,16 @@ from .bash import (
     BashTools,
     bash_tools,
 )
+from .browser import (
+    BrowserClicked,
+    BrowserEvent,
+    BrowserInteraction,
+    BrowserNavigationFinished,
+    BrowserNavigationStarted,
+    BrowserTools,
+    BrowserTyped,
+    browser_tools,
+)
 from .time import get_current_time
 
 __all__ = [
@@ -24,6 +34,13 @@ __all__ = [
     "BashOutput",
     "BashStarted",
     "BashTools",
+    "BrowserClicked",
+    "BrowserEvent",
+    "BrowserInteraction",
+    "BrowserNavigationFinished",
+    "BrowserNavigationStarted",
+    "BrowserTools",
+    "BrowserTyped",
     "FunctionTool",
     "IdGenerator",
     "Interaction",
@@ -36,6 +53,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "bash_tools",
+    "browser_tools",
     "get_current_time",
     "merge_tools",
     "render_skills",

@@ -228,8 +228,8 @@ async def test_retry_after_in_milliseconds_or_as_a_date_is_honoured(
 ) -> None:
     if form == "retry-after-ms":
         headers, least = {"retry-after-ms": "400", "retry-after": "9"}, 0.4
-    else:  # whole seconds only: two seconds from now is more than one from now
-        headers, least = {"retry-after": email.utils.formatdate(time.time() + 2, usegmt=True)}, 1.0
+    else:  # whole seconds only: three seconds from now, truncated, is still two from now
+        headers, least = {"retry-after": email.utils.formatdate(time.time() + 3, usegmt=True)}, 1.5
     limited = wire.body(
         json.loads(wire.fixture("openai_rate_limit.json")), status=429, headers=headers
     )

@@ -10,6 +10,7 @@ import pytest
 
 import heron.tools
 from heron import SimpleAgent, Tool, UserError
+from heron.mcp import InProcessConnection, MCPClient, MCPServer, MemoryStorage
 from heron.providers._local_prompt import relevant_tools
 from heron.testing import ScriptedProvider, call
 from heron.tools import LocalToolClient, catalog
@@ -129,3 +130,20 @@ async def test_an_agent_finds_edits_and_checks_a_file(tmp_path: Path) -> None:
         "def greet():\n    return 'hello'\n",
     ]
     assert (tmp_path / "src" / "greet.py").read_text() == "def greet():\n    return 'hello'\n"
+
+
+async def test_the_catalog_serves_over_mcp_unchanged(tmp_path: Path) -> None:
+    """File tools belong on a (sandboxed) server: their schemas and errors survive MCP."""
+    tools = catalog(tmp_path)
+    connection = InProcessConnection()
+    async with MCPServer(connection, MemoryStorage()) as server:
+        for made in tools.values():
+            server.register_tool(made)
+        async with MCPClient("me", connection, MemoryStorage()) as client:
+            listed = {s.name: s for s in await client.list_tools()}
+            assert listed == {name: t.schema for name, t in tools.items()}
+            wrote = await client.call_tool("fs-write-file", {"path": "a.txt", "content": "x\n"})
+            assert wrote.text == "created a.txt (2 bytes)"
+            escape = await client.call_tool("fs-read-file", {"path": "../a.txt"})
+            assert escape.is_error
+            assert "path '../a.txt' is outside the root directory" in escape.text

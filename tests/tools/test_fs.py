@@ -150,6 +150,18 @@ class TestConfinement:
             workspace.write_bytes(new, "sub/new.txt", b"planted")
         assert sorted(p.name for p in bench.outside.iterdir()) == ["f.txt", "secret.txt"]
 
+    def test_a_search_does_not_follow_a_folder_swapped_during_the_walk(
+        self, bench: Workbench
+    ) -> None:
+        workspace = Workspace(bench.root)
+        found = bench.write("sub/secret.txt", "inside\n")
+        with workspace.open_found(str(found)) as handle:
+            assert handle.read() == b"inside\n"
+        (bench.root / "sub").rename(bench.root / "moved")
+        (bench.root / "sub").symlink_to(bench.outside, target_is_directory=True)
+        with pytest.raises(OSError, match="outside the root directory"):
+            workspace.open_found(str(found))
+
     def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(
         self, bench: Workbench
     ) -> None:

@@ -5,8 +5,9 @@ followed, ``..`` applied) and refused unless the result is still inside it.
 Files are then opened folder by folder from the root without following
 links, so a process racing the tools (swapping a folder for a link leading
 out between the check and the open) makes the call fail instead of escaping.
-Walks (list, glob, grep) check each link they meet but read by path; run
-untrusted work in :class:`heron.mcp.Computer`'s sandbox where that matters.
+A search checks each file it opens by the kernel's name for it (on Linux).
+Listings and globs only show names; for untrusted work that races the tools
+on purpose, :class:`heron.mcp.Computer`'s sandbox is the stronger wall.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Workspace:
             raise UserError(f"filesystem root {str(root)!r} is not a directory")
         self.root = resolved
         """The root directory, resolved once when the tools were made."""
+        self._prefix = str(resolved).rstrip("/") + "/"
         self._locks: dict[Path, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -142,6 +144,27 @@ class Workspace:
             raise ToolError(f"{shown!r} is not a regular file")
         return os.fdopen(fd, "rb")
 
+    def open_found(self, path: str) -> BinaryIO:
+        """Open a regular file a walk found, checking where the open really led.
+
+        Cheaper than :meth:`open_file` for the thousands of files of a
+        search: the file is opened by path, then the kernel's name for what
+        was opened must lie inside the root (a folder swapped for a link
+        since the walk passed it fails with ``EXDEV``).
+        """
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            if _PROC_FD:
+                opened = os.readlink(f"{_PROC_FD}/{fd}")
+                if not opened.startswith(self._prefix):
+                    raise OSError(errno.EXDEV, "outside the root directory", path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return os.fdopen(fd, "rb")
+
     def write_bytes(self, path: Path, shown: str, data: bytes) -> bool:
         """Replace ``path`` (from :meth:`resolve`) with ``data`` atomically.
 
@@ -185,6 +208,8 @@ class Workspace:
             os.close(fd)
 
 
+# Where Linux names each open descriptor's file; elsewhere the check is skipped.
+_PROC_FD = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else ""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)

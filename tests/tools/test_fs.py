@@ -172,10 +172,18 @@ class TestConfinement:
         (bench.root / "a.txt").symlink_to(bench.outside / "secret.txt")
         with pytest.raises(ToolError, match="the path changed while in use"):
             workspace.read_bytes(real, "a.txt")
-        workspace.write_bytes(real, "a.txt", b"replaced\n")  # replaces the link itself
+        with pytest.raises(ToolError, match="the path changed while in use"):
+            workspace.write_bytes(real, "a.txt", b"planted\n")
         assert (bench.outside / "secret.txt").read_text() == "top secret\n"
-        assert not (bench.root / "a.txt").is_symlink()
-        assert (bench.root / "a.txt").read_text() == "replaced\n"
+        assert (bench.root / "a.txt").is_symlink()
+
+    async def test_a_link_loop_is_refused_and_left_alone(self, bench: Workbench) -> None:
+        (bench.root / "one").symlink_to(bench.root / "two")
+        (bench.root / "two").symlink_to(bench.root / "one")
+        for name, extra in [("fs-read-file", {}), ("fs-write-file", {"content": "x"})]:
+            error = await bench.fail(name, path="one", **extra)
+            assert "'one'" in error and "link loop" in error
+        assert (bench.root / "one").is_symlink() and (bench.root / "two").is_symlink()
 
     async def test_nul_bytes_in_a_path_are_refused(self, bench: Workbench) -> None:
         assert "contains a NUL byte" in await bench.fail("fs-read-file", path="a\0b")

@@ -68,8 +68,8 @@ class Workspace:
     def resolve(self, path: str) -> Path:
         """The real location of ``path`` (relative to the root, or absolute inside it).
 
-        Raises :class:`ToolError` naming ``path`` when it is empty of meaning
-        (NUL bytes) or leads outside the root, directly or through a symlink.
+        Raises :class:`ToolError` naming ``path`` when it holds a NUL byte or
+        leads outside the root, directly or through a symlink.
         """
         if "\0" in path:
             raise ToolError(f"path {path!r} contains a NUL byte")
@@ -233,6 +233,10 @@ def _replace(folder: int, name: str, shown: str, data: bytes) -> bool:
         before = None
     if before is not None and stat.S_ISDIR(before.st_mode):
         raise ToolError(f"{shown!r} is a directory; give a file path to write")
+    if before is not None and stat.S_ISLNK(before.st_mode):
+        # resolve() followed every link that leads somewhere: this one was
+        # put in place since, or loops. Neither is written through or over.
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name)
     # Created like any new file (0666 less the umask), unlike mkstemp's
     # private 0600; a replaced file keeps its own mode.
     temp = f".{name}.{secrets.token_hex(6)}.heron-tmp"
@@ -258,7 +262,7 @@ def _failure(verb: str, shown: str, exc: OSError) -> ToolError:
     if exc.errno == errno.ELOOP:
         return ToolError(
             f"cannot {verb} {shown!r}: the path changed while in use "
-            "(a symbolic link appeared on it)"
+            "(a symbolic link appeared on it) or is a link loop"
         )
     if isinstance(exc, FileNotFoundError) and verb == "read":
         return ToolError(f"no such file: {shown!r}")

@@ -58,8 +58,6 @@ class Entry:
     """The path relative to the root, ``/``-separated."""
     kind: str
     """``file``, ``directory``, ``symlink`` (to a file or folder) or ``other``."""
-    size: int
-    """Size in bytes (files only; 0 otherwise)."""
     depth: int
     """1 for the entries of the starting folder, 2 for theirs, ..."""
     entered: bool
@@ -99,7 +97,7 @@ def _walk(
         return  # unreadable or vanished: nothing to show, nothing to search
     for item in items:
         try:
-            kind, size = _kind(item)
+            kind = _kind(item)
         except OSError:
             continue  # removed while we looked
         if kind == "symlink" and not workspace.contains(Path(item.path)):
@@ -114,7 +112,6 @@ def _walk(
             path=item.path,
             relative=relative,
             kind=kind,
-            size=size,
             depth=depth,
             entered=entered,
         )
@@ -122,14 +119,13 @@ def _walk(
             yield from _walk(workspace, item.path, relative + "/", depth + 1, max_depth, enter)
 
 
-def _kind(item: os.DirEntry[str]) -> tuple[str, int]:
+def _kind(item: os.DirEntry[str]) -> str:
+    # No stat() for a file's size here: most walks (glob, grep) never need it.
     if item.is_symlink():
-        return "symlink", 0
+        return "symlink"
     if item.is_dir():
-        return "directory", 0
-    if item.is_file():
-        return "file", item.stat().st_size
-    return "other", 0
+        return "directory"
+    return "file" if item.is_file() else "other"
 
 
 # ---------------------------------------------------------------- glob patterns

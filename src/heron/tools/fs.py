@@ -309,7 +309,11 @@ def _describe(entry: Entry, workspace: Workspace, depth: int) -> str:
         folded = not entry.entered and entry.depth < depth
         return f"{entry.relative}/ (folder{', not expanded' if folded else ''})"
     if entry.kind == "file":
-        return f"{entry.relative} (file, {_bytes(entry.size)})"
+        try:
+            size = _bytes(os.stat(entry.path, follow_symlinks=False).st_size)
+        except OSError:  # removed since the walk saw it
+            size = "gone"
+        return f"{entry.relative} (file, {size})"
     if entry.kind == "symlink":
         target = Path(os.path.realpath(entry.path))
         kind = "folder" if target.is_dir() else "file" if target.exists() else "missing"

@@ -25,6 +25,8 @@ from .browser import (
     BrowserTyped,
     browser_tools,
 )
+from .catalog import catalog
+from .fs import filesystem_tools
 from .time import get_current_time
 
 __all__ = [
@@ -54,6 +56,8 @@ __all__ = [
     "ToolResult",
     "bash_tools",
     "browser_tools",
+    "catalog",
+    "filesystem_tools",
     "get_current_time",
     "merge_tools",
     "render_skills",

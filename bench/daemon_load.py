@@ -11,7 +11,16 @@ exactly three turns, and prints beside each goal:
 - nodes settled per second, from the first create sent to the last node's
   ``settled_at`` as the daemon recorded it;
 - the daemon's resident memory per node: RSS after all settled minus RSS
-  before the first create (``/proc/PID/status``), divided by the node count.
+  before the first create (``/proc/PID/status``), divided by the node count;
+- the daemon's CPU time per node (``/proc/PID/stat``), which a busy machine
+  disturbs far less than the rate.
+
+Beside the daemon it runs the ceiling: bare DBOS on the same kind of SQLite
+database (Heron's engine settings), the same number of async workflows started
+at once, each running :data:`DAEMON_STEPS` trivial steps (what one node costs
+the daemon: begin, three model turns, two tool calls, two inbox checks, end)
+and :data:`MINIMUM_STEPS` (only the turns and tool calls, which must be
+steps), each in a fresh process. ``--no-ceiling`` skips it.
 
 ``--py-spy FILE`` also records the daemon with py-spy for the whole run
 (``-f raw``: collapsed stacks per thread, idle frames included, one line
@@ -47,6 +56,10 @@ GOAL_SETTLED_PER_SECOND = 200.0
 GOAL_P99_CREATE_MS = 50.0
 STARTUP_TIMEOUT = 60.0
 TURNS = 3
+DAEMON_STEPS = 9
+"""DBOS steps one node's run takes: begin, 3 model turns, 2 tool calls, 2 inbox checks, end."""
+MINIMUM_STEPS = 5
+"""Steps no durable design can drop: each model turn and each tool call."""
 
 SCRIPT = [
     {"tool_calls": [{"name": "get-current-time", "arguments": {}}]},
@@ -140,7 +153,7 @@ async def create_all(
             started = time.perf_counter()
             response = await client.post("/v1/nodes", json={"prompt": f"Task {index}"})
             latencies.append(time.perf_counter() - started)
-        if response.status_code != 201 and response.status_code != 200:
+        if response.status_code not in (200, 201):
             raise RuntimeError(f"create failed: {response.status_code} {response.text}")
         ids.append(response.json()["node_id"])
 
@@ -234,7 +247,75 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, float]:
         daemon.stop()
 
 
-def report(args: argparse.Namespace, figures: dict[str, float]) -> None:
+def bare_dbos(steps: int, count: int) -> dict[str, float]:
+    """Run ``count`` bare DBOS workflows of ``steps`` steps at once here; their figures.
+
+    Runs in a process of its own (DBOS is one per process), on a fresh SQLite
+    file made with Heron's engine settings.
+    """
+    from dbos import DBOS, SetWorkflowID
+
+    from heron.runtime._db import create_engine
+
+    async def step(index: int) -> int:
+        return index
+
+    @DBOS.workflow(name="bench.bare")
+    async def workflow(key: int) -> int:
+        for index in range(steps):
+            await DBOS.run_step_async({"name": "step"}, step, index)
+        return key
+
+    async def main() -> dict[str, float]:
+        home = Path(tempfile.mkdtemp(prefix="heron-bare-dbos-"))
+        try:
+            url = f"sqlite:///{home / 'bare.db'}"
+            config: Any = {
+                "name": "heron-bench",
+                "system_database_url": url,
+                "system_database_engine": create_engine(url),
+                "log_level": "WARNING",
+            }
+            DBOS(config=config)
+            DBOS.launch()
+            cpu_before = time.process_time()
+            started = time.perf_counter()
+            handles = []
+            for key in range(count):
+                with SetWorkflowID(f"bare-{key}"):
+                    handles.append(await DBOS.start_workflow_async(workflow, key))
+            for handle in handles:
+                await handle.get_result()
+            elapsed = time.perf_counter() - started
+            cpu = time.process_time() - cpu_before
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            return {"per_second": count / elapsed, "cpu_ms_per_node": cpu / count * 1000}
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+    return asyncio.run(main())
+
+
+def ceiling(steps: int, count: int) -> dict[str, float]:
+    """:func:`bare_dbos` in a fresh process (this script with ``--bare-dbos``)."""
+    result = subprocess.run(
+        [sys.executable, __file__, "--bare-dbos", str(steps), "--nodes", str(count)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"the bare DBOS run failed:\n{result.stderr[-2000:]}")
+    figures: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def report(
+    args: argparse.Namespace,
+    figures: dict[str, float],
+    bare: dict[int, dict[str, float]],
+    load: tuple[float, float, float],
+) -> None:
     def mark(ok: bool) -> str:
         return "met" if ok else "MISSED"
 
@@ -242,7 +323,8 @@ def report(args: argparse.Namespace, figures: dict[str, float]) -> None:
     f = figures
     print(
         f"daemon load: {n} nodes x {TURNS} turns (tool, tool, answer), SQLite, "
-        f"{args.connections} connections, {os.cpu_count()} CPUs"
+        f"{args.connections} connections, {os.cpu_count()} CPUs, "
+        f"load average {load[0]:.1f} at the start"
     )
     print(f"{'figure':<28}{'measured':>14}   goal")
     p99_ok = f["p99_ms"] < GOAL_P99_CREATE_MS
@@ -265,6 +347,17 @@ def report(args: argparse.Namespace, figures: dict[str, float]) -> None:
     )
     print(f"{'memory per node':<28}{f['kib_per_node']:>10.1f} KiB")
     print(f"{'daemon CPU per node':<28}{f['cpu_ms_per_node']:>11.1f} ms")
+    if not bare:
+        return
+    print()
+    print(f"ceiling: bare DBOS, {n} async workflows of trivial steps started at once, SQLite")
+    print(f"{'':<28}{'settled/s':>14}{'CPU/workflow':>16}")
+    print(
+        f"{'Heron daemon (per node)':<28}{f['per_second']:>14.1f}{f['cpu_ms_per_node']:>13.1f} ms"
+    )
+    for steps, b in sorted(bare.items(), reverse=True):
+        label = f"bare DBOS, {steps} steps"
+        print(f"{label:<28}{b['per_second']:>14.1f}{b['cpu_ms_per_node']:>13.1f} ms")
 
 
 def main() -> None:
@@ -278,11 +371,19 @@ def main() -> None:
     )
     parser.add_argument("--py-spy", metavar="FILE", help="record the daemon with py-spy to FILE")
     parser.add_argument("--keep", action="store_true", help="keep the temporary HERON_HOME")
+    parser.add_argument(
+        "--no-ceiling", action="store_true", help="skip the bare DBOS runs beside the daemon"
+    )
+    parser.add_argument("--bare-dbos", type=int, metavar="STEPS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.nodes < 1 or args.connections < 1:
         parser.error("--nodes and --connections must be at least 1")
+    if args.bare_dbos is not None:  # the child process of ceiling()
+        print(json.dumps(bare_dbos(args.bare_dbos, args.nodes)))
+        return
     if args.py_spy and shutil.which("py-spy") is None:
         parser.error("--py-spy needs py-spy on PATH (pip install py-spy)")
+    load = os.getloadavg()
     home = Path(tempfile.mkdtemp(prefix="heron-load-"))
     try:
         figures = asyncio.run(run(args, home))
@@ -291,7 +392,10 @@ def main() -> None:
             print(f"HERON_HOME kept: {home}")
         else:
             shutil.rmtree(home, ignore_errors=True)
-    report(args, figures)
+    bare = {}
+    if not args.no_ceiling:
+        bare = {steps: ceiling(steps, args.nodes) for steps in (DAEMON_STEPS, MINIMUM_STEPS)}
+    report(args, figures, bare, load)
 
 
 if __name__ == "__main__":

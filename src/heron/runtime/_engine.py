@@ -126,6 +126,9 @@ class Engine:
                 "system_database_url": self.config.db_url,
                 "system_database_engine": self.sql,
                 "application_version": version,
+                # DBOS's default pool is unbounded: under load that meant hundreds of
+                # threads, costing ~8 ms of CPU and ~20 KiB per node (bench/daemon_load.py).
+                "max_executor_threads": 8,
                 "log_level": "WARNING",
             }
         )

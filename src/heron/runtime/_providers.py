@@ -34,14 +34,14 @@ class ProviderPool:
         if kind not in PROVIDER_KINDS:
             raise ValueError(f"unknown provider {spec!r}: use one of {', '.join(PROVIDER_KINDS)}")
         if kind == "scripted":
-            self._script(spec.strip().partition(":")[2].strip())
+            self._script(spec.strip().partition(":")[2].strip(), reread=True)
 
     def get(self, spec: str | None) -> Provider:
         """The provider for ``spec`` (``None``: the default); ``UserError`` if unbuildable."""
         spec = (spec or self.default).strip()
         kind, _, rest = spec.partition(":")
         if kind.lower() == "scripted":
-            return ScriptedProvider(self._script(rest.strip()), by_history=True)
+            return ScriptedProvider(self._script(rest.strip(), reread=False), by_history=True)
         provider = self._shared.get(spec)
         if provider is None:
             provider = self._shared[spec] = from_spec(spec)
@@ -57,15 +57,19 @@ class ProviderPool:
             provider = await asyncio.to_thread(from_spec, key)
             self._shared.setdefault(key, provider)
 
-    def _script(self, path: str) -> list[Step]:
+    def _script(self, path: str, *, reread: bool) -> list[Step]:
+        """The script at ``path``: re-read if it changed when ``reread`` (a create or a
+        config change names it), else as cached (every model turn; no stat per turn)."""
         if not path:
             raise UserError("scripted needs a file: scripted:FILE.json")
+        cached = self._scripts.get(path)
+        if cached is not None and not reread:
+            return cached[1]
         file = Path(path).expanduser()
         try:
             mtime = os.stat(file).st_mtime
         except OSError:
             mtime = -1.0  # load_script says what is wrong with it
-        cached = self._scripts.get(path)
         if cached is None or cached[0] != mtime:
             cached = self._scripts[path] = (mtime, load_script(file))
         return cached[1]

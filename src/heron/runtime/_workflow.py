@@ -158,6 +158,7 @@ class _Run:
         assert row is not None
         outcome: dict[str, Any] | None = None
         more = False
+        already_settled = row["settled_at"] is not None
         if stop["kind"] == "done":
             pending = row["pending_result"]
             if row["output_schema"] is not None and pending is None and nudges < NUDGES:
@@ -186,9 +187,8 @@ class _Run:
             )
         if unread:
             return {"continue": True, "prompt": "\n\n".join(unread), "nudges": 0}
-        fresh = await engine.store.node(node_id)
-        settled_now = fresh is not None and row["settled_at"] is None and fresh["settled_at"]
-        return {"continue": False, "status": status, "settled": bool(settled_now)}
+        settled_now = outcome is not None and not already_settled
+        return {"continue": False, "status": status, "settled": settled_now}
 
 
 def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[str, Any]:

@@ -10,10 +10,19 @@ import heron._core.errors
 import heron.agents
 import heron.mcp
 import heron.providers
+import heron.skills
 import heron.testing
 import heron.tools
 
-PUBLIC_MODULES = [heron, heron.agents, heron.mcp, heron.providers, heron.testing, heron.tools]
+PUBLIC_MODULES = [
+    heron,
+    heron.agents,
+    heron.mcp,
+    heron.providers,
+    heron.skills,
+    heron.testing,
+    heron.tools,
+]
 
 EXPECTED = {
     "AgentOptions", "AgentState", "AgentStream", "AgentTool", "BaseAgent", "Capabilities",

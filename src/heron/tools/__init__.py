@@ -5,7 +5,10 @@ from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
 from ._result import ToolResult, to_tool_result
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
+from .present import present_tools
+from .question_answer import question_answer_tool
 from .time import get_current_time
+from .todo import todo_tools
 
 __all__ = [
     "FunctionTool",
@@ -20,8 +23,11 @@ __all__ = [
     "ToolResult",
     "get_current_time",
     "merge_tools",
+    "present_tools",
+    "question_answer_tool",
     "render_skills",
     "require_skills",
     "to_tool_result",
+    "todo_tools",
     "tool",
 ]

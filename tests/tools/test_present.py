@@ -244,8 +244,9 @@ async def test_a_failed_zip_leaves_the_old_archive_intact() -> None:
 async def test_root_must_be_a_directory(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
         present_tools(tmp_path / "missing")
-    with pytest.raises(UserError, match="max_files"):
-        present_tools(tmp_path, max_files=0)
+    for bad in [0, True, "10"]:
+        with pytest.raises(UserError, match="max_files must be a positive integer"):
+            present_tools(tmp_path, max_files=bad)  # type: ignore[arg-type]
 
 
 async def test_tools_for_one_root_register_once_and_other_roots_clash(tmp_path: Path) -> None:

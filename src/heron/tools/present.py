@@ -88,8 +88,8 @@ class _PresentTool(Tool):
     """What both present tools share: the root, the options and the file walk."""
 
     def __init__(self, root: str | os.PathLike[str], *, max_files: int = 10_000) -> None:
-        if max_files < 1:
-            raise UserError(f"max_files must be at least 1, not {max_files}")
+        if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
+            raise UserError(f"max_files must be a positive integer, not {max_files!r}")
         self.workspace = Workspace(root)
         """Where the tool works: paths are confined to its root."""
         self.root = self.workspace.root

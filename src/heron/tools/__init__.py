@@ -5,6 +5,7 @@ from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
 from ._result import ToolResult, to_tool_result
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
+from .catalog import catalog
 from .fs import filesystem_tools
 from .present import present_tools
 from .question_answer import question_answer_tool
@@ -22,6 +23,7 @@ __all__ = [
     "ToolClient",
     "ToolContext",
     "ToolResult",
+    "catalog",
     "filesystem_tools",
     "get_current_time",
     "merge_tools",

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from heron import Message, SimpleAgent, ToolCall, ToolContext
 from heron.mcp import FileStorage
-from heron.skills import planner, present
+from heron.skills import planner, present, question_answer
 from heron.testing import ScriptedProvider, call
+from heron.tools import catalog
 from heron.tools.fs import filesystem_tools
 from heron.tools.todo import load_todos
 
@@ -97,3 +98,27 @@ async def test_plan_edit_and_present(tmp_path: Path) -> None:
     ]
     kept = await load_todos(ToolContext(env_id="builder", storage=FileStorage(state)))
     assert [(i.id, i.status) for i in kept] == [("todo-1", "completed"), ("todo-2", "completed")]
+
+
+async def test_catalog_tools_and_the_skills_bringing_them_register_once(tmp_path: Path) -> None:
+    root = project(tmp_path / "work")
+    provider = ScriptedProvider([call("present-files", paths=["app.py"]), "Here is app.py."])
+    agent = SimpleAgent(
+        provider=provider,
+        tools=list(catalog(root).values()),
+        skills=[planner(), present(root), question_answer()],
+    )
+    result = await agent.run("show me the app")
+
+    offered = provider.requests[0].tool_names
+    assert len(offered) == len(set(offered)) == len(catalog(root))
+    assert {
+        "todo-add",
+        "todo-update",
+        "todo-complete",
+        "todo-list",
+        "ask-questions",
+        "present-files",
+        "present-zip",
+    } <= set(offered)
+    assert result.tool_calls[0].result.startswith(f"Presenting 1 file (35 B) under {root}:")

@@ -27,7 +27,10 @@ from .browser import (
 )
 from .catalog import catalog
 from .fs import filesystem_tools
+from .present import present_tools
+from .question_answer import question_answer_tool
 from .time import get_current_time
+from .todo import todo_tools
 
 __all__ = [
     "BashEvent",
@@ -60,8 +63,11 @@ __all__ = [
     "filesystem_tools",
     "get_current_time",
     "merge_tools",
+    "present_tools",
+    "question_answer_tool",
     "render_skills",
     "require_skills",
     "to_tool_result",
+    "todo_tools",
     "tool",
 ]

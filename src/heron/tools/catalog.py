@@ -16,7 +16,10 @@ from pathlib import Path
 from .._core import UserError
 from ._tool import Tool
 from .fs import filesystem_tools
+from .present import present_tools
+from .question_answer import question_answer_tool
 from .time import get_current_time
+from .todo import todo_tools
 
 __all__ = ["catalog"]
 
@@ -33,6 +36,9 @@ class _Setup:
 _FAMILIES: tuple[Callable[[_Setup], Iterable[Tool]], ...] = (
     lambda setup: [get_current_time],
     lambda setup: filesystem_tools(setup.root),
+    lambda setup: todo_tools(),
+    lambda setup: [question_answer_tool()],
+    lambda setup: present_tools(setup.root),
 )
 
 

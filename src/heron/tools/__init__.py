@@ -2,17 +2,34 @@
 
 from ._client import LocalToolClient, ToolClient
 from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
+from ._events import Interaction
 from ._result import ToolResult, to_tool_result
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
+from .bash import (
+    BashEvent,
+    BashExited,
+    BashInteraction,
+    BashOutput,
+    BashStarted,
+    BashTools,
+    bash_tools,
+)
 from .present import present_tools
 from .question_answer import question_answer_tool
 from .time import get_current_time
 from .todo import todo_tools
 
 __all__ = [
+    "BashEvent",
+    "BashExited",
+    "BashInteraction",
+    "BashOutput",
+    "BashStarted",
+    "BashTools",
     "FunctionTool",
     "IdGenerator",
+    "Interaction",
     "LocalToolClient",
     "MemoryStorage",
     "Skill",
@@ -21,6 +38,7 @@ __all__ = [
     "ToolClient",
     "ToolContext",
     "ToolResult",
+    "bash_tools",
     "get_current_time",
     "merge_tools",
     "present_tools",

@@ -1,0 +1,302 @@
+"""One shell command in its own process group: output pumped as it comes, killed as a group."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import codecs
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Literal
+
+from ._bash_output import LineSplitter
+
+__all__ = ["LineSink", "OutputSink", "ShellProcess", "Stream", "describe_exit", "group_alive"]
+
+Stream = Literal["stdout", "stderr"]
+
+_CHUNK = 65_536
+_POLL = 0.02  # seconds between checks while a signalled group winds down
+
+# Process groups started and not yet seen dead. The commands run in sessions of
+# their own, so they outlive this process unless killed: if the program ends
+# without closing its tools, the exit hook below still stops them.
+_live_groups: set[int] = set()
+
+
+@atexit.register
+def _kill_live_groups() -> None:
+    for pgid in tuple(_live_groups):
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still running (zombies do not count).
+
+    Zombies matter here: children orphaned by a killed shell go to PID 1, which
+    in a container is not always an init that reaps them.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc to tell zombies apart: assume the worst
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as file:
+                stat = file.read()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def _group_gone(pgid: int, seconds: float) -> bool:
+    """Poll until group ``pgid`` has no running process, for up to ``seconds``."""
+    # No event announces a group's end (its members need not be our children).
+    deadline = time.monotonic() + seconds
+    while True:
+        if not group_alive(pgid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(_POLL)
+
+
+def describe_exit(returncode: int | None) -> tuple[int | None, str | None]:
+    """A return code as (exit code, signal name): ``-9`` is ``(None, "SIGKILL")``."""
+    if returncode is None or returncode >= 0:
+        return returncode, None
+    try:
+        return None, signal.Signals(-returncode).name
+    except ValueError:
+        return None, f"signal {-returncode}"
+
+
+async def _read_end(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    """A stream reader over the read end ``fd`` of a pipe (which it then owns)."""
+    reader = asyncio.StreamReader(limit=_CHUNK)
+    file = os.fdopen(fd, "rb", buffering=0)
+    try:
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), file
+        )
+    except BaseException:
+        file.close()
+        raise
+    return reader, transport
+
+
+OutputSink = Callable[[Stream, str], None]
+LineSink = Callable[[Stream, str], Awaitable[None]]
+"""Receives each complete line; asked only while ``wants_lines()`` is true."""
+
+
+class ShellProcess:
+    """A command run by ``shell -c`` in a new session (so a process group of its own).
+
+    Its stdin is closed; each chunk of stdout and stderr goes to ``on_output``
+    as soon as it arrives and each complete line to ``on_line``.
+    """
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        pipes: dict[Stream, tuple[asyncio.StreamReader, asyncio.BaseTransport]],
+        *,
+        on_output: OutputSink,
+        on_line: LineSink | None,
+        wants_lines: Callable[[], bool],
+    ) -> None:
+        self._process = process
+        self.pid = process.pid
+        """The shell's process id, which is also its process group id."""
+        self.started = time.monotonic()
+        """When it started (``time.monotonic()``)."""
+        self.ended: float | None = None
+        """When the shell exited (``time.monotonic()``), or ``None``."""
+        self._on_output = on_output
+        self._on_line = on_line
+        self._wants_lines = wants_lines
+        self._pipes = pipes
+        self._transports = [transport for _, transport in pipes.values()]
+        self._pumps: list[asyncio.Future[None]] = []
+        self._progress = 0  # chunks read plus lines delivered: tells slow from stuck
+        self._exit = asyncio.ensure_future(self._watch_exit())
+        _live_groups.add(self.pid)
+
+    @classmethod
+    async def start(
+        cls,
+        command: str,
+        *,
+        shell: str,
+        cwd: str,
+        env: Mapping[str, str],
+        on_output: OutputSink,
+        on_line: LineSink | None = None,
+        wants_lines: Callable[[], bool] = lambda: True,
+    ) -> ShellProcess:
+        """Start ``command``; an ``OSError`` if the shell or ``cwd`` cannot be used."""
+        # Pipes of our own rather than asyncio's: the read ends are ours to
+        # close, so a descendant that escaped the group and holds the write end
+        # cannot keep a caller waiting.
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                shell,
+                "-c",
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=out_write,
+                stderr=err_write,
+                cwd=cwd,
+                env=dict(env),
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(out_read)
+            os.close(err_read)
+            raise
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        pipes: dict[Stream, tuple[asyncio.StreamReader, asyncio.BaseTransport]] = {
+            "stdout": await _read_end(out_read),
+            "stderr": await _read_end(err_read),
+        }
+        return cls(process, pipes, on_output=on_output, on_line=on_line, wants_lines=wants_lines)
+
+    def read_output(self) -> None:
+        """Start passing output on (held back until then, so a start event can go first)."""
+        if not self._pumps:
+            self._pumps = [
+                asyncio.ensure_future(self._pump(name, reader))
+                for name, (reader, _) in self._pipes.items()
+            ]
+
+    async def _pump(self, name: Stream, reader: asyncio.StreamReader) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        lines = LineSplitter()
+        while True:
+            chunk = await reader.read(_CHUNK)
+            self._progress += 1
+            text = decoder.decode(chunk, final=not chunk)
+            if text:
+                self._on_output(name, text)
+                if self._on_line is not None and self._wants_lines():
+                    for line in lines.feed(text):
+                        await self._on_line(name, line)
+                        self._progress += 1
+                else:
+                    lines.skip(text)  # splitting megabytes nobody reads costs more than reading
+            if not chunk:
+                break
+        if self._on_line is not None and self._wants_lines():
+            for line in lines.flush():
+                await self._on_line(name, line)
+
+    async def _watch_exit(self) -> int:
+        code = await self._process.wait()
+        self.ended = time.monotonic()
+        if not group_alive(self.pid):
+            _live_groups.discard(self.pid)
+        return code
+
+    @property
+    def returncode(self) -> int | None:
+        """The shell's return code (negative: killed by that signal), ``None`` while running."""
+        return self._exit.result() if self._exit.done() else None
+
+    @property
+    def running(self) -> bool:
+        """Whether the shell has not exited yet."""
+        return not self._exit.done()
+
+    @property
+    def output_done(self) -> bool:
+        """Whether both output streams have reached their end."""
+        return bool(self._pumps) and all(p.done() for p in self._pumps)
+
+    async def wait(self, seconds: float | None = None) -> bool:
+        """Wait up to ``seconds`` (``None``: for ever) for the shell to exit; whether it did."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await asyncio.shield(self._exit)
+        return self._exit.done()
+
+    async def wait_output(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the output to end; whether it did."""
+        self.read_output()
+        await asyncio.wait(self._pumps, timeout=seconds)
+        return self.output_done
+
+    async def settle_output(self, quiet: float) -> bool:
+        """Wait for the output to end for as long as it keeps moving; whether it ended.
+
+        Gives up once ``quiet`` seconds pass with no chunk read and no line
+        delivered: then something still holds the pipes open, or a listener hangs.
+        """
+        while True:
+            before = self._progress
+            if await self.wait_output(quiet):
+                return True
+            if self._progress == before:
+                return False
+
+    async def kill(self, grace: float) -> None:
+        """SIGTERM the whole group, then SIGKILL what is left after ``grace`` seconds."""
+        _signal_group(self.pid, signal.SIGTERM)
+        if not await _group_gone(self.pid, grace):
+            _signal_group(self.pid, signal.SIGKILL)
+        await self.wait()
+        # SIGKILL cannot be refused: the group goes at once, short of a stuck kernel call.
+        if await _group_gone(self.pid, max(grace, 1.0)):
+            _live_groups.discard(self.pid)
+
+    def kill_now(self) -> None:
+        """SIGKILL the group without waiting: for cancellation, which cannot wait."""
+        _signal_group(self.pid, signal.SIGKILL)
+        self.close_output()
+
+    def leftovers(self) -> bool:
+        """Whether processes of the group still run after the shell exited."""
+        alive = group_alive(self.pid)
+        if not alive:
+            _live_groups.discard(self.pid)
+        return alive
+
+    def close_output(self) -> None:
+        """Stop reading output, even if some process still holds the pipes."""
+        for transport in self._transports:
+            transport.close()
+        for pump in self._pumps:
+            pump.cancel()
+
+    async def close(self) -> None:
+        """Stop reading and wait until the readers have let go."""
+        self.close_output()
+        await asyncio.gather(*self._pumps, return_exceptions=True)
+        if not self._exit.done():
+            self._exit.cancel()
+            await asyncio.gather(self._exit, return_exceptions=True)

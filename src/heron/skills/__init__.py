@@ -15,6 +15,7 @@ from .planner import planner
 from .present import present
 from .question_answer import question_answer
 from .ui_ux_design import ui_ux_design
+from .web_end_to_end_test import web_end_to_end_test
 
 __all__ = [
     "backend_security",
@@ -24,4 +25,5 @@ __all__ = [
     "present",
     "question_answer",
     "ui_ux_design",
+    "web_end_to_end_test",
 ]

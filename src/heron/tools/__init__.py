@@ -15,6 +15,7 @@ from .bash import (
     BashTools,
     bash_tools,
 )
+from .browser import BrowserInteraction, browser_tools
 from .present import present_tools
 from .question_answer import question_answer_tool
 from .time import get_current_time
@@ -27,6 +28,7 @@ __all__ = [
     "BashOutput",
     "BashStarted",
     "BashTools",
+    "BrowserInteraction",
     "FunctionTool",
     "IdGenerator",
     "Interaction",
@@ -39,6 +41,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "bash_tools",
+    "browser_tools",
     "get_current_time",
     "merge_tools",
     "present_tools",

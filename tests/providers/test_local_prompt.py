@@ -51,6 +51,27 @@ def test_routing_picks_the_tools_a_request_names(request_text: str, expected: li
     assert [t.name for t in chosen] == expected
 
 
+def test_routing_keeps_every_tool_of_a_request_naming_two() -> None:
+    chosen = relevant_tools("What time is it, and the weather in Paris?", [TIME, WRITE, WEATHER])
+    assert [t.name for t in chosen] == ["get-current-time", "get_weather"]
+
+
+def test_routing_prefers_the_tool_whose_name_holds_the_requests_verb() -> None:
+    read = ToolSchema(
+        name="fs-read-file",
+        description="Read a text file.",
+        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+    )
+    # "file" is in both names, so it alone decides nothing; "read" names one of them.
+    assert [t.name for t in relevant_tools("read the file a.txt", [WRITE, read])] == [
+        "fs-read-file"
+    ]
+    assert [t.name for t in relevant_tools("write the file a.txt", [WRITE, read])] == [
+        "fs-write-file"
+    ]
+    assert relevant_tools("read me a story", [WRITE, read]) == []
+
+
 def test_tool_prompt_lists_every_tool_with_its_schema() -> None:
     text = tool_prompt([TIME, WRITE])
     listed = [

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +35,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 # Words that say nothing about which tool a request needs: function words and
 # the generic verbs tool names and descriptions are made of.
 _STOPWORDS = frozenset(
-    """a an and any are as at be by can could do does for from get give given has have how i
+    """a all an and any are as at be by can could do does for from get give given has have how i
     if in into is it its me my of on or our please return returns set show tell that the this
     to use using value what whats when where which who why will with would you your run make
     create read write list optional optionally default current new one""".split()
@@ -62,11 +63,15 @@ def tool_prompt(tools: Sequence[ToolSchema]) -> str:
     )
 
 
-def _words(text: str) -> set[str]:
-    """Content words of ``text``, lower-cased, with a plural ``s`` removed."""
+def _words(text: str, *, generic: bool = False) -> set[str]:
+    """Content words of ``text``, lower-cased, with a plural ``s`` removed.
+
+    With ``generic``, the stopwords of ``text`` instead: the function words and
+    generic verbs (``read``, ``list`` ...) the content words leave out.
+    """
     words = set()
     for word in _WORD.findall(text.lower()):
-        if word in _STOPWORDS:
+        if (word in _STOPWORDS) != generic:
             continue
         words.add(word[:-1] if len(word) > 3 and word.endswith("s") else word)
     return words
@@ -75,21 +80,36 @@ def _words(text: str) -> set[str]:
 def relevant_tools(request: str, tools: Sequence[ToolSchema]) -> list[ToolSchema]:
     """The tools a request plainly asks for, by the words it shares with them.
 
-    A word of the tool's name counts 2, a word of its description or parameter
-    names 1; a tool scoring 2 or more is relevant. Small models rarely decide
-    to call a tool on their own, so the provider makes its first reply to such
-    a request a call to one of these tools.
+    A content word of the tool's name counts 2 (1 if other tools' names share
+    it: "file" says little among ``fs-read-file``, ``fs-write-file`` ...), a
+    word of three letters or more from its description or parameter names 1.
+    A tool scoring 2 or more is relevant, and so is one scoring 1 whose name
+    holds a generic verb of the request ("list the files" and
+    ``fs-list-directory``): alone, such a verb means little ("write a haiku"
+    is no call to ``fs-write-file``). Among relevant tools only the
+    best-scoring are kept, the verb adding 2, so that "read the file" picks
+    ``fs-read-file`` rather than every tool about files. Small models rarely
+    decide to call a tool on their own, so the provider makes its first reply
+    to such a request a call to one of these tools.
     """
-    asked = _words(request)
-    chosen = []
-    for schema in tools:
-        name_words = _words(schema.name.replace("-", " ").replace("_", " "))
+    asked, asked_generic = _words(request), _words(request, generic=True)
+    names = [schema.name.replace("-", " ").replace("_", " ") for schema in tools]
+    shared = Counter(word for name in names for word in _words(name))
+    scored: list[tuple[int, ToolSchema]] = []
+    for schema, name in zip(tools, names, strict=True):
+        name_words = _words(name)
         properties = schema.input_schema.get("properties", {})
         other = _words(schema.description) | _words(" ".join(properties).replace("_", " "))
-        score = 2 * len(asked & name_words) + len(asked & (other - name_words))
-        if score >= 2:
-            chosen.append(schema)
-    return chosen
+        # Two-letter words of a description are file extensions and
+        # abbreviations in examples (**/*.py): "hello.py" asks for no glob.
+        other = {word for word in other if len(word) > 2}
+        score = sum(2 if shared[w] == 1 else 1 for w in asked & name_words)
+        score += len(asked & (other - name_words))
+        verbs = 2 * len(asked_generic & _words(name, generic=True))
+        if score >= 2 or (score == 1 and verbs):
+            scored.append((score + verbs, schema))
+    best = max((score for score, _ in scored), default=0)
+    return [schema for score, schema in scored if score == best]
 
 
 def _call_schema(schema: ToolSchema) -> dict[str, Any]:

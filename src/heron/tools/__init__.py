@@ -16,6 +16,7 @@ from .bash import (
     bash_tools,
 )
 from .browser import BrowserInteraction, browser_tools
+from .fs import filesystem_tools
 from .present import present_tools
 from .question_answer import question_answer_tool
 from .time import get_current_time
@@ -42,6 +43,7 @@ __all__ = [
     "ToolResult",
     "bash_tools",
     "browser_tools",
+    "filesystem_tools",
     "get_current_time",
     "merge_tools",
     "present_tools",

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from heron import UserError
+from heron import ToolError, UserError
 from heron.tools import filesystem_tools
+from heron.tools._fs_paths import Workspace
 
 from .fs_helpers import Workbench
 
@@ -132,6 +133,57 @@ class TestConfinement:
             filesystem_tools(tmp_path / "file")
         with pytest.raises(UserError, match="max_read_chars must be a positive integer"):
             filesystem_tools(tmp_path, max_read_chars=0)
+
+    def test_a_folder_swapped_for_a_link_after_the_check_is_not_followed(
+        self, bench: Workbench
+    ) -> None:
+        workspace = Workspace(bench.root)
+        bench.write("sub/f.txt", "inside\n")
+        (bench.outside / "f.txt").write_text("outside\n")
+        existing, new = workspace.resolve("sub/f.txt"), workspace.resolve("sub/new.txt")
+        # A process racing the tools swaps the folder once the paths were checked.
+        (bench.root / "sub").rename(bench.root / "moved")
+        (bench.root / "sub").symlink_to(bench.outside, target_is_directory=True)
+        with pytest.raises(ToolError, match=r"'sub/f\.txt': the path changed while in use"):
+            workspace.read_bytes(existing, "sub/f.txt")
+        with pytest.raises(ToolError, match=r"'sub/new\.txt': the path changed while in use"):
+            workspace.write_bytes(new, "sub/new.txt", b"planted")
+        assert sorted(p.name for p in bench.outside.iterdir()) == ["f.txt", "secret.txt"]
+
+    def test_a_search_does_not_follow_a_folder_swapped_during_the_walk(
+        self, bench: Workbench
+    ) -> None:
+        workspace = Workspace(bench.root)
+        found = bench.write("sub/secret.txt", "inside\n")
+        with workspace.open_found(str(found)) as handle:
+            assert handle.read() == b"inside\n"
+        (bench.root / "sub").rename(bench.root / "moved")
+        (bench.root / "sub").symlink_to(bench.outside, target_is_directory=True)
+        with pytest.raises(OSError, match="outside the root directory"):
+            workspace.open_found(str(found))
+
+    def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(
+        self, bench: Workbench
+    ) -> None:
+        workspace = Workspace(bench.root)
+        bench.write("a.txt", "inside\n")
+        real = workspace.resolve("a.txt")
+        (bench.root / "a.txt").unlink()
+        (bench.root / "a.txt").symlink_to(bench.outside / "secret.txt")
+        with pytest.raises(ToolError, match="the path changed while in use"):
+            workspace.read_bytes(real, "a.txt")
+        with pytest.raises(ToolError, match="the path changed while in use"):
+            workspace.write_bytes(real, "a.txt", b"planted\n")
+        assert (bench.outside / "secret.txt").read_text() == "top secret\n"
+        assert (bench.root / "a.txt").is_symlink()
+
+    async def test_a_link_loop_is_refused_and_left_alone(self, bench: Workbench) -> None:
+        (bench.root / "one").symlink_to(bench.root / "two")
+        (bench.root / "two").symlink_to(bench.root / "one")
+        for name, extra in [("fs-read-file", {}), ("fs-write-file", {"content": "x"})]:
+            error = await bench.fail(name, path="one", **extra)
+            assert "'one'" in error and "link loop" in error
+        assert (bench.root / "one").is_symlink() and (bench.root / "two").is_symlink()
 
     async def test_nul_bytes_in_a_path_are_refused(self, bench: Workbench) -> None:
         assert "contains a NUL byte" in await bench.fail("fs-read-file", path="a\0b")

@@ -16,6 +16,7 @@ from .bash import (
     bash_tools,
 )
 from .browser import BrowserInteraction, browser_tools
+from .catalog import catalog
 from .fs import filesystem_tools
 from .present import present_tools
 from .question_answer import question_answer_tool
@@ -43,6 +44,7 @@ __all__ = [
     "ToolResult",
     "bash_tools",
     "browser_tools",
+    "catalog",
     "filesystem_tools",
     "get_current_time",
     "merge_tools",

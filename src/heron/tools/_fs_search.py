@@ -263,7 +263,7 @@ def grep_tree(
     for path, relative in paths:
         if only is not None and not only.fullmatch(relative):
             continue
-        if _search_file(path, relative, regex, whole, outcome, limit):
+        if _search_file(workspace, path, relative, regex, whole, outcome, limit):
             outcome.truncated = True
             break
     return outcome
@@ -283,6 +283,7 @@ def _whole_text_search(regex: re.Pattern[str]) -> re.Pattern[str] | None:
 
 
 def _search_file(
+    workspace: Workspace,
     path: str,
     relative: str,
     regex: re.Pattern[str],
@@ -292,13 +293,13 @@ def _search_file(
 ) -> bool:
     """Add ``path``'s matches to ``outcome``; return whether ``limit`` was reached."""
     try:
-        with open(path, "rb") as handle:
+        with workspace.open_found(path) as handle:
             if os.fstat(handle.fileno()).st_size > _GREP_FILE_LIMIT:
                 outcome.large.append(relative)
                 return False
             data = handle.read()
     except OSError:
-        return False
+        return False  # changed or vanished while the walk went on
     if is_binary(data[:SNIFF_BYTES]):
         outcome.binary.append(relative)
         return False

@@ -202,7 +202,8 @@ def filesystem_tools(
         Args:
             pattern: A Python regular expression, or plain text with literal set.
             path: A file, or a folder to search through; the root directory by default.
-            glob: Only search files whose path matches this glob, e.g. *.py or src/**/*.ts.
+            glob: Only search files matching this glob: a name pattern such as *.py
+                (at any depth), or a path pattern from the root such as src/**/*.ts.
             literal: Treat pattern as plain text rather than a regular expression.
             ignore_case: Match letters regardless of case.
         """

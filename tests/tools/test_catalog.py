@@ -1,0 +1,149 @@
+"""The catalog of built-in tools: names, schemas, roots, routing, and an agent using it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import heron.tools
+from heron import SimpleAgent, Tool, UserError
+from heron.mcp import InProcessConnection, MCPClient, MCPServer, MemoryStorage
+from heron.providers._local_prompt import relevant_tools
+from heron.testing import ScriptedProvider, call
+from heron.tools import LocalToolClient, catalog
+from heron.tools.catalog import _collect, _Setup
+
+KEBAB = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
+
+
+def test_exported_from_heron_tools() -> None:
+    assert heron.tools.catalog is catalog
+    assert "catalog" in heron.tools.__all__
+
+
+def test_every_tool_is_keyed_by_its_own_kebab_case_name(tmp_path: Path) -> None:
+    tools = catalog(tmp_path)
+    assert {"get-current-time", "fs-read-file", "fs-grep"} <= set(tools)
+    for name, value in tools.items():
+        assert isinstance(value, Tool)
+        assert value.name == name
+        assert KEBAB.fullmatch(name), name
+    assert len({id(t) for t in tools.values()}) == len(tools)
+
+
+def test_every_schema_is_valid_and_described(tmp_path: Path) -> None:
+    for name, value in catalog(tmp_path).items():
+        schema = value.schema
+        jsonschema.Draft202012Validator.check_schema(schema.input_schema)
+        assert schema.input_schema["type"] == "object", name
+        assert schema.description.strip(), name
+        for prop, spec in schema.input_schema.get("properties", {}).items():
+            assert spec.get("description", "").strip(), f"{name}.{prop} is not described"
+        assert set(schema.input_schema.get("required", [])) <= set(
+            schema.input_schema.get("properties", {})
+        )
+
+
+async def test_file_tools_work_in_the_given_root(tmp_path: Path) -> None:
+    tools = catalog(tmp_path)
+    client = LocalToolClient(tools.values())
+    result = await client.call_tool("fs-write-file", {"path": "out/a.txt", "content": "hi\n"})
+    assert not result.is_error, result.text
+    assert (tmp_path / "out" / "a.txt").read_text() == "hi\n"
+    assert not (await client.call_tool("get-current-time", {})).is_error
+
+
+def test_the_root_defaults_to_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here.txt").write_text("here\n")
+    tools = catalog()
+    monkeypatch.chdir(tmp_path.parent)  # resolved when made, not when called
+    assert tools["fs-read-file"].func(path="here.txt") == "here\n"  # type: ignore[attr-defined]
+
+
+def test_each_call_makes_fresh_file_tools(tmp_path: Path) -> None:
+    first, second = catalog(tmp_path), catalog(tmp_path)
+    assert first["fs-read-file"] is not second["fs-read-file"]
+    with pytest.raises(UserError, match="does not exist"):
+        catalog(tmp_path / "missing")
+
+
+def test_two_families_naming_one_tool_is_an_error(tmp_path: Path) -> None:
+    setup = _Setup(root=tmp_path)
+    families = [lambda s: [heron.tools.get_current_time]] * 2
+    with pytest.raises(UserError, match="two built-in tools are named 'get-current-time'"):
+        _collect(setup, families)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "expected"),
+    [
+        ("What time is it in Tokyo?", "get-current-time"),
+        ("what's the date today?", "get-current-time"),
+        ("Read the file notes.txt", "fs-read-file"),
+        ("Save this poem to the file poem.txt", "fs-write-file"),
+        ("List the files in src", "fs-list-directory"),
+        ("Edit config.py to replace foo with bar", "fs-edit-file"),
+        ("Find all python files", "fs-glob"),
+        ("Which files mention TODO?", "fs-grep"),
+    ],
+)
+def test_the_embedded_models_router_picks_one_fitting_tool(
+    tmp_path: Path, request_text: str, expected: str
+) -> None:
+    schemas = [t.schema for t in catalog(tmp_path).values()]
+    assert [s.name for s in relevant_tools(request_text, schemas)] == [expected]
+
+
+@pytest.mark.parametrize(
+    "request_text", ["Write a haiku about rivers.", "Hello!", "Tell me a joke"]
+)
+def test_the_router_leaves_chat_alone(tmp_path: Path, request_text: str) -> None:
+    schemas = [t.schema for t in catalog(tmp_path).values()]
+    assert relevant_tools(request_text, schemas) == []
+
+
+async def test_an_agent_finds_edits_and_checks_a_file(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "greet.py").write_text("def greet():\n    return 'helo'\n")
+    tools = catalog(tmp_path)
+    provider = ScriptedProvider(
+        [
+            call("fs-grep", pattern="helo"),
+            call("fs-edit-file", path="src/greet.py", old_text="'helo'", new_text="'hello'"),
+            call("fs-read-file", path="src/greet.py"),
+            "Fixed the typo in src/greet.py.",
+        ]
+    )
+    agent = SimpleAgent(provider=provider, tools=list(tools.values()))
+    result = await agent.run("Fix the typo in the greeting")
+    assert result.reply == "Fixed the typo in src/greet.py."
+    assert not any(c.is_error for c in result.tool_calls)
+    assert [c.result for c in result.tool_calls] == [
+        "src/greet.py:2:    return 'helo'",
+        "edited src/greet.py: replaced 1 occurrence at line 2",
+        "def greet():\n    return 'hello'\n",
+    ]
+    assert (tmp_path / "src" / "greet.py").read_text() == "def greet():\n    return 'hello'\n"
+
+
+async def test_the_catalog_serves_over_mcp_unchanged(tmp_path: Path) -> None:
+    """File tools belong on a (sandboxed) server: their schemas and errors survive MCP."""
+    tools = catalog(tmp_path)
+    connection = InProcessConnection()
+    async with MCPServer(connection, MemoryStorage()) as server:
+        for made in tools.values():
+            server.register_tool(made)
+        async with MCPClient("me", connection, MemoryStorage()) as client:
+            listed = {s.name: s for s in await client.list_tools()}
+            assert listed == {name: t.schema for name, t in tools.items()}
+            wrote = await client.call_tool("fs-write-file", {"path": "a.txt", "content": "x\n"})
+            assert wrote.text == "created a.txt (2 bytes)"
+            escape = await client.call_tool("fs-read-file", {"path": "../a.txt"})
+            assert escape.is_error
+            assert "path '../a.txt' is outside the root directory" in escape.text

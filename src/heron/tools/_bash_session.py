@@ -346,6 +346,9 @@ class BashSession:
             {
                 "id": p.id,
                 "status": _status(p),
+                "running": p.process.running,
+                "exit_code": describe_exit(p.process.returncode)[0],
+                "signal": describe_exit(p.process.returncode)[1],
                 "pid": p.process.pid,
                 "command": p.command,
                 "cwd": p.cwd,

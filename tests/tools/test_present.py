@@ -242,7 +242,7 @@ async def test_a_failed_zip_leaves_the_old_archive_intact() -> None:
 
 
 async def test_root_must_be_a_directory(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="not an existing directory"):
+    with pytest.raises(UserError, match="does not exist"):
         present_tools(tmp_path / "missing")
     with pytest.raises(UserError, match="max_files"):
         present_tools(tmp_path, max_files=0)

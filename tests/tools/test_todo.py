@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from heron import SimpleAgent, ToolContext, ToolResult
-from heron.mcp import FileStorage
+from heron.mcp import FileStorage, InProcessConnection, MCPClient, MCPServer
 from heron.testing import ScriptedProvider, call
 from heron.tools import LocalToolClient, MemoryStorage, todo_tools
 from heron.tools.todo import TodoItem, load_todos
@@ -211,3 +211,21 @@ async def test_the_stored_document_is_versioned_json() -> None:
         "last_id": 1,
         "items": [{"id": "todo-1", "title": "x", "notes": "", "status": "pending"}],
     }
+
+
+async def test_served_over_mcp_the_list_outlives_the_server(tmp_path: Path) -> None:
+    """Tool state lives in the server's storage, per client environment."""
+
+    async def serve_and_call(name: str, arguments: dict[str, Any]) -> ToolResult:
+        connection = InProcessConnection()
+        async with MCPServer(connection, FileStorage(tmp_path)) as server:
+            for made in todo_tools():
+                server.register_tool(made)
+            async with MCPClient("planner-env", connection, MemoryStorage()) as client:
+                return await client.call_tool(name, arguments)
+
+    await serve_and_call("todo-add", {"title": "Survive a restart"})
+    # A second server process would build all of this afresh over the same folder.
+    listed = await serve_and_call("todo-list", {})
+    assert not listed.is_error, listed.text
+    assert listed.text.splitlines()[1:] == ["[ ] todo-1: Survive a restart"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._core import ToolError
-from ._paths import confined, relative_name
+from ._fs_paths import Workspace
 
 __all__ = ["ARTIFACT_DIRS", "ARTIFACT_FILES", "FoundFile", "Selection", "collect_files"]
 
@@ -80,19 +80,19 @@ def _matches(name: str, relative: str, patterns: Iterable[str]) -> bool:
 
 
 def collect_files(
-    root: Path,
+    workspace: Workspace,
     paths: Sequence[str],
     *,
     exclude: Sequence[str] = (),
     leave_out: Path | None = None,
     max_files: int = 10_000,
 ) -> Selection:
-    """The files under ``paths`` (relative to ``root``), without build artifacts.
+    """The files under ``paths`` (relative to the workspace root), without build artifacts.
 
     A file named directly is always taken; artifacts are left out only while
     walking a directory. ``exclude`` holds extra glob patterns (matched against
     names and root-relative paths); ``leave_out`` is one more file to skip (the
-    zip being written). Symlinks are followed only when they stay inside root.
+    zip being written). Symlinks are followed only when they stay inside the root.
     """
     chosen: dict[Path, FoundFile] = {}
     selection = Selection()
@@ -111,19 +111,19 @@ def collect_files(
         chosen[path] = FoundFile(path=path, name=name, size=info.st_size)
 
     for requested in paths:
-        target = confined(root, requested)
+        target = workspace.resolve(requested)
         if not target.exists():
             raise ToolError(f"no such file or directory: {requested!r}")
         if target.is_dir():
-            _walk(root, target, exclude, take, selection)
+            _walk(workspace, target, exclude, take, selection)
         else:
-            take(target, relative_name(root, target))
+            take(target, workspace.show(target))
     selection.files = sorted(chosen.values(), key=lambda f: f.name)
     return selection
 
 
 def _walk(
-    root: Path,
+    workspace: Workspace,
     top: Path,
     exclude: Sequence[str],
     take: Callable[[Path, str], None],
@@ -134,7 +134,7 @@ def _walk(
         kept: list[str] = []
         for d in sorted(dirs):
             entry = here / d
-            name = relative_name(root, entry)
+            name = workspace.show(entry)
             if entry.is_symlink():
                 # Never followed: it could loop, or lead out of the root.
                 selection.skipped.append((name + "/", "symlinked directory, not followed"))
@@ -147,7 +147,7 @@ def _walk(
         dirs[:] = kept  # os.walk descends only into what is left here
         for f in sorted(files):
             entry = here / f
-            name = relative_name(root, entry)
+            name = workspace.show(entry)
             if _matches(f, name, ARTIFACT_FILES):
                 selection.skipped.append((name, "build artifact or cache"))
             elif _matches(f, name, exclude):
@@ -156,7 +156,7 @@ def _walk(
                 real = entry.resolve()
                 if not real.exists():
                     selection.skipped.append((name, "broken symlink"))
-                elif not real.is_relative_to(root):
+                elif not workspace.contains(real):
                     selection.skipped.append((name, "symlink leading outside the root"))
                 else:
                     take(real, name)

@@ -19,7 +19,7 @@ from typing import Any
 from .._core import TextPart, ToolError, UserError
 from ._artifacts import ARTIFACT_DIRS, ARTIFACT_FILES, Selection, collect_files
 from ._context import ToolContext
-from ._paths import confined, relative_name, resolve_root
+from ._fs_paths import Workspace
 from ._result import ToolResult
 from ._tool import Tool
 
@@ -90,15 +90,17 @@ class _PresentTool(Tool):
     def __init__(self, root: str | os.PathLike[str], *, max_files: int = 10_000) -> None:
         if max_files < 1:
             raise UserError(f"max_files must be at least 1, not {max_files}")
-        self.root = resolve_root(root)
-        """The directory the tool works under."""
+        self.workspace = Workspace(root)
+        """Where the tool works: paths are confined to its root."""
+        self.root = self.workspace.root
+        """The directory the tool works under, resolved when the tool was made."""
         self.max_files = max_files
         """The most files one call may hand back."""
         super().__init__()
 
     def _select(self, arguments: dict[str, Any], leave_out: Path | None = None) -> Selection:
         selection = collect_files(
-            self.root,
+            self.workspace,
             arguments.get("paths") or ["."],
             exclude=arguments.get("exclude", ()),
             leave_out=leave_out,
@@ -187,17 +189,17 @@ class PresentZipTool(_PresentTool):
         requested = arguments.get("name") or f"{self.root.name or 'output'}.zip"
         if not requested.lower().endswith(".zip"):
             raise ToolError(f"the archive name must end in .zip, not {requested!r}")
-        target = confined(self.root, requested)
+        target = self.workspace.resolve(requested)
         if target.is_dir():
             raise ToolError(f"{requested!r} is a directory")
         if target.exists() and not arguments.get("overwrite", False):
             raise ToolError(
-                f"{relative_name(self.root, target)} already exists: pass overwrite=true to "
+                f"{self.workspace.show(target)} already exists: pass overwrite=true to "
                 "replace it, or choose another name"
             )
         selection = self._select(arguments, leave_out=target)
         _write_zip(target, selection)
-        name, size = relative_name(self.root, target), target.stat().st_size
+        name, size = self.workspace.show(target), target.stat().st_size
         count = len(selection.files)
         head = (
             f"Wrote {name} ({_size(size)}): {count} file{'s' if count != 1 else ''}, "

@@ -95,23 +95,25 @@ async def load_todos(context: ToolContext) -> list[TodoItem]:
     For applications showing the model's progress: pass the agent's tool
     context, or one built on the same storage and environment id.
     """
-    return (_decode(await context.storage.get(_storage_key(context)))).items
+    return _decode(await context.storage.get(_storage_key(context))).items
 
 
 # One lock per storage and key: parallel calls of one turn must not interleave
 # their read-modify-write. Weak keys, so a dropped storage takes its locks along.
-_locks: weakref.WeakKeyDictionary[Storage, dict[tuple[str, int], asyncio.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
+_locks: weakref.WeakKeyDictionary[
+    Storage, dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]]
+] = weakref.WeakKeyDictionary()
 
 
 @asynccontextmanager
 async def _editing(context: ToolContext) -> AsyncIterator[_Todos]:
     key = _storage_key(context)
-    # asyncio locks belong to one event loop: key them by the running loop too.
-    lock_key = (key, id(asyncio.get_running_loop()))
+    loop = asyncio.get_running_loop()
     locks = _locks.setdefault(context.storage, {})
-    lock = locks.setdefault(lock_key, asyncio.Lock())
+    found = locks.get(key)
+    if found is None or found[0] is not loop:  # asyncio locks cannot cross event loops
+        found = locks[key] = (loop, asyncio.Lock())
+    lock = found[1]
     async with lock:
         todos = _decode(await context.storage.get(key))
         before = _encode(todos)
@@ -168,7 +170,7 @@ def _result(text: str, structured: dict[str, Any]) -> ToolResult:
 
 
 async def _todo_add(title: str, context: ToolContext, notes: str = "") -> ToolResult:
-    """Add an item to the todo list and return the whole list.
+    """Add a step to your persistent todo list; returns the whole list with every id.
 
     Args:
         title: What is to be done, in one line.

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from heron import SimpleAgent, ToolResult
+from heron import SimpleAgent, ToolContext, ToolResult
 from heron.skills import web_end_to_end_test
 from heron.testing import ScriptedProvider, call
 from heron.tools import BrowserInteraction, LocalToolClient, browser_tools
@@ -57,6 +57,11 @@ PAGES = {
         </script>
         <button onclick="alert('Saved!')">Save</button>""",
     "/busy": '<title>Busy</title><button onclick="for (;;) {}">Spin forever</button>',
+    "/widgets": """<title>Widgets</title>
+        <div style="cursor:pointer" onclick="this.textContent = 'Opened'">
+          <span>Open menu</span></div>
+        <div style="cursor:pointer"><a href="/second">A real link inside</a></div>
+        <div contenteditable="true">Draft</div>""",
     "/popup": '<title>Opener</title><a href="/second" target="_blank">Open in a tab</a>',
 }
 
@@ -190,6 +195,17 @@ class TestReadClickType:
         assert len(refs) == len(set(refs)) == 3
         assert refs[1:] == [ref_of(first_read, '"First"'), ref_of(first_read, "Add a button")]
 
+    async def test_a_context_without_an_id_generator_still_gets_refs(
+        self, browser: BrowserTools, site: str
+    ) -> None:
+        navigate, read = browser[0], browser[1]
+        context = ToolContext()  # no ids: the tools keep a generator over its storage
+        await navigate.run({"url": f"{site}/grow"}, context)
+        first = await read.run({}, context)
+        again = await read.run({}, context)
+        assert 'button "First" [ref=ref-1]' in first.text
+        assert again.text == first.text
+
     async def test_clicking_a_link_navigates(self, client: LocalToolClient, site: str) -> None:
         await use(client, "browser-navigate", url=f"{site}/counter")
         link = ref_of((await use(client, "browser-read")).text, "Go to second")
@@ -254,6 +270,22 @@ class TestReadClickType:
         assert "hunter2" not in page
         assert "Invisible" not in page
         assert "Ghost text" not in page
+
+    async def test_script_driven_and_editable_elements_get_refs(
+        self, client: LocalToolClient, site: str
+    ) -> None:
+        await use(client, "browser-navigate", url=f"{site}/widgets")
+        page = (await use(client, "browser-read")).text
+        assert 'clickable "Open menu" [ref=' in page
+        # A pointer-cursor wrapper around a real control is left to the control.
+        assert 'link "A real link inside" -> /second [ref=' in page
+        assert page.count("[ref=") == 3
+        await use(client, "browser-click", ref=ref_of(page, "Open menu"))
+        editor = ref_of(page, 'textbox "Draft"')
+        await use(client, "browser-type", ref=editor, text="Final words")
+        page = (await use(client, "browser-read")).text
+        assert 'clickable "Opened"' in page
+        assert 'textbox "Final words" value="Final words"' in page
 
     async def test_page_errors_and_dialogs_are_reported(
         self, client: LocalToolClient, site: str
@@ -443,6 +475,10 @@ class TestLifecycle:
                 assert "the page or the browser closed during the call" in result.text
             assert result.structured["title"] == "Second"
             assert tools.session.user_data_dir != profile
+            # The dead browser's profile goes once its last helper processes have exited.
+            deadline = time.monotonic() + 15
+            while os.path.exists(profile) and time.monotonic() < deadline:
+                time.sleep(0.05)
             assert not os.path.exists(profile)
         finally:
             asyncio.run(tools.aclose())

@@ -15,7 +15,16 @@ from .bash import (
     BashTools,
     bash_tools,
 )
-from .browser import BrowserInteraction, browser_tools
+from .browser import (
+    BrowserClicked,
+    BrowserEvent,
+    BrowserInteraction,
+    BrowserNavigationFinished,
+    BrowserNavigationStarted,
+    BrowserTools,
+    BrowserTyped,
+    browser_tools,
+)
 from .catalog import catalog
 from .fs import filesystem_tools
 from .present import present_tools
@@ -30,7 +39,13 @@ __all__ = [
     "BashOutput",
     "BashStarted",
     "BashTools",
+    "BrowserClicked",
+    "BrowserEvent",
     "BrowserInteraction",
+    "BrowserNavigationFinished",
+    "BrowserNavigationStarted",
+    "BrowserTools",
+    "BrowserTyped",
     "FunctionTool",
     "IdGenerator",
     "Interaction",

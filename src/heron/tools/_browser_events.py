@@ -6,11 +6,10 @@ shows live progress subscribes to a :class:`BrowserInteraction` instead.
 
 from __future__ import annotations
 
-import inspect
-import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeAlias, TypeVar
+from typing import TypeAlias
+
+from ._events import Interaction
 
 __all__ = [
     "BrowserClicked",
@@ -19,55 +18,7 @@ __all__ = [
     "BrowserNavigationFinished",
     "BrowserNavigationStarted",
     "BrowserTyped",
-    "Interaction",
 ]
-
-_log = logging.getLogger("heron.tools")
-
-E = TypeVar("E")
-
-
-class Interaction(Generic[E]):
-    """A typed event emitter: listeners subscribe, tools emit.
-
-    Listeners may be plain functions or coroutine functions; they run in
-    subscription order and are awaited before the tool goes on. A listener that
-    raises is logged and skipped: watching a tool can never break it::
-
-        seen = []
-        unsubscribe = interaction.subscribe(seen.append)
-        ...
-        unsubscribe()
-    """
-
-    def __init__(self) -> None:
-        self._listeners: list[Callable[[E], object]] = []
-
-    def subscribe(self, callback: Callable[[E], Awaitable[object] | object]) -> Callable[[], None]:
-        """Call ``callback`` with every event from now on; returns the function that stops it."""
-        if not callable(callback):
-            raise TypeError(f"an event listener must be callable, not {callback!r}")
-        entry: Callable[[E], object] = callback
-        self._listeners.append(entry)
-
-        def unsubscribe() -> None:
-            # By identity, so one function subscribed twice is removed once per call.
-            for i, listener in enumerate(self._listeners):
-                if listener is entry:
-                    del self._listeners[i]
-                    return
-
-        return unsubscribe
-
-    async def emit(self, event: E) -> None:
-        """Hand ``event`` to every listener; failures are logged, never raised."""
-        for listener in list(self._listeners):
-            try:
-                outcome = listener(event)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                _log.exception("event listener %r failed on %r", listener, event)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import re
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -115,6 +117,19 @@ def is_playwright_error(exc: BaseException) -> bool:
     return type(exc).__module__.startswith("playwright.")
 
 
+def _remove_profile(path: str, within: float = 10.0) -> None:
+    """Delete a dead browser's profile, retrying while its last processes still write to it.
+
+    Blocking: run it in a worker thread.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path) or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
 class BrowserRuntime:
     """The browser thread, its loop and the browser on it; owned by one :class:`BrowserSession`.
 
@@ -132,6 +147,7 @@ class BrowserRuntime:
         self._lock: asyncio.Lock | None = None
         self._opened: list[Page] = []
         self._notes: list[str] = []
+        self._cleanups: set[asyncio.Task[None]] = set()
         self._thread = threading.Thread(target=self._serve, name="heron-browser", daemon=True)
         self._thread.start()
 
@@ -146,6 +162,7 @@ class BrowserRuntime:
                 task.cancel()
             self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.run_until_complete(self.loop.shutdown_default_executor())
             self.loop.close()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -168,10 +185,13 @@ class BrowserRuntime:
             if self.page is None or self.page.is_closed():
                 self.page = await self._open_tab()
             limit = self.settings.call_limit
+            deadline = asyncio.timeout(limit)
             try:
-                async with asyncio.timeout(limit):
+                async with deadline:
                     return await action(self)
             except TimeoutError:
+                if not deadline.expired():  # the action's own
+                    raise
                 await self._drop_tab()
                 raise ToolError(
                     f"the page did not respond within {limit:g} s (a script in it may be "
@@ -252,7 +272,13 @@ class BrowserRuntime:
             # The tab stays: calls still using it fail with TargetClosedError.
             self._context = None
             if self.user_data_dir is not None:
-                shutil.rmtree(self.user_data_dir, ignore_errors=True)
+                # Chromium's helper processes outlive a killed browser by a moment and
+                # may still write to the profile: remove it once they are gone.
+                cleanup = self.loop.create_task(
+                    asyncio.to_thread(_remove_profile, self.user_data_dir)
+                )
+                self._cleanups.add(cleanup)
+                cleanup.add_done_callback(self._cleanups.discard)
                 self.user_data_dir = None
 
     def _adopt(self, page: Page) -> None:
@@ -375,6 +401,7 @@ class BrowserRuntime:
             if self.user_data_dir is not None:
                 shutil.rmtree(self.user_data_dir, ignore_errors=True)
                 self.user_data_dir = None
+            await asyncio.gather(*self._cleanups, return_exceptions=True)
 
     async def _close_then_stop(self) -> None:
         try:

@@ -49,8 +49,19 @@ function interactive(el) {
   const role = el.getAttribute('role');
   if (role && ROLES.has(role)) return true;
   // Only the outermost editable element: its children are its content.
-  return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable);
+  if (el.isContentEditable) return !(el.parentElement && el.parentElement.isContentEditable);
+  return clickable(el);
 }
+
+// A script-driven control (a div with a click handler) shows itself by its pointer
+// cursor: take the outermost such element, unless real controls sit inside it.
+function clickable(el) {
+  if (getComputedStyle(el).cursor !== 'pointer') return false;
+  const parent = el.parentElement;
+  if (parent && getComputedStyle(parent).cursor === 'pointer') return false;
+  return !el.querySelector(CONTROLS) && collapse(el.innerText) !== '';
+}
+const CONTROLS = 'a[href], button, input, select, textarea, summary, [role], [contenteditable]';
 
 function role(el) {
   const explicit = el.getAttribute('role');
@@ -71,7 +82,7 @@ function role(el) {
       return 'input:' + t;
     }
   }
-  return 'textbox';  // contenteditable
+  return el.isContentEditable ? 'textbox' : 'clickable';
 }
 
 function name(el) {

@@ -134,7 +134,7 @@ def _with_notes(text: str, notes: Sequence[str]) -> str:
 
 def browser_tools(
     *,
-    executable: str = "/usr/bin/chromium",
+    executable: str | os.PathLike[str] = "/usr/bin/chromium",
     interaction: BrowserInteraction | None = None,
     headless: bool = True,
     extra_args: Sequence[str] = (),
@@ -192,7 +192,8 @@ def browser_tools(
         Args:
             url: The full address, starting with http:// or https://.
         """
-        scheme = urlsplit(url.strip()).scheme.lower()
+        url = url.strip()
+        scheme = urlsplit(url).scheme.lower()
         if scheme not in schemes:
             allowed = " or ".join(f"{s}://" for s in schemes)
             raise ToolError(f"cannot open {url!r}: the URL must start with {allowed}")
@@ -201,7 +202,7 @@ def browser_tools(
         async def act(rt: BrowserRuntime) -> dict[str, Any]:
             assert rt.page is not None
             try:
-                response = await rt.page.goto(url.strip(), wait_until="load")
+                response = await rt.page.goto(url, wait_until="load")
             except Exception as exc:
                 if not is_playwright_error(exc) or is_target_closed(exc):
                     raise

@@ -25,7 +25,7 @@ from .browser import (
     BrowserTyped,
     browser_tools,
 )
-from .catalog import catalog
+from .catalog import Catalog, catalog
 from .fs import filesystem_tools
 from .present import present_tools
 from .question_answer import question_answer_tool
@@ -46,6 +46,7 @@ __all__ = [
     "BrowserNavigationStarted",
     "BrowserTools",
     "BrowserTyped",
+    "Catalog",
     "FunctionTool",
     "IdGenerator",
     "Interaction",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -150,11 +149,16 @@ async def test_the_catalog_serves_over_mcp_unchanged(tmp_path: Path) -> None:
             assert "path '../a.txt' is outside the root directory" in escape.text
 
 
+@pytest.fixture
+def real_root(tmp_path: Path) -> Path:
+    return tmp_path.resolve()
+
+
 async def test_every_family_is_in_the_catalog_and_closing_it_stops_what_started(
-    tmp_path: Path,
+    real_root: Path,
 ) -> None:
-    root = os.path.realpath(tmp_path)
-    async with catalog(tmp_path) as tools:
+    root = str(real_root)
+    async with catalog(real_root) as tools:
         prefixes = {name.split("-")[0] for name in tools}
         assert {"get", "fs", "todo", "ask", "present", "bash", "browser"} <= prefixes
         client = LocalToolClient(tools.values())

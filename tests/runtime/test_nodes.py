@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
@@ -228,6 +229,7 @@ class TestStructuredResults:
         poll = wait_settled(client, node["node_id"])
         assert poll["outcome"]["kind"] == "result"
         assert poll["outcome"]["structured_result"] == {"name": "heron", "version": "0.1.0"}
+        wait_logged(daemon, node["node_id"], "node.settled")
         events = query(
             daemon,
             "SELECT data FROM heron_events WHERE node_id = ? AND type = ? ORDER BY 1",
@@ -325,6 +327,69 @@ class TestFailures:
         model = scripts("scope", [{"tool_calls": [call]}, "could not"])
         node = create(client, prompt="x", scopes=[], model=model)
         assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "could not"
+
+
+class TestScopes:
+    def test_act_brings_file_and_shell_tools_confined_to_the_cwd(
+        self, client: httpx.Client, scripts: Any, tmp_path: Path, daemon: Daemon
+    ) -> None:
+        write = {"name": "fs-write-file", "arguments": {"path": "notes.txt", "content": "hi\n"}}
+        run = {"name": "bash-run", "arguments": {"command": "wc -c < notes.txt"}}
+        escape = {"name": "fs-read-file", "arguments": {"path": "../../etc/passwd"}}
+        model = scripts("act", [{"tool_calls": [write]}, {"tool_calls": [run, escape]}, "ok"])
+        node = create(client, prompt="x", scopes=["act"], cwd=str(tmp_path), model=model)
+        assert wait_settled(client, node["node_id"])["outcome"]["kind"] == "result"
+        wait_logged(daemon, node["node_id"], "node.settled")  # every earlier event too
+        assert (tmp_path / "notes.txt").read_text() == "hi\n"
+        statuses = [
+            json.loads(d)["status"]
+            for (d,) in query(
+                daemon,
+                "SELECT data FROM heron_events WHERE node_id = ? AND type = ? ORDER BY 1",
+                node["node_id"],
+                "node.tool_call.completed",
+            )
+        ]
+        assert sorted(statuses) == ["error", "ok", "ok"]  # the escape was refused
+
+    def test_without_act_there_are_no_file_or_shell_tools(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        call = {"name": "bash-run", "arguments": {"command": "echo hi"}}
+        model = scripts("noact", [{"tool_calls": [call]}, "could not"])
+        node = create(client, prompt="x", scopes=["ask"], model=model)
+        assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "could not"
+        state = query(daemon, "SELECT state FROM heron_nodes WHERE node_id = ?", node["node_id"])
+        # The model was told the tool does not exist, and which ones it has.
+        assert (
+            "unknown tool 'bash-run'; available tools: ask-questions, get-current-time"
+            in (state[0][0])
+        )
+
+    def test_a_node_without_a_cwd_works_in_its_own_directory(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        write = {"name": "fs-write-file", "arguments": {"path": "out.txt", "content": "x"}}
+        node = create(client, prompt="x", model=scripts("own", [{"tool_calls": [write]}, "ok"]))
+        wait_settled(client, node["node_id"])
+        assert (daemon.home / "nodes" / node["node_id"] / "out.txt").read_text() == "x"
+
+    def test_ask_leaves_the_node_dormant_until_a_message_answers(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        from heron.runtime._node_tools import ASK_TOOL
+        from heron.tools import question_answer_tool
+
+        assert question_answer_tool().name == ASK_TOOL
+        ask = {"name": ASK_TOOL, "arguments": {"questions": [{"question": "Which branch?"}]}}
+        model = scripts("ask", [{"tool_calls": [ask]}, "Merged main."])
+        node_id = create(client, prompt="merge it", scopes=["ask"], model=model)["node_id"]
+        wait_status(client, node_id, "dormant")
+        assert client.get(f"/v1/nodes/{node_id}/outcome").json()["state"] == "pending"
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "main"})
+        poll = wait_settled(client, node_id)
+        assert poll["outcome"]["output_text"] == "Merged main."
+        assert poll["node_status"] == "completed"
 
 
 class TestConfig:

@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -62,6 +63,8 @@ class Stop:
     """The underlying error's class, for failures."""
     reply: str | None = None
     """The model's last answer, for ``done``."""
+    asked: bool = False
+    """For ``done``: the run ended by asking the human questions (the node waits)."""
 
 
 @dataclass(kw_only=True, slots=True, eq=False)
@@ -171,6 +174,14 @@ class Engine:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def workspace(self, node_id: str, cwd: str | None) -> Path:
+        """Where a node's file and shell tools work: its ``cwd``, else its own directory."""
+        if cwd is not None:
+            return Path(cwd)
+        path = self.config.home / "nodes" / node_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     # -- reads ---------------------------------------------------------------
 

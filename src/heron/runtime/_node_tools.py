@@ -9,13 +9,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .._core import ToolError
-from ..tools import Tool, ToolContext, get_current_time
+from ..tools import (
+    BashTools,
+    Tool,
+    ToolContext,
+    bash_tools,
+    filesystem_tools,
+    get_current_time,
+    question_answer_tool,
+)
 from ._errors import ApiError
 
-__all__ = ["ENFORCED_SCOPES", "DeclineTool", "SubmitResultTool", "node_tools"]
+__all__ = [
+    "ASK_TOOL",
+    "ENFORCED_SCOPES",
+    "DeclineTool",
+    "NodeTools",
+    "SubmitResultTool",
+    "node_tools",
+]
+
+ASK_TOOL = "ask-questions"
+"""The tool ``ask`` brings: a run that ends with it leaves the node dormant, not settled."""
 
 ENFORCED_SCOPES = frozenset({"ask", "act", "schedule", "memory:read", "memory:write"})
 """Scopes that decide which tools a node gets; any other scope is recorded only."""
@@ -100,20 +120,47 @@ class DeclineTool(Tool):
         return "Declined."
 
 
+@dataclass(kw_only=True, slots=True)
+class NodeTools:
+    """A node's tools for one run, and what must be closed when the run ends."""
+
+    tools: list[Tool]
+    """Everything the node may call."""
+    closers: list[BashTools] = field(default_factory=list)
+    """Tool sets owning processes (``act``'s shell), closed at the end of the run."""
+
+    async def aclose(self) -> None:
+        """Stop what the tools started (background shell processes)."""
+        for owner in self.closers:
+            await owner.aclose()
+
+
 def node_tools(
     *,
     scopes: Sequence[str] | None,
     output_schema: dict[str, Any] | None,
+    workspace: Path,
     submit: Submit,
     decline: Decline,
-) -> list[Tool]:
-    """The tools a node with ``scopes`` (``None``: every scope) gets."""
+) -> NodeTools:
+    """The tools a node with ``scopes`` (``None``: every scope) gets.
+
+    ``act`` brings the file and shell tools, confined to ``workspace`` (the
+    node's directory); ``ask`` the question tool, which ends the run with the
+    node dormant until a message answers. ``memory:*`` and ``schedule`` bring
+    nothing yet: the memory and cron resources are not in the daemon.
+    """
     allowed = ENFORCED_SCOPES if scopes is None else frozenset(scopes)
-    tools: list[Tool] = [get_current_time]
+    made = NodeTools(tools=[get_current_time])
     if output_schema is not None:
-        tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
-    del allowed  # the scoped tool sets are added as their modules land
-    return tools
+        made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
+    if "act" in allowed:
+        shell = bash_tools(workspace)
+        made.tools += [*filesystem_tools(workspace), *shell]
+        made.closers.append(shell)
+    if "ask" in allowed:
+        made.tools.append(question_answer_tool())
+    return made
 
 
 def schema_text(schema: dict[str, Any]) -> str:

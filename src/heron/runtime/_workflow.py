@@ -19,7 +19,7 @@ from ..agents import BaseAgent
 from ..tools import LocalToolClient
 from ._durable import DurableProvider, DurableToolClient
 from ._engine import Active, Engine, Stop, current_engine, failure_outcome
-from ._node_tools import node_tools, schema_text
+from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
 
 __all__ = ["node_run"]
 
@@ -43,6 +43,7 @@ class _Run:
         self.engine = engine
         self.node_id = node_id
         self.run = run
+        self.tools: NodeTools | None = None
 
     async def drive(self) -> str:
         engine, node_id = self.engine, self.node_id
@@ -68,6 +69,9 @@ class _Run:
             # so DBOS resumes it at the next start; nobody is told it ended.
             engine.forget(active)
             raise
+        finally:
+            if self.tools is not None:
+                await self.tools.aclose()
         await engine.ended(active, end)
         return str(end["status"])
 
@@ -97,10 +101,16 @@ class _Run:
         async def decline(reason: str, code: str | None, retryable: bool) -> None:
             await engine.decline(node_id, reason, code, retryable)
 
-        tools = node_tools(
-            scopes=plan["scopes"], output_schema=schema, submit=submit, decline=decline
+        tools = self.tools = node_tools(
+            scopes=plan["scopes"],
+            output_schema=schema,
+            workspace=engine.workspace(node_id, plan["cwd"]),
+            submit=submit,
+            decline=decline,
         )
-        client = DurableToolClient(LocalToolClient(tools), node_id=node_id, events=engine.events)
+        client = DurableToolClient(
+            LocalToolClient(tools.tools), node_id=node_id, events=engine.events
+        )
         provider = DurableProvider(
             node_id=node_id,
             model=lambda: active.model,
@@ -130,7 +140,12 @@ class _Run:
                     )
                     for body in unread:
                         await conversation.add(body)
-                return Stop(kind="done", reply=conversation.result.reply or None)
+                result = conversation.result
+                calls = result.tool_calls
+                asked = (
+                    result.stop_reason == "tool_stop" and bool(calls) and calls[-1].name == ASK_TOOL
+                )
+                return Stop(kind="done", reply=result.reply or None, asked=asked)
 
         task: asyncio.Task[Stop] = asyncio.ensure_future(talk())
         active.task = task
@@ -159,7 +174,10 @@ class _Run:
         outcome: dict[str, Any] | None = None
         more = False
         already_settled = row["settled_at"] is not None
-        if stop["kind"] == "done":
+        if stop["kind"] == "done" and stop["asked"] and row["pending_result"] is None:
+            # The agent asked the human something: it waits, dormant, for the answer.
+            status, more = "dormant", True
+        elif stop["kind"] == "done":
             pending = row["pending_result"]
             if row["output_schema"] is not None and pending is None and nudges < NUDGES:
                 await engine.store.update_node(node_id, state=state)
@@ -224,7 +242,7 @@ def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[
 def _instruction(plan: dict[str, Any]) -> str:
     parts = ["You are a Heron node: an agent working on the task in the user's messages."]
     if plan["cwd"]:
-        parts.append(f"Working directory: {plan['cwd']}")
+        parts.append(f"Working directory (file and shell tools work here): {plan['cwd']}")
     if plan["output_schema"] is not None:
         schema = schema_text(plan["output_schema"])
         parts.append(
@@ -244,4 +262,5 @@ def _stop_dict(stop: Stop) -> dict[str, Any]:
         "message": stop.message,
         "error_type": stop.error_type,
         "reply": stop.reply,
+        "asked": stop.asked,
     }

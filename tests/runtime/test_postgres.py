@@ -20,7 +20,13 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from heron.runtime._db import DatabaseUnavailable, create_engine, migrate, redact_url
+from heron.runtime._db import (
+    NUL_MARK,
+    DatabaseUnavailable,
+    create_engine,
+    migrate,
+    redact_url,
+)
 from heron.runtime._store import Store
 
 from . import pg
@@ -93,8 +99,8 @@ def test_tables_live_in_their_schemas(client: httpx.Client, cluster: pg.Cluster)
     assert "heron_migrations" in public
     assert "workflow_status" in dbos and "operation_outputs" in dbos
     assert not {name for name in public if not name.startswith("heron_")}
-    versions = rows(cluster, "heron_shared", "SELECT version FROM heron_migrations")
-    assert versions == [(1,)]
+    versions = rows(cluster, "heron_shared", "SELECT version FROM heron_migrations ORDER BY 1")
+    assert versions == [(1,), (2,)]
 
 
 def test_column_types_are_native(client: httpx.Client, cluster: pg.Cluster) -> None:
@@ -109,6 +115,7 @@ def test_column_types_are_native(client: httpx.Client, cluster: pg.Cluster) -> N
     assert types["root"] == "boolean"
     assert types["created_at"] == "double precision"  # sub-second timestamps survive
     assert types["scopes"] == "json"
+    assert types["input_tokens"] == types["output_tokens"] == "bigint"
 
 
 def test_a_node_settles_and_its_row_round_trips(
@@ -229,10 +236,18 @@ def store_db(cluster: pg.Cluster, request: pytest.FixtureRequest) -> Iterator[tu
         store.close()
 
 
-@pytest.fixture
-def store(store_db: tuple[Store, str]) -> Store:
-    """Just the store of :func:`store_db`."""
-    return store_db[0]
+@pytest.fixture(params=["postgresql", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated :class:`Store` on each backend: the dialect fixes must not change SQLite."""
+    if request.param == "postgresql":
+        yield request.getfixturevalue("store_db")[0]
+        return
+    store = Store(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
+    store.migrate()
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def node_row(node_id: str) -> dict[str, Any]:
@@ -322,6 +337,79 @@ async def test_message_ids_are_the_inserted_keys(store: Store) -> None:
     assert second == first + 1
 
 
+async def test_token_counts_pass_two_to_the_31(store: Store) -> None:
+    await store.insert_node(node_row("chatty"), None)
+    for _ in range(2):
+        await store.add_usage("chatty", turns=1, input_tokens=1_500_000_000, output_tokens=7)
+    node = await store.node("chatty")
+    assert node is not None
+    assert (node["turns"], node["input_tokens"], node["output_tokens"]) == (2, 3_000_000_000, 14)
+
+
+def test_version_2_widens_the_token_counts_of_a_version_1_database(cluster: pg.Cluster) -> None:
+    engine = create_engine(cluster.create_database("heron_v1"))
+    try:
+        with engine.begin() as conn:  # a database as the first release left it
+            conn.execute(sa.text("CREATE TABLE heron_migrations (version INTEGER PRIMARY KEY)"))
+            _v1_tables(conn)
+            conn.execute(sa.text("INSERT INTO heron_migrations VALUES (1)"))
+        assert migrate(engine) == 2
+    finally:
+        engine.dispose()
+    types = dict(
+        rows(
+            cluster,
+            "heron_v1",
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_name = 'heron_nodes'"
+            " AND column_name IN ('input_tokens', 'output_tokens')",
+        )
+    )
+    assert types == {"input_tokens": "bigint", "output_tokens": "bigint"}
+
+
+def _v1_tables(conn: sa.Connection) -> None:
+    """Version 1's tables, with its 32-bit token counts."""
+    from heron.runtime import _db
+
+    _db.metadata.create_all(conn)
+    conn.execute(
+        sa.text(
+            "ALTER TABLE heron_nodes ALTER COLUMN input_tokens TYPE INTEGER,"
+            " ALTER COLUMN output_tokens TYPE INTEGER"
+        )
+    )
+
+
+async def test_settling_twice_keeps_the_first_outcome(store: Store) -> None:
+    await store.insert_node(node_row("once"), None)
+    assert await store.settle("once", {"kind": "failure", "reason": "cancelled"}, "cancelled")
+    assert not await store.settle("once", {"kind": "failure", "reason": "crashed"}, "failed")
+    assert await store.outcome("once") == {"kind": "failure", "reason": "cancelled"}
+
+
+async def test_claims_come_in_order_and_only_once(store: Store) -> None:
+    await store.insert_node(node_row("ordered"), "first")
+    for body in ("second", "third"):
+        await store.add_message("ordered", body)
+    assert await store.claim_messages("ordered", 1) == ["first", "second", "third"]
+    assert await store.claim_messages("ordered", 2) == []
+
+
+async def test_text_keeps_nul_and_the_marker(store: Store) -> None:
+    row = node_row("texts")
+    row |= {"name": "a\x00b", "prompt": NUL_MARK + "plain", "description": "plain"}
+    await store.insert_node(row, "body\x00")
+    node = await store.node("texts")
+    assert node is not None
+    assert (node["name"], node["prompt"], node["description"]) == (
+        "a\x00b",
+        NUL_MARK + "plain",
+        "plain",
+    )
+    assert await store.claim_messages("texts", 1) == ["body\x00"]
+
+
 async def test_a_reused_node_id_is_a_duplicate(store: Store) -> None:
     from heron.runtime._store import DuplicateNode
 
@@ -362,7 +450,8 @@ def test_two_daemons_migrate_one_empty_database_at_once(
     finally:
         for daemon in daemons:
             daemon.stop()
-    assert rows(cluster, "heron_race", "SELECT version FROM heron_migrations") == [(1,)]
+    versions = rows(cluster, "heron_race", "SELECT version FROM heron_migrations ORDER BY 1")
+    assert versions == [(1,), (2,)]
 
 
 def submissions(delay: float) -> list[Any]:
@@ -423,11 +512,12 @@ def test_a_missing_database_is_created_even_by_two_at_once(cluster: pg.Cluster) 
 
     try:
         with ThreadPoolExecutor(len(engines)) as pool:
-            assert list(pool.map(start, engines)) == [1, 1]
+            assert list(pool.map(start, engines)) == [2, 2]
     finally:
         for engine in engines:
             engine.dispose()
-    assert rows(cluster, "heron_created", "SELECT version FROM heron_migrations") == [(1,)]
+    versions = rows(cluster, "heron_created", "SELECT version FROM heron_migrations ORDER BY 1")
+    assert versions == [(1,), (2,)]
 
 
 def test_a_wrong_password_is_reported_without_the_password(cluster: pg.Cluster) -> None:

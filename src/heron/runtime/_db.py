@@ -104,8 +104,9 @@ nodes = sa.Table(
     sa.Column("settled_at", sa.Float),
     sa.Column("runs", sa.Integer, nullable=False),
     sa.Column("turns", sa.Integer, nullable=False),
-    sa.Column("input_tokens", sa.Integer, nullable=False),
-    sa.Column("output_tokens", sa.Integer, nullable=False),
+    # 64-bit: a long-lived resident node re-sends its whole context every turn.
+    sa.Column("input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False),
     # The agent's saved conversation (heron.agents.AgentState) between runs.
     sa.Column("state", sa.JSON),
     # A structured result accepted mid-turn; the outcome settles when the turn ends.
@@ -151,10 +152,23 @@ migrations_table = sa.Table(
 
 def _v1(conn: sa.Connection) -> None:
     """The first schema: nodes, outcomes, messages, events."""
+    # It creates the tables as they are defined now, so on a fresh database the
+    # later migrations find their change made already: each must be idempotent.
     metadata.create_all(conn, tables=[nodes, outcomes, messages, events])
 
 
-MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1,)
+def _v2(conn: sa.Connection) -> None:
+    """Token counts as 64-bit integers (PostgreSQL's ``integer`` stops at 2**31 - 1)."""
+    if conn.dialect.name == "postgresql":  # SQLite's INTEGER is 64-bit already
+        conn.execute(
+            sa.text(
+                "ALTER TABLE heron_nodes ALTER COLUMN input_tokens TYPE BIGINT,"
+                " ALTER COLUMN output_tokens TYPE BIGINT"
+            )
+        )
+
+
+MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2)
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 
 
@@ -244,10 +258,11 @@ def _ping(engine: sa.Engine) -> None:
 
 
 def _create_missing(engine: sa.Engine) -> bool:
-    """Create the engine's database if it is missing; whether it exists now.
+    """Create the engine's database if it is missing; whether it is worth connecting again.
 
-    ``False`` when it existed already (the connection failed for another reason)
-    or the server's maintenance database cannot be reached either.
+    ``True`` also when it exists already (another daemon may have just created
+    it; if the connection failed for another reason, trying again says so).
+    ``False`` when the server's maintenance database cannot be reached either.
     """
     name = engine.url.database
     if not name or name == MAINTENANCE_DATABASE:
@@ -262,7 +277,7 @@ def _create_missing(engine: sa.Engine) -> bool:
     try:
         with admin.connect() as conn:
             if conn.execute(exists, {"name": name}).first() is not None:
-                return False
+                return True
             try:
                 quoted = admin.dialect.identifier_preparer.quote(name)
                 conn.execute(sa.text(f"CREATE DATABASE {quoted}"))

@@ -7,6 +7,7 @@ database (schema ``dbos`` on PostgreSQL, the same file on SQLite).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,8 +16,10 @@ from sqlalchemy import event
 
 __all__ = [
     "MIGRATIONS",
+    "DatabaseUnavailable",
     "create_engine",
     "database_kind",
+    "ensure_database",
     "events",
     "messages",
     "metadata",
@@ -25,6 +28,51 @@ __all__ = [
     "outcomes",
     "redact_url",
 ]
+
+CONNECT_TIMEOUT = 10
+"""Seconds a PostgreSQL connection attempt may take (unless the URL sets ``connect_timeout``)."""
+
+MAINTENANCE_DATABASE = "postgres"
+"""The database connected to when creating a missing one."""
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached, or is missing and cannot be created (no password shown)."""
+
+
+NUL_MARK = "\x1bheron-json:"
+"""Prefix of a text value stored JSON-encoded on PostgreSQL (see :class:`Text`)."""
+
+
+class Text(sa.types.TypeDecorator[str]):
+    """Unbounded text that may hold U+0000, which PostgreSQL's ``text`` cannot store.
+
+    On PostgreSQL a value containing NUL (or, so decoding stays unambiguous, one
+    starting with :data:`NUL_MARK`) is stored as ``NUL_MARK`` + its JSON encoding
+    and decoded on the way out; every other value is stored as it is, so the
+    column stays plain readable text. SQLite stores every value as it is.
+    """
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        """Encode a value PostgreSQL could not store (see the class docstring)."""
+        if (
+            value is not None
+            and dialect.name == "postgresql"
+            and ("\x00" in value or value.startswith(NUL_MARK))
+        ):
+            return NUL_MARK + json.dumps(value)
+        return value
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        """Decode what :meth:`process_bind_param` encoded."""
+        if value is not None and dialect.name == "postgresql" and value.startswith(NUL_MARK):
+            decoded: str = json.loads(value[len(NUL_MARK) :])
+            return decoded
+        return value
+
 
 metadata = sa.MetaData()
 
@@ -36,19 +84,19 @@ nodes = sa.Table(
     sa.Column("root", sa.Boolean, nullable=False),
     sa.Column("root_lifecycle", sa.String(16), nullable=False),
     sa.Column("mode", sa.String(16), nullable=False),
-    sa.Column("name", sa.Text),
-    sa.Column("description", sa.Text),
-    sa.Column("prompt", sa.Text),
-    sa.Column("kind", sa.Text),
-    sa.Column("model", sa.Text),
-    sa.Column("profile", sa.Text),
-    sa.Column("cwd", sa.Text),
+    sa.Column("name", Text),
+    sa.Column("description", Text),
+    sa.Column("prompt", Text),
+    sa.Column("kind", Text),
+    sa.Column("model", Text),
+    sa.Column("profile", Text),
+    sa.Column("cwd", Text),
     sa.Column("pin_cwd", sa.Boolean, nullable=False),
     sa.Column("scopes", sa.JSON),
     sa.Column("parent", sa.String(128), index=True),
     sa.Column("creator", sa.String(128)),
     sa.Column("output_schema", sa.JSON),
-    sa.Column("situational_context", sa.Text),
+    sa.Column("situational_context", Text),
     sa.Column("extra", sa.JSON, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
@@ -56,8 +104,9 @@ nodes = sa.Table(
     sa.Column("settled_at", sa.Float),
     sa.Column("runs", sa.Integer, nullable=False),
     sa.Column("turns", sa.Integer, nullable=False),
-    sa.Column("input_tokens", sa.Integer, nullable=False),
-    sa.Column("output_tokens", sa.Integer, nullable=False),
+    # 64-bit: a long-lived resident node re-sends its whole context every turn.
+    sa.Column("input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False),
     # The agent's saved conversation (heron.agents.AgentState) between runs.
     sa.Column("state", sa.JSON),
     # A structured result accepted mid-turn; the outcome settles when the turn ends.
@@ -77,7 +126,7 @@ messages = sa.Table(
     metadata,
     sa.Column("message_id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("node_id", sa.String(128), nullable=False),
-    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("body", Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     # Which run of the node took the message into its conversation (NULL: not yet).
     sa.Column("claimed_run", sa.Integer),
@@ -103,15 +152,32 @@ migrations_table = sa.Table(
 
 def _v1(conn: sa.Connection) -> None:
     """The first schema: nodes, outcomes, messages, events."""
+    # It creates the tables as they are defined now, so on a fresh database the
+    # later migrations find their change made already: each must be idempotent.
     metadata.create_all(conn, tables=[nodes, outcomes, messages, events])
 
 
-MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1,)
+def _v2(conn: sa.Connection) -> None:
+    """Token counts as 64-bit integers (PostgreSQL's ``integer`` stops at 2**31 - 1)."""
+    if conn.dialect.name == "postgresql":  # SQLite's INTEGER is 64-bit already
+        conn.execute(
+            sa.text(
+                "ALTER TABLE heron_nodes ALTER COLUMN input_tokens TYPE BIGINT,"
+                " ALTER COLUMN output_tokens TYPE BIGINT"
+            )
+        )
+
+
+MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2)
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 
 
 def migrate(engine: sa.Engine) -> int:
-    """Bring the schema up to date (idempotent, safe to race); returns the version."""
+    """Bring the schema up to date (idempotent, safe to race); returns the version.
+
+    Creates a missing PostgreSQL database first (see :func:`ensure_database`).
+    """
+    ensure_database(engine)
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             # One migrator at a time across daemons sharing the database.
@@ -149,7 +215,90 @@ def create_engine(url: str) -> sa.Engine:
             dbapi_conn.isolation_level = "IMMEDIATE"
 
         return engine
-    return sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return sa.create_engine(
+        url,
+        pool_size=10,
+        max_overflow=20,
+        pool_pre_ping=True,
+        connect_args=_connect_args(sa.engine.make_url(url)),
+    )
+
+
+def _connect_args(url: sa.URL) -> dict[str, Any]:
+    # libpq waits for an unreachable host forever by default: the daemon would
+    # hang at startup instead of saying what is wrong.
+    return {} if "connect_timeout" in url.query else {"connect_timeout": CONNECT_TIMEOUT}
+
+
+def ensure_database(engine: sa.Engine) -> None:
+    """Check the database answers; create a missing PostgreSQL database (as DBOS would).
+
+    :class:`DatabaseUnavailable`, saying why, when it cannot be reached or created.
+    Safe to race: a daemon that loses the race to create it just uses it.
+    """
+    try:
+        _ping(engine)
+        return
+    except sa.exc.DBAPIError as exc:
+        failure = exc
+    if engine.dialect.name == "postgresql" and _create_missing(engine):
+        try:
+            _ping(engine)
+            return
+        except sa.exc.DBAPIError as exc:
+            failure = exc
+    raise DatabaseUnavailable(
+        f"cannot connect to {redact_url(engine.url)}: {_reason(failure)}"
+    ) from None
+
+
+def _ping(engine: sa.Engine) -> None:
+    with engine.connect() as conn:
+        conn.execute(sa.text("SELECT 1"))
+
+
+def _create_missing(engine: sa.Engine) -> bool:
+    """Create the engine's database if it is missing; whether it is worth connecting again.
+
+    ``True`` also when it exists already (another daemon may have just created
+    it; if the connection failed for another reason, trying again says so).
+    ``False`` when the server's maintenance database cannot be reached either.
+    """
+    name = engine.url.database
+    if not name or name == MAINTENANCE_DATABASE:
+        return False
+    admin = sa.create_engine(
+        engine.url.set(database=MAINTENANCE_DATABASE),
+        poolclass=sa.NullPool,
+        isolation_level="AUTOCOMMIT",
+        connect_args=_connect_args(engine.url),
+    )
+    exists = sa.text("SELECT 1 FROM pg_database WHERE datname = :name")
+    try:
+        with admin.connect() as conn:
+            if conn.execute(exists, {"name": name}).first() is not None:
+                return True
+            try:
+                quoted = admin.dialect.identifier_preparer.quote(name)
+                conn.execute(sa.text(f"CREATE DATABASE {quoted}"))
+            except sa.exc.DBAPIError as exc:
+                # duplicate_database, or the catalog's unique index when both
+                # creators got that far at once: another daemon made it first.
+                if getattr(exc.orig, "sqlstate", None) not in ("42P04", "23505"):
+                    raise DatabaseUnavailable(
+                        f"database {name!r} does not exist and cannot be created "
+                        f"({redact_url(engine.url)}): {_reason(exc)}"
+                    ) from None
+    except sa.exc.OperationalError:
+        return False
+    finally:
+        admin.dispose()
+    return True
+
+
+def _reason(exc: sa.exc.DBAPIError) -> str:
+    """The driver's own message (SQLAlchemy's wrapper adds the statement and a link)."""
+    return " ".join(str(exc.orig).split())
 
 
 def database_kind(url: str) -> str:
@@ -160,6 +309,14 @@ def database_kind(url: str) -> str:
     return name
 
 
-def redact_url(url: str) -> str:
-    """``url`` without its password, for status output and logs."""
-    return sa.engine.make_url(url).render_as_string(hide_password=True)
+def redact_url(url: str | sa.URL) -> str:
+    """``url`` without its password (in the user part or the query), for status and logs."""
+    parsed = sa.engine.make_url(url)
+    secrets = [key for key in parsed.query if key.lower() in SECRET_QUERY_KEYS]
+    if secrets:
+        parsed = parsed.update_query_dict(dict.fromkeys(secrets, "***"))
+    return parsed.render_as_string(hide_password=True)
+
+
+SECRET_QUERY_KEYS = frozenset({"password", "sslpassword"})
+"""libpq connection parameters that hold secrets when given in the URL's query."""

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from ._db import events, messages, migrate, nodes, outcomes
 
@@ -303,26 +304,27 @@ class Store:
 
 
 def _claim(conn: sa.Connection, node_id: str, run: int) -> list[str]:
-    query = (
-        sa.select(messages.c.message_id, messages.c.body)
+    # One statement: concurrent claimers (PostgreSQL runs them side by side) each
+    # take a message only while it is still unclaimed, so none is delivered twice.
+    claimed = conn.execute(
+        messages.update()
         .where(messages.c.node_id == node_id, messages.c.claimed_run.is_(None))
-        .order_by(messages.c.message_id)
-    )
-    rows = conn.execute(query).all()
-    if rows:
-        conn.execute(
-            messages.update()
-            .where(messages.c.message_id.in_([r.message_id for r in rows]))
-            .values(claimed_run=run)
-        )
-    return [r.body for r in rows]
+        .values(claimed_run=run)
+        .returning(messages.c.message_id, messages.c.body)
+    ).all()
+    return [r.body for r in sorted(claimed, key=lambda r: r.message_id)]
 
 
 def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: float) -> bool:
-    exists = conn.execute(
-        sa.select(outcomes.c.node_id).where(outcomes.c.node_id == node_id)
+    # Insert-unless-present in one statement: two settlements racing on PostgreSQL
+    # (no database-wide write lock as on SQLite) must not both pass a "not yet"
+    # check and have the loser fail on the primary key; the first simply wins.
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    inserted = conn.execute(
+        insert(outcomes)
+        .values(node_id=node_id, outcome=dict(outcome), settled_at=now)
+        .on_conflict_do_nothing(index_elements=[outcomes.c.node_id])
+        # RETURNING, not rowcount: psycopg's rowcount is -1 for this statement.
+        .returning(outcomes.c.node_id)
     ).first()
-    if exists is not None:
-        return False
-    conn.execute(outcomes.insert().values(node_id=node_id, outcome=dict(outcome), settled_at=now))
-    return True
+    return inserted is not None

@@ -92,9 +92,7 @@ def catalog(root: str | os.PathLike[str] | None = None) -> Catalog:
     return _collect(setup, _FAMILIES)
 
 
-def _collect(
-    setup: _Setup, families: Sequence[Callable[[_Setup], Iterable[Tool]]]
-) -> Catalog:
+def _collect(setup: _Setup, families: Sequence[Callable[[_Setup], Iterable[Tool]]]) -> Catalog:
     tools: dict[str, Tool] = {}
     closers: list[object] = []
     for family in families:

@@ -1,0 +1,552 @@
+"""The daemon on PostgreSQL: a real server (``pg.Cluster``) and real daemon processes.
+
+DBOS keeps its tables in the ``dbos`` schema of the same database; Heron's own
+tables live in the default schema. Each test that needs a clean slate gets its
+own database on the module's one server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Awaitable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from heron.runtime._db import (
+    NUL_MARK,
+    DatabaseUnavailable,
+    create_engine,
+    migrate,
+    redact_url,
+)
+from heron.runtime._store import Store
+
+from . import pg
+from .conftest import Daemon, wait_settled, wait_status, write_script
+
+T = TypeVar("T")
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[pg.Cluster]:
+    """One PostgreSQL server for the module (skipped only where it is not installed)."""
+    if pg.bin_dir() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; CI installs it)")
+    with pg.cluster() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def pg_daemon(cluster: pg.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon on its own PostgreSQL database, shared by the module's tests."""
+    home = tmp_path_factory.mktemp("heron-pg-home")
+    url = cluster.create_database("heron_shared")
+    default = write_script(home, "default", ["Hello from PostgreSQL."])
+    process = Daemon(home, {"HERON_DATABASE_URL": url, "HERON_PROVIDER": default}).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def client(pg_daemon: Daemon) -> Iterator[httpx.Client]:
+    """An HTTP client on the PostgreSQL daemon's socket."""
+    with pg_daemon.client() as c:
+        yield c
+
+
+def rows(cluster: pg.Cluster, database: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run ``query`` on ``database`` as the superuser; its rows."""
+    with cluster.connect(database) as conn:
+        return list(conn.execute(query, params).fetchall())
+
+
+def test_status_names_postgresql_without_the_password(
+    client: httpx.Client, cluster: pg.Cluster, pg_daemon: Daemon
+) -> None:
+    status = client.get("/v1/status").json()
+    assert status["database"].startswith("postgresql (postgresql+psycopg://heron:***@/heron_shared")
+    assert cluster.password not in status["database"]
+    assert cluster.password not in pg_daemon.log.read_text()
+
+
+def test_tables_live_in_their_schemas(client: httpx.Client, cluster: pg.Cluster) -> None:
+    found = rows(
+        cluster,
+        "heron_shared",
+        "SELECT table_schema, table_name FROM information_schema.tables"
+        " WHERE table_schema IN ('public', 'dbos')",
+    )
+    public = {name for schema, name in found if schema == "public"}
+    dbos = {name for schema, name in found if schema == "dbos"}
+    assert {"heron_nodes", "heron_outcomes", "heron_messages", "heron_events"} <= public
+    assert "heron_migrations" in public
+    assert "workflow_status" in dbos and "operation_outputs" in dbos
+    assert not {name for name in public if not name.startswith("heron_")}
+    versions = rows(cluster, "heron_shared", "SELECT version FROM heron_migrations ORDER BY 1")
+    assert versions == [(1,), (2,)]
+
+
+def test_column_types_are_native(client: httpx.Client, cluster: pg.Cluster) -> None:
+    types = dict(
+        rows(
+            cluster,
+            "heron_shared",
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_name = 'heron_nodes'",
+        )
+    )
+    assert types["root"] == "boolean"
+    assert types["created_at"] == "double precision"  # sub-second timestamps survive
+    assert types["scopes"] == "json"
+    assert types["input_tokens"] == types["output_tokens"] == "bigint"
+
+
+def test_a_node_settles_and_its_row_round_trips(
+    client: httpx.Client, cluster: pg.Cluster, scripts: Any
+) -> None:
+    model = scripts("plain", ["Plain answer."])
+    created = client.post(
+        "/v1/nodes",
+        json={"prompt": "Say something.", "model": model, "scopes": ["ask", "act"], "name": "n1"},
+    )
+    assert created.status_code == 201, created.text
+    node_id = created.json()["node_id"]
+    poll = wait_settled(client, node_id)
+    assert poll["node_status"] == "completed"
+    assert poll["outcome"]["kind"] == "result"
+    assert poll["outcome"]["output_text"] == "Plain answer."
+    node = client.get(f"/v1/nodes/{node_id}").json()
+    assert node["root"] is True and node["pin_cwd"] is False
+    assert node["scopes"] == ["ask", "act"]
+    assert node["turns"] == 1
+    assert node["settled_at"] >= node["created_at"]
+    listed = client.get("/v1/nodes", params={"status": "completed", "root": "true"}).json()
+    assert node_id in [n["node_id"] for n in listed]
+    assert node_id not in [n["node_id"] for n in client.get("/v1/nodes?root=false").json()]
+    # The SQL row holds SQL values, not strings of them.
+    [(root, scopes, created_at)] = rows(
+        cluster,
+        "heron_shared",
+        "SELECT root, scopes, created_at FROM heron_nodes WHERE node_id = %s",
+        node_id,
+    )
+    assert root is True and scopes == ["ask", "act"] and isinstance(created_at, float)
+
+
+def test_a_structured_result_is_checked_then_accepted(client: httpx.Client, scripts: Any) -> None:
+    model = scripts(
+        "structured",
+        [
+            {"tool_calls": [{"name": "submit-result", "arguments": {"result": {"answer": "x"}}}]},
+            {"tool_calls": [{"name": "submit-result", "arguments": {"result": {"answer": 42}}}]},
+            "Submitted.",
+        ],
+    )
+    created = client.post(
+        "/v1/nodes", json={"prompt": "Answer.", "model": model, "output_schema": SCHEMA}
+    )
+    assert created.status_code == 201, created.text
+    poll = wait_settled(client, created.json()["node_id"])
+    assert poll["node_status"] == "completed"
+    assert poll["outcome"]["kind"] == "result"
+    assert poll["outcome"]["structured_result"] == {"answer": 42}
+
+
+def test_a_resident_node_wakes_for_a_message(
+    client: httpx.Client, cluster: pg.Cluster, scripts: Any
+) -> None:
+    model = scripts("resident", ["First reply.", "Second reply."])
+    created = client.post(
+        "/v1/nodes",
+        json={"prompt": "Start.", "model": model, "root_lifecycle": "resident"},
+    )
+    node_id = created.json()["node_id"]
+    wait_status(client, node_id, "dormant")
+    sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "Again, please."})
+    assert sent.status_code == 202, sent.text
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        node = client.get(f"/v1/nodes/{node_id}").json()
+        if node["status"] == "dormant" and node["turns"] == 2:
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError(f"the node did not answer the message: {node}")
+    assert node["runs"] == 2
+    claimed = rows(
+        cluster,
+        "heron_shared",
+        "SELECT body, claimed_run FROM heron_messages WHERE node_id = %s ORDER BY message_id",
+        node_id,
+    )
+    assert claimed == [("Start.", 1), ("Again, please.", 2)]
+
+
+def test_text_with_nul_characters_round_trips(client: httpx.Client, scripts: Any) -> None:
+    # PostgreSQL's text type cannot hold U+0000; JSON escapes it, so nothing is refused or lost.
+    model = scripts("nul", ["Reply with \u0000 inside."])
+    created = client.post(
+        "/v1/nodes",
+        json={
+            "prompt": "Has \u0000 a NUL.",
+            "model": model,
+            "name": "nul\u0000name",
+            "situational_context": "ctx\u0000",
+            "root_lifecycle": "resident",
+        },
+    )
+    assert created.status_code == 201, created.text
+    node_id = created.json()["node_id"]
+    assert created.json()["name"] == "nul\u0000name"
+    wait_status(client, node_id, "dormant")
+    node = client.get(f"/v1/nodes/{node_id}").json()
+    assert node["prompt"] == "Has \u0000 a NUL." and node["name"] == "nul\u0000name"
+    sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more \u0000"})
+    assert sent.status_code == 202, sent.text
+    poll = client.get(f"/v1/nodes/{node_id}/outcome").json()
+    assert poll["outcome"]["output_text"] == "Reply with \u0000 inside."
+
+
+@pytest.fixture
+def store_db(cluster: pg.Cluster, request: pytest.FixtureRequest) -> Iterator[tuple[Store, str]]:
+    """A migrated :class:`Store` on a fresh database of its own, and that database's name."""
+    name = f"heron_{request.node.name.lower()}"[:63]
+    store = Store(create_engine(cluster.create_database(name)), threads=8)
+    store.migrate()
+    try:
+        yield store, name
+    finally:
+        store.close()
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated :class:`Store` on each backend: the dialect fixes must not change SQLite."""
+    if request.param == "postgresql":
+        yield request.getfixturevalue("store_db")[0]
+        return
+    store = Store(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
+    store.migrate()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def node_row(node_id: str) -> dict[str, Any]:
+    """The smallest valid node row."""
+    now = time.time()
+    return {
+        "node_id": node_id,
+        "status": "running",
+        "root": True,
+        "root_lifecycle": "terminal",
+        "mode": "base",
+        "pin_cwd": False,
+        "extra": {},
+        "created_at": now,
+        "updated_at": now,
+        "runs": 1,
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+    }
+
+
+async def race_behind_lock(
+    cluster: pg.Cluster, database: str, table: str, racers: list[Awaitable[T]]
+) -> list[T]:
+    """Start ``racers`` while ``table`` refuses writes; once all wait, let them go at once.
+
+    Reads pass the lock, so every racer has read what it reads before any of
+    them writes: the worst interleaving, every time.
+    """
+    with cluster.connect(database) as holder, holder.transaction():
+        holder.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+        tasks = [asyncio.ensure_future(racer) for racer in racers]
+        deadline = time.monotonic() + 30
+        waiting = 0
+        while waiting < len(tasks):
+            assert time.monotonic() < deadline, f"only {waiting} racers reached the lock"
+            await asyncio.sleep(0.01)
+            [(waiting,)] = rows(
+                cluster,
+                database,
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = %s AND wait_event_type = 'Lock'",
+                database,
+            )
+    return await asyncio.gather(*tasks)
+
+
+async def test_racing_settlements_settle_once(
+    store_db: tuple[Store, str], cluster: pg.Cluster
+) -> None:
+    store, database = store_db
+    await store.insert_node(node_row("racer"), None)
+    outcomes = [{"kind": "failure", "reason": "cancelled", "n": i} for i in range(6)]
+    won = await race_behind_lock(
+        cluster,
+        database,
+        "heron_outcomes",
+        [store.settle("racer", outcome, "cancelled") for outcome in outcomes],
+    )
+    assert won.count(True) == 1
+    assert await store.outcome("racer") == outcomes[won.index(True)]
+
+
+async def test_racing_claims_take_each_message_once(
+    store_db: tuple[Store, str], cluster: pg.Cluster
+) -> None:
+    store, database = store_db
+    await store.insert_node(node_row("inbox"), None)
+    bodies = [f"m{i}" for i in range(20)]
+    for body in bodies:
+        await store.add_message("inbox", body)
+    claims = await race_behind_lock(
+        cluster,
+        database,
+        "heron_messages",
+        [store.claim_messages("inbox", run) for run in range(6)],
+    )
+    assert sorted(b for claim in claims for b in claim) == sorted(bodies)
+    assert [c for c in claims if c] == [bodies]  # one claimer took them all, in order
+
+
+async def test_message_ids_are_the_inserted_keys(store: Store) -> None:
+    await store.insert_node(node_row("keys"), None)
+    first = await store.add_message("keys", "a")
+    second = await store.add_message("keys", "b")
+    assert second == first + 1
+
+
+async def test_token_counts_pass_two_to_the_31(store: Store) -> None:
+    await store.insert_node(node_row("chatty"), None)
+    for _ in range(2):
+        await store.add_usage("chatty", turns=1, input_tokens=1_500_000_000, output_tokens=7)
+    node = await store.node("chatty")
+    assert node is not None
+    assert (node["turns"], node["input_tokens"], node["output_tokens"]) == (2, 3_000_000_000, 14)
+
+
+def test_version_2_widens_the_token_counts_of_a_version_1_database(cluster: pg.Cluster) -> None:
+    engine = create_engine(cluster.create_database("heron_v1"))
+    try:
+        with engine.begin() as conn:  # a database as the first release left it
+            conn.execute(sa.text("CREATE TABLE heron_migrations (version INTEGER PRIMARY KEY)"))
+            _v1_tables(conn)
+            conn.execute(sa.text("INSERT INTO heron_migrations VALUES (1)"))
+        assert migrate(engine) == 2
+    finally:
+        engine.dispose()
+    types = dict(
+        rows(
+            cluster,
+            "heron_v1",
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_name = 'heron_nodes'"
+            " AND column_name IN ('input_tokens', 'output_tokens')",
+        )
+    )
+    assert types == {"input_tokens": "bigint", "output_tokens": "bigint"}
+
+
+def _v1_tables(conn: sa.Connection) -> None:
+    """Version 1's tables, with its 32-bit token counts."""
+    from heron.runtime import _db
+
+    _db.metadata.create_all(conn)
+    conn.execute(
+        sa.text(
+            "ALTER TABLE heron_nodes ALTER COLUMN input_tokens TYPE INTEGER,"
+            " ALTER COLUMN output_tokens TYPE INTEGER"
+        )
+    )
+
+
+async def test_settling_twice_keeps_the_first_outcome(store: Store) -> None:
+    await store.insert_node(node_row("once"), None)
+    assert await store.settle("once", {"kind": "failure", "reason": "cancelled"}, "cancelled")
+    assert not await store.settle("once", {"kind": "failure", "reason": "crashed"}, "failed")
+    assert await store.outcome("once") == {"kind": "failure", "reason": "cancelled"}
+
+
+async def test_claims_come_in_order_and_only_once(store: Store) -> None:
+    await store.insert_node(node_row("ordered"), "first")
+    for body in ("second", "third"):
+        await store.add_message("ordered", body)
+    assert await store.claim_messages("ordered", 1) == ["first", "second", "third"]
+    assert await store.claim_messages("ordered", 2) == []
+
+
+async def test_text_keeps_nul_and_the_marker(store: Store) -> None:
+    row = node_row("texts")
+    row |= {"name": "a\x00b", "prompt": NUL_MARK + "plain", "description": "plain"}
+    await store.insert_node(row, "body\x00")
+    node = await store.node("texts")
+    assert node is not None
+    assert (node["name"], node["prompt"], node["description"]) == (
+        "a\x00b",
+        NUL_MARK + "plain",
+        "plain",
+    )
+    assert await store.claim_messages("texts", 1) == ["body\x00"]
+
+
+async def test_a_reused_node_id_is_a_duplicate(store: Store) -> None:
+    from heron.runtime._store import DuplicateNode
+
+    await store.insert_node(node_row("twice"), "hello")
+    with pytest.raises(DuplicateNode):
+        await store.insert_node(node_row("twice"), "again")
+    assert await store.claim_messages("twice", 1) == ["hello"]
+
+
+@pytest.mark.slow
+def test_two_daemons_migrate_one_empty_database_at_once(
+    cluster: pg.Cluster, tmp_path: Path
+) -> None:
+    url = cluster.create_database("heron_race")
+    model = write_script(tmp_path, "race", ["Raced."])
+    env = {"HERON_DATABASE_URL": url, "HERON_PROVIDER": model}
+    daemons = [Daemon(tmp_path / f"home{i}", env) for i in range(2)]
+    errors: list[BaseException] = []
+
+    def start(daemon: Daemon) -> None:
+        try:
+            daemon.start()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(d,)) for d in daemons]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        for daemon in daemons:
+            with daemon.client() as c:
+                created = c.post("/v1/nodes", json={"prompt": "Go."})
+                assert created.status_code == 201, created.text
+                assert wait_settled(c, created.json()["node_id"])["node_status"] == "completed"
+    finally:
+        for daemon in daemons:
+            daemon.stop()
+    versions = rows(cluster, "heron_race", "SELECT version FROM heron_migrations ORDER BY 1")
+    assert versions == [(1,), (2,)]
+
+
+def submissions(delay: float) -> list[Any]:
+    """An invalid submission, then (after ``delay`` seconds) a valid one."""
+    return [
+        {"tool_calls": [{"name": "submit-result", "arguments": {"result": {"answer": "x"}}}]},
+        {
+            "delay": delay,
+            "tool_calls": [{"name": "submit-result", "arguments": {"result": {"answer": 1}}}],
+        },
+    ]
+
+
+@pytest.mark.slow
+def test_a_killed_daemon_resumes_its_run_on_postgresql(cluster: pg.Cluster, tmp_path: Path) -> None:
+    url = cluster.create_database("heron_restart")
+    model = write_script(tmp_path, "restart", submissions(delay=60))
+    daemon = Daemon(tmp_path / "home", {"HERON_DATABASE_URL": url, "HERON_PROVIDER": model})
+    daemon.start()
+
+    def count(type: str) -> int:
+        query = "SELECT count(*) FROM heron_events WHERE node_id = %s AND type = %s"
+        return int(rows(cluster, "heron_restart", query, node_id, type)[0][0])
+
+    try:
+        with daemon.client() as c:
+            created = c.post("/v1/nodes", json={"prompt": "Answer.", "output_schema": SCHEMA})
+            node_id = created.json()["node_id"]
+        deadline = time.monotonic() + 30
+        while count("node.turn.started") < 2:  # the second, 60 s long turn is under way
+            assert time.monotonic() < deadline, "the second turn never started"
+            time.sleep(0.02)
+        daemon.kill()
+        # The resumed second turn need not wait again: it answers at once.
+        write_script(tmp_path, "restart", submissions(delay=0))
+        daemon.start()
+        with daemon.client() as c:
+            poll = wait_settled(c, node_id)
+            node = c.get(f"/v1/nodes/{node_id}").json()
+    finally:
+        daemon.stop()
+    assert poll["outcome"]["structured_result"] == {"answer": 1}
+    # The first turn and its tool call finished before the kill and were not
+    # repeated; only the turn the kill cut short was asked again.
+    assert count("node.turn.started") == 3
+    assert count("node.turn.completed") == 2
+    assert count("node.tool_call.started") == 2
+    assert (node["turns"], node["runs"]) == (2, 1)
+
+
+def test_a_missing_database_is_created_even_by_two_at_once(cluster: pg.Cluster) -> None:
+    engines = [create_engine(cluster.url("heron_created")) for _ in range(2)]
+    barrier = threading.Barrier(len(engines))
+
+    def start(engine: sa.Engine) -> int:
+        barrier.wait()  # both find it missing, both try to create it, both migrate
+        return migrate(engine)
+
+    try:
+        with ThreadPoolExecutor(len(engines)) as pool:
+            assert list(pool.map(start, engines)) == [2, 2]
+    finally:
+        for engine in engines:
+            engine.dispose()
+    versions = rows(cluster, "heron_created", "SELECT version FROM heron_migrations ORDER BY 1")
+    assert versions == [(1,), (2,)]
+
+
+def test_a_wrong_password_is_reported_without_the_password(cluster: pg.Cluster) -> None:
+    engine = create_engine(cluster.url("heron_shared").replace(cluster.password, "wrong-secret"))
+    try:
+        with pytest.raises(DatabaseUnavailable, match="password authentication failed") as caught:
+            migrate(engine)
+    finally:
+        engine.dispose()
+    assert "wrong-secret" not in str(caught.value)
+    assert "postgresql+psycopg://heron:***@/heron_shared" in str(caught.value)
+
+
+def test_an_unreachable_server_is_named_without_the_password(tmp_path: Path) -> None:
+    # No cluster needed: nothing listens in an empty directory.
+    engine = create_engine(f"postgresql+psycopg://heron:hunter2-secret@/heron?host={tmp_path}")
+    try:
+        with pytest.raises(DatabaseUnavailable, match="cannot connect to") as caught:
+            migrate(engine)
+    finally:
+        engine.dispose()
+    assert "hunter2-secret" not in str(caught.value)
+    assert "No such file or directory" in str(caught.value)
+
+
+def test_passwords_in_the_query_are_redacted_too() -> None:
+    shown = redact_url(
+        "postgresql+psycopg://heron:one-secret@db.example/heron"
+        "?password=two-secret&sslpassword=three-secret&sslmode=require"
+    )
+    assert not {"one-secret", "two-secret", "three-secret"} & set(re.split(r"[:@?&=]", shown))
+    assert "sslmode=require" in shown and shown.startswith("postgresql+psycopg://heron:***@")

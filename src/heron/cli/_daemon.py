@@ -80,7 +80,7 @@ def _foreground(config: object) -> None:
         for listener in listeners:
             _say(f"heron daemon listening on {listener.kind} {listener.address}")
         if config.token and config.listen is not None:
-            _say(f"bearer token: stored in {config.home / 'connect.json'}")
+            _say(f"bearer token: {_token_source(config.home)}")
         sys.stdout.flush()
 
     try:
@@ -91,7 +91,7 @@ def _foreground(config: object) -> None:
 
 def _detach(config: object, listen: str | None) -> None:
     from ..runtime import RuntimeConfig
-    from ..runtime._local import daemon_pid, wait_healthy
+    from ..runtime._local import daemon_pid, get_json, wait_healthy
 
     assert isinstance(config, RuntimeConfig)
     running = daemon_pid(config.pid_path)
@@ -116,6 +116,20 @@ def _detach(config: object, listen: str | None) -> None:
             process.terminate()
         raise _fail(f"the daemon did not come up; its log ({config.log_path}) ends:\n{tail}")
     _say(f"heron daemon running (pid {process.pid}) on {config.socket_path}")
+    try:
+        status = get_json(config.socket_path, "/v1/status")
+    except OSError:
+        return  # it answered /healthz a moment ago; the TCP address is a nicety
+    for listener in status.get("listeners", []):
+        if listener.get("kind") == "tcp":
+            _say(f"also on tcp {listener['address']} (bearer token: {_token_source(config.home)})")
+
+
+def _token_source(home: Path) -> str:
+    """Where the TCP listener's token comes from, for the startup message."""
+    if os.environ.get("HERON_TOKEN"):
+        return "from HERON_TOKEN"
+    return f"stored in {home / 'connect.json'}"
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -163,7 +177,12 @@ def connect(
         stored = load_connect(home)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    token = None if rotate or stored is None else stored.token
+    # HERON_TOKEN, when set, is the token every daemon started here uses: store that one.
+    token = os.environ.get("HERON_TOKEN") or None
+    if token is not None and rotate:
+        raise _fail("HERON_TOKEN is set: it is the token; unset it to have one issued")
+    if token is None and not rotate and stored is not None:
+        token = stored.token
     info = save_connect(home, listen, token)
     if daemon_pid(home / "heron.pid") is not None:
         try:

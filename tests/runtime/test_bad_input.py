@@ -214,3 +214,15 @@ def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None
     assert set(response.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST"}
     assert "GET" in error["message"]
     assert_error(client.put("/v1/status"), 405, "method_not_allowed")
+
+
+def test_the_spec_documents_every_error_as_the_error_body(client: httpx.Client) -> None:
+    spec = client.get("/openapi.json").json()
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            errors = {k: v for k, v in operation["responses"].items() if k.startswith("4")}
+            assert "401" in errors, (method, path)
+            for status, answer in errors.items():
+                schema = answer["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)

@@ -149,6 +149,35 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal_error", f"the daemon failed: {type(exc).__name__}")
 
 
+def _own_validation_errors(app: FastAPI) -> None:
+    """Keep FastAPI's stock 422 (``HTTPValidationError``) out of the spec.
+
+    FastAPI documents it on every route with parameters; this daemon never
+    sends that shape (its 422 is an ``ErrorResponse``, documented where a 422
+    can happen), so a client generated from the spec must not expect it.
+    """
+    stock = "#/components/schemas/HTTPValidationError"
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        spec = generate()
+        for operations in spec.get("paths", {}).values():
+            for operation in operations.values():
+                answer = operation.get("responses", {}).get("422", {})
+                schema = answer.get("content", {}).get("application/json", {}).get("schema", {})
+                if schema.get("$ref") == stock:
+                    del operation["responses"]["422"]
+        schemas = spec.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        app.openapi_schema = spec
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def build_app(engine: Engine) -> FastAPI:
     """The FastAPI application serving ``engine`` (auth and limits are added by :func:`wrap`)."""
     app = FastAPI(
@@ -157,6 +186,7 @@ def build_app(engine: Engine) -> FastAPI:
         description="Run agents as durable nodes: create, watch, message and collect outcomes.",
     )
     _install_error_handlers(app)
+    _own_validation_errors(app)
 
     @app.get("/healthz", tags=["system"], responses=_errors())
     async def healthz() -> api.Health:

@@ -199,7 +199,7 @@ def test_a_stale_socket_and_pid_file_do_not_block_a_new_daemon(tmp_path: Path) -
         daemon.start()
         with daemon.client() as client:
             status = client.get("/v1/status").json()
-        assert status["pid"] == daemon.process.pid if daemon.process else False
+        assert daemon.process is not None and status["pid"] == daemon.process.pid
     finally:
         daemon.stop()
 

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from heron.runtime._http import over_tcp
+
 from .conftest import Daemon, write_script
 
 TOKEN = "tcp-test-token-0123456789"
@@ -182,3 +184,11 @@ def test_socket_is_0600_and_home_0700(tcp_daemon: Daemon) -> None:
     assert stat.S_IMODE(tcp_daemon.socket.stat().st_mode) == 0o600
     # The test made the directory with default permissions; the daemon tightened it.
     assert stat.S_IMODE(tcp_daemon.home.stat().st_mode) == 0o700
+
+
+def test_a_request_of_unknown_origin_counts_as_tcp() -> None:
+    # uvicorn says (path, None) for the Unix socket; anything it cannot place needs the token.
+    assert not over_tcp({"type": "http", "server": ("/home/me/.heron/heron.sock", None)})
+    assert over_tcp({"type": "http", "server": ("127.0.0.1", 7717)})
+    assert over_tcp({"type": "http", "server": None})
+    assert over_tcp({"type": "http"})

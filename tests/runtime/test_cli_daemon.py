@@ -162,6 +162,21 @@ def test_sys_connect_turns_tcp_on_in_a_running_daemon(heron: Heron) -> None:
     assert (old.status_code, new.status_code) == (401, 200)
 
 
+def test_sys_connect_to_a_taken_port_keeps_the_daemon_running(heron: Heron) -> None:
+    assert heron("daemon", "--detach").returncode == 0
+    pid = heron.pid()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = heron("sys", "connect", "--listen", f"127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "the daemon keeps running" in result.stderr
+    assert heron.pid() == pid and alive(pid)
+    assert not (heron.home / "connect.json").exists()
+
+
 def test_sys_connect_without_a_daemon_only_stores(heron: Heron) -> None:
     connected = heron("sys", "connect", "--listen", "127.0.0.1:7799")
     assert connected.returncode == 0, connected.stderr

@@ -3,7 +3,15 @@
 Shared by the daemon (``heron.runtime``) and the client; imports nothing else from Heron.
 """
 
-from ._common import ID_PATTERN, ErrorBody, ErrorResponse, NodeId, WireModel, is_valid_id
+from ._common import (
+    ID_PATTERN,
+    ErrorBody,
+    ErrorResponse,
+    NodeId,
+    RequestModel,
+    WireModel,
+    is_valid_id,
+)
 from ._nodes import (
     CloseRequest,
     Declined,
@@ -50,6 +58,7 @@ __all__ = [
     "OutcomeDetail",
     "OutcomePoll",
     "OutcomeReason",
+    "RequestModel",
     "ResultAccepted",
     "ResultSubmission",
     "RootLifecycle",

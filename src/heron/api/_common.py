@@ -12,6 +12,7 @@ __all__ = [
     "ErrorBody",
     "ErrorResponse",
     "NodeId",
+    "RequestModel",
     "WireModel",
     "is_valid_id",
 ]
@@ -34,6 +35,13 @@ class WireModel(BaseModel):
     """Base of every request and response: unknown fields are refused, not ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RequestModel(WireModel):
+    """Base of every request body: also strict, so ``0`` is not taken for ``false``
+    nor ``1`` for ``"1"`` (the body must match the published schema exactly)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class ErrorBody(WireModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, StringConstraints
 
-from ._common import NodeId, WireModel
+from ._common import NodeId, RequestModel, WireModel
 
 __all__ = [
     "CloseRequest",
@@ -64,7 +64,7 @@ Scope = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 """One entry of a node's scope allow-list (``ask``, ``act``, ``memory:read`` ...)."""
 
 
-class NodeCreateRequest(WireModel):
+class NodeCreateRequest(RequestModel):
     """``POST /v1/nodes``: every field is optional."""
 
     prompt: Text | None = None
@@ -235,7 +235,7 @@ class OutcomePoll(WireModel):
     """The node's deadline, if any."""
 
 
-class MessageRequest(WireModel):
+class MessageRequest(RequestModel):
     """``POST /v1/nodes/{id}/messages``: a follow-up for the node."""
 
     body: Annotated[str, StringConstraints(min_length=1, max_length=256 * 1024)]
@@ -253,14 +253,14 @@ class MessageAccepted(WireModel):
     """``woke``: a dormant node started a run for it; ``queued``: read at the next turn."""
 
 
-class CloseRequest(WireModel):
+class CloseRequest(RequestModel):
     """``POST /v1/nodes/{id}/close`` (optional body)."""
 
     reason: Label | None = None
     """Why the node is being closed, recorded on its outcome."""
 
 
-class NodeConfigPatch(WireModel):
+class NodeConfigPatch(RequestModel):
     """``PATCH /v1/nodes/{id}/config``: fields to change; omitted fields stay."""
 
     model: Label | None = None
@@ -273,14 +273,14 @@ class NodeConfigPatch(WireModel):
     """New deadline, counted from now."""
 
 
-class ResultSubmission(WireModel):
+class ResultSubmission(RequestModel):
     """``POST /v1/nodes/{id}/result``: the node's structured result."""
 
     result: Any
     """The result; must satisfy the node's ``output_schema``."""
 
 
-class DeclineRequest(WireModel):
+class DeclineRequest(RequestModel):
     """What the ``decline`` tool sends: an honest refusal."""
 
     reason: Annotated[str, StringConstraints(min_length=1, max_length=4096)]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -80,7 +82,7 @@ def _foreground(config: object) -> None:
         for listener in listeners:
             _say(f"heron daemon listening on {listener.kind} {listener.address}")
         if config.token and config.listen is not None:
-            _say(f"bearer token: stored in {config.home / 'connect.json'}")
+            _say(f"bearer token: {_token_source(config.home)}")
         sys.stdout.flush()
 
     try:
@@ -91,7 +93,7 @@ def _foreground(config: object) -> None:
 
 def _detach(config: object, listen: str | None) -> None:
     from ..runtime import RuntimeConfig
-    from ..runtime._local import daemon_pid, wait_healthy
+    from ..runtime._local import daemon_pid, get_json, wait_healthy
 
     assert isinstance(config, RuntimeConfig)
     running = daemon_pid(config.pid_path)
@@ -116,6 +118,20 @@ def _detach(config: object, listen: str | None) -> None:
             process.terminate()
         raise _fail(f"the daemon did not come up; its log ({config.log_path}) ends:\n{tail}")
     _say(f"heron daemon running (pid {process.pid}) on {config.socket_path}")
+    try:
+        status = get_json(config.socket_path, "/v1/status")
+    except OSError:
+        return  # it answered /healthz a moment ago; the TCP address is a nicety
+    for listener in status.get("listeners", []):
+        if listener.get("kind") == "tcp":
+            _say(f"also on tcp {listener['address']} (bearer token: {_token_source(config.home)})")
+
+
+def _token_source(home: Path) -> str:
+    """Where the TCP listener's token comes from, for the startup message."""
+    if os.environ.get("HERON_TOKEN"):
+        return "from HERON_TOKEN"
+    return f"stored in {home / 'connect.json'}"
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -159,13 +175,24 @@ def connect(
 
     home = heron_home()
     try:
-        parse_listen(listen)
+        address = parse_listen(listen)
         stored = load_connect(home)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    token = None if rotate or stored is None else stored.token
+    running = daemon_pid(home / "heron.pid")
+    if running is not None:
+        # Find out before stopping the daemon that its successor could not listen there.
+        problem = _cannot_listen(home, *address)
+        if problem is not None:
+            raise _fail(f"cannot listen on {listen}: {problem} (the daemon keeps running)")
+    # HERON_TOKEN, when set, is the token every daemon started here uses: store that one.
+    token = os.environ.get("HERON_TOKEN") or None
+    if token is not None and rotate:
+        raise _fail("HERON_TOKEN is set: it is the token; unset it to have one issued")
+    if token is None and not rotate and stored is not None:
+        token = stored.token
     info = save_connect(home, listen, token)
-    if daemon_pid(home / "heron.pid") is not None:
+    if running is not None:
         try:
             stop_daemon(home / "heron.pid")
         except TimeoutError as exc:
@@ -175,3 +202,24 @@ def connect(
     _say(f"address: http://{info.listen}")
     _say(f"token:   {info.token}")
     _say("Clients: Heron(base_url=..., token=...) or HERON_BASE_URL / HERON_TOKEN.")
+
+
+def _cannot_listen(home: Path, host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound, or ``None`` if it can (or the daemon holds it)."""
+    from ..runtime._local import get_json
+
+    with contextlib.suppress(OSError):
+        status = get_json(home / "heron.sock", "/v1/status")
+        for listener in status.get("listeners", []):
+            if listener.get("kind") == "tcp" and port != 0:
+                bound_host, _, bound_port = str(listener.get("address")).rpartition(":")
+                if bound_host.strip("[]") == host and bound_port == str(port):
+                    return None  # the running daemon's own listener: its successor takes it over
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None

@@ -102,6 +102,11 @@ class RuntimeConfig:
         return self.home / "heron.pid"
 
     @property
+    def lock_path(self) -> Path:
+        """The file the running daemon holds locked (one daemon per home)."""
+        return self.home / "heron.lock"
+
+    @property
     def log_path(self) -> Path:
         """Where a detached daemon writes its output."""
         return self.home / "daemon.log"

@@ -14,18 +14,24 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BearerAuth", "BodyLimit", "error_body", "over_tcp"]
+__all__ = ["BearerAuth", "BodyLimit", "BodyTooLarge", "error_body", "over_tcp"]
 
 
 def over_tcp(scope: Scope) -> bool:
-    """Whether the request came over TCP rather than the Unix socket."""
+    """Whether the request came over TCP rather than the Unix socket.
+
+    uvicorn reports a Unix socket's ``server`` as ``(path, None)`` and a TCP
+    one's as ``(host, port)``. Anything else (no ``server`` at all) counts as
+    TCP, so a request of unknown origin must carry the token: fail closed.
+    """
     server = scope.get("server")
     return not (isinstance(server, tuple | list) and len(server) == 2 and server[1] is None)
 
 
 def error_body(code: str, message: str, details: Any = None) -> bytes:
-    """The JSON of an error response."""
-    return json.dumps({"error": {"code": code, "message": message, "details": details}}).encode()
+    """The JSON of an error response (compact, as FastAPI writes the app's own errors)."""
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -107,7 +113,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise _TooLarge()
+                    raise BodyTooLarge(self.limit)
             return message
 
         async def tracking(message: Message) -> None:
@@ -118,21 +124,33 @@ class BodyLimit:
 
         try:
             await self.app(scope, limited, tracking)
-        except _TooLarge:
+        except BodyTooLarge:
+            # Raised where no handler turned it into the answer (the app had not started one).
             if not started:
                 await self._too_large(send)
 
     async def _too_large(self, send: Send) -> None:
-        body = error_body(
-            "body_too_large",
-            f"the request body is over the limit of {self.limit} bytes",
-            {"limit": self.limit},
-        )
+        error = BodyTooLarge(self.limit)
+        body = error_body(error.code, error.detail, error.details)
         await _reply(send, 413, body, [(b"connection", b"close")])
 
 
-class _TooLarge(HTTPException):
-    """A streamed body passed the limit (the app's handler answers 413)."""
+class BodyTooLarge(HTTPException):
+    """A request body over the limit: declared up front, or found while it streamed in.
 
-    def __init__(self) -> None:
-        super().__init__(413, "the request body is too large")
+    Raised from ``receive`` inside the app, it reaches the app's exception
+    handlers, which answer 413 with the same body as :class:`BodyLimit` does.
+    """
+
+    code = "body_too_large"
+    """The error code of the 413 answer."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is over the limit of {limit} bytes")
+        self.limit = limit
+        """The largest body accepted, in bytes."""
+
+    @property
+    def details(self) -> dict[str, int]:
+        """The error's ``details``: the limit."""
+        return {"limit": self.limit}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import http.client
 import json
 import os
@@ -51,7 +52,14 @@ def get_json(path: str | os.PathLike[str], route: str, timeout: float = 5.0) -> 
 
 
 def daemon_pid(pid_file: Path) -> int | None:
-    """The pid in ``pid_file`` if that process is alive, else ``None``."""
+    """The running daemon's pid (from ``pid_file``), or ``None`` if none runs.
+
+    A daemon holds ``heron.lock`` beside its pid file for as long as it lives.
+    An unlocked lock means the pid file is stale, even if the process it names
+    is alive: a daemon killed with SIGKILL leaves it, and the pid may be reused.
+    """
+    if not _locked(pid_file.with_name("heron.lock")):
+        return None
     try:
         pid = int(pid_file.read_text().strip())
     except (OSError, ValueError):
@@ -63,6 +71,21 @@ def daemon_pid(pid_file: Path) -> int | None:
     except PermissionError:
         return pid  # alive, someone else's
     return pid
+
+
+def _locked(lock_file: Path) -> bool:
+    """Whether a process holds ``lock_file`` (probed with a shared lock, released at once)."""
+    try:
+        fd = os.open(lock_file, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also releases the probe's own lock
+    return False
 
 
 def wait_healthy(socket_path: Path, *, timeout: float, alive: Any = None) -> bool:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
+import signal
 import socket
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import uvicorn
 
@@ -57,16 +62,82 @@ def _tcp_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn, minus re-raising SIGTERM/SIGINT once it has shut down.
+
+    uvicorn re-raises the signal so that the default action ends the process;
+    that would kill the daemon before it removes its socket and pid file and
+    writes its pending events. The daemon exits on its own once it has.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Turn SIGINT and SIGTERM into a graceful shutdown while serving."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+
+def _private_home(home: Path) -> None:
+    """Create ``home`` as 0700, or tighten it: it holds the database and the token."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = home.stat()
+    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+        os.chmod(home, 0o700)
+
+
+def _hold_lock(path: Path, pid_path: Path) -> int:
+    """Take the daemon lock of this home (one daemon per home) and keep its descriptor.
+
+    The kernel drops the lock when the process dies, however it dies, so a stale
+    pid file can never pass for a running daemon (see ``_local.daemon_pid``).
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    # A client probing the lock holds it shared for a moment: retry briefly before giving up.
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                other = daemon_pid(pid_path)
+                which = f" (pid {other})" if other is not None else ""
+                message = f"a Heron daemon already runs on {path.parent}{which}"
+                raise DaemonError(f"{message}; `heron daemon stop` first") from None
+            time.sleep(0.02)
+
+
 async def serve(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]], None]) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, save events and return."""
-    home = config.home
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    other = daemon_pid(config.pid_path)
-    if other is not None and other != os.getpid():
-        raise DaemonError(f"a Heron daemon already runs (pid {other}); `heron daemon stop` first")
     if config.listen is not None and not config.token:
         raise DaemonError("the TCP listener needs a token (HERON_TOKEN or `heron sys connect`)")
-    sockets = [_unix_socket(config.socket_path)]
+    _private_home(config.home)
+    lock = _hold_lock(config.lock_path, config.pid_path)
+    try:
+        await _serve_locked(config, on_ready)
+    finally:
+        os.close(lock)
+
+
+async def _serve_locked(
+    config: RuntimeConfig, on_ready: Callable[[list[api.Listener]], None]
+) -> None:
+    # Written at once, so `heron daemon stop` reaches a daemon that is still starting.
+    config.pid_path.write_text(f"{os.getpid()}\n")
+    try:
+        sockets = [_unix_socket(config.socket_path)]
+    except BaseException:
+        _remove_pid(config)
+        raise
     listeners = [
         api.Listener(kind="unix", address=str(config.socket_path), auth="filesystem"),
     ]
@@ -85,9 +156,10 @@ async def serve(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]
             sock.close()
         with contextlib.suppress(OSError):
             os.unlink(config.socket_path)
+        _remove_pid(config)
         raise
     app = wrap(build_app(engine), token=config.token, max_body_bytes=config.max_body_bytes)
-    server = uvicorn.Server(
+    server = _Server(
         uvicorn.Config(
             app,
             lifespan="off",
@@ -97,7 +169,6 @@ async def serve(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]
             timeout_keep_alive=30,
         )
     )
-    config.pid_path.write_text(f"{os.getpid()}\n")
     original_startup = server.startup
 
     async def startup(sockets: list[socket.socket] | None = None) -> None:
@@ -110,10 +181,14 @@ async def serve(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]
     finally:
         with contextlib.suppress(OSError):
             os.unlink(config.socket_path)
-        with contextlib.suppress(OSError):
-            if daemon_pid(config.pid_path) == os.getpid():
-                config.pid_path.unlink()
+        _remove_pid(config)
         await engine.stop()
+
+
+def _remove_pid(config: RuntimeConfig) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if int(config.pid_path.read_text().strip()) == os.getpid():
+            config.pid_path.unlink()
 
 
 def run_daemon(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]], None]) -> None:

@@ -1,0 +1,228 @@
+"""Bad input over the socket: each a 4xx with a stable code and a message, never a 500.
+
+Each refusal also loses nothing: the node a bad request was about is unchanged,
+and a refused create leaves no node behind.
+"""
+
+from __future__ import annotations
+
+import http.client
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from heron.runtime._local import UnixHTTPConnection
+
+from .conftest import Daemon
+
+LIMIT = 1024 * 1024
+"""The daemon's default body limit (``RuntimeConfig.max_body_bytes``)."""
+
+BAD_IDS = ["bad id!", "a" * 300, "-leading-dash", "x;drop"]
+
+NODE_ROUTES = [
+    ("GET", "/v1/nodes/{}", None),
+    ("GET", "/v1/nodes/{}/outcome", None),
+    ("POST", "/v1/nodes/{}/messages", {"body": "hello"}),
+    ("POST", "/v1/nodes/{}/interrupt", None),
+    ("POST", "/v1/nodes/{}/close", None),
+    ("PATCH", "/v1/nodes/{}/config", {"name": "renamed"}),
+    ("POST", "/v1/nodes/{}/result", {"result": 1}),
+]
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The response is ``status`` with the error body ``code``; returns the error."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"}
+    error: dict[str, Any] = body["error"]
+    assert set(error) == {"code", "message", "details"}
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    return error
+
+
+@pytest.fixture
+def dormant(client: httpx.Client) -> Iterator[dict[str, Any]]:
+    """A dormant node (no kickoff) that bad requests must leave as it is."""
+    response = client.post("/v1/nodes", json={"name": "keep me", "no_kickoff": True})
+    assert response.status_code == 201, response.text
+    yield response.json()
+
+
+def node_count(client: httpx.Client) -> int:
+    return len(client.get("/v1/nodes").json())
+
+
+def test_malformed_json_is_400(client: httpx.Client, dormant: dict[str, Any]) -> None:
+    before = node_count(client)
+    node = dormant["node_id"]
+    headers = {"content-type": "application/json"}
+    for method, url in [
+        ("POST", "/v1/nodes"),
+        ("POST", f"/v1/nodes/{node}/messages"),
+        ("PATCH", f"/v1/nodes/{node}/config"),
+        ("POST", f"/v1/nodes/{node}/close"),
+    ]:
+        for content in [b'{"prompt": ', b"{bad}", b"nul", b"\xff\xfe"]:
+            response = client.request(method, url, content=content, headers=headers)
+            error = assert_error(response, 400, "malformed_json")
+            assert error["details"], "says where the JSON broke"
+    assert node_count(client) == before
+    assert client.get(f"/v1/nodes/{node}").json() == dormant
+
+
+def test_unknown_and_mistyped_fields_are_422(client: httpx.Client, dormant: dict[str, Any]) -> None:
+    before = node_count(client)
+    error = assert_error(
+        client.post("/v1/nodes", json={"prompt": "hi", "promt": "typo"}), 422, "invalid_request"
+    )
+    assert ["body", "promt"] in [item["loc"] for item in error["details"]]
+    # Strict: 0 is not false and 1 is not "1" (the body must match the published schema).
+    for body in [{"root": 0}, {"name": 1}, {"scopes": "ask"}, [], "text"]:
+        assert_error(client.post("/v1/nodes", json=body), 422, "invalid_request")
+    node = dormant["node_id"]
+    assert_error(
+        client.patch(f"/v1/nodes/{node}/config", json={"colour": "red"}), 422, "invalid_request"
+    )
+    assert_error(client.post(f"/v1/nodes/{node}/messages", json={}), 422, "invalid_request")
+    assert_error(
+        client.post(f"/v1/nodes/{node}/messages", json={"body": ""}), 422, "invalid_request"
+    )
+    assert node_count(client) == before
+    assert client.get(f"/v1/nodes/{node}").json() == dormant
+
+
+def test_a_body_that_is_not_json_is_415(client: httpx.Client) -> None:
+    before = node_count(client)
+    for content_type in ["text/plain", "application/x-www-form-urlencoded", None]:
+        headers = {"content-type": content_type} if content_type else {}
+        response = client.post("/v1/nodes", content=b'{"prompt": "hi"}', headers=headers)
+        error = assert_error(response, 415, "unsupported_media_type")
+        assert (content_type or "no Content-Type") in error["message"]
+    # A vendor +json type is JSON.
+    response = client.post(
+        "/v1/nodes",
+        content=b'{"no_kickoff": true}',
+        headers={"content-type": "application/vnd.heron+json; charset=utf-8"},
+    )
+    assert response.status_code == 201, response.text
+    assert node_count(client) == before + 1
+
+
+@pytest.mark.parametrize("bad_id", BAD_IDS, ids=["space-bang", "300-chars", "dash", "semicolon"])
+def test_invalid_ids_in_the_path_are_400(client: httpx.Client, bad_id: str) -> None:
+    for method, template, body in NODE_ROUTES:
+        response = client.request(method, template.format(bad_id), json=body)
+        error = assert_error(response, 400, "invalid_node_id")
+        assert bad_id in error["message"]
+
+
+def test_an_unknown_node_is_404(client: httpx.Client) -> None:
+    for method, template, body in NODE_ROUTES:
+        response = client.request(method, template.format("no-such-node"), json=body)
+        assert_error(response, 404, "node_not_found")
+
+
+def _raw(daemon: Daemon, send: Any) -> tuple[int, dict[str, str], dict[str, Any]]:
+    """Speak HTTP/1.1 by hand on the socket (``send(conn)``); status, headers, JSON body."""
+    conn = UnixHTTPConnection(daemon.socket, timeout=30)
+    try:
+        send(conn)
+        response = conn.getresponse()
+        body = response.read()
+        headers = {name.lower(): value for name, value in response.getheaders()}
+        return response.status, headers, httpx.Response(200, content=body).json()
+    finally:
+        conn.close()
+
+
+def test_a_declared_oversized_body_is_413_before_it_is_sent(
+    daemon: Daemon, client: httpx.Client
+) -> None:
+    before = node_count(client)
+
+    def declare(conn: http.client.HTTPConnection) -> None:
+        # Only the headers go out: the daemon must answer without waiting for the body.
+        conn.putrequest("POST", "/v1/nodes")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(LIMIT * 8))
+        conn.endheaders()
+
+    status, headers, body = _raw(daemon, declare)
+    assert status == 413
+    assert body["error"]["code"] == "body_too_large"
+    assert body["error"]["details"] == {"limit": LIMIT}
+    assert headers["connection"] == "close"
+    assert node_count(client) == before
+
+
+def test_a_chunked_oversized_body_is_413(daemon: Daemon, client: httpx.Client) -> None:
+    before = node_count(client)
+    chunk = b" " * (64 * 1024)
+
+    def stream(conn: http.client.HTTPConnection) -> None:
+        # No Content-Length: the limit can only be found while the body streams in.
+        pieces = iter([b'{"prompt": "', *[chunk] * (LIMIT // len(chunk) + 1), b'"}'])
+        conn.request(
+            "POST",
+            "/v1/nodes",
+            body=pieces,
+            headers={"Content-Type": "application/json"},
+            encode_chunked=True,
+        )
+
+    status, _, body = _raw(daemon, stream)
+    assert status == 413
+    assert body["error"] == {
+        "code": "body_too_large",
+        "message": f"the request body is over the limit of {LIMIT} bytes",
+        "details": {"limit": LIMIT},
+    }
+    assert node_count(client) == before
+    # A body just under the limit still goes through (each text field holds up to 256 KiB).
+    text = "x" * (250 * 1024)
+    body = {"prompt": text, "situational_context": text, "description": text, "no_kickoff": True}
+    body["output_schema"] = {"type": "object", "description": "y" * (LIMIT - 3 * len(text) - 1024)}
+    response = client.post("/v1/nodes", json=body)
+    assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize("wait", ["26", "-1", "x", "1.5", "", "1e3"])
+def test_a_wait_outside_0_to_25_is_422(
+    client: httpx.Client, dormant: dict[str, Any], wait: str
+) -> None:
+    response = client.get(f"/v1/nodes/{dormant['node_id']}/outcome", params={"wait": wait})
+    error = assert_error(response, 422, "invalid_request")
+    assert error["details"][0]["loc"] == ["query", "wait"]
+
+
+def test_bad_query_filters_are_422(client: httpx.Client) -> None:
+    assert_error(client.get("/v1/nodes", params={"status": "asleep"}), 422, "invalid_request")
+    assert_error(client.get("/v1/nodes", params={"root": "maybe"}), 422, "invalid_request")
+
+
+def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None:
+    error = assert_error(client.get("/v2/everything"), 404, "not_found")
+    assert "/v2/everything" in error["message"]
+    response = client.delete("/v1/nodes")
+    error = assert_error(response, 405, "method_not_allowed")
+    assert set(response.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST"}
+    assert "GET" in error["message"]
+    assert_error(client.put("/v1/status"), 405, "method_not_allowed")
+
+
+def test_the_spec_documents_every_error_as_the_error_body(client: httpx.Client) -> None:
+    spec = client.get("/openapi.json").json()
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            errors = {k: v for k, v in operation["responses"].items() if k.startswith("4")}
+            assert "401" in errors, (method, path)
+            for status, answer in errors.items():
+                schema = answer["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)

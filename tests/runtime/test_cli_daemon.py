@@ -232,3 +232,16 @@ def test_a_second_foreground_daemon_is_refused(tmp_path: Path) -> None:
             assert client.get("/healthz").status_code == 200
     finally:
         daemon.stop()
+
+
+def test_an_unreachable_database_is_one_error_line_without_the_password(heron: Heron) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    heron.env["HERON_DATABASE_URL"] = f"postgresql+psycopg://heron:s3cret@127.0.0.1:{port}/x"
+    done = heron("daemon")
+    assert done.returncode == 1
+    assert done.stderr.startswith("heron: error: cannot connect to postgresql+psycopg://heron:***@")
+    assert "s3cret" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
+    assert not (heron.home / "heron.sock").exists()

@@ -21,6 +21,7 @@ from .. import api
 from ._app import build_app, wrap
 from ._config import RuntimeConfig
 from ._engine import Engine
+from ._db import DatabaseUnavailable
 from ._errors import DaemonError
 from ._local import daemon_pid, get_json
 
@@ -150,7 +151,10 @@ async def _serve_locked(
             listeners.append(api.Listener(kind="tcp", address=shown, auth="bearer"))
         engine = Engine(config)
         engine.listeners = listeners
-        await engine.start()
+        try:
+            await engine.start()
+        except DatabaseUnavailable as exc:  # one readable line, no traceback, no password
+            raise DaemonError(str(exc)) from None
     except BaseException:
         for sock in sockets:
             sock.close()

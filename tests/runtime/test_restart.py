@@ -93,6 +93,9 @@ def test_a_graceful_stop_mid_run_also_resumes(fresh: Daemon, tmp_path: Path) -> 
     fresh.start()
     with fresh.client() as client:
         assert wait_settled(client, node_id)["outcome"]["output_text"] == "finally"
+        assert client.get(f"/v1/nodes/{node_id}").json()["runs"] == 1
+    # The turn was cut off by the stop and asked again after the start: same run.
+    wait_events(fresh, node_id, "node.turn.started", 2)
 
 
 def test_deadlines_survive_a_restart(fresh: Daemon, tmp_path: Path) -> None:
@@ -106,6 +109,45 @@ def test_deadlines_survive_a_restart(fresh: Daemon, tmp_path: Path) -> None:
         outcome = wait_settled(client, node_id)["outcome"]
         assert outcome["reason"] == "deadline_exceeded"
         wait_status(client, node_id, "cancelled")
+
+
+def test_a_deadline_that_passed_while_down_settles_a_resumed_run(
+    fresh: Daemon, tmp_path: Path
+) -> None:
+    # The resumed run replays its recorded first turn; the deadline, already past,
+    # must wait for the replay instead of cutting into it (DBOS would refuse the
+    # steps out of line, and the node would hang in "running").
+    model = write_script(tmp_path, "slow2", [{"tool_calls": [TIME]}, {"text": "x", "delay": 60}])
+    with fresh.client() as client:
+        body = {"prompt": "x", "deadline": "3s", "model": model}
+        node = client.post("/v1/nodes", json=body).json()
+        wait_events(fresh, node["node_id"], "node.turn.started", 2)
+    fresh.kill()
+    deadline = time.time() + 4
+    while time.time() < deadline:  # let the deadline pass while the daemon is down
+        time.sleep(0.1)
+    fresh.start()
+    with fresh.client() as client:
+        poll = wait_settled(client, node["node_id"])
+        assert poll["outcome"]["reason"] == "deadline_exceeded"
+        assert poll["node_status"] == "cancelled"
+        assert client.get(f"/v1/nodes/{node['node_id']}").json()["turns"] == 1
+    assert "DBOSUnexpectedStepError" not in fresh.log.read_text()
+
+
+def test_a_run_that_cannot_start_settles_as_crashed(fresh: Daemon, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    model = write_script(tmp_path, "w", ["never"])
+    with fresh.client() as client:
+        body = {"no_kickoff": True, "cwd": str(work), "model": model}
+        node_id = client.post("/v1/nodes", json=body).json()["node_id"]
+        work.rmdir()  # the node's tools can no longer be made
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "go"})
+        poll = wait_settled(client, node_id)
+        assert poll["outcome"]["reason"] == "crashed"
+        assert "could not start" in poll["outcome"]["detail"]["message"]
+        assert poll["node_status"] == "failed"
 
 
 def test_a_message_to_a_dormant_node_after_restart_wakes_it(fresh: Daemon, tmp_path: Path) -> None:

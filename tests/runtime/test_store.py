@@ -54,38 +54,50 @@ async def test_a_duplicate_node_id_is_refused_and_its_message_not_kept(store: St
     await store.insert_node(row("a"), "first")
     with pytest.raises(DuplicateNode):
         await store.insert_node(row("a"), "second")
-    assert await store.claim_messages("a", 1) == ["first"]
+    assert await store.claim_messages("a", 1, step=1) == ["first"]
 
 
 async def test_messages_are_claimed_once_in_order(store: Store) -> None:
     await store.insert_node(row("a"), "one")
     await store.add_message("a", "two")
-    assert await store.claim_messages("a", 1) == ["one", "two"]
-    assert await store.claim_messages("a", 1) == []
+    assert await store.claim_messages("a", 1, step=1) == ["one", "two"]
+    assert await store.claim_messages("a", 1, step=4) == []
     await store.add_message("a", "three")
-    assert await store.claim_messages("a", 2) == ["three"]
+    assert await store.claim_messages("a", 2, step=1) == ["three"]
+
+
+async def test_a_claim_asked_again_by_the_same_step_returns_the_same_messages(
+    store: Store,
+) -> None:
+    # DBOS may run a step again after a crash (its result was not recorded yet).
+    await store.insert_node(row("a"), "kickoff")
+    assert await store.claim_messages("a", 1, step=1) == ["kickoff"]
+    await store.add_message("a", "later")
+    assert await store.claim_messages("a", 1, step=1) == ["kickoff"]
+    assert await store.claim_messages("a", 1, step=3) == ["later"]
 
 
 async def test_ending_a_run_with_unread_messages_continues_instead(store: Store) -> None:
     await store.insert_node(row("a"), "go")
-    await store.claim_messages("a", 1)
+    await store.claim_messages("a", 1, step=1)
     await store.add_message("a", "late")
     outcome = {"kind": "result"}
+    common: dict[str, Any] = {"status": "completed", "outcome": outcome}
     unread = await store.end_run(
-        "a", 1, state={"s": 1}, status="completed", outcome=outcome, continue_with_messages=True
+        "a", 1, state={"s": 1}, continue_with_messages=True, step=5, **common
     )
     assert unread == ["late"]
     node = await store.node("a")
     assert node is not None and node["status"] == "running" and node["settled_at"] is None
     assert await store.outcome("a") is None
-    assert (
-        await store.end_run(
-            "a", 1, state={"s": 2}, status="completed", outcome=outcome, continue_with_messages=True
-        )
-        == []
+    record = {"key": [1, 9], "value": {"status": "completed"}}
+    ended = await store.end_run(
+        "a", 1, state={"s": 2}, continue_with_messages=True, step=9, record=record, **common
     )
+    assert ended == []
     node = await store.node("a")
     assert node is not None and node["status"] == "completed" and node["state"] == {"s": 2}
+    assert node["extra"]["ended"] == record  # what a re-run end step finds
     assert await store.outcome("a") == outcome
 
 

@@ -128,8 +128,11 @@ messages = sa.Table(
     sa.Column("node_id", sa.String(128), nullable=False),
     sa.Column("body", Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
-    # Which run of the node took the message into its conversation (NULL: not yet).
+    # Which run of the node took the message into its conversation (NULL: not yet),
+    # and at which of that run's steps: a step DBOS runs again (at-least-once after a
+    # crash) gets back what it claimed the first time instead of nothing.
     sa.Column("claimed_run", sa.Integer),
+    sa.Column("claimed_step", sa.Integer),
     sa.Index("ix_heron_messages_node_claimed", "node_id", "claimed_run"),
 )
 
@@ -168,7 +171,14 @@ def _v2(conn: sa.Connection) -> None:
         )
 
 
-MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2)
+def _v3(conn: sa.Connection) -> None:
+    """Messages remember the step that claimed them (idempotent claims)."""
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("heron_messages")}
+    if "claimed_step" not in columns:
+        conn.execute(sa.text("ALTER TABLE heron_messages ADD COLUMN claimed_step INTEGER"))
+
+
+MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2, _v3)
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 
 

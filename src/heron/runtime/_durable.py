@@ -8,9 +8,10 @@ events a step publishes come from inside it, so a replayed step publishes none.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from dbos import DBOS
 
@@ -22,7 +23,36 @@ from ._events import EventLog
 from ._providers import ProviderPool
 from ._store import Store
 
-__all__ = ["DurableProvider", "DurableToolClient", "shape_summary"]
+__all__ = ["DurableProvider", "DurableToolClient", "Steps", "shape_summary"]
+
+T = TypeVar("T")
+
+
+class Steps:
+    """Runs a workflow's steps, knowing when the replay of recorded ones is over.
+
+    After a restart DBOS replays the steps it recorded (returning their results
+    without running them). ``caught_up`` is set once as many steps have gone by
+    as were recorded: from then on the run is live, and only then may it be
+    stopped, or its steps would no longer match the record.
+    """
+
+    def __init__(self, recorded: int) -> None:
+        self._left = recorded
+        self.caught_up = asyncio.Event()
+        """Set once every recorded step has been replayed."""
+        if recorded <= 0:
+            self.caught_up.set()
+
+    async def run(self, name: str, func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        """Run ``func(*args)`` as the workflow's next step, named ``name``."""
+        try:
+            result: T = await DBOS.run_step_async({"name": name}, func, *args)
+            return result
+        finally:
+            self._left -= 1
+            if self._left <= 0:
+                self.caught_up.set()
 
 
 def shape_summary(value: Any) -> str:
@@ -48,12 +78,14 @@ class DurableProvider(Provider):
     def __init__(
         self,
         *,
+        steps: Steps,
         node_id: str,
         model: Callable[[], str | None],
         providers: ProviderPool,
         store: Store,
         events: EventLog,
     ) -> None:
+        self._steps = steps
         self._node_id = node_id
         self._model = model
         self._providers = providers
@@ -87,9 +119,7 @@ class DurableProvider(Provider):
         on_chunk: ChunkCallback | None = None,
     ) -> ChatResponse:
         """One model turn, run (or, after a restart, replayed) as a workflow step."""
-        return await DBOS.run_step_async(
-            {"name": "model-turn"}, self._turn, list(messages), list(tools or ())
-        )
+        return await self._steps.run("model-turn", self._turn, list(messages), list(tools or ()))
 
     async def _turn(self, messages: list[Message], tools: list[ToolSchema]) -> ChatResponse:
         node_id, events = self._node_id, self._events
@@ -115,7 +145,8 @@ class DurableProvider(Provider):
 class DurableToolClient(ToolClient):
     """A node's tools: each call is one recorded step, announced by tool-call events."""
 
-    def __init__(self, inner: ToolClient, *, node_id: str, events: EventLog) -> None:
+    def __init__(self, inner: ToolClient, *, node_id: str, events: EventLog, steps: Steps) -> None:
+        self._steps = steps
         self._inner = inner
         self._node_id = node_id
         self._events = events
@@ -128,9 +159,7 @@ class DurableToolClient(ToolClient):
         """Run the call as a workflow step (replayed from the record after a restart)."""
         scope = current_scope()
         call_id = scope.call.id if scope is not None and scope.call is not None else ""
-        return await DBOS.run_step_async(
-            {"name": "tool-call"}, self._call, call_id, name, arguments
-        )
+        return await self._steps.run("tool-call", self._call, call_id, name, arguments)
 
     async def _call(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
         summary = shape_summary(arguments)

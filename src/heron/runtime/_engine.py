@@ -26,6 +26,7 @@ from .. import __version__ as version
 from .. import api
 from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
+from ._durable import Steps
 from ._durations import parse_duration
 from ._errors import ApiError, DaemonError
 from ._events import EventLog
@@ -81,6 +82,8 @@ class Active:
     """The task running the conversation, while it runs."""
     stop: Stop | None = None
     """Why the conversation was stopped from outside (interrupt, close, deadline)."""
+    steps: Steps
+    """The run's steps (its ``caught_up`` says whether a resumed run is still replaying)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the run has saved its end."""
 
@@ -97,7 +100,7 @@ class Engine:
         self.providers = ProviderPool(config.provider)
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
-        self._early_stops: dict[str, Stop] = {}
+        self._early_stops: dict[str, tuple[int, Stop]] = {}
         self._registered: dict[str, asyncio.Event] = {}
         self._settled: dict[str, asyncio.Event] = {}
         self._deadlines: dict[str, asyncio.TimerHandle] = {}
@@ -137,7 +140,7 @@ class Engine:
         )
         DBOS.launch()
         now = time.time()
-        for row in await self.store.unsettled():
+        for row in await self.store.list_nodes(status=["running", "dormant", "interrupted"]):
             if row["deadline_at"] is not None:
                 self._arm_deadline(row["node_id"], row["deadline_at"] - now)
         for row in await self.store.list_nodes(status=["running"]):
@@ -152,8 +155,9 @@ class Engine:
         global _ENGINE
         for handle in self._deadlines.values():
             handle.cancel()
-        await self.events.stop()
+        # DBOS first: no step finishes (and publishes) after the events are written.
         DBOS.destroy(workflow_completion_timeout_sec=0)
+        await self.events.stop()
         await self.providers.aclose()
         self.store.close()
         _ENGINE = None
@@ -206,12 +210,15 @@ class Engine:
 
     async def outcome(self, node_id: str, wait: int) -> api.OutcomePoll:
         """One long poll: answer when the node settles or after ``wait`` seconds."""
+        # Listen before reading: a settle landing between the two still wakes the poll.
+        event = self._settled.setdefault(node_id, asyncio.Event()) if wait > 0 else None
         row = await self.row(node_id)
-        if row["settled_at"] is None and wait > 0:
-            event = self._settled.setdefault(node_id, asyncio.Event())
+        if row["settled_at"] is None and event is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait)
             row = await self.row(node_id)
+        elif event is not None and not event.is_set():
+            self._settled.pop(node_id, None)
         outcome = await self.store.outcome(node_id) if row["settled_at"] is not None else None
         return api.OutcomePoll(
             node_id=node_id,
@@ -239,6 +246,8 @@ class Engine:
 
     async def create(self, request: api.NodeCreateRequest) -> api.Node:
         """Create a node and start its first run (unless ``no_kickoff``); returns at once."""
+        if request.root and request.parent is not None:
+            raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
         row, prompt = self._new_row(request)
         if request.model is not None:
             await self._prepare_model(request.model)
@@ -330,10 +339,22 @@ class Engine:
             await DBOS.start_workflow_async(node_run, node_id, run)
 
     async def _ensure_run(self, node_id: str, run: int) -> None:
-        """Start a running node's run if DBOS has no workflow for it (a crash came between)."""
+        """Start a running node's run if DBOS has no workflow for it (a crash came between);
+        settle it as crashed if its workflow failed for good (it would never end)."""
         status = await DBOS.get_workflow_status_async(run_workflow_id(node_id, run))
         if status is None:
             await self._launch(node_id, run)
+        elif status.status not in ("PENDING", "ENQUEUED", "SUCCESS"):
+            stop = Stop(
+                kind="failed",
+                reason="crashed",
+                message=f"the node's run ended in the engine as {status.status}",
+            )
+            async with self._lock(node_id):
+                await self.store.settle(node_id, _failure(stop), "failed")
+            await self.events.prime(node_id)
+            self.events.publish(node_id, "node.status.changed", {"status": "failed"})
+            await self._announce_settled(node_id)
 
     async def _wake(self, node_id: str) -> None:
         """Start the next run of a dormant or interrupted node (under its lock)."""
@@ -344,12 +365,12 @@ class Engine:
         self.events.publish(node_id, "node.status.changed", {"status": "running"})
         await self._launch(node_id, run)
 
-    def register(self, node_id: str, run: int, model: str | None) -> Active:
+    def register(self, node_id: str, run: int, model: str | None, steps: Steps) -> Active:
         """Note a run as in progress here (called by the workflow as it starts)."""
-        active = Active(node_id=node_id, run=run, model=model)
+        active = Active(node_id=node_id, run=run, model=model, steps=steps)
         early = self._early_stops.pop(node_id, None)
-        if early is not None:
-            active.stop = early
+        if early is not None and early[0] == run:  # a stop meant for an earlier run is stale
+            active.stop = early[1]
         self.active[node_id] = active
         registered = self._registered.pop(node_id, None)
         if registered is not None:
@@ -410,7 +431,7 @@ class Engine:
                 "node_not_running",
                 f"node {node_id!r} is {row['status']}: nothing to interrupt",
             )
-        await self._stop_run(node_id, Stop(kind="interrupted"))
+        await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
     async def close(self, node_id: str, reason: str | None = None) -> api.Node:
@@ -427,11 +448,15 @@ class Engine:
             return
         stop = Stop(kind="closed", reason=reason, message=message)
         if row["status"] == "running":
-            await self._stop_run(node_id, stop)
+            await self._stop_run(node_id, row["runs"], stop)
             row = await self.store.node(node_id)
-            if row is None or row["status"] in SETTLED or row["status"] == "running":
+            if row is None or row["status"] in SETTLED:
                 return
-            # The run ended on its own just before the stop reached it (dormant now).
+            if row["status"] == "running" and node_id in self.active:
+                return  # still winding down; its run settles it with this stop
+            # Either the run ended on its own just before the stop reached it (dormant
+            # now), or no run of it is going here at all (its workflow failed): the close
+            # settles it directly, and a run that starts later finds it settled.
         async with self._lock(node_id):
             settled = await self.store.settle(node_id, _failure(stop), "cancelled")
         await self.events.prime(node_id)
@@ -440,23 +465,28 @@ class Engine:
             await self._announce_settled(node_id)
         self._disarm_deadline(node_id)
 
-    async def _stop_run(self, node_id: str, stop: Stop) -> None:
+    async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:
         """Stop the running conversation and wait (a little) for its run to save its end."""
         active = self.active.get(node_id)
         if active is None:
             # Its workflow has not reached this process yet (just launched or resuming):
             # it takes the stop as it starts.
-            self._early_stops[node_id] = stop
+            self._early_stops[node_id] = (run, stop)
             registered = self._registered.setdefault(node_id, asyncio.Event())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(registered.wait(), 10)
             active = self.active.get(node_id)
             if active is None:
+                self._early_stops.pop(node_id, None)
                 return
         else:
             active.stop = stop
-            if active.task is not None:
-                active.task.cancel()
+        # A resumed run replays its recorded steps first; cutting into the replay would
+        # leave its steps out of line with the record, so the stop waits for it.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(active.steps.caught_up.wait(), 10)
+        if active.task is not None:
+            active.task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(active.ended.wait(), 10)
 

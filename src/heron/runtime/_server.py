@@ -20,8 +20,8 @@ import uvicorn
 from .. import api
 from ._app import build_app, wrap
 from ._config import RuntimeConfig
-from ._engine import Engine
 from ._db import DatabaseUnavailable
+from ._engine import Engine
 from ._errors import DaemonError
 from ._local import daemon_pid, get_json
 

@@ -169,13 +169,26 @@ class Store:
             assert key is not None
             return int(key[0])
 
-    async def claim_messages(self, node_id: str, run: int) -> list[str]:
-        """Take every unclaimed message of a node into ``run``, oldest first."""
-        return await self._run(self._claim, node_id, run)
+    async def claim_messages(self, node_id: str, run: int, step: int = 0) -> list[str]:
+        """Take every unclaimed message of a node into ``run`` at ``step``, oldest first.
 
-    def _claim(self, node_id: str, run: int) -> list[str]:
+        Idempotent per ``(run, step)``: asked again, it returns what it claimed then.
+        """
+        return await self._run(self._claim, node_id, run, step)
+
+    def _claim(self, node_id: str, run: int, step: int) -> list[str]:
         with self.engine.begin() as conn:
-            return _claim(conn, node_id, run)
+            return _claim(conn, node_id, run, step)
+
+    async def recorded_steps(self, workflow_id: str) -> int:
+        """How many steps DBOS has recorded for a workflow (a plain read, not a step)."""
+        return await self._run(self._recorded_steps, workflow_id)
+
+    def _recorded_steps(self, workflow_id: str) -> int:
+        schema = "dbos." if self.engine.dialect.name == "postgresql" else ""
+        query = sa.text(f"SELECT count(*) FROM {schema}operation_outputs WHERE workflow_uuid = :id")
+        with self.engine.connect() as conn:
+            return int(conn.execute(query, {"id": workflow_id}).scalar() or 0)
 
     # -- runs and outcomes -------------------------------------------------
 
@@ -188,16 +201,28 @@ class Store:
         status: str,
         outcome: Mapping[str, Any] | None,
         continue_with_messages: bool,
+        step: int = 0,
+        record: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """Save a finished run: the conversation, the status and (maybe) the outcome.
 
         When ``continue_with_messages`` and messages arrived that the run never
         read, they are claimed and returned instead, and the node keeps running;
         otherwise ``[]`` and the node takes ``status`` (settling ``outcome``,
-        unless one is already settled — a settled outcome never changes).
+        unless one is already settled — a settled outcome never changes), and
+        ``record`` is kept in the node's ``extra["ended"]`` in the same transaction
+        (so the run's end step, if run again, can return what it decided).
         """
         return await self._run(
-            self._end_run, node_id, run, state, status, outcome, continue_with_messages
+            self._end_run,
+            node_id,
+            run,
+            state,
+            status,
+            outcome,
+            continue_with_messages,
+            step,
+            record,
         )
 
     def _end_run(
@@ -208,16 +233,23 @@ class Store:
         status: str,
         outcome: Mapping[str, Any] | None,
         continue_with_messages: bool,
+        step: int,
+        record: Mapping[str, Any] | None,
     ) -> list[str]:
         now = time.time()
         with self.engine.begin() as conn:
             values: dict[str, Any] = {"state": state, "updated_at": now}
             if continue_with_messages:
-                unread = _claim(conn, node_id, run)
+                unread = _claim(conn, node_id, run, step)
                 if unread:
                     conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
                     return unread
             values["status"] = status
+            if record is not None:
+                extra = conn.execute(
+                    sa.select(nodes.c.extra).where(nodes.c.node_id == node_id)
+                ).scalar()
+                values["extra"] = {**(extra or {}), "ended": dict(record)}
             if outcome is not None:
                 # The accepted result is spent once an outcome is settled (or kept).
                 values["pending_result"] = None
@@ -303,13 +335,22 @@ class Store:
             return [dict(r._mapping) for r in conn.execute(query)]
 
 
-def _claim(conn: sa.Connection, node_id: str, run: int) -> list[str]:
+def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:
+    before = conn.execute(
+        sa.select(messages.c.message_id, messages.c.body).where(
+            messages.c.node_id == node_id,
+            messages.c.claimed_run == run,
+            messages.c.claimed_step == step,
+        )
+    ).all()
+    if before:  # this step ran before (DBOS re-ran it after a crash): same answer
+        return [r.body for r in sorted(before, key=lambda r: r.message_id)]
     # One statement: concurrent claimers (PostgreSQL runs them side by side) each
     # take a message only while it is still unclaimed, so none is delivered twice.
     claimed = conn.execute(
         messages.update()
         .where(messages.c.node_id == node_id, messages.c.claimed_run.is_(None))
-        .values(claimed_run=run)
+        .values(claimed_run=run, claimed_step=step)
         .returning(messages.c.message_id, messages.c.body)
     ).all()
     return [r.body for r in sorted(claimed, key=lambda r: r.message_id)]

@@ -17,8 +17,16 @@ from dbos import DBOS
 from .._core import ProviderError
 from ..agents import BaseAgent
 from ..tools import LocalToolClient
-from ._durable import DurableProvider, DurableToolClient
-from ._engine import Active, Engine, Stop, current_engine, failure_outcome
+from ._durable import DurableProvider, DurableToolClient, Steps
+from ._engine import (
+    SETTLED,
+    Active,
+    Engine,
+    Stop,
+    current_engine,
+    failure_outcome,
+    run_workflow_id,
+)
 from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
 
 __all__ = ["node_run"]
@@ -49,18 +57,29 @@ class _Run:
         engine, node_id = self.engine, self.node_id
         plan = await DBOS.run_step_async({"name": "begin"}, self._begin)
         if plan is None:
-            return "missing"
+            return "skipped"
         await engine.events.prime(node_id)
-        active = engine.register(node_id, self.run, plan["model"])
+        # Steps DBOS recorded before a restart are replayed, not run: until the replay
+        # has caught up, a stop must wait, or the run's steps would no longer line up.
+        recorded = await engine.store.recorded_steps(run_workflow_id(node_id, self.run))
+        steps = Steps(recorded - 1)
+        current = await engine.store.node(node_id)  # the model as PATCHed since begin
+        model = current["model"] if current is not None else plan["model"]
+        active = engine.register(node_id, self.run, model, steps)
         try:
-            await engine.providers.prepare(plan["model"])
-            agent = self._agent(plan, active)
+            try:
+                await engine.providers.prepare(model)
+                agent: BaseAgent | None = self._agent(plan, active, steps)
+            except Exception as exc:  # a vanished cwd, a model without its API key ...
+                agent, failure = None, _failed(exc)
             prompt, nudges = plan["prompt"], 0
             while True:
-                stop = await self._converse(agent, prompt, active)
-                end = await DBOS.run_step_async(
-                    {"name": "end"}, self._end, agent.state(), _stop_dict(stop), nudges
-                )
+                if agent is None:
+                    stop, state = failure, plan["state"]
+                else:
+                    stop = await self._converse(agent, prompt, active, steps)
+                    state = agent.state()
+                end = await steps.run("end", self._end, state, _stop_dict(stop), nudges)
                 if not end.get("continue"):
                     break
                 prompt, nudges = end["prompt"], end.get("nudges", nudges)
@@ -78,9 +97,9 @@ class _Run:
     async def _begin(self) -> dict[str, Any] | None:
         engine = self.engine
         row = await engine.store.node(self.node_id)
-        if row is None:
-            return None
-        unread = await engine.store.claim_messages(self.node_id, self.run)
+        if row is None or row["status"] in SETTLED:
+            return None  # closed before its run got going
+        unread = await engine.store.claim_messages(self.node_id, self.run, _step_id())
         return {
             "model": row["model"],
             "state": row["state"],
@@ -91,7 +110,7 @@ class _Run:
             "prompt": "\n\n".join(unread) or "Continue.",
         }
 
-    def _agent(self, plan: dict[str, Any], active: Active) -> BaseAgent:
+    def _agent(self, plan: dict[str, Any], active: Active, steps: Steps) -> BaseAgent:
         engine, node_id = self.engine, self.node_id
         schema = plan["output_schema"]
 
@@ -109,9 +128,10 @@ class _Run:
             decline=decline,
         )
         client = DurableToolClient(
-            LocalToolClient(tools.tools), node_id=node_id, events=engine.events
+            LocalToolClient(tools.tools), node_id=node_id, events=engine.events, steps=steps
         )
         provider = DurableProvider(
+            steps=steps,
             node_id=node_id,
             model=lambda: active.model,
             providers=engine.providers,
@@ -126,8 +146,8 @@ class _Run:
             state=plan["state"],
         )
 
-    async def _converse(self, agent: BaseAgent, prompt: str, active: Active) -> Stop:
-        if active.stop is not None:
+    async def _converse(self, agent: BaseAgent, prompt: str, active: Active, steps: Steps) -> Stop:
+        if active.stop is not None and steps.caught_up.is_set():
             return active.stop
 
         async def talk() -> Stop:
@@ -135,9 +155,7 @@ class _Run:
                 async for turn in conversation:
                     if turn.done:
                         break
-                    unread = await DBOS.run_step_async(
-                        {"name": "inbox"}, self.engine.store.claim_messages, self.node_id, self.run
-                    )
+                    unread = await steps.run("inbox", self._inbox)
                     for body in unread:
                         await conversation.add(body)
                 result = conversation.result
@@ -167,10 +185,16 @@ class _Run:
         finally:
             active.task = None
 
+    async def _inbox(self) -> list[str]:
+        return await self.engine.store.claim_messages(self.node_id, self.run, _step_id())
+
     async def _end(self, state: Any, stop: dict[str, Any], nudges: int) -> dict[str, Any]:
-        engine, node_id = self.engine, self.node_id
+        engine, node_id, step = self.engine, self.node_id, _step_id()
         row = await engine.store.node(node_id)
         assert row is not None
+        record = (row["extra"] or {}).get("ended")
+        if record is not None and record.get("key") == [self.run, step]:
+            return dict(record["value"])  # DBOS ran this step again after a crash
         outcome: dict[str, Any] | None = None
         more = False
         already_settled = row["settled_at"] is not None
@@ -194,6 +218,8 @@ class _Run:
             status, outcome = "cancelled", failure_outcome(Stop(**stop))
         else:
             status, outcome = "failed", failure_outcome(Stop(**stop))
+        settled_now = outcome is not None and not already_settled
+        done = {"continue": False, "status": status, "settled": settled_now}
         async with engine.locked(node_id):
             unread = await engine.store.end_run(
                 node_id,
@@ -202,11 +228,27 @@ class _Run:
                 status=status,
                 outcome=outcome,
                 continue_with_messages=more,
+                step=step,
+                record={"key": [self.run, step], "value": done},
             )
         if unread:
             return {"continue": True, "prompt": "\n\n".join(unread), "nudges": 0}
-        settled_now = outcome is not None and not already_settled
-        return {"continue": False, "status": status, "settled": settled_now}
+        return done
+
+
+def _step_id() -> int:
+    """The DBOS step being run (a key that is the same when DBOS runs it again)."""
+    step = DBOS.step_id
+    return step if step is not None else 0
+
+
+def _failed(exc: Exception) -> Stop:
+    return Stop(
+        kind="failed",
+        reason="crashed",
+        message=f"the run could not start: {exc}",
+        error_type=type(exc).__name__,
+    )
 
 
 def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[str, Any]:

@@ -88,3 +88,29 @@ async def test_a_failing_turn_raises_and_marks_the_result() -> None:
                 pass
     assert run.result.stop_reason == "error"
     assert "model down" in (run.result.error or "")
+
+
+async def test_add_or_another_step_during_a_turn_is_refused() -> None:
+    import asyncio
+
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_turn(messages: object) -> object:
+        entered.set()
+        await release.wait()
+        return call("add", a=1, b=1)
+
+    agent = _agent(ScriptedProvider([slow_turn, "ok"]))
+    async with agent.iter("go") as run:
+        turn = asyncio.ensure_future(run.__anext__())
+        await entered.wait()  # the model is mid-turn
+        with pytest.raises(UserError, match="between turns"):
+            await run.add("sneaked in")
+        with pytest.raises(UserError, match="already in progress"):
+            await run.__anext__()
+        release.set()
+        await turn
+        async for _ in run:
+            pass
+    roles = [m.role for m in agent.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]

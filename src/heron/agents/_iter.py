@@ -20,9 +20,10 @@ class Turn:
     """One model turn of a run driven with :meth:`BaseAgent.iter`."""
 
     index: int
-    """The turn's number in the run, from 1."""
+    """The step's number in the run, from 1."""
     message: Message | None
-    """The assistant message the model produced (``None`` if the turn limit ended the run)."""
+    """The assistant message the model produced; ``None`` for the last step when the
+    turn limit ended the run without asking the model again."""
     tool_calls: tuple[ToolCallRecord, ...]
     """The tool calls the turn made, finished, in call order."""
     done: bool
@@ -43,6 +44,7 @@ class AgentRun:
         self._run: Run | None = None
         self._done = False
         self._turns = 0
+        self._stepping = False
 
     @property
     def result(self) -> RunResult[Any]:
@@ -89,14 +91,19 @@ class AgentRun:
         run = self._active()
         if self._done:
             raise StopAsyncIteration
+        if self._stepping:
+            raise UserError("a turn is already in progress: await it before starting another")
         result = run.result
         calls_before, turns_before = len(result.tool_calls), result.turns
+        self._stepping = True
         try:
             self._done = await run.step()
         except BaseException as exc:
             run.fail(exc)
             self._done = True
             raise
+        finally:
+            self._stepping = False
         self._turns += 1
         took_turn = result.turns > turns_before
         message = next((m for m in reversed(result.messages) if m.role == "assistant"), None)
@@ -112,6 +119,9 @@ class AgentRun:
         run = self._active()
         if self._done:
             raise UserError("the run is over; start another with agent.run() or agent.iter()")
+        if self._stepping:
+            # Mid-turn, the message would land between a tool call and its result.
+            raise UserError("add() between turns, not while one is in progress")
         if isinstance(message, str):
             message = Message.user(message)
         if not isinstance(message, Message) or message.role != "user":

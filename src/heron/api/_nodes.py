@@ -248,7 +248,7 @@ class MessageAccepted(WireModel):
     node_id: str
     """The node."""
     message_id: int
-    """The message's position in the node's inbox."""
+    """The message's id: increasing, unique across the daemon."""
     delivery: Literal["woke", "queued"]
     """``woke``: a dormant node started a run for it; ``queued``: read at the next turn."""
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+import os
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -27,10 +27,17 @@ from .. import api
 from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
-from ._durations import parse_duration
 from ._errors import ApiError, DaemonError
 from ._events import EventLog
 from ._providers import ProviderPool
+from ._rows import (
+    check_directory,
+    check_duration,
+    check_output_schema,
+    maybe_when,
+    to_node,
+    when,
+)
 from ._store import DuplicateNode, Row, Store
 
 __all__ = ["Engine", "Stop", "current_engine"]
@@ -225,7 +232,7 @@ class Engine:
             state="settled" if outcome is not None else "pending",
             outcome=outcome,  # type: ignore[arg-type]
             node_status=row["status"],
-            deadline_at=_when(row["deadline_at"]),
+            deadline_at=maybe_when(row["deadline_at"]),
         )
 
     async def status(self) -> api.SystemStatus:
@@ -233,9 +240,9 @@ class Engine:
         now = time.time()
         return api.SystemStatus(
             version=version,
-            started_at=_when(self.started_at),
+            started_at=when(self.started_at),
             uptime_seconds=round(now - self.started_at, 3),
-            pid=__import__("os").getpid(),
+            pid=os.getpid(),
             nodes=await self.store.counts_by_status(),
             database=f"{self.database} ({redact_url(self.config.db_url)})",
             listeners=self.listeners,
@@ -277,11 +284,11 @@ class Engine:
 
     def _new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
         now = time.time()
-        schema = _output_schema(request.output_schema)
-        cwd = _directory(request.pin_cwd or request.cwd)
+        schema = check_output_schema(request.output_schema)
+        cwd = check_directory(request.pin_cwd or request.cwd)
         if request.model is not None:
             self._check_model(request.model)
-        deadline = _duration(request.deadline)
+        deadline = check_duration(request.deadline)
         prompt = request.prompt if request.prompt and request.prompt.strip() else None
         row: Row = {
             "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
@@ -507,7 +514,7 @@ class Engine:
             if name in fields:
                 values[name] = getattr(patch, name)
         if "deadline" in fields:
-            seconds = _duration(patch.deadline)
+            seconds = check_duration(patch.deadline)
             values["deadline_at"] = time.time() + seconds if seconds is not None else None
             if row["status"] not in SETTLED:
                 self._disarm_deadline(node_id)
@@ -584,85 +591,6 @@ def _failure(stop: Stop) -> dict[str, Any]:
     return {"kind": "failure", "reason": stop.reason, "declined": None, "detail": detail}
 
 
-def _when(value: float | None) -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(value, UTC) if value is not None else None
-
-
-def _duration(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise ApiError(422, "invalid_deadline", str(exc)) from None
-
-
-def _directory(path: str | None) -> str | None:
-    import os
-
-    if path is None:
-        return None
-    if not os.path.isabs(path):
-        raise ApiError(422, "invalid_cwd", f"cwd must be an absolute path, not {path!r}")
-    if not os.path.isdir(path):
-        raise ApiError(422, "invalid_cwd", f"cwd {path!r} is not an existing directory")
-    return os.path.normpath(path)
-
-
-def _output_schema(value: str | dict[str, Any] | None) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise ApiError(
-                422, "invalid_output_schema", f"output_schema is not JSON: {exc}"
-            ) from None
-    if not isinstance(value, dict):
-        raise ApiError(422, "invalid_output_schema", "output_schema must be a JSON object")
-    try:
-        jsonschema.Draft202012Validator.check_schema(value)
-    except jsonschema.SchemaError as exc:
-        raise ApiError(
-            422, "invalid_output_schema", f"output_schema is not a valid JSON schema: {exc.message}"
-        ) from None
-    return value
-
-
 def failure_outcome(stop: Stop) -> dict[str, Any]:
     """The outcome a closed or failed run settles with."""
     return _failure(stop)
-
-
-def to_node(row: Row) -> api.Node:
-    """A row of ``heron_nodes`` as the wire's :class:`heron.api.Node`."""
-    return api.Node(
-        node_id=row["node_id"],
-        status=row["status"],
-        root=row["root"],
-        root_lifecycle=row["root_lifecycle"],
-        mode=row["mode"],
-        name=row["name"],
-        description=row["description"],
-        prompt=row["prompt"],
-        kind=row["kind"],
-        model=row["model"],
-        profile=row["profile"],
-        cwd=row["cwd"],
-        pin_cwd=row["pin_cwd"],
-        scopes=row["scopes"],
-        parent=row["parent"],
-        creator=row["creator"],
-        has_output_schema=row["output_schema"] is not None,
-        created_at=_when(row["created_at"]),
-        updated_at=_when(row["updated_at"]),
-        deadline_at=_when(row["deadline_at"]),
-        settled_at=_when(row["settled_at"]),
-        runs=row["runs"],
-        turns=row["turns"],
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
-    )

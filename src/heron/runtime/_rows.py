@@ -1,0 +1,108 @@
+"""Between the wire and the tables: checking create parameters, and rows as API nodes."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+import jsonschema
+
+from .. import api
+from ._durations import parse_duration
+from ._errors import ApiError
+from ._store import Row
+
+__all__ = [
+    "check_directory",
+    "check_duration",
+    "check_output_schema",
+    "maybe_when",
+    "to_node",
+    "when",
+]
+
+
+def when(value: float) -> datetime:
+    """A Unix time as an aware UTC datetime."""
+    return datetime.fromtimestamp(value, UTC)
+
+
+def maybe_when(value: float | None) -> datetime | None:
+    """:func:`when`, keeping ``None``."""
+    return when(value) if value is not None else None
+
+
+def check_duration(text: str | None) -> int | None:
+    """Seconds in a wire duration, or ``422 invalid_deadline``."""
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_deadline", str(exc)) from None
+
+
+def check_directory(path: str | None) -> str | None:
+    """An existing absolute directory, normalised, or ``422 invalid_cwd``."""
+    if path is None:
+        return None
+    if not os.path.isabs(path):
+        raise ApiError(422, "invalid_cwd", f"cwd must be an absolute path, not {path!r}")
+    if not os.path.isdir(path):
+        raise ApiError(422, "invalid_cwd", f"cwd {path!r} is not an existing directory")
+    return os.path.normpath(path)
+
+
+def check_output_schema(value: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    """A valid JSON schema (given as an object or JSON text), or ``422 invalid_output_schema``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ApiError(
+                422, "invalid_output_schema", f"output_schema is not JSON: {exc}"
+            ) from None
+    if not isinstance(value, dict):
+        raise ApiError(422, "invalid_output_schema", "output_schema must be a JSON object")
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        raise ApiError(
+            422, "invalid_output_schema", f"output_schema is not a valid JSON schema: {exc.message}"
+        ) from None
+    return value
+
+
+def to_node(row: Row) -> api.Node:
+    """A row of ``heron_nodes`` as the wire's :class:`heron.api.Node`."""
+    return api.Node(
+        node_id=row["node_id"],
+        status=row["status"],
+        root=row["root"],
+        root_lifecycle=row["root_lifecycle"],
+        mode=row["mode"],
+        name=row["name"],
+        description=row["description"],
+        prompt=row["prompt"],
+        kind=row["kind"],
+        model=row["model"],
+        profile=row["profile"],
+        cwd=row["cwd"],
+        pin_cwd=row["pin_cwd"],
+        scopes=row["scopes"],
+        parent=row["parent"],
+        creator=row["creator"],
+        has_output_schema=row["output_schema"] is not None,
+        created_at=when(row["created_at"]),
+        updated_at=when(row["updated_at"]),
+        deadline_at=maybe_when(row["deadline_at"]),
+        settled_at=maybe_when(row["settled_at"]),
+        runs=row["runs"],
+        turns=row["turns"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+    )

@@ -7,6 +7,7 @@ tools come with those resources. A node never sees a tool its scopes exclude.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -156,11 +157,19 @@ def node_tools(
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if "act" in allowed:
         shell = bash_tools(workspace)
-        made.tools += [*filesystem_tools(workspace), *shell]
+        made.tools += [*_files(workspace), *shell]
         made.closers.append(shell)
     if "ask" in allowed:
         made.tools.append(question_answer_tool())
     return made
+
+
+@functools.lru_cache(maxsize=256)
+def _files(workspace: Path) -> tuple[Tool, ...]:
+    """The file tools for a directory, made once: they hold no state but their edit
+    locks (which runs, and nodes, sharing the directory had better share), and making
+    them (schemas from signatures) is most of what setting up a run costs."""
+    return tuple(filesystem_tools(workspace))
 
 
 def schema_text(schema: dict[str, Any]) -> str:

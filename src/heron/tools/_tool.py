@@ -7,7 +7,9 @@ import contextlib
 import contextvars
 import copy
 import dataclasses
+import functools
 import inspect
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -96,12 +98,9 @@ class Tool:
                 f"tool name {self.name!r} is not usable: model APIs accept 1-64 letters, "
                 "digits, '_' and '-'"
             )
-        try:
-            jsonschema.Draft202012Validator.check_schema(self.input_schema)
-        except jsonschema.SchemaError as exc:
-            raise UserError(
-                f"tool {self.name!r} has an invalid input_schema: {exc.message}"
-            ) from exc
+        problem = _schema_problem(json.dumps(self.input_schema, sort_keys=True, default=repr))
+        if problem is not None:
+            raise UserError(f"tool {self.name!r} has an invalid input_schema: {problem}")
 
     @property
     def _validator(self) -> jsonschema.Draft202012Validator:
@@ -225,6 +224,21 @@ async def in_worker_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any)
 
     threading.Thread(target=work, name=f"heron-tool-{func.__name__}", daemon=True).start()
     return await future
+
+
+@functools.lru_cache(maxsize=2048)
+def _schema_problem(schema_json: str) -> str | None:
+    """Why a tool's input schema (as canonical JSON) is not a valid JSON schema, or None.
+
+    Checking a schema against the metaschema costs ~0.2 ms; toolsets are made
+    over and over with the same schemas (a daemon makes a node's tools for each
+    of its runs), so each distinct schema is checked once.
+    """
+    try:
+        jsonschema.Draft202012Validator.check_schema(json.loads(schema_json))
+    except jsonschema.SchemaError as exc:
+        return exc.message
+    return None
 
 
 def _is_positive_number(value: object) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from heron import ToolError, UserError
-from heron.tools import filesystem_tools
+from heron.tools import LocalToolClient, filesystem_tools
 from heron.tools._fs_paths import Workspace
 
 from .fs_helpers import Workbench
@@ -43,6 +43,55 @@ def test_six_tools_with_the_agreed_names(tmp_path: Path) -> None:
         "fs-glob",
         "fs-grep",
     ]
+
+
+class TestEquality:
+    def test_sets_for_one_root_and_limits_are_equal(self, tmp_path: Path) -> None:
+        (tmp_path / "alias").symlink_to(tmp_path, target_is_directory=True)
+        first = filesystem_tools(tmp_path)
+        for second in [filesystem_tools(tmp_path), filesystem_tools(tmp_path / "alias")]:
+            assert [a.same_definition(b) for a, b in zip(first, second, strict=True)] == [True] * 6
+        assert not first[0].same_definition(first[1])  # another tool of the set
+        (tmp_path / "sub").mkdir()
+        for other in [
+            filesystem_tools(tmp_path / "sub"),
+            filesystem_tools(tmp_path, max_read_chars=10),
+            filesystem_tools(tmp_path, grep_timeout=1),
+        ]:
+            assert not any(a.same_definition(b) for a, b in zip(first, other, strict=True))
+
+    async def test_equal_sets_share_their_file_locks(self, tmp_path: Path) -> None:
+        (tmp_path / "alias").symlink_to(tmp_path, target_is_directory=True)
+        path = tmp_path / "list.txt"
+        path.write_text("".join(f"item {n}: todo\n" for n in range(30)))
+        clients = [
+            LocalToolClient(filesystem_tools(root)) for root in (tmp_path, tmp_path / "alias")
+        ]
+        # An edit waits while another workspace of the root holds the file's lock.
+        with Workspace(tmp_path).locked(path.resolve()):
+            blocked = asyncio.ensure_future(
+                clients[0].call_tool(
+                    "fs-edit-file", {"path": "list.txt", "old_text": "item 0:", "new_text": "0:"}
+                )
+            )
+            done, _ = await asyncio.wait([blocked], timeout=0.2)
+            assert not done
+        assert not (await blocked).is_error
+        replies = await asyncio.gather(
+            *(
+                clients[n % 2].call_tool(
+                    "fs-edit-file",
+                    {
+                        "path": "list.txt",
+                        "old_text": f"item {n}: todo",
+                        "new_text": f"item {n}: done",
+                    },
+                )
+                for n in range(1, 30)
+            )
+        )
+        assert not any(r.is_error for r in replies)
+        assert path.read_text() == "0: todo\n" + "".join(f"item {n}: done\n" for n in range(1, 30))
 
 
 class TestConfinement:

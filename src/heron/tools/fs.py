@@ -27,7 +27,7 @@ from ._fs_search import Entry, glob_paths, grep_tree, walk
 from ._fs_search import compile_glob as _compile_glob
 from ._tool import FunctionTool, Tool
 
-__all__ = ["filesystem_tools"]
+__all__ = ["FileTool", "filesystem_tools"]
 
 _MAX_DEPTH = 10
 

@@ -124,10 +124,10 @@ class TestEachSkill:
 
     async def test_registers_its_tools_once(self, name: str, tmp_path: Path) -> None:
         skill = build(name, tmp_path)
-        # Its own tools passed directly as well: still one registration each.
-        agent = agent_with(skill, tools=list(skill.tools))
+        # Fresh file tools for the same root are the same tools as a skill's own.
+        agent = agent_with(skill, tools=filesystem_tools(tmp_path))
         offered = [t.name for t in await agent.visible_tools()]
-        assert sorted(offered) == sorted(SKILLS[name][1])
+        assert sorted(offered) == sorted(SKILLS[name][1] | FS)
 
 
 class TestSharing:
@@ -164,9 +164,28 @@ class TestSharing:
             assert python_backend(tmp_path, files=files, bash=bash).tools == (*files, *bash)
             assert research(browser=browser).tools == tuple(browser)
 
-    def test_two_skills_with_sets_of_their_own_clash_clearly(self, tmp_path: Path) -> None:
-        with pytest.raises(UserError, match=r"two different tools are named '(fs|bash)-"):
+    def test_two_skills_with_shells_of_their_own_clash_clearly(self, tmp_path: Path) -> None:
+        # Their file tools are equal; two sets of processes are not.
+        with pytest.raises(UserError, match=r"two different tools are named 'bash-"):
             agent_with(python_backend(tmp_path), code_verification(tmp_path))
+
+    async def test_skills_sharing_a_shell_bring_their_own_file_tools(self, tmp_path: Path) -> None:
+        async with bash_tools(tmp_path) as bash:
+            agent = agent_with(
+                python_backend(tmp_path, bash=bash), code_verification(str(tmp_path), bash=bash)
+            )
+            assert {t.name for t in await agent.visible_tools()} == FS | BASH
+
+    def test_file_tools_of_another_root_or_with_other_limits_are_refused(
+        self, tmp_path: Path
+    ) -> None:
+        other = tmp_path / "other"
+        other.mkdir()
+        with pytest.raises(UserError, match=r"file tools work in '.*other', not in the root"):
+            python_backend(tmp_path, files=filesystem_tools(other))
+        narrow = filesystem_tools(tmp_path, max_matches=5)
+        with pytest.raises(UserError, match=r"two different tools are named 'fs-"):
+            agent_with(python_backend(tmp_path, files=narrow), tools=filesystem_tools(tmp_path))
 
     def test_bash_tools_running_elsewhere_are_refused(self, tmp_path: Path) -> None:
         other = tmp_path / "other"
@@ -181,6 +200,8 @@ class TestSharing:
             react_frontend(tmp_path, bash=filesystem_tools(tmp_path))  # type: ignore[arg-type]
         with pytest.raises(UserError, match="browser_tools"):
             shopping(browser=todo_tools())  # type: ignore[arg-type]
+        with pytest.raises(UserError, match="browser_tools"):
+            web_end_to_end_test(browser=todo_tools())  # type: ignore[arg-type]
 
     def test_a_missing_root_is_a_clear_error(self, tmp_path: Path) -> None:
         with pytest.raises(UserError, match="missing"):

@@ -11,7 +11,7 @@ from heron.tools import LocalToolClient, ToolResult, filesystem_tools
 class Workbench:
     """A root directory, a directory beside it, and the tools confined to the root."""
 
-    def __init__(self, base: Path, **limits: int) -> None:
+    def __init__(self, base: Path, **limits: Any) -> None:
         self.root = base / "root"
         """The tools' root directory."""
         self.outside = base / "outside"

@@ -3,18 +3,44 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 import heron.tools
-from heron import SimpleAgent, Tool, UserError
+from heron import SimpleAgent, Skill, Tool, UserError
 from heron.mcp import InProcessConnection, MCPClient, MCPServer, MemoryStorage
 from heron.providers._local_prompt import relevant_tools
+from heron.skills import (
+    big_task,
+    code_verification,
+    node_backend,
+    planner,
+    present,
+    python_backend,
+    question_answer,
+    react_frontend,
+    research,
+    shopping,
+    web_end_to_end_test,
+)
 from heron.testing import ScriptedProvider, call
 from heron.tools import LocalToolClient, catalog
 from heron.tools.catalog import _collect, _Setup
+
+from .test_bash import alive
+
+FILES = ["fs-read-file", "fs-write-file", "fs-list-directory", "fs-edit-file", "fs-glob", "fs-grep"]
+BASH = ["bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list"]
+BROWSER = [
+    "browser-navigate",
+    "browser-read",
+    "browser-click",
+    "browser-type",
+    "browser-screenshot",
+]
 
 KEBAB = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 
@@ -75,7 +101,7 @@ def test_each_call_makes_fresh_file_tools(tmp_path: Path) -> None:
 
 def test_two_families_naming_one_tool_is_an_error(tmp_path: Path) -> None:
     setup = _Setup(root=tmp_path)
-    families = [lambda s: [heron.tools.get_current_time]] * 2
+    families = {name: lambda s: [heron.tools.get_current_time] for name in ("one", "two")}
     with pytest.raises(UserError, match="two built-in tools are named 'get-current-time'"):
         _collect(setup, families)
 
@@ -164,10 +190,64 @@ async def test_every_family_is_in_the_catalog_and_closing_it_stops_what_started(
         client = LocalToolClient(tools.values())
         started = await client.call_tool("bash-start", {"command": "sleep 30"})
         assert not started.is_error, started.text
-        running = await client.call_tool("bash-list", {})
-        assert "running" in running.text
+        pid = started.structured["pid"]
+        assert alive(pid)
         ran = await client.call_tool("bash-run", {"command": "pwd"})
         assert root in ran.text
     # The catalog was closed on leaving the block: the background process is gone.
-    after = await client.call_tool("bash-list", {})
-    assert "running" not in after.text
+    assert not alive(pid)
+
+
+def test_the_catalog_hands_out_its_own_sets_for_skills(real_root: Path) -> None:
+    tools = catalog(real_root)
+    assert tools.files == [tools[name] for name in FILES]
+    assert list(tools.bash) == [tools[name] for name in BASH]
+    assert tools.bash.cwd == real_root
+    assert list(tools.browser) == [tools[name] for name in BROWSER]
+    bare = _collect(_Setup(root=real_root), {"time": lambda s: [heron.tools.get_current_time]})
+    with pytest.raises(UserError, match="this catalog has no bash tools"):
+        _ = bare.bash
+
+
+PROJECT_SKILLS = [python_backend, node_backend, react_frontend, code_verification]
+
+
+@pytest.mark.parametrize("make", PROJECT_SKILLS)
+async def test_the_whole_catalog_and_a_project_skill_share_one_agent(
+    real_root: Path, make: Callable[..., Skill]
+) -> None:
+    async with catalog(real_root) as tools:
+        # Its own file tools (equal to the catalog's), the catalog's shell.
+        skill = make(real_root, bash=tools.bash)
+        provider = ScriptedProvider(
+            [
+                call("fs-write-file", path="note.txt", content="from the skill\n"),
+                call("bash-run", command="cat note.txt"),
+                "done",
+            ]
+        )
+        agent = SimpleAgent(provider=provider, tools=list(tools.values()), skills=[skill])
+        offered = [t.name for t in await agent.visible_tools()]
+        assert sorted(offered) == sorted(tools)
+        result = await agent.run("Write a note and show it.")
+    assert [c.is_error for c in result.tool_calls] == [False, False]
+    assert "from the skill" in result.tool_calls[1].result
+
+
+async def test_the_catalog_and_every_skill_share_one_agent(real_root: Path) -> None:
+    async with catalog(real_root) as tools:
+        shared = {"files": tools.files, "bash": tools.bash}
+        skills = [make(real_root, **shared) for make in PROJECT_SKILLS]
+        skills += [
+            research(browser=tools.browser),
+            shopping(browser=tools.browser),
+            web_end_to_end_test(browser=tools.browser),
+            present(real_root),
+            planner(),
+            big_task(),
+            question_answer(),
+        ]
+        agent = SimpleAgent(
+            provider=ScriptedProvider(["ok"]), tools=list(tools.values()), skills=skills
+        )
+        assert sorted(t.name for t in await agent.visible_tools()) == sorted(tools)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from heron import ToolError, UserError
-from heron.tools import filesystem_tools
+from heron.tools import LocalToolClient, filesystem_tools
 from heron.tools._fs_paths import Workspace
 
 from .fs_helpers import Workbench
@@ -43,6 +43,55 @@ def test_six_tools_with_the_agreed_names(tmp_path: Path) -> None:
         "fs-glob",
         "fs-grep",
     ]
+
+
+class TestEquality:
+    def test_sets_for_one_root_and_limits_are_equal(self, tmp_path: Path) -> None:
+        (tmp_path / "alias").symlink_to(tmp_path, target_is_directory=True)
+        first = filesystem_tools(tmp_path)
+        for second in [filesystem_tools(tmp_path), filesystem_tools(tmp_path / "alias")]:
+            assert [a.same_definition(b) for a, b in zip(first, second, strict=True)] == [True] * 6
+        assert not first[0].same_definition(first[1])  # another tool of the set
+        (tmp_path / "sub").mkdir()
+        for other in [
+            filesystem_tools(tmp_path / "sub"),
+            filesystem_tools(tmp_path, max_read_chars=10),
+            filesystem_tools(tmp_path, grep_timeout=1),
+        ]:
+            assert not any(a.same_definition(b) for a, b in zip(first, other, strict=True))
+
+    async def test_equal_sets_share_their_file_locks(self, tmp_path: Path) -> None:
+        (tmp_path / "alias").symlink_to(tmp_path, target_is_directory=True)
+        path = tmp_path / "list.txt"
+        path.write_text("".join(f"item {n}: todo\n" for n in range(30)))
+        clients = [
+            LocalToolClient(filesystem_tools(root)) for root in (tmp_path, tmp_path / "alias")
+        ]
+        # An edit waits while another workspace of the root holds the file's lock.
+        with Workspace(tmp_path).locked(path.resolve()):
+            blocked = asyncio.ensure_future(
+                clients[0].call_tool(
+                    "fs-edit-file", {"path": "list.txt", "old_text": "item 0:", "new_text": "0:"}
+                )
+            )
+            done, _ = await asyncio.wait([blocked], timeout=0.2)
+            assert not done
+        assert not (await blocked).is_error
+        replies = await asyncio.gather(
+            *(
+                clients[n % 2].call_tool(
+                    "fs-edit-file",
+                    {
+                        "path": "list.txt",
+                        "old_text": f"item {n}: todo",
+                        "new_text": f"item {n}: done",
+                    },
+                )
+                for n in range(1, 30)
+            )
+        )
+        assert not any(r.is_error for r in replies)
+        assert path.read_text() == "0: todo\n" + "".join(f"item {n}: done\n" for n in range(1, 30))
 
 
 class TestConfinement:
@@ -238,11 +287,32 @@ class TestRead:
         bench = Workbench(tmp_path, max_read_chars=50)
         bench.write("wide.txt", "w" * 500 + "\nshort\n")
         reply = await bench.ok("fs-read-file", path="wide.txt")
-        assert reply.startswith("w" * 50 + "\n[line 1 is longer than 50 characters and was cut")
-        assert "read on with start_line=2" in reply
+        assert reply == "w" * 50 + (
+            "\n[line 1 has 500 characters, more than one read of 50: characters 1-50 shown; "
+            "read on with start_line=1, skip_chars=50, or the next line with start_line=2]"
+        )
         assert await bench.ok("fs-read-file", path="wide.txt", start_line=2) == (
             "short\n[lines 2-2 of 2]"
         )
+
+    async def test_a_file_of_one_long_line_reads_to_its_end_in_parts(self, tmp_path: Path) -> None:
+        bench = Workbench(tmp_path, max_read_chars=100)
+        line = "".join(f"{n:04d}," for n in range(200))  # 1,000 characters, no newline
+        bench.write("minified.js", line)
+        pieces, skip = [], 0
+        for _ in range(20):
+            reply = await bench.ok("fs-read-file", path="minified.js", skip_chars=skip)
+            if "skip_chars=" not in reply:  # the last part, whole
+                pieces.append(reply.removesuffix("\n"))
+                break
+            body, _, marker = reply.rpartition("\n[")
+            assert "next line" not in marker  # there is none
+            pieces.append(body)
+            skip = int(marker.split("skip_chars=")[1].rstrip("]"))
+        assert "".join(pieces) == line
+        assert len(pieces) == 10
+        error = await bench.fail("fs-read-file", path="minified.js", skip_chars=1000)
+        assert error == "skip_chars 1000 is past the end of line 1 of minified.js (1000 characters)"
 
     async def test_binary_files_are_refused(self, bench: Workbench) -> None:
         bench.write("image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
@@ -368,6 +438,21 @@ class TestEdit:
         )
         assert "the same words are there with different spacing" in spaced
         assert path.read_text() == "def main():\n    return 1\n"
+
+    async def test_lines_given_without_carriage_returns_edit_a_crlf_file(
+        self, bench: Workbench
+    ) -> None:
+        path = bench.write("win.py", "def main():\r\n    return 1\r\n\r\nprint(main())\r\n")
+        reply = await bench.ok(
+            "fs-edit-file",
+            path="win.py",
+            old_text="def main():\n    return 1\n",
+            new_text="def main():\n    x = 2\n    return x\n",
+        )
+        assert reply == "edited win.py: replaced 1 occurrence at line 1"
+        assert path.read_bytes() == (
+            b"def main():\r\n    x = 2\r\n    return x\r\n\r\nprint(main())\r\n"
+        )
 
     async def test_ambiguous_text_fails_with_the_count_and_lines(self, bench: Workbench) -> None:
         path = bench.write("x.txt", "a = 1\nb = 2\na = 1\n\na = 1\n")

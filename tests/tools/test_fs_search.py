@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+
+from heron import UserError
+from heron.tools import filesystem_tools
+from heron.tools._fs_search import compile_glob
 
 from .fs_helpers import Workbench
 
@@ -94,6 +99,7 @@ class TestGlob:
             ("**/.env", ["src/.env"]),
             ("node_modules/**/*.js", ["node_modules/lib/index.js"]),
             ("./README.md", ["README.md"]),
+            ("src/**/**/**/**/**/**/**/**/**/**/*.py", ["src/app/main.py"]),
         ],
     )
     async def test_patterns(self, bench: Workbench, pattern: str, expected: list[str]) -> None:
@@ -115,6 +121,23 @@ class TestGlob:
         assert "empty" in await bench.fail("fs-glob", pattern="  ")
         through = await bench.fail("fs-glob", pattern="door/*")
         assert through == "path 'door' leads outside the root directory through a symbolic link"
+
+    def test_repeated_double_stars_cost_what_one_does(self) -> None:
+        # Each unmerged ** would multiply the ways a long path can match.
+        assert compile_glob("a/**/**/**/**/**/**/**/**/b/*.py").pattern == (
+            compile_glob("a/**/b/*.py").pattern
+        )
+        assert compile_glob("**/**").pattern == compile_glob("**").pattern
+
+    async def test_a_linked_folder_named_in_the_pattern_is_followed(self, bench: Workbench) -> None:
+        (bench.root / "inlink").symlink_to(bench.root / "src" / "app", target_is_directory=True)
+        assert (await bench.ok("fs-glob", pattern="inlink/*.py")).splitlines() == ["inlink/main.py"]
+        assert (await bench.ok("fs-glob", pattern="inlink/**/view.*")).splitlines() == [
+            "inlink/view.ts",
+            "inlink/view.tsx",
+        ]
+        # Found names read back as they are shown.
+        assert "def main" in await bench.ok("fs-read-file", path="inlink/main.py")
 
     async def test_results_stop_at_the_limit(self, tmp_path: Path) -> None:
         bench = Workbench(tmp_path, max_entries=2)
@@ -193,10 +216,56 @@ class TestGrep:
             "[stopped at 3 matches: narrow the pattern, path or glob to see the rest]",
         ]
 
-    async def test_long_lines_are_cut(self, bench: Workbench) -> None:
-        bench.write("wide.txt", "needle" + "x" * 1000 + "\n")
-        reply = await bench.ok("fs-grep", pattern="needle", path="wide.txt")
-        assert reply == "wide.txt:1:needle" + "x" * 394 + " [line cut]"
+    async def test_long_lines_are_cut_around_the_match(self, bench: Workbench) -> None:
+        bench.write("wide.txt", "needle" + "x" * 1000 + "\n" + "y" * 5000 + "pin" + "z" * 5000)
+        reply = await bench.ok("fs-grep", pattern="needle|pin", path="wide.txt")
+        first, second = reply.splitlines()
+        assert first == "wide.txt:1:needle" + "x" * 394 + (
+            " [line cut: characters 1-400 of 1006 shown; "
+            "fs-read-file with skip_chars reads the rest]"
+        )
+        assert second == "wide.txt:2:" + "y" * 100 + "pin" + "z" * 297 + (
+            " [line cut: characters 4901-5300 of 10003 shown; "
+            "fs-read-file with skip_chars reads the rest]"
+        )
+
+    async def test_a_pattern_that_backtracks_forever_is_stopped(self, tmp_path: Path) -> None:
+        bench = Workbench(tmp_path, grep_timeout=0.5)
+        bench.write("a.txt", "a" * 40 + "\n")
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        try:
+            error = await asyncio.wait_for(bench.fail("fs-grep", pattern="(a|aa)+b"), 30)
+        finally:
+            ticker.cancel()
+        assert error.startswith(
+            "pattern '(a|aa)+b' took more than 0.5 s to match (in a.txt) and was stopped"
+        )
+        assert "set literal" in error
+        assert ticks >= 5  # the process went on meanwhile: matching let go of the GIL
+
+    async def test_matches_found_before_the_time_ran_out_are_kept(self, tmp_path: Path) -> None:
+        bench = Workbench(tmp_path, grep_timeout=0.5)
+        bench.write("a.txt", "hit\n")
+        bench.write("b.txt", "a" * 40 + "\n")
+        reply = await bench.ok("fs-grep", pattern="hit|(a|aa)+b")
+        assert reply.splitlines() == [
+            "a.txt:1:hit",
+            "[stopped after 0.5 s while searching b.txt: the pattern is slow to match; "
+            "simplify it or narrow the path or glob]",
+        ]
+
+    def test_the_time_limit_must_be_positive(self, tmp_path: Path) -> None:
+        for bad in [0, -1.0, float("nan"), True, "5"]:
+            with pytest.raises(UserError, match="grep_timeout must be a positive number"):
+                filesystem_tools(tmp_path, grep_timeout=bad)  # type: ignore[arg-type]
 
     async def test_errors(self, bench: Workbench) -> None:
         invalid = await bench.fail("fs-grep", pattern="(unclosed")

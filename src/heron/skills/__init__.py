@@ -1,24 +1,28 @@
 """Ready-made skills: instructions for common jobs, bundled with the tools they need.
 
 Each is a factory returning a fresh :class:`~heron.Skill` with new tools; the
-ones that work on a project take its root directory, which confines their file
-and shell tools::
+ones that work on a project take its root directory: their file tools cannot
+leave it and their shell commands start there (commands are not sandboxed)::
 
     from heron.skills import big_task, planner, python_backend
 
     agent = SimpleAgent(provider=provider, skills=[planner(), python_backend("./service")])
 
-An agent registers each tool name once, and two sets of file, bash or browser
-tools are never the same tools (they hold a root, processes, a browser). To
-give an agent several skills that use them, make the sets once and pass them
-to each skill (``files=``, ``bash=``, ``browser=``)::
+An agent registers each tool name once. File tools for one root are equal,
+wherever they were made; bash and browser tools hold processes or a browser,
+so two sets of them are never the same tools. To give an agent several skills
+that use them, make the sets once and pass them to each skill (``bash=``,
+``browser=``; ``files=`` too, if you like)::
 
     async with bash_tools("app") as bash:
-        files = filesystem_tools("app")
-        skills = [
-            python_backend("app", files=files, bash=bash),
-            code_verification("app", files=files, bash=bash),
-        ]
+        skills = [python_backend("app", bash=bash), code_verification("app", bash=bash)]
+
+A :func:`~heron.tools.catalog` has its sets ready as ``.files``, ``.bash`` and
+``.browser``::
+
+    async with catalog("app") as tools:
+        skill = python_backend("app", files=tools.files, bash=tools.bash)
+        agent = SimpleAgent(provider=provider, tools=list(tools.values()), skills=[skill])
 """
 
 from .backend_security import backend_security

@@ -1,9 +1,11 @@
 """The tool sets catalog skills bundle: a project's files and shell, or a browser.
 
-Two calls of a tool factory make two different sets of tools: bash and browser
-tools hold state (processes, a running Chromium), and file tools are bound to
-their root. An agent registers each tool name once, so skills meant to work
-together take the sets to share as arguments.
+File tools made for the same root are equal, so skills that each make their
+own share an agent. Bash and browser tools hold state (processes, a running
+Chromium): two calls of their factory make two different sets, and an agent
+registers each tool name once, so skills meant to work together take the sets
+to share as arguments (``bash=``, ``browser=``; a :class:`~heron.tools.Catalog`
+offers its own as ``.bash`` and ``.browser``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from .._core import UserError
 from ..tools import Skill, Tool
 from ..tools.bash import BashTools, bash_tools
 from ..tools.browser import BrowserTools, browser_tools
-from ..tools.fs import filesystem_tools
+from ..tools.fs import FileTool, filesystem_tools
 
 __all__ = ["browsing_skill", "project_skill"]
 
@@ -55,12 +57,17 @@ def _project_tools(
         files = filesystem_tools(root)
     elif isinstance(files, Tool) or {getattr(t, "name", None) for t in files} != _FILE_TOOLS:
         raise UserError("files must be the tools filesystem_tools(root) returned")
+    # The instructions promise paths relative to, and commands starting in, the root.
+    wanted = Path(root).expanduser().resolve()
+    for given in files:
+        if isinstance(given, FileTool) and given.setup[0] != wanted:
+            raise UserError(
+                f"the file tools work in {str(given.setup[0])!r}, not in the root {str(wanted)!r}"
+            )
     if bash is None:
         return [*files, *bash_tools(root)]
     if not isinstance(bash, BashTools):
         raise UserError(f"bash must be the result of bash_tools(), not {type(bash).__name__}")
-    # The instructions promise commands start in the project root.
-    wanted = Path(root).expanduser().resolve()
     if bash.cwd != wanted:
         raise UserError(f"the bash tools run in {str(bash.cwd)!r}, not in the root {str(wanted)!r}")
     return [*files, *bash]

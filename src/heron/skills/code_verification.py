@@ -45,7 +45,7 @@ def code_verification(
     files: Sequence[Tool] | None = None,
     bash: BashTools | None = None,
 ) -> Skill:
-    """The ``code-verification`` skill, with file and bash tools confined to ``root``.
+    """The ``code-verification`` skill: file tools confined to ``root``, bash tools starting there.
 
     ``root``, ``files`` and ``bash`` work as for :func:`~heron.skills.python_backend`.
     """

@@ -45,7 +45,7 @@ def node_backend(
     files: Sequence[Tool] | None = None,
     bash: BashTools | None = None,
 ) -> Skill:
-    """The ``node-backend`` skill, with file and bash tools confined to ``root``.
+    """The ``node-backend`` skill: file tools confined to ``root``, bash tools starting there.
 
     ``root``, ``files`` and ``bash`` work as for :func:`~heron.skills.python_backend`.
     """

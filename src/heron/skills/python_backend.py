@@ -46,14 +46,16 @@ def python_backend(
     files: Sequence[Tool] | None = None,
     bash: BashTools | None = None,
 ) -> Skill:
-    """The ``python-backend`` skill, with file and bash tools confined to ``root``.
+    """The ``python-backend`` skill: file tools confined to ``root``, bash tools starting there.
 
     Args:
-        root: The project directory; the file tools cannot leave it.
-        files: The file tools to bundle (``filesystem_tools(root)``); new ones if omitted.
-        bash: The bash tools to bundle (``bash_tools(root)``: commands start in
-            ``root``); new ones, with their own processes, if omitted.
+        root: The project directory; file paths cannot leave it.
+        files: The file tools to bundle (``filesystem_tools(root)``, or a catalog's
+            ``.files``); equal new ones if omitted.
+        bash: The bash tools to bundle (``bash_tools(root)``, or a catalog's ``.bash``:
+            commands start in ``root``); new ones, with their own processes, if omitted.
 
-    To share one set of each with other skills of the agent, see :mod:`heron.skills`.
+    Shell commands are not sandboxed: they can reach whatever this process can.
+    To share one set of bash tools with other skills of the agent, see :mod:`heron.skills`.
     """
     return project_skill("python-backend", _DESCRIPTION, _INSTRUCTIONS, root, files, bash)

@@ -46,7 +46,7 @@ def react_frontend(
     files: Sequence[Tool] | None = None,
     bash: BashTools | None = None,
 ) -> Skill:
-    """The ``react-frontend`` skill, with file and bash tools confined to ``root``.
+    """The ``react-frontend`` skill: file tools confined to ``root``, bash tools starting there.
 
     ``root``, ``files`` and ``bash`` work as for :func:`~heron.skills.python_backend`.
     """

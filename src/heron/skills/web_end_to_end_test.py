@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from ..tools import Skill
-from ..tools.browser import BrowserTools, browser_tools
+from ..tools.browser import BrowserTools
+from ._tools import browsing_skill
 
 __all__ = ["web_end_to_end_test"]
+
+_DESCRIPTION = (
+    "Use when a web app's behaviour must be checked the way a user experiences it: "
+    "filling forms, clicking through pages and verifying what the browser shows, "
+    "including console errors."
+)
 
 _INSTRUCTIONS = """\
 Test the app through its real user interface in the browser, never by reading its code alone.
@@ -38,16 +45,7 @@ def web_end_to_end_test(*, browser: BrowserTools | None = None) -> Skill:
 
     Args:
         browser: The browser tools to bundle; a new set (its own browser) if omitted.
-            Pass yours to share one browser or to close it with ``aclose()``.
+            Pass yours (``browser_tools()``, or a catalog's ``.browser``) to share one
+            browser with other skills or to close it with ``aclose()``.
     """
-    tools = browser if browser is not None else browser_tools()
-    return Skill(
-        name="web-end-to-end-test",
-        description=(
-            "Use when a web app's behaviour must be checked the way a user experiences it: "
-            "filling forms, clicking through pages and verifying what the browser shows, "
-            "including console errors."
-        ),
-        instructions=_INSTRUCTIONS,
-        tools=list(tools),
-    )
+    return browsing_skill("web-end-to-end-test", _DESCRIPTION, _INSTRUCTIONS, browser)

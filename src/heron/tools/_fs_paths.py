@@ -19,6 +19,7 @@ import os
 import secrets
 import stat
 import threading
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -62,8 +63,6 @@ class Workspace:
         self.root = resolved
         """The root directory, resolved once when the tools were made."""
         self._prefix = str(resolved).rstrip("/") + "/"
-        self._locks: dict[Path, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
 
     def resolve(self, path: str) -> Path:
         """The real location of ``path`` (relative to the root, or absolute inside it).
@@ -101,9 +100,16 @@ class Workspace:
 
     @contextlib.contextmanager
     def locked(self, path: Path) -> Iterator[None]:
-        """Hold the lock of ``path``: parallel edits of one file must not lose an update."""
-        with self._locks_guard:
-            lock = self._locks.setdefault(path, threading.Lock())
+        """Hold the lock of ``path``: parallel edits of one file must not lose an update.
+
+        The locks are shared by every workspace of the process, keyed by the
+        file's real path, so two equal sets of file tools (which an agent may
+        register interchangeably) never edit one file at once either.
+        """
+        with _LOCKS_GUARD:
+            lock = _LOCKS.get(path)
+            if lock is None:
+                lock = _LOCKS[path] = threading.Lock()
         with lock:
             yield
 
@@ -207,6 +213,10 @@ class Workspace:
         finally:
             os.close(fd)
 
+
+# A lock lives while someone holds or waits for it, then leaves the table by itself.
+_LOCKS: weakref.WeakValueDictionary[Path, threading.Lock] = weakref.WeakValueDictionary()
+_LOCKS_GUARD = threading.Lock()
 
 # Where Linux names each open descriptor's file; elsewhere the check is skipped.
 _PROC_FD = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else ""

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import regex
 
 from .._core import ToolError
 from ._fs_paths import SNIFF_BYTES, Workspace, is_binary
@@ -70,12 +73,16 @@ def walk(
     *,
     max_depth: int | None = None,
     enter: frozenset[str] = frozenset(),
+    shown: str | None = None,
 ) -> Iterator[Entry]:
     """Every entry below ``start``, depth first, each folder's names sorted.
 
     Folders named in :data:`NOT_ENTERED` are entered only if listed in ``enter``.
+    Paths are relative to the root, or to ``shown``, the name ``start`` was
+    reached by (a symbolic link to it, say).
     """
-    shown = workspace.show(start)
+    if shown is None:
+        shown = workspace.show(start)
     yield from _walk(
         workspace, str(start), "" if shown == "." else shown + "/", 1, max_depth, enter
     )
@@ -156,7 +163,12 @@ def _components(pattern: str) -> list[str]:
         raise ToolError("the glob pattern is empty")
     if text.startswith("/"):
         raise ToolError(f"glob pattern {pattern!r} must be relative to the root directory")
-    parts = [p for p in text.split("/") if p not in ("", ".")]
+    parts: list[str] = []
+    for part in text.split("/"):
+        # "**/**" means what "**" does, but each one more would multiply the
+        # ways a path can match: merged, a pattern's cost stays linear.
+        if part not in ("", ".") and not (part == "**" and parts[-1:] == ["**"]):
+            parts.append(part)
     if ".." in parts:
         raise ToolError(f"glob pattern {pattern!r} may not contain '..'")
     if not parts:
@@ -197,19 +209,23 @@ def _translate(text: str) -> str:
 def glob_paths(workspace: Workspace, pattern: str) -> Iterator[Entry]:
     """Entries whose root-relative path matches ``pattern``, in walk order."""
     parts = _components(pattern)
-    regex = compile_glob(pattern)
+    matcher = compile_glob(pattern)
     literal: list[str] = []
     for part in parts[:-1]:
         if _MAGIC.search(part):
             break
         literal.append(part)
-    start = workspace.resolve("/".join(literal) or ".")
+    # The literal folders are followed even through a symbolic link (inside
+    # the root, as resolve() checks), and results keep the names given.
+    given = "/".join(literal) or "."
+    start = workspace.resolve(given)
     if not start.is_dir():
         return
     rest = parts[len(literal) :]
     max_depth = None if "**" in rest else len(rest)
-    for entry in walk(workspace, start, max_depth=max_depth, enter=frozenset(parts)):
-        if regex.fullmatch(entry.relative):
+    entries = walk(workspace, start, max_depth=max_depth, enter=frozenset(parts), shown=given)
+    for entry in entries:
+        if matcher.fullmatch(entry.relative):
             yield entry
 
 
@@ -217,6 +233,7 @@ def glob_paths(workspace: Workspace, pattern: str) -> Iterator[Entry]:
 
 _GREP_FILE_LIMIT = 10 * 1024 * 1024
 _LINE_LIMIT = 400
+_BEFORE_MATCH = 100  # characters shown before a match in a line cut to _LINE_LIMIT
 
 
 @dataclass(kw_only=True, slots=True)
@@ -233,17 +250,25 @@ class GrepOutcome:
     """Files skipped for their size."""
     files: int = 0
     """Text files searched."""
+    timed_out: str | None = None
+    """The file being searched when the time for matching ran out, if it did."""
 
 
 def grep_tree(
     workspace: Workspace,
     start: Path,
-    regex: re.Pattern[str],
+    pattern: regex.Pattern[str],
     *,
     only: re.Pattern[str] | None,
     limit: int,
+    timeout: float,
 ) -> GrepOutcome:
-    """Search the file ``start``, or every file below the folder ``start``."""
+    """Search the file ``start``, or every file below the folder ``start``.
+
+    Matching gets ``timeout`` seconds in all. The ``regex`` engine checks
+    the time while it backtracks and lets go of the GIL, so a pattern that
+    would never finish stops there without freezing the process.
+    """
     paths: Iterator[tuple[str, str]]
     if start.is_dir():
         # Linked files are left out, as grep -r does: their targets inside
@@ -255,35 +280,54 @@ def grep_tree(
     else:
         raise ToolError(f"{workspace.show(start)!r} is not a regular file or a folder")
     outcome = GrepOutcome(lines=[], binary=[], large=[])
-    whole = _whole_text_search(regex)
+    search = _Search(pattern, time.monotonic() + timeout)
     for path, relative in paths:
         if only is not None and not only.fullmatch(relative):
             continue
-        if _search_file(workspace, path, relative, regex, whole, outcome, limit):
-            outcome.truncated = True
+        try:
+            if _search_file(workspace, path, relative, search, outcome, limit):
+                outcome.truncated = True
+                break
+        except TimeoutError:
+            outcome.timed_out = relative
             break
     return outcome
 
 
-def _whole_text_search(regex: re.Pattern[str]) -> re.Pattern[str] | None:
-    """A pattern finding in a whole file every match ``regex`` finds in one of its lines.
+class _Search:
+    """A pattern, its whole-text form, and the moment matching must stop."""
+
+    def __init__(self, pattern: regex.Pattern[str], deadline: float) -> None:
+        self.pattern = pattern
+        self.whole = _whole_text_search(pattern)
+        self.deadline = deadline
+
+    def left(self) -> float:
+        """Seconds of matching left; :class:`TimeoutError` when none are."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("grep ran out of time")
+        return left
+
+
+def _whole_text_search(pattern: regex.Pattern[str]) -> regex.Pattern[str] | None:
+    """A pattern finding in a whole file every match ``pattern`` finds in one of its lines.
 
     Most files hold no match: one search of the whole text rules them out
     far faster than a search of each line. ``^``/``$`` become line anchors; a
     pattern whose meaning depends on what lies beyond the line (``\\A``,
     ``\\Z``, lookarounds) is searched line by line only.
     """
-    if re.search(r"\\[AZ]|\(\?<?[=!]", regex.pattern):
+    if re.search(r"\\[AZ]|\(\?<?[=!]", pattern.pattern):
         return None
-    return re.compile(regex.pattern, regex.flags | re.MULTILINE)
+    return regex.compile(pattern.pattern, pattern.flags | regex.MULTILINE)
 
 
 def _search_file(
     workspace: Workspace,
     path: str,
     relative: str,
-    regex: re.Pattern[str],
-    whole: re.Pattern[str] | None,
+    search: _Search,
     outcome: GrepOutcome,
     limit: int,
 ) -> bool:
@@ -301,15 +345,27 @@ def _search_file(
         return False
     outcome.files += 1
     text = data.decode("utf-8", errors="replace")
-    if whole is not None and not whole.search(text):
+    whole = search.whole
+    if whole is not None and not whole.search(text, concurrent=True, timeout=search.left()):
         return False
     # Lines end at "\n" only, as for grep and for the whole-text search's "$".
     for number, line in enumerate(text.split("\n"), 1):
-        if regex.search(line):
+        found = search.pattern.search(line, concurrent=True, timeout=search.left())
+        if found is not None:
             if len(outcome.lines) == limit:
                 return True
-            line = line.removesuffix("\r")
-            if len(line) > _LINE_LIMIT:
-                line = line[:_LINE_LIMIT] + " [line cut]"
-            outcome.lines.append(f"{relative}:{number}:{line}")
+            outcome.lines.append(f"{relative}:{number}:{_excerpt(line, found.start())}")
     return False
+
+
+def _excerpt(line: str, at: int) -> str:
+    """``line`` as grep shows it: a long one cut to the part around its match at ``at``."""
+    line = line.removesuffix("\r")
+    if len(line) <= _LINE_LIMIT:
+        return line
+    begin = max(0, min(at - _BEFORE_MATCH, len(line) - _LINE_LIMIT))
+    part = line[begin : begin + _LINE_LIMIT]
+    return (
+        f"{part} [line cut: characters {begin + 1}-{begin + len(part)} of {len(line)} "
+        f"shown; fs-read-file with skip_chars reads the rest]"
+    )

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
+import regex
 from pydantic import Field
 
 from .._core import ToolError, UserError
 from ._fs_paths import SNIFF_BYTES, Workspace, is_binary
 from ._fs_search import Entry, glob_paths, grep_tree, walk
 from ._fs_search import compile_glob as _compile_glob
-from ._tool import Tool, tool
+from ._tool import FunctionTool, Tool
 
-__all__ = ["filesystem_tools"]
+__all__ = ["FileTool", "filesystem_tools"]
 
 _MAX_DEPTH = 10
 
@@ -35,6 +38,7 @@ def filesystem_tools(
     max_read_chars: int = 50_000,
     max_entries: int = 500,
     max_matches: int = 200,
+    grep_timeout: float = 10.0,
 ) -> list[Tool]:
     """The six filesystem tools, confined to ``root``.
 
@@ -45,6 +49,12 @@ def filesystem_tools(
     result from flooding the model's context: ``max_read_chars`` per read,
     ``max_entries`` per listing or glob, ``max_matches`` per grep; each
     result says when it hit its limit and how to see the rest.
+    ``grep_timeout`` bounds the seconds one ``fs-grep`` spends matching, so
+    a pattern that backtracks without end fails instead of hanging.
+
+    Two calls with the same (resolved) root and limits make equal tools
+    (:meth:`~heron.Tool.same_definition`): skills that each bring their own
+    set can share one agent, and equal sets share their file locks.
     """
     for name, value in [
         ("max_read_chars", max_read_chars),
@@ -53,32 +63,47 @@ def filesystem_tools(
     ]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UserError(f"{name} must be a positive integer, not {value!r}")
+    if (
+        isinstance(grep_timeout, bool)
+        or not isinstance(grep_timeout, int | float)
+        or not grep_timeout > 0
+    ):
+        raise UserError(f"grep_timeout must be a positive number of seconds, not {grep_timeout!r}")
     workspace = Workspace(root)
+    setup = (workspace.root, max_read_chars, max_entries, max_matches, float(grep_timeout))
 
-    @tool(name="fs-read-file")
+    def tool(name: str) -> Callable[[Callable[..., str]], FileTool]:
+        return lambda func: FileTool(func, name=name, setup=setup)
+
+    @tool("fs-read-file")
     def read_file(
         path: str,
         start_line: Annotated[int, Field(ge=1)] = 1,
         end_line: Annotated[int | None, Field(ge=1)] = None,
+        skip_chars: Annotated[int, Field(ge=0)] = 0,
     ) -> str:
         """Read a text file (source code, notes, config) and return its content.
 
         Long files come back in parts: a note at the end says which lines were
-        shown and the start_line to read on from.
+        shown and where to read on from (a line too long for one read is read
+        in parts with skip_chars).
 
         Args:
             path: The file, relative to the root directory.
             start_line: First line to return, counting from 1.
             end_line: Last line to return (inclusive); the end of the file by default.
+            skip_chars: Characters of start_line to leave out, to read on in a line
+                longer than one read.
         """
         real = workspace.resolve(path)
         shown = workspace.show(real)
         if end_line is not None and end_line < start_line:
             raise ToolError(f"end_line {end_line} is before start_line {start_line}")
+        window = _Window(start_line, end_line, skip_chars, max_read_chars)
         with workspace.open_file(real, shown) as handle:
-            return _read_lines(handle, shown, start_line, end_line, max_read_chars)
+            return _read_lines(handle, shown, window)
 
-    @tool(name="fs-write-file")
+    @tool("fs-write-file")
     def write_file(path: str, content: str) -> str:
         """Write (save) text to a file, creating it and its folders or replacing it whole.
 
@@ -95,7 +120,7 @@ def filesystem_tools(
             existed = workspace.write_bytes(real, shown, data)
         return f"{'replaced' if existed else 'created'} {shown} ({_bytes(len(data))})"
 
-    @tool(name="fs-list-directory")
+    @tool("fs-list-directory")
     def list_directory(
         path: str = ".",
         depth: Annotated[int, Field(ge=1, le=_MAX_DEPTH)] = 1,
@@ -124,7 +149,7 @@ def filesystem_tools(
             lines.append(_describe(entry, workspace, depth))
         return "\n".join(lines) if lines else f"[{shown} is an empty folder]"
 
-    @tool(name="fs-edit-file")
+    @tool("fs-edit-file")
     def edit_file(
         path: str,
         old_text: Annotated[str, Field(min_length=1)],
@@ -149,6 +174,7 @@ def filesystem_tools(
             raise ToolError("old_text and new_text are the same: nothing would change")
         with workspace.locked(real):
             text = workspace.read_text(real, shown)
+            old_text, new_text = _line_endings(text, old_text, new_text)
             starts = _occurrences(text, old_text)
             if not starts:
                 raise ToolError(_absent(text, old_text, shown))
@@ -165,7 +191,7 @@ def filesystem_tools(
             return f"edited {shown}: replaced 1 occurrence at line {where}"
         return f"edited {shown}: replaced {len(starts)} occurrences at lines {where}"
 
-    @tool(name="fs-glob")
+    @tool("fs-glob")
     def glob_files(pattern: str) -> str:
         """Find files and folders by name: paths matching a glob pattern such as **/*.py.
 
@@ -186,7 +212,7 @@ def filesystem_tools(
             matches.append(entry.relative + ("/" if entry.kind == "directory" else ""))
         return "\n".join(matches) if matches else f"[no paths match {pattern!r}]"
 
-    @tool(name="fs-grep")
+    @tool("fs-grep")
     def grep(
         pattern: Annotated[str, Field(min_length=1)],
         path: str = ".",
@@ -207,10 +233,10 @@ def filesystem_tools(
             literal: Treat pattern as plain text rather than a regular expression.
             ignore_case: Match letters regardless of case.
         """
-        flags = re.IGNORECASE if ignore_case else 0
+        flags = regex.IGNORECASE if ignore_case else 0
         try:
-            regex = re.compile(re.escape(pattern) if literal else pattern, flags)
-        except re.error as exc:
+            compiled = regex.compile(regex.escape(pattern) if literal else pattern, flags)
+        except regex.error as exc:
             raise ToolError(
                 f"pattern {pattern!r} is not a valid regular expression ({exc}); "
                 "set literal to search for the text as it is"
@@ -222,8 +248,22 @@ def filesystem_tools(
         shown = workspace.show(real)
         if not real.exists():
             raise ToolError(f"no such file or folder: {shown!r}")
-        found = grep_tree(workspace, real, regex, only=only, limit=max_matches)
+        found = grep_tree(
+            workspace, real, compiled, only=only, limit=max_matches, timeout=grep_timeout
+        )
+        if found.timed_out is not None and not found.lines:
+            raise ToolError(
+                f"pattern {pattern!r} took more than {grep_timeout:g} s to match "
+                f"(in {found.timed_out}) and was stopped: it backtracks too much. "
+                "Simplify it (avoid nested repeats such as (a+)+ or (a|aa)+), "
+                "or set literal to search for plain text"
+            )
         notes = []
+        if found.timed_out is not None:
+            notes.append(
+                f"[stopped after {grep_timeout:g} s while searching {found.timed_out}: "
+                "the pattern is slow to match; simplify it or narrow the path or glob]"
+            )
         if found.truncated:
             notes.append(
                 f"[stopped at {max_matches} matches: narrow the pattern, path or glob "
@@ -242,16 +282,31 @@ def filesystem_tools(
     return [read_file, write_file, list_directory, edit_file, glob_files, grep]
 
 
-def _read_lines(handle: BinaryIO, shown: str, start: int, end: int | None, limit: int) -> str:
-    """Lines ``start``..``end`` of an open file, at most ``limit`` characters of them."""
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """Which part of a file one read returns."""
+
+    start: int
+    """The first line, counting from 1."""
+    end: int | None
+    """The last line (inclusive), or ``None`` for the end of the file."""
+    skip: int
+    """Characters of the first line left out."""
+    limit: int
+    """Characters returned at most."""
+
+
+def _read_lines(handle: BinaryIO, shown: str, window: _Window) -> str:
+    """The lines of an open file ``window`` asks for, at most ``window.limit`` characters."""
     if is_binary(handle.read(SNIFF_BYTES)):
         raise ToolError(f"{shown!r} is a binary file, not text; it cannot be read as text")
     handle.seek(0)
+    start, end, limit = window.start, window.end, window.limit
     parts: list[str] = []
     used = 0
     total = 0
     stopped: int | None = None  # the first line left out for the limit
-    cut = False  # whether the one line shown was cut short
+    cut: int | None = None  # the length of the one line shown, when it was cut short
     for total, raw in enumerate(handle, 1):  # total outlives the loop: the line count
         if total < start or (end is not None and total > end) or stopped is not None:
             continue
@@ -259,11 +314,19 @@ def _read_lines(handle: BinaryIO, shown: str, start: int, end: int | None, limit
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolError(f"{shown!r} is not UTF-8 text (line {total})") from None
+        length = len(line.rstrip("\r\n"))
+        if total == start and window.skip:
+            if window.skip >= length:
+                raise ToolError(
+                    f"skip_chars {window.skip} is past the end of line {start} of {shown} "
+                    f"({length} characters)"
+                )
+            line = line[window.skip :]
         if used + len(line) > limit:
             stopped = total
             if not parts:
                 parts.append(line[:limit])
-                cut = True
+                cut = length
             continue
         parts.append(line)
         used += len(line)
@@ -275,11 +338,13 @@ def _read_lines(handle: BinaryIO, shown: str, start: int, end: int | None, limit
     text = "".join(parts)
     if text and not text.endswith("\n"):
         text += "\n"
-    if cut:
+    if cut is not None:
+        shown_to = window.skip + limit
+        next_line = f", or the next line with start_line={start + 1}" if start < total else ""
         return text + (
-            f"[line {start} is longer than {limit} characters and was cut; "
-            f"the file has {total} lines; read on with start_line={start + 1}, "
-            "or find what you need with fs-grep]"
+            f"[line {start} has {cut} characters, more than one read of {limit}: characters "
+            f"{window.skip + 1}-{shown_to} shown; read on with start_line={start}, "
+            f"skip_chars={shown_to}{next_line}]"
         )
     if stopped is not None:
         return text + (
@@ -289,6 +354,38 @@ def _read_lines(handle: BinaryIO, shown: str, start: int, end: int | None, limit
     if start > 1 or last < total:
         return text + f"[lines {start}-{last} of {total}]"
     return text
+
+
+def _line_endings(text: str, old_text: str, new_text: str) -> tuple[str, str]:
+    """``old_text`` and ``new_text`` with the Windows line endings of ``text``, if it has them.
+
+    Models (and the JSON they write) drop the ``\\r`` of ``\\r\\n``: an edit
+    of a CRLF file would match nothing, and the replacement would mix endings.
+    """
+    if "\r\n" not in text or "\n" not in old_text or "\r" in old_text or old_text in text:
+        return old_text, new_text
+    crlf = old_text.replace("\n", "\r\n")
+    if crlf not in text:
+        return old_text, new_text
+    return crlf, new_text if "\r" in new_text else new_text.replace("\n", "\r\n")
+
+
+class FileTool(FunctionTool):
+    """One of the filesystem tools: equal to the same tool made for the same root and limits."""
+
+    def __init__(self, func: Callable[..., str], *, name: str, setup: tuple[object, ...]) -> None:
+        super().__init__(func, name=name)
+        self.setup = setup
+        """The resolved root and the limits the tool was made with."""
+
+    def same_definition(self, other: Tool) -> bool:
+        """Whether ``other`` is the same file tool over the same root, with the same limits."""
+        return (
+            type(other) is type(self)
+            and isinstance(other, FileTool)
+            and (other.name, other.description, other.setup)
+            == (self.name, self.description, self.setup)
+        )
 
 
 def _encode(content: str) -> bytes:

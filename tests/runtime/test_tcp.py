@@ -103,6 +103,12 @@ def test_tcp_with_a_wrong_token_is_401(base_url: str, authorization: str) -> Non
             response = client.request(method, path)
             assert response.status_code == 401, (method, path)
             assert response.json()["error"]["code"] == "unauthorized"
+    # The message says what is wrong: the scheme, or the token itself.
+    message = response.json()["error"]["message"]
+    if authorization.split(" ")[0] == "Bearer":
+        assert message == "the bearer token is not valid for this daemon"
+    else:
+        assert message == "the Authorization header must read `Bearer <token>`"
 
 
 @pytest.mark.parametrize(("method", "path"), ROUTES)

@@ -201,7 +201,11 @@ def connect(
         _detach(config, None)
     _say(f"address: http://{info.listen}")
     _say(f"token:   {info.token}")
-    _say("Clients: Heron(base_url=..., token=...) or HERON_BASE_URL / HERON_TOKEN.")
+    _say(
+        f"Send it as a header: curl -H 'Authorization: Bearer {info.token}' http://{info.listen}/v1/status"
+    )
+    if running is None:
+        _say("No daemon is running: `heron daemon` will listen there too from now on.")
 
 
 def _cannot_listen(home: Path, host: str, port: int) -> str | None:

@@ -72,11 +72,14 @@ class BearerAuth:
             and hmac.compare_digest(token.strip(), self._token)
         )
         if not ok:
-            message = (
-                "this listener needs Authorization: Bearer <token> (see `heron sys connect`)"
-                if not given
-                else "the bearer token is not valid for this daemon"
-            )
+            if not given:
+                message = (
+                    "this listener needs Authorization: Bearer <token> (see `heron sys connect`)"
+                )
+            elif scheme.lower() != b"bearer":
+                message = "the Authorization header must read `Bearer <token>`"
+            else:
+                message = "the bearer token is not valid for this daemon"
             await _reply(
                 send,
                 401,

@@ -69,6 +69,11 @@ class ProviderPool:
         try:
             mtime = os.stat(file).st_mtime
         except OSError:
+            if not file.is_absolute():  # the daemon's directory, not the client's
+                raise UserError(
+                    f"script file not found: {path} (a relative path is read from the "
+                    f"daemon's directory, {Path.cwd()}; give an absolute path)"
+                ) from None
             mtime = -1.0  # load_script says what is wrong with it
         if cached is None or cached[0] != mtime:
             cached = self._scripts[path] = (mtime, load_script(file))

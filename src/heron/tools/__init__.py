@@ -19,6 +19,7 @@ from .browser import (
     BrowserClicked,
     BrowserEvent,
     BrowserInteraction,
+    BrowserNavigationFailed,
     BrowserNavigationFinished,
     BrowserNavigationStarted,
     BrowserTools,
@@ -28,9 +29,9 @@ from .browser import (
 from .catalog import Catalog, catalog
 from .fs import filesystem_tools
 from .present import present_tools
-from .question_answer import question_answer_tool
+from .question_answer import Question, asked_questions, question_answer_tool
 from .time import get_current_time
-from .todo import todo_tools
+from .todo import TodoItem, TodoStatus, load_todos, todo_tools
 
 __all__ = [
     "BashEvent",
@@ -42,6 +43,7 @@ __all__ = [
     "BrowserClicked",
     "BrowserEvent",
     "BrowserInteraction",
+    "BrowserNavigationFailed",
     "BrowserNavigationFinished",
     "BrowserNavigationStarted",
     "BrowserTools",
@@ -52,17 +54,22 @@ __all__ = [
     "Interaction",
     "LocalToolClient",
     "MemoryStorage",
+    "Question",
     "Skill",
     "Storage",
+    "TodoItem",
+    "TodoStatus",
     "Tool",
     "ToolClient",
     "ToolContext",
     "ToolResult",
+    "asked_questions",
     "bash_tools",
     "browser_tools",
     "catalog",
     "filesystem_tools",
     "get_current_time",
+    "load_todos",
     "merge_tools",
     "present_tools",
     "question_answer_tool",

@@ -33,7 +33,7 @@ def alive(pid: int) -> bool:
     """Whether ``pid`` is a running process (a zombie nobody reaped does not count)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going while read
         return False
     return stat[stat.rfind(")") + 2] not in "ZX"
 

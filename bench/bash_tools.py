@@ -9,8 +9,9 @@ Two tables, each row after a warm-up:
 - **throughput** of a command printing lots of 17-character lines
   (``yes 0123456789abcdef | head -c N``): ``bash-run`` keeping its default 30,000
   characters per stream; the same with a sync listener counting lines (one ``BashOutput``
-  event per line); ``bash-start`` + ``bash-wait`` (the background buffer); asyncio's
-  ``communicate()`` reading it all, the floor. Megabytes of output per second.
+  event per read, carrying its lines); the same with an async listener; ``bash-start`` +
+  ``bash-wait`` (the background buffer); asyncio's ``communicate()`` reading it all, the
+  floor. Megabytes of output per second.
 
 Run it from the repository root::
 
@@ -56,16 +57,26 @@ async def raw_exec(command: str) -> bytes:
 
 async def main(calls: int, megabytes: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        async with bash_tools(folder) as quiet, bash_tools(folder) as heard:
-            lines = 0
+        async with (
+            bash_tools(folder) as quiet,
+            bash_tools(folder) as heard,
+            bash_tools(folder) as awaited,
+        ):
+            lines = events = 0
 
             def count(event: BashEvent) -> None:
-                nonlocal lines
+                nonlocal lines, events
                 if isinstance(event, BashOutput):
-                    lines += 1
+                    lines += len(event.lines)
+                    events += 1
+
+            async def count_async(event: BashEvent) -> None:
+                count(event)
 
             heard.interaction.subscribe(count)
+            awaited.interaction.subscribe(count_async)
             plain, listened = LocalToolClient(quiet), LocalToolClient(heard)
+            listened_async = LocalToolClient(awaited)
 
             async def run(client: LocalToolClient, command: str) -> None:
                 result = await client.call_tool("bash-run", {"command": command})
@@ -98,14 +109,17 @@ async def main(calls: int, megabytes: int) -> None:
             throughput: list[tuple[str, Callable[[], Awaitable[object]]]] = [
                 ("bash-run (30,000-char cap)", lambda: run(plain, command)),
                 ("bash-run, line listener", lambda: run(listened, command)),
+                ("bash-run, async line listener", lambda: run(listened_async, command)),
                 ("bash-start + bash-wait", lambda: background(command)),
                 ("asyncio communicate() (floor)", lambda: raw_exec(command)),
             ]
             print(f"\nthroughput of {megabytes} MB in 17-character lines (MB/s)")
             for label, action in throughput:
-                lines = 0
+                lines = events = 0
                 best = min(await timed(action, 2))
-                extra = f"  ({lines // 3:,} line events per run)" if lines else ""
+                extra = (
+                    f"  ({lines // 3:,} lines in {events // 3:,} events per run)" if lines else ""
+                )
                 print(f"{label:34} {megabytes / best:8.1f}{extra}")
 
 

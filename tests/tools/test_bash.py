@@ -33,7 +33,7 @@ def alive(pid: int) -> bool:
     """Whether ``pid`` is a running process (a zombie nobody reaped does not count)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going while read
         return False
     return stat[stat.rfind(")") + 2] not in "ZX"
 
@@ -135,8 +135,8 @@ class TestRun:
         assert here.structured["stdout"] == f"{tmp_path}\n"
         sub = await ok(client, "bash-run", command="pwd", cwd="sub")
         assert sub.structured["stdout"] == f"{tmp_path / 'sub'}\n"
-        absolute = await ok(client, "bash-run", command="pwd", cwd="/")
-        assert absolute.structured["stdout"] == "/\n"
+        absolute = await ok(client, "bash-run", command="pwd", cwd=str(tmp_path / "sub"))
+        assert absolute.structured["stdout"] == f"{tmp_path / 'sub'}\n"
 
     async def test_a_missing_cwd_is_an_error_result(self, client: LocalToolClient) -> None:
         result = await client.call_tool("bash-run", {"command": "pwd", "cwd": "nowhere"})
@@ -214,9 +214,15 @@ class TestTimeout:
 
     async def test_cancelling_the_call_kills_the_command(self, tools: BashTools) -> None:
         started: asyncio.Queue[int] = asyncio.Queue()
-        tools.interaction.subscribe(
-            lambda e: started.put_nowait(e.pid) if isinstance(e, BashStarted) else None
-        )
+        exited: asyncio.Queue[BashExited] = asyncio.Queue()
+
+        def on_event(event: BashEvent) -> None:
+            if isinstance(event, BashStarted):
+                started.put_nowait(event.pid)
+            elif isinstance(event, BashExited):
+                exited.put_nowait(event)
+
+        tools.interaction.subscribe(on_event)
         call_task = asyncio.ensure_future(
             LocalToolClient(tools).call_tool("bash-run", {"command": "sleep 30"})
         )
@@ -225,6 +231,9 @@ class TestTimeout:
         with pytest.raises(asyncio.CancelledError):
             await call_task
         assert await ends(pid)  # SIGKILL was sent without waiting: the kernel ends it soon
+        # Its end is still published, once the process is reaped.
+        end = await asyncio.wait_for(exited.get(), 10)
+        assert (end.signal, end.timed_out, end.process_id) == ("SIGKILL", False, "run-1")
 
 
 class TestOutputCap:
@@ -254,7 +263,7 @@ class TestEvents:
         await ok(LocalToolClient(tools), "bash-run", command=command)
         assert isinstance(events[0], BashStarted) and not events[0].background
         assert events[0].command == command and events[0].cwd == str(tools.cwd)
-        lines = [(e.stream, e.line) for e in events if isinstance(e, BashOutput)]
+        lines = [(e.stream, line) for e in events if isinstance(e, BashOutput) for line in e.lines]
         assert [line for line in lines if line[0] == "stdout"] == [
             ("stdout", "one"),
             ("stdout", "two"),
@@ -272,7 +281,7 @@ class TestEvents:
         go = tools.cwd / "go"
 
         def on_event(event: BashEvent) -> None:
-            if isinstance(event, BashOutput) and event.line == "ready":
+            if isinstance(event, BashOutput) and "ready" in event.lines:
                 go.touch()
 
         tools.interaction.subscribe(on_event)
@@ -298,19 +307,23 @@ class TestEvents:
         assert [type(e) for e in events] == [BashStarted, BashOutput, BashExited]
 
     async def test_a_slow_listener_gets_every_line_and_loses_no_output(
-        self, tools: BashTools
+        self, tmp_path: Path
     ) -> None:
         heard: list[str] = []
 
         async def slow(event: BashEvent) -> None:
             if isinstance(event, BashOutput):
-                await asyncio.sleep(0.005)  # 300 lines: longer than the tools wait for silence
-                heard.append(event.line)
+                # Slower than the command, which blocks on the full pipe meanwhile: the
+                # end still comes after the shell exited, and must not be cut short.
+                await asyncio.sleep(0.15)
+                heard.extend(event.lines)
 
-        tools.interaction.subscribe(slow)
-        result = await ok(LocalToolClient(tools), "bash-run", command="seq 1 300")
-        assert heard == [str(n) for n in range(1, 301)]
-        assert result.structured["stdout"] == "".join(f"{n}\n" for n in range(1, 301))
+        expected = [str(n) for n in range(1, 60_001)]
+        async with bash_tools(tmp_path, output_limit=1_000_000) as tools:
+            tools.interaction.subscribe(slow)
+            result = await ok(LocalToolClient(tools), "bash-run", command="seq 1 60000")
+        assert heard == expected
+        assert result.structured["stdout"] == "".join(f"{n}\n" for n in expected)
         assert "note:" not in result.text
 
     async def test_a_listener_arriving_mid_line_gets_the_whole_line(
@@ -326,7 +339,7 @@ class TestEvents:
             await asyncio.sleep(0.01)
         lines: list[str] = []
         tools.interaction.subscribe(
-            lambda e: lines.append(e.line) if isinstance(e, BashOutput) else None
+            lambda e: lines.extend(e.lines) if isinstance(e, BashOutput) else None
         )
         (tools.cwd / "go").touch()
         await ok(client, "bash-wait", id=process_id, timeout=10)
@@ -335,7 +348,7 @@ class TestEvents:
     async def test_an_endless_line_comes_out_in_pieces(self, tools: BashTools) -> None:
         lines: list[str] = []
         tools.interaction.subscribe(
-            lambda e: lines.append(e.line) if isinstance(e, BashOutput) else None
+            lambda e: lines.extend(e.lines) if isinstance(e, BashOutput) else None
         )
         command = "head -c 200000 /dev/zero | tr '\\0' x; echo; echo after"
         await ok(LocalToolClient(tools), "bash-run", command=command)
@@ -350,7 +363,7 @@ class TestEvents:
         async def slow(event: BashEvent) -> None:
             await asyncio.sleep(0)
             if isinstance(event, BashOutput):
-                heard.append(event.line)
+                heard.extend(event.lines)
 
         def broken(event: BashEvent) -> None:
             raise RuntimeError("UI went away")

@@ -25,6 +25,7 @@ from heron.tools import BrowserInteraction, LocalToolClient, browser_tools
 from heron.tools.browser import (
     BrowserClicked,
     BrowserEvent,
+    BrowserNavigationFailed,
     BrowserNavigationFinished,
     BrowserNavigationStarted,
     BrowserTools,
@@ -392,6 +393,21 @@ class TestInteraction:
         ]
         assert later == seen[:4]  # unsubscribed after the search
 
+    async def test_a_failed_load_is_published_after_its_start(self, browser: BrowserTools) -> None:
+        seen: list[BrowserEvent] = []
+        stop = browser.interaction.subscribe(seen.append)
+        url = f"http://127.0.0.1:{closed_port()}/"
+        try:
+            result = await LocalToolClient(browser).call_tool("browser-navigate", {"url": url})
+        finally:
+            stop()
+        assert result.is_error
+        assert seen == [
+            BrowserNavigationStarted(url=url),
+            BrowserNavigationFailed(url=url, error=result.text),
+        ]
+        assert "ERR_CONNECTION_REFUSED" in result.text
+
 
 class TestLifecycle:
     async def test_missing_chromium_names_the_package(self, tmp_path: Path) -> None:
@@ -447,6 +463,8 @@ class TestLifecycle:
             # The stuck tab is gone: the browser works on.
             after = asyncio.run(use(client, "browser-navigate", url=f"{site}/second"))
             assert after.structured["title"] == "Second"
+            # The tab the browser opened in its place is not news to the model.
+            assert "page_messages" not in after.structured, after.structured
         finally:
             asyncio.run(tools.aclose())
 

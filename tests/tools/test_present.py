@@ -187,6 +187,40 @@ async def test_zip_holds_the_sources_and_not_itself(project: Path) -> None:
     assert [f["path"] for f in again.structured["files"]] == SOURCES
 
 
+async def test_files_that_may_hold_secrets_are_left_out_but_templates_kept(
+    project: Path,
+) -> None:
+    for name in (".env.production", ".env.local", "app/.env.test", "deploy/prod.env"):
+        write(project / name, "API_KEY=sk-live-secret\n")
+    write(project / ".env.example", "API_KEY=\n")
+    result = await Present(project).ok("zip")
+    with zipfile.ZipFile(project / "shop.zip") as z:
+        packed = sorted(z.namelist())
+        assert not any(b"sk-live-secret" in z.read(name) for name in packed)
+    assert packed == sorted([*SOURCES, ".env.example"])
+    reasons = {s["path"]: s["reason"] for s in result.structured["skipped"]}
+    for name in (".env", ".env.production", ".env.local", "app/.env.test", "deploy/prod.env"):
+        assert reasons[name] == "may hold secrets"
+    assert "  .env.production (may hold secrets)" in result.text.splitlines()
+    # Named on purpose, one is handed back like any file named directly.
+    named = await Present(project).ok("files", paths=[".env.production"])
+    assert [f["path"] for f in named.structured["files"]] == [".env.production"]
+
+
+async def test_a_second_zip_leaves_the_first_out(project: Path) -> None:
+    present = Present(project)
+    await present.ok("zip", name="proj.zip")
+    write(project / "vendor" / "library.zip", "not ours")  # a zip of the user's: kept
+    second = await present.ok("zip", name="release/proj-2.zip")
+    with zipfile.ZipFile(project / "release" / "proj-2.zip") as z:
+        assert sorted(z.namelist()) == sorted([*SOURCES, "vendor/library.zip"])
+    reasons = {s["path"]: s["reason"] for s in second.structured["skipped"]}
+    assert reasons["proj.zip"] == "an archive present-zip wrote before"
+    # So does a fresh set of tools (another run, another process): the mark is in the file.
+    third = await Present(project).ok("files")
+    assert {f["path"] for f in third.structured["files"]} == {*SOURCES, "vendor/library.zip"}
+
+
 async def test_zip_names_are_checked_and_confined(project: Path) -> None:
     present = Present(project)
     made = await present.ok("zip", name="out/release.zip", paths=["app"])

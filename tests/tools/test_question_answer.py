@@ -6,8 +6,7 @@ import pytest
 
 from heron import SimpleAgent, ToolResult
 from heron.testing import Reply, ScriptedProvider, call
-from heron.tools import LocalToolClient, question_answer_tool
-from heron.tools.question_answer import Question, asked_questions
+from heron.tools import LocalToolClient, Question, asked_questions, question_answer_tool
 
 DB = {
     "question": "Which database should the service use?",

@@ -10,8 +10,7 @@ import pytest
 from heron import SimpleAgent, ToolContext, ToolResult
 from heron.mcp import FileStorage, InProcessConnection, MCPClient, MCPServer
 from heron.testing import ScriptedProvider, call
-from heron.tools import LocalToolClient, MemoryStorage, todo_tools
-from heron.tools.todo import TodoItem, load_todos
+from heron.tools import LocalToolClient, MemoryStorage, TodoItem, load_todos, todo_tools
 
 
 class Todos:

@@ -19,6 +19,7 @@ from .browser import (
     BrowserClicked,
     BrowserEvent,
     BrowserInteraction,
+    BrowserNavigationFailed,
     BrowserNavigationFinished,
     BrowserNavigationStarted,
     BrowserTools,
@@ -30,7 +31,7 @@ from .fs import filesystem_tools
 from .present import present_tools
 from .question_answer import Question, asked_questions, question_answer_tool
 from .time import get_current_time
-from .todo import TodoItem, load_todos, todo_tools
+from .todo import TodoItem, TodoStatus, load_todos, todo_tools
 
 __all__ = [
     "BashEvent",
@@ -42,6 +43,7 @@ __all__ = [
     "BrowserClicked",
     "BrowserEvent",
     "BrowserInteraction",
+    "BrowserNavigationFailed",
     "BrowserNavigationFinished",
     "BrowserNavigationStarted",
     "BrowserTools",
@@ -56,6 +58,7 @@ __all__ = [
     "Skill",
     "Storage",
     "TodoItem",
+    "TodoStatus",
     "Tool",
     "ToolClient",
     "ToolContext",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,16 @@ from pathlib import Path
 from .._core import ToolError
 from ._fs_paths import Workspace
 
-__all__ = ["ARTIFACT_DIRS", "ARTIFACT_FILES", "FoundFile", "Selection", "collect_files"]
+__all__ = [
+    "ARCHIVE_MARK",
+    "ARTIFACT_DIRS",
+    "ARTIFACT_FILES",
+    "SECRET_FILES",
+    "SHAREABLE_SECRET_FILES",
+    "FoundFile",
+    "Selection",
+    "collect_files",
+]
 
 ARTIFACT_DIRS = frozenset(
     {
@@ -31,9 +41,19 @@ ARTIFACT_DIRS = frozenset(
 
 ARTIFACT_FILES = (
     "*.pyc", "*.pyo", "*.egg-info", ".coverage", ".coverage.*", "*.tsbuildinfo",
-    ".DS_Store", "Thumbs.db", "*.swp", ".env", ".env.local",
+    ".DS_Store", "Thumbs.db", "*.swp",
 )  # fmt: skip
-"""File name patterns skipped when walking a directory (``.env``: it may hold secrets)."""
+"""File name patterns skipped as build artifacts when walking a directory."""
+
+SECRET_FILES = (".env", ".env.*", "*.env")
+"""File name patterns skipped when walking a directory because they may hold secrets
+(``.env``, ``.env.production``, ``prod.env`` ...), unless in :data:`SHAREABLE_SECRET_FILES`."""
+
+SHAREABLE_SECRET_FILES = (".env.example", ".env.sample", ".env.template", ".env.dist")
+"""Templates of secret files, meant to be shared: these are kept."""
+
+ARCHIVE_MARK = b"heron present-zip"
+"""The comment ``present-zip`` writes into its archives, so a later walk leaves them out."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,6 +99,27 @@ def _matches(name: str, relative: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(relative, p) for p in patterns)
 
 
+def _left_out(entry: Path, name: str) -> str | None:
+    """Why a file met while walking a directory stays out, or ``None``."""
+    if _matches(entry.name, name, ARTIFACT_FILES):
+        return "build artifact or cache"
+    if fnmatch.fnmatch(entry.name, ".present-*.zip"):
+        return "an archive present-zip is writing"
+    if _matches(entry.name, name, SECRET_FILES) and entry.name not in SHAREABLE_SECRET_FILES:
+        return "may hold secrets"
+    if entry.name.lower().endswith(".zip") and _archive_comment(entry) == ARCHIVE_MARK:
+        return "an archive present-zip wrote before"
+    return None
+
+
+def _archive_comment(path: Path) -> bytes | None:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.comment
+    except (OSError, zipfile.BadZipFile):
+        return None  # not a zip after all, or unreadable: taking it fails clearly later
+
+
 def collect_files(
     workspace: Workspace,
     paths: Sequence[str],
@@ -89,8 +130,9 @@ def collect_files(
 ) -> Selection:
     """The files under ``paths`` (relative to the workspace root), without build artifacts.
 
-    A file named directly is always taken; artifacts are left out only while
-    walking a directory. ``exclude`` holds extra glob patterns (matched against
+    A file named directly is always taken; artifacts, files that may hold
+    secrets and archives ``present-zip`` wrote are left out only while walking
+    a directory. ``exclude`` holds extra glob patterns (matched against
     names and root-relative paths); ``leave_out`` is one more file to skip (the
     zip being written). Symlinks are followed only when they stay inside the root.
     """
@@ -148,8 +190,8 @@ def _walk(
         for f in sorted(files):
             entry = here / f
             name = workspace.show(entry)
-            if _matches(f, name, ARTIFACT_FILES):
-                selection.skipped.append((name, "build artifact or cache"))
+            if reason := _left_out(entry, name):
+                selection.skipped.append((name, reason))
             elif _matches(f, name, exclude):
                 selection.skipped.append((name, "excluded"))
             elif entry.is_symlink():

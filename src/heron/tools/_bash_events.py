@@ -1,4 +1,4 @@
-"""What the bash tools publish while commands run: started, each output line, exited."""
+"""What the bash tools publish while commands run: started, output lines as they come, exited."""
 
 from __future__ import annotations
 
@@ -28,16 +28,27 @@ class BashStarted:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BashOutput:
-    """One line a command wrote, published as soon as it is complete."""
+    """Lines a command wrote, published as soon as they are complete.
+
+    One event carries every line completed by one read of the stream (a
+    handful for a slow command, thousands for a fast one), so a listener
+    costs the command one call per read, not one per line.
+    """
 
     process_id: str
     """The tools' id for the command."""
     command: str
     """The command line."""
     stream: Literal["stdout", "stderr"]
-    """Which stream the line came from."""
-    line: str
-    """The line, without its line ending (a last line without one comes out at the end)."""
+    """Which stream the lines came from."""
+    lines: tuple[str, ...]
+    """The lines in order, without line endings (never empty; a last line without
+    one comes at the end; a line longer than 65,536 characters comes in pieces)."""
+
+    @property
+    def line(self) -> str:
+        """The lines joined by newlines: the single line when there is one."""
+        return "\n".join(self.lines)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,7 +81,7 @@ class BashInteraction(Interaction[BashEvent]):
 
         interaction = BashInteraction()
         interaction.subscribe(
-            lambda e: print(e.line) if isinstance(e, BashOutput) else None
+            lambda e: print(*e.lines, sep="\n") if isinstance(e, BashOutput) else None
         )
         agent = SimpleAgent(provider=..., tools=bash_tools(interaction=interaction))
     """

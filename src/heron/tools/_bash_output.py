@@ -72,12 +72,17 @@ class HeadTailBuffer:
     """
 
     def __init__(self, limit: int) -> None:
-        self._head_limit = limit - limit // 2
+        self._head_limit, tail_limit = self.split(limit)
         self._head: list[str] = []
         self._head_size = 0
-        self._tail = TailBuffer(limit // 2)
+        self._tail = TailBuffer(tail_limit)
         self.total = 0
         """Characters written in all."""
+
+    @staticmethod
+    def split(limit: int) -> tuple[int, int]:
+        """How many of ``limit`` characters go to the head and how many to the tail."""
+        return limit - limit // 2, limit // 2
 
     def write(self, text: str) -> None:
         """Append ``text``."""

@@ -6,18 +6,28 @@ import asyncio
 import atexit
 import codecs
 import contextlib
+import contextvars
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Literal
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from typing import Any, Literal, TypeVar
 
 from ._bash_output import LineSplitter
 
-__all__ = ["LineSink", "OutputSink", "ShellProcess", "Stream", "describe_exit", "group_alive"]
+__all__ = [
+    "LineSink",
+    "OutputSink",
+    "ShellProcess",
+    "Stream",
+    "describe_exit",
+    "group_alive",
+    "kill_groups_now",
+]
 
 Stream = Literal["stdout", "stderr"]
+T = TypeVar("T")
 
 _CHUNK = 65_536
 _POLL = 0.02  # seconds between checks while a signalled group winds down
@@ -32,6 +42,14 @@ _live_groups: set[int] = set()
 def _kill_live_groups() -> None:
     for pgid in tuple(_live_groups):
         _signal_group(pgid, signal.SIGKILL)
+
+
+def kill_groups_now(pgids: Iterable[int]) -> None:
+    """SIGKILL those of ``pgids`` not yet seen dead, without waiting (for finalizers)."""
+    # Only groups still in _live_groups: a group seen dead may have had its id reused.
+    for pgid in tuple(pgids):
+        if pgid in _live_groups:
+            _signal_group(pgid, signal.SIGKILL)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -107,15 +125,15 @@ async def _read_end(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTranspor
 
 
 OutputSink = Callable[[Stream, str], None]
-LineSink = Callable[[Stream, str], Awaitable[None]]
-"""Receives each complete line; asked only while ``wants_lines()`` is true."""
+LineSink = Callable[[Stream, tuple[str, ...]], Awaitable[None]]
+"""Receives the complete lines of each chunk read, at once; used only while ``wants_lines()``."""
 
 
 class ShellProcess:
     """A command run by ``shell -c`` in a new session (so a process group of its own).
 
     Its stdin is closed; each chunk of stdout and stderr goes to ``on_output``
-    as soon as it arrives and each complete line to ``on_line``.
+    as soon as it arrives, and the complete lines it holds to ``on_line``.
     """
 
     def __init__(
@@ -140,8 +158,12 @@ class ShellProcess:
         self._pipes = pipes
         self._transports = [transport for _, transport in pipes.values()]
         self._pumps: list[asyncio.Future[None]] = []
-        self._progress = 0  # chunks read plus lines delivered: tells slow from stuck
-        self._exit = asyncio.ensure_future(self._watch_exit())
+        self._progress = 0  # chunks read plus deliveries to on_line: tells slow from stuck
+        # The context it was started in (an empty one for a background process), for
+        # its own tasks: were they to copy a later caller's, that caller's objects
+        # would live as long as the process.
+        self._context = contextvars.copy_context()
+        self._exit = self._task(self._watch_exit())
         _live_groups.add(self.pid)
 
     @classmethod
@@ -191,9 +213,11 @@ class ShellProcess:
         """Start passing output on (held back until then, so a start event can go first)."""
         if not self._pumps:
             self._pumps = [
-                asyncio.ensure_future(self._pump(name, reader))
-                for name, (reader, _) in self._pipes.items()
+                self._task(self._pump(name, reader)) for name, (reader, _) in self._pipes.items()
             ]
+
+    def _task(self, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        return asyncio.get_running_loop().create_task(coroutine, context=self._context)
 
     async def _pump(self, name: Stream, reader: asyncio.StreamReader) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -205,16 +229,20 @@ class ShellProcess:
             if text:
                 self._on_output(name, text)
                 if self._on_line is not None and self._wants_lines():
-                    for line in lines.feed(text):
-                        await self._on_line(name, line)
+                    # One call per chunk, not per line: awaiting a listener for each of
+                    # the thousands of lines in a chunk made output-heavy commands crawl.
+                    complete = lines.feed(text)
+                    if complete:
+                        await self._on_line(name, tuple(complete))
                         self._progress += 1
                 else:
                     lines.skip(text)  # splitting megabytes nobody reads costs more than reading
             if not chunk:
                 break
         if self._on_line is not None and self._wants_lines():
-            for line in lines.flush():
-                await self._on_line(name, line)
+            last = lines.flush()
+            if last:
+                await self._on_line(name, tuple(last))
 
     async def _watch_exit(self) -> int:
         code = await self._process.wait()

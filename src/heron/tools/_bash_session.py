@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import os
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._core import TextPart, ToolError
 from ._bash_events import BashExited, BashInteraction, BashOutput, BashStarted
 from ._bash_output import HeadTailBuffer, TailBuffer
-from ._bash_process import OutputSink, ShellProcess, Stream, describe_exit
+from ._bash_process import OutputSink, ShellProcess, Stream, describe_exit, kill_groups_now
 from ._context import ToolContext
 from ._result import ToolResult
 
@@ -26,6 +28,8 @@ _DRAIN = 0.5
 # Exited background processes kept for bash-read and bash-list; older ones go.
 _KEEP_EXITED = 32
 _COMMAND_SHOWN = 200  # characters of a command bash-list shows
+
+T = TypeVar("T")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -44,7 +48,12 @@ class _Background:
 
 
 class BashSession:
-    """Runs the commands of one ``bash_tools()`` call and owns their processes."""
+    """Runs the commands of one ``bash_tools()`` call and owns their processes.
+
+    Nothing a running process needs refers back to the session, so a session
+    nobody holds any more is garbage-collected even while its background
+    processes run, and its finalizer kills them.
+    """
 
     def __init__(
         self,
@@ -73,15 +82,28 @@ class BashSession:
         self._runs = itertools.count(1)
         self._fallback_ids = itertools.count(1)
         self._background: dict[tuple[str, str], _Background] = {}
+        # Every group bash-start made, until forgotten; the finalizer gets the set, not self.
+        self._groups: set[int] = set()
+        weakref.finalize(self, kill_groups_now, self._groups)
 
     # -- shared ------------------------------------------------------------
 
     def resolve_cwd(self, cwd: str | None) -> str:
-        """The absolute directory for a call's ``cwd`` (relative ones start at the tools' cwd)."""
+        """The absolute directory for a call's ``cwd`` (relative ones start at the tools' cwd).
+
+        It must lie inside the tools' cwd once symlinks are resolved. That keeps
+        the model's work where it was meant to be; it is no sandbox: a command
+        may still ``cd`` anywhere.
+        """
         if cwd is None or not cwd.strip():
             path = self.cwd
         else:
             path = (self.cwd / os.path.expanduser(cwd.strip())).resolve()
+            if path != self.cwd and self.cwd not in path.parents:
+                raise ToolError(
+                    f"cwd {cwd!r} ({path}) is outside {self.cwd}: commands start there or in "
+                    "a directory below it; give a path relative to it"
+                )
         if not path.is_dir():
             raise ToolError(
                 f"working directory {str(path)!r} does not exist or is not a directory"
@@ -108,24 +130,33 @@ class BashSession:
         background: bool,
         on_output: OutputSink,
     ) -> ShellProcess:
-        async def on_line(stream: Stream, line: str) -> None:
-            await self.interaction.emit(
-                BashOutput(process_id=process_id, command=command, stream=stream, line=line)
+        # The callbacks the process keeps hold the interaction, never self: see the class.
+        interaction = self.interaction
+
+        async def on_line(stream: Stream, lines: tuple[str, ...]) -> None:
+            await interaction.emit(
+                BashOutput(process_id=process_id, command=command, stream=stream, lines=lines)
             )
 
         if not command.strip():
             raise ToolError("command is empty")
         environment = {**os.environ, **(self.env or {})}
+        starting = ShellProcess.start(
+            command,
+            shell=self.shell,
+            cwd=cwd,
+            env=environment,
+            on_output=on_output,
+            on_line=on_line,
+            wants_lines=lambda: interaction.has_listeners,
+        )
         try:
-            process = await ShellProcess.start(
-                command,
-                shell=self.shell,
-                cwd=cwd,
-                env=environment,
-                on_output=on_output,
-                on_line=on_line,
-                wants_lines=lambda: self.interaction.has_listeners,
-            )
+            if background:
+                # Started in an empty context: the process outlives the call, and the
+                # call's context holds the agent's objects (hence these very tools).
+                process = await _detached(starting)
+            else:
+                process = await starting
         except OSError as exc:
             raise ToolError(f"could not start {self.shell}: {exc}") from exc
         started = BashStarted(
@@ -138,21 +169,6 @@ class BashSession:
             raise
         process.read_output()
         return process
-
-    async def _exited(
-        self, process_id: str, command: str, process: ShellProcess, *, timed_out: bool
-    ) -> None:
-        code, signal_name = describe_exit(process.returncode)
-        await self.interaction.emit(
-            BashExited(
-                process_id=process_id,
-                command=command,
-                exit_code=code,
-                signal=signal_name,
-                timed_out=timed_out,
-                duration=_duration(process),
-            )
-        )
 
     async def _settle_output(self, process: ShellProcess) -> bool:
         """Read the rest of an exited shell's output; stop what keeps it open.
@@ -195,10 +211,13 @@ class BashSession:
             stopped = await self._settle_output(process)
         except BaseException:
             process.kill_now()  # cancelled: nothing may outlive the call
+            # The call cannot wait for the exit, so a task sees it and publishes it.
+            reaper = _detached(_reap(self.interaction, process_id, command, process))
+            _reapers.add(reaper)
+            reaper.add_done_callback(_reapers.discard)
             raise
-        finally:
-            await process.close()
-        await self._exited(process_id, command, process, timed_out=timed_out)
+        await process.close()
+        await _exited(self.interaction, process_id, command, process, timed_out=timed_out)
         code, signal_name = describe_exit(process.returncode)
         stdout, stderr = buffers["stdout"].text(), buffers["stderr"].text()
         if timed_out:
@@ -265,8 +284,9 @@ class BashSession:
             loop=asyncio.get_running_loop(),
             unread=unread,
         )
-        record.monitor = asyncio.ensure_future(self._monitor(record))
+        record.monitor = _detached(_monitor(self.interaction, record))
         self._background[(context.env_id, process_id)] = record
+        self._groups.add(process.pid)
         self._forget_old()
         return _result(
             f"started {process_id} (pid {process.pid}) in {where}; read its output with "
@@ -284,16 +304,12 @@ class BashSession:
             if (context.env_id, process_id) not in self._background:
                 return process_id
 
-    async def _monitor(self, record: _Background) -> None:
-        await record.process.wait()
-        await record.process.settle_output(_DRAIN)
-        await self._exited(record.id, record.command, record.process, timed_out=False)
-
     def _forget_old(self) -> None:
         exited = [key for key, p in self._background.items() if not p.process.running]
         for key in exited[: max(0, len(exited) - _KEEP_EXITED)]:
             record = self._background.pop(key)
             record.process.close_output()
+            self._groups.discard(record.process.pid)
 
     def _get(self, process_id: str, context: ToolContext) -> _Background:
         record = self._background.get((context.env_id, process_id.strip()))
@@ -395,16 +411,63 @@ class BashSession:
         for record in records:
             if record.loop is not current:
                 record.process.kill_now()  # its loop is elsewhere: no waiting on it here
+                self._groups.discard(record.process.pid)
                 continue
             if record.process.running or record.process.leftovers():
                 record.killed = record.killed or record.process.running
                 await record.process.kill(self.kill_grace)
             await record.process.close()
+            self._groups.discard(record.process.pid)
             if record.monitor is not None:
                 # Let it publish the exit it just saw; a listener that hangs is cut short.
                 await asyncio.wait([record.monitor], timeout=_DRAIN)
                 record.monitor.cancel()
                 await asyncio.gather(record.monitor, return_exceptions=True)
+
+
+async def _exited(
+    interaction: BashInteraction,
+    process_id: str,
+    command: str,
+    process: ShellProcess,
+    *,
+    timed_out: bool,
+) -> None:
+    code, signal_name = describe_exit(process.returncode)
+    await interaction.emit(
+        BashExited(
+            process_id=process_id,
+            command=command,
+            exit_code=code,
+            signal=signal_name,
+            timed_out=timed_out,
+            duration=_duration(process),
+        )
+    )
+
+
+def _detached(coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """A task for ``coroutine`` that does not copy the caller's context variables."""
+    return asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
+
+
+# Tasks publishing the end of cancelled bash-run calls, held until they finish.
+_reapers: set[asyncio.Future[None]] = set()
+
+
+async def _reap(
+    interaction: BashInteraction, process_id: str, command: str, process: ShellProcess
+) -> None:
+    await process.wait()  # soon: the group was sent SIGKILL
+    await process.close()
+    await _exited(interaction, process_id, command, process, timed_out=False)
+
+
+async def _monitor(interaction: BashInteraction, record: _Background) -> None:
+    # A function, not a method: the task keeps the session alive otherwise (see BashSession).
+    await record.process.wait()
+    await record.process.settle_output(_DRAIN)
+    await _exited(interaction, record.id, record.command, record.process, timed_out=False)
 
 
 def _duration(process: ShellProcess) -> float:

@@ -15,6 +15,7 @@ __all__ = [
     "BrowserClicked",
     "BrowserEvent",
     "BrowserInteraction",
+    "BrowserNavigationFailed",
     "BrowserNavigationFinished",
     "BrowserNavigationStarted",
     "BrowserTyped",
@@ -39,6 +40,16 @@ class BrowserNavigationFinished:
     """The page's title."""
     status: int | None
     """The HTTP status of the main document, when the browser fetched one."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BrowserNavigationFailed:
+    """The URL ``browser-navigate`` was loading did not load (what follows its start)."""
+
+    url: str
+    """The URL asked for."""
+    error: str
+    """Why, as the model is told (``could not load ...: net::ERR_CONNECTION_REFUSED``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,7 +81,11 @@ class BrowserTyped:
 
 
 BrowserEvent: TypeAlias = (
-    BrowserNavigationStarted | BrowserNavigationFinished | BrowserClicked | BrowserTyped
+    BrowserNavigationStarted
+    | BrowserNavigationFinished
+    | BrowserNavigationFailed
+    | BrowserClicked
+    | BrowserTyped
 )
 """Anything a :class:`BrowserInteraction` publishes."""
 

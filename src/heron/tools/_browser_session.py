@@ -213,7 +213,9 @@ class BrowserRuntime:
             _log.warning("closing a stuck tab failed: %s", exc)
 
     def _follow_new_tab(self) -> None:
-        opened = [p for p in self._opened if not p.is_closed()]
+        # The current page is never news: it may be the tab _open_tab made, whose
+        # "page" event arrives like that of a tab the page opened.
+        opened = [p for p in self._opened if not p.is_closed() and p is not self.page]
         self._opened.clear()
         if opened:
             self.page = opened[-1]

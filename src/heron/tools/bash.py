@@ -12,7 +12,12 @@
 Every command runs as ``/bin/bash -c <command>`` in a process group of its own
 with stdin closed, so a timeout or a kill reaches its children too. Processes
 are scoped by the calling client's ``env_id``. A :class:`BashInteraction`
-publishes each output line as it appears.
+publishes output lines as they appear.
+
+A call's ``cwd`` must lie inside the tools' directory (symlinks resolved), but
+commands are not sandboxed: they run with this process's rights and may read
+or write anything it can. Run the agent in a container or a ``Computer`` when
+the model is not trusted.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from .._core import UserError
 from ._bash_events import BashEvent, BashExited, BashInteraction, BashOutput, BashStarted
+from ._bash_output import HeadTailBuffer
 from ._bash_session import BashSession
 from ._context import ToolContext
 from ._result import ToolResult
@@ -78,8 +84,9 @@ class BashTools(list[Tool]):
             agent = SimpleAgent(provider=provider, tools=tools)
             await agent.run("Start the dev server and check that / answers")
 
-    (or ``await tools.aclose()``). Should the program end without that,
-    an exit hook still SIGKILLs every process group the tools started.
+    (or ``await tools.aclose()``). Should that not happen, the processes are
+    SIGKILLed once nothing refers to the tools any more (they are garbage
+    collected), or at the latest when the program exits.
     """
 
     def __init__(self, tools: Iterable[Tool], session: BashSession) -> None:
@@ -130,15 +137,16 @@ def bash_tools(
     """Make the six bash tools, sharing one working directory and set of processes.
 
     Args:
-        cwd: Where commands run (default: the current directory now); a
-            relative ``cwd`` in a call starts here.
+        cwd: Where commands run (default: the current directory now). A call
+            may give a ``cwd`` inside it (relative ones start here); one
+            outside is refused. Commands themselves are not sandboxed.
         interaction: Publishes each command's start, output lines and exit
             (default: a new one, at ``tools.interaction``).
         timeout: Seconds ``bash-run`` lets a command run when the call gives none.
         max_timeout: The longest timeout a call may ask for, in seconds.
         output_limit: Characters of each stream kept: ``bash-run`` keeps the
-            start and the end, cutting the middle; a background process keeps
-            the latest unread output, dropping the oldest.
+            first half and the last half, cutting the middle; a background
+            process keeps the latest unread output, dropping the oldest.
         kill_grace: Seconds between SIGTERM and SIGKILL when stopping a process group.
         max_processes: Background processes that may run at once.
         env: Variables added to this process's environment for every command.
@@ -192,8 +200,8 @@ def _make_tools(session: BashSession) -> list[Tool]:
     }
     cwd = {
         "type": "string",
-        "description": f"Working directory, absolute or relative to {session.cwd}; "
-        f"default {session.cwd}.",
+        "description": f"Working directory: {session.cwd} (the default) or a directory "
+        "inside it, relative to it or absolute.",
     }
     process_id = {"type": "string", "description": "The id bash-start returned."}
 
@@ -229,6 +237,11 @@ def _make_tools(session: BashSession) -> list[Tool]:
         return await session.list(context)
 
     limit = f"{session.output_limit:,}"
+    head, tail = HeadTailBuffer.split(session.output_limit)
+    unsandboxed = (
+        f"Commands start in {session.cwd} or a directory below it, but are not sandboxed: "
+        "they run with the user's full rights."
+    )
     return [
         _BashTool(
             name="bash-run",
@@ -236,9 +249,10 @@ def _make_tools(session: BashSession) -> list[Tool]:
                 "Run a shell command with bash and wait for it to finish; returns its exit "
                 "code, stdout and stderr (a non-zero exit code is reported, not an error). "
                 "stdin is closed, so interactive prompts fail: pass flags like -y. Each "
-                f"stream keeps its first and last {limit} characters. On timeout the command "
-                "and its children are killed and the output so far is returned. For servers "
-                "and other long-running commands use bash-start instead."
+                f"stream keeps its first {head:,} and its last {tail:,} characters, cutting "
+                "the middle. On timeout the command and its children are killed and the "
+                "output so far is returned. For servers and other long-running commands use "
+                f"bash-start instead. {unsandboxed}"
             ),
             properties={
                 "command": command,
@@ -252,7 +266,7 @@ def _make_tools(session: BashSession) -> list[Tool]:
             description=(
                 "Start a long-running shell command in the background (a server, a watcher, a "
                 "long build) and return its id at once. Follow it with bash-read, bash-wait "
-                "and bash-kill."
+                f"and bash-kill. {unsandboxed}"
             ),
             properties={"command": command, "cwd": cwd},
             handler=start,

@@ -26,6 +26,7 @@ from ._browser_events import (
     BrowserClicked,
     BrowserEvent,
     BrowserInteraction,
+    BrowserNavigationFailed,
     BrowserNavigationFinished,
     BrowserNavigationStarted,
     BrowserTyped,
@@ -51,6 +52,7 @@ __all__ = [
     "BrowserClicked",
     "BrowserEvent",
     "BrowserInteraction",
+    "BrowserNavigationFailed",
     "BrowserNavigationFinished",
     "BrowserNavigationStarted",
     "BrowserTools",
@@ -219,7 +221,13 @@ def browser_tools(
             notes = rt.take_notes()
             return {**found, "page_messages": notes} if notes else found
 
-        result = await session.run(act)
+        try:
+            result = await session.run(act)
+        except Exception as exc:
+            # A start with nothing after it would leave a UI showing "loading" for good.
+            error = str(exc) if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
+            await events.emit(BrowserNavigationFailed(url=url, error=error))
+            raise
         await events.emit(
             BrowserNavigationFinished(
                 url=result["url"], title=result["title"], status=result["status"]

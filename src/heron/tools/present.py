@@ -3,7 +3,9 @@
 Both work under a root directory fixed when the tools are made, refuse paths
 leading out of it, and leave build artifacts out (caches, virtual
 environments, ``node_modules``, bytecode, VCS folders; see
-:data:`ARTIFACT_DIRS` and :data:`ARTIFACT_FILES`)::
+:data:`ARTIFACT_DIRS` and :data:`ARTIFACT_FILES`), files that may hold secrets
+(``.env``, ``.env.production``; see :data:`SECRET_FILES`) and the archives
+``present-zip`` wrote before::
 
     agent = SimpleAgent(provider=provider, tools=present_tools("./project"))
 """
@@ -17,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from .._core import TextPart, ToolError, UserError
-from ._artifacts import ARTIFACT_DIRS, ARTIFACT_FILES, Selection, collect_files
+from ._artifacts import (
+    ARCHIVE_MARK,
+    ARTIFACT_DIRS,
+    ARTIFACT_FILES,
+    SECRET_FILES,
+    SHAREABLE_SECRET_FILES,
+    Selection,
+    collect_files,
+)
 from ._context import ToolContext
 from ._fs_paths import Workspace
 from ._result import ToolResult
@@ -26,6 +36,8 @@ from ._tool import Tool
 __all__ = [
     "ARTIFACT_DIRS",
     "ARTIFACT_FILES",
+    "SECRET_FILES",
+    "SHAREABLE_SECRET_FILES",
     "PresentFilesTool",
     "PresentZipTool",
     "present_tools",
@@ -41,7 +53,8 @@ _PATHS = {
     "minItems": 1,
     "description": (
         "Files or directories relative to the root (default: the whole root). Directories "
-        "are walked without build artifacts; a file named here is always included."
+        "are walked without build artifacts, .env files (they may hold secrets) and earlier "
+        "present-zip archives; a file named here is always included."
     ),
 }
 _EXCLUDE = {
@@ -154,8 +167,9 @@ class PresentFilesTool(_PresentTool):
     description = (
         "Hand the finished output back to the user as individual files: lists each file's "
         "path and size under the working directory. Build artifacts (caches, virtual "
-        "environments, node_modules, bytecode, .git) are left out. Use when the user asked "
-        "for a few files; use present-zip for a whole project."
+        "environments, node_modules, bytecode, .git), .env files (they may hold secrets) "
+        "and earlier present-zip archives are left out. Use when the user asked for a few "
+        "files; use present-zip for a whole project."
     )
     input_schema: dict[str, Any] = _FILES_SCHEMA
 
@@ -180,7 +194,8 @@ class PresentZipTool(_PresentTool):
     description = (
         "Hand the finished output back to the user as one zip archive written under the "
         "working directory. Build artifacts (caches, virtual environments, node_modules, "
-        "bytecode, .git) are left out. Use for a project or many files."
+        "bytecode, .git), .env files (they may hold secrets) and earlier present-zip "
+        "archives are left out. Use for a project or many files."
     )
     input_schema: dict[str, Any] = _ZIP_SCHEMA
 
@@ -220,6 +235,7 @@ def _write_zip(target: Path, selection: Selection) -> None:
             os.fdopen(fd, "wb") as out,
             zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive,
         ):
+            archive.comment = ARCHIVE_MARK  # so the next walk knows it for ours
             for f in selection.files:
                 try:
                     archive.write(f.path, f.name)

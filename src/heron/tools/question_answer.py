@@ -6,8 +6,9 @@ questions right before them in the conversation::
 
     agent = SimpleAgent(provider=provider, tools=[question_answer_tool()])
     result = await agent.run("Set up the database.")
-    if questions := asked_questions(result):
-        print(result.tool_calls[-1].result)  # the formatted request
+    while questions := asked_questions(result):
+        for number, q in enumerate(questions, start=1):
+            print(f"{number}. {q.question}", *(f"   - {c}" for c in q.choices), sep="\n")
         result = await agent.run(input("> "))
 """
 

@@ -21,6 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from heron.runtime._db import (
+    MIGRATIONS,
     NUL_MARK,
     DatabaseUnavailable,
     create_engine,
@@ -100,7 +101,7 @@ def test_tables_live_in_their_schemas(client: httpx.Client, cluster: pg.Cluster)
     assert "workflow_status" in dbos and "operation_outputs" in dbos
     assert not {name for name in public if not name.startswith("heron_")}
     versions = rows(cluster, "heron_shared", "SELECT version FROM heron_migrations ORDER BY 1")
-    assert versions == [(1,), (2,)]
+    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
 
 
 def test_column_types_are_native(client: httpx.Client, cluster: pg.Cluster) -> None:
@@ -353,7 +354,7 @@ def test_version_2_widens_the_token_counts_of_a_version_1_database(cluster: pg.C
             conn.execute(sa.text("CREATE TABLE heron_migrations (version INTEGER PRIMARY KEY)"))
             _v1_tables(conn)
             conn.execute(sa.text("INSERT INTO heron_migrations VALUES (1)"))
-        assert migrate(engine) == 2
+        assert migrate(engine) == len(MIGRATIONS)
     finally:
         engine.dispose()
     types = dict(
@@ -451,7 +452,7 @@ def test_two_daemons_migrate_one_empty_database_at_once(
         for daemon in daemons:
             daemon.stop()
     versions = rows(cluster, "heron_race", "SELECT version FROM heron_migrations ORDER BY 1")
-    assert versions == [(1,), (2,)]
+    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
 
 
 def submissions(delay: float) -> list[Any]:
@@ -512,12 +513,12 @@ def test_a_missing_database_is_created_even_by_two_at_once(cluster: pg.Cluster) 
 
     try:
         with ThreadPoolExecutor(len(engines)) as pool:
-            assert list(pool.map(start, engines)) == [2, 2]
+            assert list(pool.map(start, engines)) == [len(MIGRATIONS)] * 2
     finally:
         for engine in engines:
             engine.dispose()
     versions = rows(cluster, "heron_created", "SELECT version FROM heron_migrations ORDER BY 1")
-    assert versions == [(1,), (2,)]
+    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
 
 
 def test_a_wrong_password_is_reported_without_the_password(cluster: pg.Cluster) -> None:

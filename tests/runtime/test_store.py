@@ -128,3 +128,24 @@ async def test_counts_children_and_unsettled(store: Store) -> None:
     assert [r["node_id"] for r in await store.unsettled()] == ["p"]
     assert [r["node_id"] for r in await store.list_nodes(root=False)] == ["c"]
     assert [r["node_id"] for r in await store.list_nodes(status=["running"])] == ["p"]
+
+
+def test_migration_3_adds_claimed_step_to_an_older_database(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    with engine.begin() as conn:  # heron_messages as versions 1 and 2 left it
+        conn.execute(sa.text("CREATE TABLE heron_migrations (version INTEGER PRIMARY KEY)"))
+        conn.execute(sa.text("INSERT INTO heron_migrations VALUES (1), (2)"))
+        conn.execute(
+            sa.text(
+                "CREATE TABLE heron_messages (message_id INTEGER PRIMARY KEY, node_id TEXT,"
+                " body TEXT, created_at FLOAT, claimed_run INTEGER)"
+            )
+        )
+    try:
+        assert migrate(engine) == len(MIGRATIONS)
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("heron_messages")}
+        assert "claimed_step" in columns
+    finally:
+        engine.dispose()

@@ -80,6 +80,27 @@ class Daemon:
                 self.process.wait()
 
 
+def node_row(node_id: str, **extra: Any) -> dict[str, Any]:
+    """The smallest valid ``heron_nodes`` row (for tests of the store itself)."""
+    now = time.time()
+    return {
+        "node_id": node_id,
+        "status": "running",
+        "root": True,
+        "root_lifecycle": "terminal",
+        "mode": "base",
+        "pin_cwd": False,
+        "extra": {},
+        "created_at": now,
+        "updated_at": now,
+        "runs": 1,
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        **extra,
+    }
+
+
 def write_script(directory: Path, name: str, steps: list[Any]) -> str:
     """Write a scripted-provider script; returns the ``scripted:...`` model spec."""
     path = directory / f"{name}.json"

@@ -31,7 +31,7 @@ from heron.runtime._db import (
 from heron.runtime._store import Store
 
 from . import pg
-from .conftest import Daemon, wait_settled, wait_status, write_script
+from .conftest import Daemon, node_row, wait_settled, wait_status, write_script
 
 T = TypeVar("T")
 
@@ -249,26 +249,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         yield store
     finally:
         store.close()
-
-
-def node_row(node_id: str) -> dict[str, Any]:
-    """The smallest valid node row."""
-    now = time.time()
-    return {
-        "node_id": node_id,
-        "status": "running",
-        "root": True,
-        "root_lifecycle": "terminal",
-        "mode": "base",
-        "pin_cwd": False,
-        "extra": {},
-        "created_at": now,
-        "updated_at": now,
-        "runs": 1,
-        "turns": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-    }
 
 
 async def race_behind_lock(

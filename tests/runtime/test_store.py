@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,8 @@ import pytest
 
 from heron.runtime._db import MIGRATIONS, create_engine, migrate
 from heron.runtime._store import DuplicateNode, Store
+
+from .conftest import node_row as row
 
 
 @pytest.fixture
@@ -22,26 +23,6 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield store
     finally:
         store.close()
-
-
-def row(node_id: str, **extra: Any) -> dict[str, Any]:
-    now = time.time()
-    return {
-        "node_id": node_id,
-        "status": "running",
-        "root": True,
-        "root_lifecycle": "terminal",
-        "mode": "base",
-        "pin_cwd": False,
-        "extra": {},
-        "created_at": now,
-        "updated_at": now,
-        "runs": 1,
-        "turns": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        **extra,
-    }
 
 
 def test_migrations_are_idempotent(tmp_path: Path) -> None:

@@ -286,8 +286,6 @@ class Engine:
         now = time.time()
         schema = check_output_schema(request.output_schema)
         cwd = check_directory(request.pin_cwd or request.cwd)
-        if request.model is not None:
-            self._check_model(request.model)
         deadline = check_duration(request.deadline)
         prompt = request.prompt if request.prompt and request.prompt.strip() else None
         row: Row = {
@@ -327,14 +325,8 @@ class Engine:
 
     async def _prepare_model(self, spec: str | None) -> None:
         try:
-            await self.providers.prepare(spec)
-        except Exception as exc:  # a missing API key, an unreadable model file ...
-            raise ApiError(422, "invalid_model", str(exc)) from None
-
-    def _check_model(self, spec: str) -> None:
-        try:
-            self.providers.check(spec)
-        except Exception as exc:  # UserError from a bad script file, ValueError from the kind
+            await self.providers.prepare(spec, reread=True)
+        except Exception as exc:  # an unknown kind, a missing API key, a bad script ...
             raise ApiError(422, "invalid_model", str(exc)) from None
 
     # -- runs ------------------------------------------------------------------
@@ -503,8 +495,6 @@ class Engine:
         values: dict[str, Any] = {}
         fields = patch.model_fields_set
         if "model" in fields:
-            if patch.model is not None:
-                self._check_model(patch.model)
             await self._prepare_model(patch.model)
             values["model"] = patch.model
             active = self.active.get(node_id)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from .._core import UserError
-from ..providers import PROVIDER_KINDS, Provider, ScriptedProvider, from_spec, load_script
+from ..providers import Provider, ScriptedProvider, from_spec, load_script
 from ..providers.scripted import Step
 
 __all__ = ["ProviderPool"]
@@ -28,14 +28,6 @@ class ProviderPool:
         self._shared: dict[str, Provider] = {}
         self._scripts: dict[str, tuple[float, list[Step]]] = {}
 
-    def check(self, spec: str) -> None:
-        """Refuse a spec that names no known provider kind (``ValueError`` saying why)."""
-        kind = spec.strip().partition(":")[0].lower()
-        if kind not in PROVIDER_KINDS:
-            raise ValueError(f"unknown provider {spec!r}: use one of {', '.join(PROVIDER_KINDS)}")
-        if kind == "scripted":
-            self._script(spec.strip().partition(":")[2].strip(), reread=True)
-
     def get(self, spec: str | None) -> Provider:
         """The provider for ``spec`` (``None``: the default); ``UserError`` if unbuildable."""
         spec = (spec or self.default).strip()
@@ -47,13 +39,18 @@ class ProviderPool:
             provider = self._shared[spec] = from_spec(spec)
         return provider
 
-    async def prepare(self, spec: str | None) -> None:
-        """Build (off the event loop) the provider for ``spec`` if it is not built yet.
+    async def prepare(self, spec: str | None, *, reread: bool = False) -> None:
+        """Build (off the event loop) the provider for ``spec`` if it is not built yet;
+        :class:`UserError` if it cannot be (an unknown kind, a missing key or script).
 
         Building one may load a model for seconds; the daemon must keep serving meanwhile.
+        A script is read again if it changed when ``reread`` (a create or config names it).
         """
         key = (spec or self.default).strip()
-        if key.partition(":")[0].lower() != "scripted" and key not in self._shared:
+        kind, _, rest = key.partition(":")
+        if kind.lower() == "scripted":
+            self._script(rest.strip(), reread=reread)
+        elif key not in self._shared:
             provider = await asyncio.to_thread(from_spec, key)
             self._shared.setdefault(key, provider)
 

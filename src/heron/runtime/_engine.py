@@ -349,11 +349,7 @@ class Engine:
                 reason="crashed",
                 message=f"the node's run ended in the engine as {status.status}",
             )
-            async with self._lock(node_id):
-                await self.store.settle(node_id, _failure(stop), "failed")
-            await self.events.prime(node_id)
-            self.events.publish(node_id, "node.status.changed", {"status": "failed"})
-            await self._announce_settled(node_id)
+            await self._settle_idle(node_id, stop, "failed")
 
     async def _wake(self, node_id: str) -> None:
         """Start the next run of a dormant or interrupted node (under its lock)."""
@@ -377,15 +373,14 @@ class Engine:
         return active
 
     def forget(self, active: Active) -> None:
-        """Drop a run that stopped without saving its end (the daemon is going down)."""
+        """Drop a run from those in progress here (ended, or cut off by shutdown)."""
         if self.active.get(active.node_id) is active:
             del self.active[active.node_id]
 
     async def ended(self, active: Active, end: dict[str, Any]) -> None:
         """Publish a run's end and wake whoever waits on it (called by the workflow)."""
         node_id = active.node_id
-        if self.active.get(node_id) is active:
-            del self.active[node_id]
+        self.forget(active)
         status = end["status"]
         self.events.publish(node_id, "node.status.changed", {"status": status})
         if end.get("settled"):
@@ -456,10 +451,14 @@ class Engine:
             # Either the run ended on its own just before the stop reached it (dormant
             # now), or no run of it is going here at all (its workflow failed): the close
             # settles it directly, and a run that starts later finds it settled.
+        await self._settle_idle(node_id, stop, "cancelled")
+
+    async def _settle_idle(self, node_id: str, stop: Stop, status: str) -> None:
+        """Settle a node no run of which is going here, and say so."""
         async with self._lock(node_id):
-            settled = await self.store.settle(node_id, _failure(stop), "cancelled")
+            settled = await self.store.settle(node_id, failure_outcome(stop), status)
         await self.events.prime(node_id)
-        self.events.publish(node_id, "node.status.changed", {"status": "cancelled"})
+        self.events.publish(node_id, "node.status.changed", {"status": status})
         if settled:
             await self._announce_settled(node_id)
         self._disarm_deadline(node_id)
@@ -576,11 +575,7 @@ def run_workflow_id(node_id: str, run: int) -> str:
     return f"heron:{node_id}:{run}"
 
 
-def _failure(stop: Stop) -> dict[str, Any]:
-    detail = {"message": stop.message or stop.reason or "failed", "error_type": stop.error_type}
-    return {"kind": "failure", "reason": stop.reason, "declined": None, "detail": detail}
-
-
 def failure_outcome(stop: Stop) -> dict[str, Any]:
     """The outcome a closed or failed run settles with."""
-    return _failure(stop)
+    detail = {"message": stop.message or stop.reason or "failed", "error_type": stop.error_type}
+    return {"kind": "failure", "reason": stop.reason, "declined": None, "detail": detail}

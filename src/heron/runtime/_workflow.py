@@ -10,6 +10,7 @@ with ``agent.iter()``, reading the node's inbox between turns.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from dbos import DBOS
@@ -79,7 +80,7 @@ class _Run:
                 else:
                     stop = await self._converse(agent, prompt, active, steps)
                     state = agent.state()
-                end = await steps.run("end", self._end, state, _stop_dict(stop), nudges)
+                end = await steps.run("end", self._end, state, dataclasses.asdict(stop), nudges)
                 if not end.get("continue"):
                     break
                 prompt, nudges = end["prompt"], end.get("nudges", nudges)
@@ -295,14 +296,3 @@ def _instruction(plan: dict[str, Any]) -> str:
         context = plan["situational_context"]
         parts.append(f"Situational context (background, not a request):\n{context}")
     return "\n\n".join(parts)
-
-
-def _stop_dict(stop: Stop) -> dict[str, Any]:
-    return {
-        "kind": stop.kind,
-        "reason": stop.reason,
-        "message": stop.message,
-        "error_type": stop.error_type,
-        "reply": stop.reply,
-        "asked": stop.asked,
-    }

@@ -26,13 +26,13 @@ import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from .._core import UserError
 from ._bash_events import BashEvent, BashExited, BashInteraction, BashOutput, BashStarted
 from ._bash_output import HeadTailBuffer
 from ._bash_session import BashSession
+from ._closing import AsyncClosing
 from ._context import ToolContext
 from ._result import ToolResult
 from ._tool import Tool
@@ -74,7 +74,7 @@ class _BashTool(Tool):
         return await self._handler(arguments, context)
 
 
-class BashTools(list[Tool]):
+class BashTools(list[Tool], AsyncClosing):
     """The tools one :func:`bash_tools` call made: a list of :class:`Tool`, plus cleanup.
 
     Background processes outlive the call that started them. Close the tools
@@ -109,17 +109,6 @@ class BashTools(list[Tool]):
         The tools stay usable: later calls start new processes.
         """
         await self._session.aclose()
-
-    async def __aenter__(self) -> BashTools:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def bash_tools(

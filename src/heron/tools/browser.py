@@ -17,7 +17,6 @@ import functools
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
@@ -41,6 +40,7 @@ from ._browser_session import (
     is_target_closed,
 )
 from ._browser_snapshot import DESCRIBE_SCRIPT, SNAPSHOT_SCRIPT
+from ._closing import AsyncClosing
 from ._context import IdGenerator, ToolContext
 from ._result import ToolResult
 from ._tool import Tool, tool
@@ -66,7 +66,7 @@ X = TypeVar("X")
 _READ_ATTEMPTS = 5
 
 
-class BrowserTools(list[Tool]):
+class BrowserTools(list[Tool], AsyncClosing):
     """The five browser tools, sharing one browser; also what stops it.
 
     A plain list of tools to an agent. The browser starts on the first call
@@ -86,17 +86,6 @@ class BrowserTools(list[Tool]):
     async def aclose(self) -> None:
         """Stop the browser; a later tool call starts a fresh one."""
         await self.session.aclose()
-
-    async def __aenter__(self) -> BrowserTools:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class _Refs:

@@ -21,10 +21,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TypeVar
 
 from .._core import UserError
+from ._closing import AsyncClosing
 from ._tool import Tool
 from .bash import BashTools, bash_tools
 from .browser import BrowserTools, browser_tools
@@ -59,7 +59,7 @@ _FAMILIES: dict[str, Callable[[_Setup], Iterable[Tool]]] = {
 }
 
 
-class Catalog(dict[str, Tool]):
+class Catalog(dict[str, Tool], AsyncClosing):
     """The built-in tools by name, owning what they start (shell processes, a browser).
 
     Nothing is started until a tool is used; :meth:`aclose` (or ``async with``)
@@ -101,17 +101,6 @@ class Catalog(dict[str, Tool]):
             close = getattr(owner, "aclose", None)
             if close is not None:
                 await close()
-
-    async def __aenter__(self) -> Catalog:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def catalog(root: str | os.PathLike[str] | None = None) -> Catalog:

@@ -111,11 +111,12 @@ async def test_counts_children_and_unsettled(store: Store) -> None:
     assert [r["node_id"] for r in await store.list_nodes(status=["running"])] == ["p"]
 
 
-def test_migration_3_adds_claimed_step_to_an_older_database(tmp_path: Path) -> None:
+def test_migrations_3_and_4_upgrade_an_older_database(tmp_path: Path) -> None:
     import sqlalchemy as sa
 
     engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
-    with engine.begin() as conn:  # heron_messages as versions 1 and 2 left it
+    with engine.begin() as conn:  # the tables 3 and 4 change, as versions 1 and 2 left them
+        conn.execute(sa.text("CREATE TABLE heron_nodes (node_id TEXT PRIMARY KEY)"))
         conn.execute(sa.text("CREATE TABLE heron_migrations (version INTEGER PRIMARY KEY)"))
         conn.execute(sa.text("INSERT INTO heron_migrations VALUES (1), (2)"))
         conn.execute(
@@ -128,5 +129,20 @@ def test_migration_3_adds_claimed_step_to_an_older_database(tmp_path: Path) -> N
         assert migrate(engine) == len(MIGRATIONS)
         columns = {c["name"] for c in sa.inspect(engine).get_columns("heron_messages")}
         assert "claimed_step" in columns
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("heron_nodes")}
+        assert "events_reserved" in columns
+        assert {"heron_reports", "heron_profiles"} <= set(sa.inspect(engine).get_table_names())
     finally:
         engine.dispose()
+
+
+async def test_reports_are_kept_and_listed_newest_first_by_tier(store: Store) -> None:
+    await store.insert_node(row("a"), None)
+    first = await store.add_report("a", tier="progress", title=None, body="one", path=None)
+    await store.add_report("a", tier="final", title="Done", body="two", path="/tmp/r.md")
+    assert first["report_id"] > 0 and first["body"] == "one"
+    assert [r["body"] for r in await store.reports("a")] == ["two", "one"]
+    assert [r["body"] for r in await store.reports("a", newest_first=False)] == ["one", "two"]
+    assert [r["body"] for r in await store.reports("a", limit=1)] == ["two"]
+    assert [r["path"] for r in await store.reports("a", tier="final")] == ["/tmp/r.md"]
+    assert await store.reports("b") == []

@@ -33,6 +33,7 @@ from ._nodes import (
     ResultSubmission,
     RootLifecycle,
 )
+from ._reports import Report, ReportTier
 from ._system import Health, Listener, SystemStatus
 
 __all__ = [
@@ -58,6 +59,8 @@ __all__ = [
     "OutcomeDetail",
     "OutcomePoll",
     "OutcomeReason",
+    "Report",
+    "ReportTier",
     "RequestModel",
     "ResultAccepted",
     "ResultSubmission",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from fastapi import Body, FastAPI, Path, Query, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -19,20 +19,11 @@ from .. import __version__, api
 from ._engine import Engine
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
+from ._routes_nodes import add_node_routes
 
 __all__ = ["build_app", "wrap"]
 
 log = logging.getLogger("heron.runtime")
-
-_STATUS_TEXT = {
-    400: "Malformed request: the body is not JSON, or an id is not a valid id",
-    401: "Missing or wrong bearer token (TCP listener only)",
-    404: "No such node",
-    409: "The node's state does not allow it, or its id is taken",
-    413: "Request body over the daemon's limit",
-    415: "The body is not JSON (send Content-Type: application/json)",
-    422: "The request does not match the schema",
-}
 
 _ERROR_CODES = {
     400: "bad_request",
@@ -42,31 +33,11 @@ _ERROR_CODES = {
     415: "unsupported_media_type",
 }
 
+ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (add_node_routes,)
+"""Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The error answers a route documents; 401 (TCP without the token) applies to all."""
-    return {
-        status: {"model": api.ErrorResponse, "description": _STATUS_TEXT[status]}
-        for status in sorted({401, *statuses})
-    }
-
-
-_READ = _errors(400, 404)
-"""A route reading one node."""
-_ACTION = _errors(400, 404, 409)
-"""A bodiless action on one node."""
-_WITH_BODY = _errors(400, 404, 409, 413, 415, 422)
-"""A route taking a JSON body about one node."""
-
-NodeIdPath = Annotated[
-    str,
-    Path(
-        description="The node's id (letters, digits, `_`, `.`, `-`; up to 128).",
-        # Documented, but checked by the engine: a bad id answers 400 invalid_node_id.
-        json_schema_extra={"pattern": api.ID_PATTERN},
-    ),
-]
-Wait = Annotated[int, Query(ge=0, le=25, description="Seconds to hold the poll open (0-25).")]
+(Routes are added to the app itself, not mounted as routers: the 405 answer's
+``Allow`` header is worked out from ``app.routes``.)"""
 
 
 def _error(
@@ -188,69 +159,8 @@ def build_app(engine: Engine) -> FastAPI:
     _install_error_handlers(app)
     _own_validation_errors(app)
 
-    @app.get("/healthz", tags=["system"], responses=_errors())
-    async def healthz() -> api.Health:
-        """Liveness: answers as soon as the daemon serves requests."""
-        return api.Health(version=__version__)
-
-    @app.get("/v1/status", tags=["system"], responses=_errors())
-    async def status() -> api.SystemStatus:
-        """Version, uptime, node counts by status, database and listeners."""
-        return await engine.status()
-
-    @app.post("/v1/nodes", status_code=201, tags=["nodes"], responses=_WITH_BODY)
-    async def create_node(
-        request: Annotated[api.NodeCreateRequest, Body()] = api.NodeCreateRequest(),  # noqa: B008
-    ) -> api.Node:
-        """Create a node; it is already running when this returns."""
-        return await engine.create(request)
-
-    @app.get("/v1/nodes", tags=["nodes"], responses=_errors(422))
-    async def list_nodes(
-        status: Annotated[list[api.NodeStatus] | None, Query()] = None,
-        root: bool | None = None,
-    ) -> list[api.Node]:
-        """Every node, oldest first (a plain array), optionally by status and root."""
-        return await engine.nodes(status=list(status) if status else None, root=root)
-
-    @app.get("/v1/nodes/{node_id}", tags=["nodes"], responses=_READ)
-    async def get_node(node_id: NodeIdPath) -> api.Node:
-        """One node."""
-        return await engine.node(node_id)
-
-    @app.get("/v1/nodes/{node_id}/outcome", tags=["nodes"], responses=_errors(400, 404, 422))
-    async def outcome(node_id: NodeIdPath, wait: Wait = 0) -> api.OutcomePoll:
-        """One long poll: answers when the node settles or after ``wait`` seconds."""
-        return await engine.outcome(node_id, wait)
-
-    @app.post("/v1/nodes/{node_id}/messages", status_code=202, tags=["nodes"], responses=_WITH_BODY)
-    async def message(node_id: NodeIdPath, body: api.MessageRequest) -> api.MessageAccepted:
-        """Send a follow-up: a dormant node wakes; a running one reads it next turn."""
-        return await engine.message(node_id, body.body)
-
-    @app.post("/v1/nodes/{node_id}/interrupt", tags=["nodes"], responses=_ACTION)
-    async def interrupt(node_id: NodeIdPath) -> api.Node:
-        """Stop the current turn and keep the node."""
-        return await engine.interrupt(node_id)
-
-    @app.post("/v1/nodes/{node_id}/close", tags=["nodes"], responses=_WITH_BODY)
-    async def close(
-        node_id: NodeIdPath,
-        body: Annotated[api.CloseRequest | None, Body()] = None,
-    ) -> api.Node:
-        """Cancel the node and the subtree it owns (terminal)."""
-        return await engine.close(node_id, body.reason if body is not None else None)
-
-    @app.patch("/v1/nodes/{node_id}/config", tags=["nodes"], responses=_WITH_BODY)
-    async def update_config(node_id: NodeIdPath, patch: api.NodeConfigPatch) -> api.Node:
-        """Change the node's model, name, description or deadline."""
-        return await engine.update_config(node_id, patch)
-
-    @app.post("/v1/nodes/{node_id}/result", tags=["nodes"], responses=_WITH_BODY)
-    async def submit_result(node_id: NodeIdPath, body: api.ResultSubmission) -> api.ResultAccepted:
-        """The node's structured result (what its ``submit-result`` tool sends)."""
-        return await engine.submit_result(node_id, body.result)
-
+    for add_routes in ROUTES:
+        add_routes(app, engine)
     return app
 
 

@@ -26,7 +26,9 @@ __all__ = [
     "migrate",
     "nodes",
     "outcomes",
+    "profiles",
     "redact_url",
+    "reports",
 ]
 
 CONNECT_TIMEOUT = 10
@@ -111,6 +113,9 @@ nodes = sa.Table(
     sa.Column("state", sa.JSON),
     # A structured result accepted mid-turn; the outcome settles when the turn ends.
     sa.Column("pending_result", sa.JSON),
+    # The highest event sequence number the node's numbering may have handed out:
+    # numbers are reserved ahead in blocks, so a restart never hands one out twice.
+    sa.Column("events_reserved", sa.BigInteger),
 )
 
 outcomes = sa.Table(
@@ -146,6 +151,31 @@ events = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
+reports = sa.Table(
+    "heron_reports",
+    metadata,
+    sa.Column("report_id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("node_id", sa.String(128), nullable=False, index=True),
+    # progress, milestone or final
+    sa.Column("tier", sa.String(16), nullable=False),
+    sa.Column("title", Text),
+    sa.Column("body", Text, nullable=False),
+    # Where the report was also written on disk (final reports), if anywhere.
+    sa.Column("path", Text),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+profiles = sa.Table(
+    "heron_profiles",
+    metadata,
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("description", Text),
+    # Defaults for the profile's nodes (kind, model ...), as the profile routes define them.
+    sa.Column("settings", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
 migrations_table = sa.Table(
     "heron_migrations",
     sa.MetaData(),
@@ -178,7 +208,15 @@ def _v3(conn: sa.Connection) -> None:
         conn.execute(sa.text("ALTER TABLE heron_messages ADD COLUMN claimed_step INTEGER"))
 
 
-MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2, _v3)
+def _v4(conn: sa.Connection) -> None:
+    """Reports, profiles, and durably reserved event numbers."""
+    metadata.create_all(conn, tables=[reports, profiles])
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("heron_nodes")}
+    if "events_reserved" not in columns:
+        conn.execute(sa.text("ALTER TABLE heron_nodes ADD COLUMN events_reserved BIGINT"))
+
+
+MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2, _v3, _v4)
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 
 

@@ -14,7 +14,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from ._rows import (
 )
 from ._store import DuplicateNode, Row, Store
 
-__all__ = ["Engine", "Stop", "current_engine"]
+__all__ = ["Engine", "SettleHook", "Stop", "current_engine"]
 
 log = logging.getLogger("heron.runtime")
 
@@ -48,6 +48,9 @@ SETTLED = frozenset({"completed", "failed", "cancelled"})
 """Statuses a node never leaves."""
 
 _ENGINE: Engine | None = None
+
+SettleHook = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Reacts to a node settling: ``hook(node_id, outcome)``."""
 
 
 def current_engine() -> Engine:
@@ -114,6 +117,9 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.listeners: list[api.Listener] = []
+        self.settle_hooks: list[SettleHook] = []
+        """Called (in the background) with each node that settles here and its outcome:
+        how features react to a settlement (outcome delivery, releasing a node's jobs)."""
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -395,6 +401,16 @@ class Engine:
         event = self._settled.pop(node_id, None)
         if event is not None:
             event.set()
+        if outcome is not None:
+            for hook in self.settle_hooks:
+                self._spawn(self._run_hook(hook, node_id, outcome))
+
+    @staticmethod
+    async def _run_hook(hook: SettleHook, node_id: str, outcome: dict[str, Any]) -> None:
+        try:
+            await hook(node_id, outcome)
+        except Exception:  # one feature failing must not stop the others
+            log.exception("reacting to the settlement of node %s failed", node_id)
 
     # -- actions -----------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ._db import events, messages, migrate, nodes, outcomes
+from ._db import events, messages, migrate, nodes, outcomes, reports
 
 __all__ = ["DuplicateNode", "Store"]
 
@@ -281,6 +281,53 @@ class Store:
         with self.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return dict(value) if value is not None else None
+
+    # -- reports ------------------------------------------------------------
+
+    async def add_report(
+        self, node_id: str, *, tier: str, title: str | None, body: str, path: str | None
+    ) -> Row:
+        """Keep a report a node pushed; returns its row (with ``report_id``)."""
+        return await self._run(self._add_report, node_id, tier, title, body, path)
+
+    def _add_report(
+        self, node_id: str, tier: str, title: str | None, body: str, path: str | None
+    ) -> Row:
+        row: Row = {
+            "node_id": node_id,
+            "tier": tier,
+            "title": title,
+            "body": body,
+            "path": path,
+            "created_at": time.time(),
+        }
+        with self.engine.begin() as conn:
+            key = conn.execute(reports.insert().values(**row)).inserted_primary_key
+        assert key is not None
+        return {"report_id": int(key[0]), **row}
+
+    async def reports(
+        self,
+        node_id: str,
+        *,
+        limit: int | None = None,
+        newest_first: bool = True,
+        tier: str | None = None,
+    ) -> list[Row]:
+        """A node's reports, newest first (or oldest first), at most ``limit``."""
+        return await self._run(self._reports, node_id, limit, newest_first, tier)
+
+    def _reports(
+        self, node_id: str, limit: int | None, newest_first: bool, tier: str | None
+    ) -> list[Row]:
+        order = reports.c.report_id.desc() if newest_first else reports.c.report_id
+        query = sa.select(reports).where(reports.c.node_id == node_id).order_by(order)
+        if tier is not None:
+            query = query.where(reports.c.tier == tier)
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
 
     # -- events -------------------------------------------------------------
 

@@ -1,0 +1,80 @@
+"""The core node routes: create, read, poll, message, interrupt, close, configure, result."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Body, FastAPI, Query
+
+from .. import __version__, api
+from ._engine import Engine
+from ._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors
+
+__all__ = ["add_node_routes"]
+
+
+def add_node_routes(app: FastAPI, engine: Engine) -> None:
+    """Serve ``/healthz``, ``/v1/status`` and the core ``/v1/nodes`` routes over ``engine``."""
+
+    @app.get("/healthz", tags=["system"], responses=errors())
+    async def healthz() -> api.Health:
+        """Liveness: answers as soon as the daemon serves requests."""
+        return api.Health(version=__version__)
+
+    @app.get("/v1/status", tags=["system"], responses=errors())
+    async def status() -> api.SystemStatus:
+        """Version, uptime, node counts by status, database and listeners."""
+        return await engine.status()
+
+    @app.post("/v1/nodes", status_code=201, tags=["nodes"], responses=WITH_BODY)
+    async def create_node(
+        request: Annotated[api.NodeCreateRequest, Body()] = api.NodeCreateRequest(),  # noqa: B008
+    ) -> api.Node:
+        """Create a node; it is already running when this returns."""
+        return await engine.create(request)
+
+    @app.get("/v1/nodes", tags=["nodes"], responses=errors(422))
+    async def list_nodes(
+        status: Annotated[list[api.NodeStatus] | None, Query()] = None,
+        root: bool | None = None,
+    ) -> list[api.Node]:
+        """Every node, oldest first (a plain array), optionally by status and root."""
+        return await engine.nodes(status=list(status) if status else None, root=root)
+
+    @app.get("/v1/nodes/{node_id}", tags=["nodes"], responses=READ)
+    async def get_node(node_id: NodeIdPath) -> api.Node:
+        """One node."""
+        return await engine.node(node_id)
+
+    @app.get("/v1/nodes/{node_id}/outcome", tags=["nodes"], responses=errors(400, 404, 422))
+    async def outcome(node_id: NodeIdPath, wait: Wait = 0) -> api.OutcomePoll:
+        """One long poll: answers when the node settles or after ``wait`` seconds."""
+        return await engine.outcome(node_id, wait)
+
+    @app.post("/v1/nodes/{node_id}/messages", status_code=202, tags=["nodes"], responses=WITH_BODY)
+    async def message(node_id: NodeIdPath, body: api.MessageRequest) -> api.MessageAccepted:
+        """Send a follow-up: a dormant node wakes; a running one reads it next turn."""
+        return await engine.message(node_id, body.body)
+
+    @app.post("/v1/nodes/{node_id}/interrupt", tags=["nodes"], responses=ACTION)
+    async def interrupt(node_id: NodeIdPath) -> api.Node:
+        """Stop the current turn and keep the node."""
+        return await engine.interrupt(node_id)
+
+    @app.post("/v1/nodes/{node_id}/close", tags=["nodes"], responses=WITH_BODY)
+    async def close(
+        node_id: NodeIdPath,
+        body: Annotated[api.CloseRequest | None, Body()] = None,
+    ) -> api.Node:
+        """Cancel the node and the subtree it owns (terminal)."""
+        return await engine.close(node_id, body.reason if body is not None else None)
+
+    @app.patch("/v1/nodes/{node_id}/config", tags=["nodes"], responses=WITH_BODY)
+    async def update_config(node_id: NodeIdPath, patch: api.NodeConfigPatch) -> api.Node:
+        """Change the node's model, name, description or deadline."""
+        return await engine.update_config(node_id, patch)
+
+    @app.post("/v1/nodes/{node_id}/result", tags=["nodes"], responses=WITH_BODY)
+    async def submit_result(node_id: NodeIdPath, body: api.ResultSubmission) -> api.ResultAccepted:
+        """The node's structured result (what its ``submit-result`` tool sends)."""
+        return await engine.submit_result(node_id, body.result)

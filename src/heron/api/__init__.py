@@ -12,6 +12,7 @@ from ._common import (
     WireModel,
     is_valid_id,
 )
+from ._jobs import Job, JobStatus
 from ._nodes import (
     CloseRequest,
     Declined,
@@ -35,6 +36,7 @@ from ._nodes import (
 )
 from ._reports import Report, ReportTier
 from ._system import Health, Listener, SystemStatus
+from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
     "ID_PATTERN",
@@ -44,6 +46,8 @@ __all__ = [
     "ErrorBody",
     "ErrorResponse",
     "Health",
+    "Job",
+    "JobStatus",
     "Listener",
     "MessageAccepted",
     "MessageRequest",
@@ -56,6 +60,7 @@ __all__ = [
     "NodeOutcome",
     "NodeResult",
     "NodeStatus",
+    "NodeWorktree",
     "OutcomeDetail",
     "OutcomePoll",
     "OutcomeReason",
@@ -67,5 +72,6 @@ __all__ = [
     "RootLifecycle",
     "SystemStatus",
     "WireModel",
+    "WorktreeState",
     "is_valid_id",
 ]

@@ -29,6 +29,7 @@ from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import EventLog
+from ._jobs import Jobs
 from ._providers import ProviderPool
 from ._rows import (
     check_directory,
@@ -39,6 +40,7 @@ from ._rows import (
     when,
 )
 from ._store import DuplicateNode, Row, Store
+from ._worktrees import GitError, Worktrees
 
 __all__ = ["Engine", "SettleHook", "Stop", "current_engine"]
 
@@ -120,6 +122,8 @@ class Engine:
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        self.jobs = Jobs(self)
+        self.worktrees = Worktrees(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -170,6 +174,7 @@ class Engine:
             handle.cancel()
         # DBOS first: no step finishes (and publishes) after the events are written.
         DBOS.destroy(workflow_completion_timeout_sec=0)
+        await self.jobs.aclose()  # after DBOS: no run starts a job once they are killed
         await self.events.stop()
         await self.providers.aclose()
         self.store.close()
@@ -193,7 +198,8 @@ class Engine:
         task.add_done_callback(self._background.discard)
 
     def workspace(self, node_id: str, cwd: str | None) -> Path:
-        """Where a node's file and shell tools work: its ``cwd``, else its own directory."""
+        """Where a node's file and shell tools work: its ``cwd`` (its worktree's directory
+        while it has one: see ``_worktrees.workdir``), else its own directory."""
         if cwd is not None:
             return Path(cwd)
         path = self.config.home / "nodes" / node_id
@@ -273,9 +279,16 @@ class Engine:
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
+        worktree = None
+        if request.worktree is not None and request.worktree is not False:
+            # Made before the row exists, so the first run already works in it.
+            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, request.worktree)
         try:
             await self.store.insert_node(row, prompt if kickoff else None)
         except DuplicateNode:
+            if worktree is not None:
+                with contextlib.suppress(GitError):
+                    await self.worktrees.discard(worktree)
             raise ApiError(
                 409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
             ) from None

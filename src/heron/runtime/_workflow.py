@@ -29,6 +29,7 @@ from ._engine import (
     run_workflow_id,
 )
 from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
+from ._worktrees import workdir
 
 __all__ = ["node_run"]
 
@@ -107,7 +108,7 @@ class _Run:
             "scopes": row["scopes"],
             "output_schema": row["output_schema"],
             "situational_context": row["situational_context"],
-            "cwd": row["cwd"],
+            "cwd": workdir(row) or row["cwd"],  # its worktree, while it has one
             "prompt": "\n\n".join(unread) or "Continue.",
         }
 
@@ -127,6 +128,8 @@ class _Run:
             workspace=engine.workspace(node_id, plan["cwd"]),
             submit=submit,
             decline=decline,
+            # The node's shell outlives the run: its background jobs carry on (``_jobs``).
+            shell=lambda workspace: engine.jobs.shell(node_id, workspace),
         )
         client = DurableToolClient(
             LocalToolClient(tools.tools), node_id=node_id, events=engine.events, steps=steps

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from .conftest import wait_settled, wait_status
+from .conftest import Daemon, wait_settled, wait_status, write_script
 
 
 def start(command: str) -> dict[str, Any]:
@@ -163,3 +165,31 @@ def test_bad_ids_and_unknown_jobs(client: httpx.Client, scripts: Any) -> None:
     assert no_node.status_code == 404 and no_node.json()["error"]["code"] == "node_not_found"
     bad_node = client.post("/v1/nodes/-x/jobs/bash-1/cancel")
     assert bad_node.status_code == 400 and bad_node.json()["error"]["code"] == "invalid_node_id"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", ["sigkill", "sigterm"])
+def test_after_a_restart_the_old_jobs_are_stopped_and_not_listed(tmp_path: Path, stop: str) -> None:
+    # A job runs in a process group of its own, so it outlives a SIGKILLed daemon:
+    # the next daemon stops it. A daemon stopped gracefully stops its jobs itself.
+    default = write_script(tmp_path, "default", ["default"])
+    daemon = Daemon(tmp_path / "home", {"HERON_PROVIDER": default}).start()
+    try:
+        model = write_script(tmp_path, "server", [start("sleep 600 & sleep 601"), "started"])
+        with daemon.client() as client:
+            node = create(client, prompt="go", model=model, root_lifecycle="resident")
+            wait_status(client, node["node_id"], "dormant")
+            (job,) = wait_jobs(client, node["node_id"], ["running"])
+        if stop == "sigkill":
+            daemon.kill()
+            assert alive(job["pid"])  # orphaned, in its own group, still running
+        else:
+            daemon.stop()
+            assert gone(job["pid"])
+        daemon.start()
+        assert gone(job["pid"])
+        with daemon.client() as client:
+            assert jobs(client, node["node_id"]) == []
+            assert client.get(f"/v1/nodes/{node['node_id']}").json()["status"] == "dormant"
+    finally:
+        daemon.stop()

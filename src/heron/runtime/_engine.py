@@ -133,6 +133,7 @@ class Engine:
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
         self.store.migrate()
+        self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if self.providers.default.partition(":")[0].lower() == "local":
             # Loading the embedded model takes a while: let the first node find it ready.
             self._spawn(self._warm_default())

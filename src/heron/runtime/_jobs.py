@@ -7,8 +7,9 @@ closed, killing what still runs, when the node settles, when its worktree is
 removed (its commands run in it) and when the daemon stops.
 
 Jobs are known only to the daemon process that started them: after a restart
-the processes are gone (the old daemon killed them, or they died with it) and
-the list starts empty, never showing a job as running that is not. A settled
+the processes are gone (a stopping daemon kills them; the groups a crashed one
+left behind are killed by the next, see ``_job_ledger``) and the list starts
+empty, never showing a job as running that is not. A settled
 node's jobs stay listed, as exited or killed, until the daemon stops or
 :data:`KEEP_SETTLED` later nodes' lists have been dropped.
 """
@@ -25,9 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import api
+from .._core import ToolError
 from ..tools import BashEvent, BashExited, BashOutput, BashStarted, BashTools, ToolContext
 from ..tools import bash_tools as make_bash_tools
 from ._errors import ApiError
+from ._job_ledger import JobLedger
 from ._rows import maybe_when, when
 
 if TYPE_CHECKING:
@@ -90,9 +93,10 @@ class _Job:
 class _NodeJobs:
     """One node's shell (while it has one) and the record of its jobs."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: JobLedger) -> None:
         self.shell: BashTools | None = None
         self.jobs: OrderedDict[str, _Job] = OrderedDict()
+        self.ledger = ledger
 
     def on_event(self, event: BashEvent) -> None:
         """Follow the shell's commands (``bash-run``'s ``run-N`` ones are not jobs)."""
@@ -107,6 +111,7 @@ class _NodeJobs:
                     pid=event.pid,
                     started_at=time.time(),
                 )
+                self.ledger.add(event.pid)
                 self._forget_old()
             return
         job = self.jobs.get(event.process_id)
@@ -134,13 +139,19 @@ class Jobs:
         # Settled nodes, oldest first: their lists are dropped past KEEP_SETTLED.
         self._settled: OrderedDict[str, None] = OrderedDict()
         self._closing: set[asyncio.Future[None]] = set()
+        self.ledger = JobLedger(engine.config.home / "jobs.json")
+        """The running jobs' process groups on disk (for the next daemon, should this die)."""
         engine.settle_hooks.append(self._on_settled)
+
+    def reap(self) -> None:
+        """Stop the jobs a daemon that died (SIGKILL, a crash) left running; at start."""
+        self.ledger.reap()
 
     def shell(self, node_id: str, workspace: Path) -> BashTools:
         """The node's shell in ``workspace``, made on first use and shared by its runs."""
         entry = self._nodes.get(node_id)
         if entry is None:
-            entry = self._nodes[node_id] = _NodeJobs()
+            entry = self._nodes[node_id] = _NodeJobs(self.ledger)
         self._settled.pop(node_id, None)  # revived: its list is live again
         current = entry.shell
         if current is not None and current.cwd == workspace.resolve():
@@ -188,7 +199,11 @@ class Jobs:
         # The node's own bash-kill does it: the shell then reports it as killed to the
         # model too, and reaps the process. Runs call tools with the default context.
         kill = next(tool for tool in entry.shell if tool.name == _KILL_TOOL)
-        result = await kill.execute({"id": job_id}, ToolContext())
+        try:
+            result = await kill.execute({"id": job_id}, ToolContext())
+        except ToolError as exc:  # the shell no longer knows it: it is not running
+            raise ApiError(409, "job_finished", str(exc)) from None
+        entry.ledger.remove([job.pid])
         data: dict[str, Any] = result.structured if isinstance(result.structured, dict) else {}
         if job.ended_at is None:  # the exit event comes a moment later: do not wait for it
             job.ended_at = time.time()
@@ -234,6 +249,7 @@ def _close(entry: _NodeJobs, shell: BashTools) -> Coroutine[Any, Any, None]:
 
     async def close() -> None:
         await shell.aclose()
+        entry.ledger.remove([job.pid for job in entry.jobs.values()])
         now = time.time()
         for job in running:
             if job.ended_at is None:

@@ -11,18 +11,12 @@ import httpx
 import pytest
 
 from .conftest import Daemon, wait_settled, wait_status, write_script
+from .test_nodes import create
 
 
 def start(command: str) -> dict[str, Any]:
     """A scripted turn calling ``bash-start``."""
     return {"tool_calls": [{"name": "bash-start", "arguments": {"command": command}}]}
-
-
-def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
-    response = client.post("/v1/nodes", json=body)
-    assert response.status_code == 201, response.text
-    node: dict[str, Any] = response.json()
-    return node
 
 
 def jobs(client: httpx.Client, node_id: str) -> list[dict[str, Any]]:
@@ -46,24 +40,21 @@ def wait_jobs(
     raise AssertionError(f"jobs of {node_id} are {listed}, not {statuses}")
 
 
-def gone(pid: int, timeout: float = 10) -> bool:
-    """Whether the process group ``pid`` is gone (within ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def alive(pid: int) -> bool:
+    """Whether the process group ``pid`` (a job's shell and what it started) has members."""
     try:
         os.killpg(pid, 0)
     except ProcessLookupError:
         return False
     return True
+
+
+def gone(pid: int, timeout: float = 10) -> bool:
+    """Whether the process group ``pid`` is gone (within ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not alive(pid)
 
 
 def test_a_started_job_is_listed_running_then_cancelled_and_gone(

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from .conftest import Daemon, wait_settled, wait_status
+from .test_nodes import create
 
 SLOW = {"text": "still thinking", "delay": 30}
 
@@ -33,13 +34,6 @@ def repo(tmp_path: Path) -> Path:
     env = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
     git(root, *env, "commit", "-q", "-m", "first")
     return root
-
-
-def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
-    response = client.post("/v1/nodes", json=body)
-    assert response.status_code == 201, response.text
-    node: dict[str, Any] = response.json()
-    return node
 
 
 def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

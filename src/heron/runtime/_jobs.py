@@ -230,7 +230,9 @@ class Jobs:
             # its jobs carry on with it.
             return
         await self.release(node_id)
-        if node_id not in self._nodes:
+        entry = self._nodes.get(node_id)
+        if entry is None or not entry.jobs:
+            self._nodes.pop(node_id, None)  # nothing to list: no need to keep it
             return
         self._settled[node_id] = None
         while len(self._settled) > KEEP_SETTLED:

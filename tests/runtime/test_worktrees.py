@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -227,3 +228,19 @@ def test_bad_requests_create_nothing(
     refused(client.post("/v1/nodes/no-such-node/worktree/abandon"), 404, "node_not_found")
     refused(client.post("/v1/nodes/-bad/worktree/close"), 400, "invalid_node_id")
     assert client.get("/v1/nodes/wt-taken").json()["worktree"] is None
+
+
+def test_a_worktree_deleted_by_hand_can_still_be_closed_and_abandoned(
+    client: httpx.Client, repo: Path
+) -> None:
+    kept = create(client, no_kickoff=True, cwd=str(repo), worktree="by-hand-1")
+    dropped = create(client, no_kickoff=True, cwd=str(repo), worktree="by-hand-2")
+    for node in (kept, dropped):
+        shutil.rmtree(node["worktree"]["path"])
+    closed = client.post(f"/v1/nodes/{kept['node_id']}/worktree/close")
+    assert closed.status_code == 200, closed.text
+    assert closed.json()["worktree"]["head_commit"] == kept["worktree"]["base_commit"]
+    abandoned = client.post(f"/v1/nodes/{dropped['node_id']}/worktree/abandon")
+    assert abandoned.status_code == 200, abandoned.text
+    assert branches(repo) == ["heron/by-hand-1", "main"]
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1

@@ -202,6 +202,7 @@ class Jobs:
         try:
             result = await kill.execute({"id": job_id}, ToolContext())
         except ToolError as exc:  # the shell no longer knows it: it is not running
+            job.ended_at = job.ended_at or time.time()
             raise ApiError(409, "job_finished", str(exc)) from None
         entry.ledger.remove([job.pid])
         data: dict[str, Any] = result.structured if isinstance(result.structured, dict) else {}
@@ -245,13 +246,14 @@ class Jobs:
 def _close(entry: _NodeJobs, shell: BashTools) -> Coroutine[Any, Any, None]:
     """Close ``shell``, its running jobs recorded as killed (the list stays)."""
     # Chosen now, not once the close gets going: a new shell's jobs are not these.
+    pids = [job.pid for job in entry.jobs.values()]
     running = [job for job in entry.jobs.values() if job.ended_at is None]
     for job in running:
         job.killed = True
 
     async def close() -> None:
         await shell.aclose()
-        entry.ledger.remove([job.pid for job in entry.jobs.values()])
+        entry.ledger.remove(pids)
         now = time.time()
         for job in running:
             if job.ended_at is None:

@@ -169,7 +169,7 @@ class Worktrees:
     async def discard(self, record: dict[str, Any]) -> None:
         """Undo :meth:`make` for a node that was not created after all."""
         await _remove(record, force=True)
-        await git("branch", "-D", record["branch"], cwd=record["repository"])
+        await _delete_branch(record)
 
     async def close(self, node_id: str) -> api.Node:
         """Remove the node's worktree, keeping its branch; ``409 worktree_dirty`` if it has
@@ -202,7 +202,7 @@ class Worktrees:
                 await engine.jobs.release(node_id)  # its jobs run in the worktree
                 await _remove(tree, force=not keep)
                 if not keep:
-                    await git("branch", "-D", tree["branch"], cwd=tree["repository"])
+                    await _delete_branch(tree)
             except GitError as exc:
                 raise ApiError(409, "git_failed", str(exc)) from None
             tree = {**tree, "state": "closed" if keep else "abandoned", "head_commit": head}
@@ -235,10 +235,27 @@ async def _check_clean(tree: dict[str, Any]) -> None:
         )
 
 
-async def _head(tree: dict[str, Any]) -> str:
-    return (
-        await git("rev-parse", "--verify", f"{tree['branch']}^{{commit}}", cwd=tree["repository"])
-    ).strip()
+async def _head(tree: dict[str, Any]) -> str | None:
+    """The commit the worktree has checked out (its branch's tip), if it can be found."""
+    here = _exists(tree)
+    ref = "HEAD" if here else tree["branch"]  # deleted by hand: the branch still says
+    try:
+        found = await git(
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"{ref}^{{commit}}",
+            cwd=tree["path"] if here else tree["repository"],
+        )
+    except GitError:
+        return None
+    return found.strip()
+
+
+async def _delete_branch(tree: dict[str, Any]) -> None:
+    # Gone already (deleted by hand) is as good as deleted.
+    if await _has_branch(tree["repository"], tree["branch"]):
+        await git("branch", "-D", tree["branch"], cwd=tree["repository"])
 
 
 async def _remove(tree: dict[str, Any], *, force: bool) -> None:

@@ -29,7 +29,7 @@ from ._engine import (
     run_workflow_id,
 )
 from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
-from ._worktrees import workdir
+from ._worktrees import active_worktree
 
 __all__ = ["node_run"]
 
@@ -102,13 +102,15 @@ class _Run:
         if row is None or row["status"] in SETTLED:
             return None  # closed before its run got going
         unread = await engine.store.claim_messages(self.node_id, self.run, _step_id())
+        tree = active_worktree(row)  # while it has one, the node works in its worktree
         return {
             "model": row["model"],
             "state": row["state"],
             "scopes": row["scopes"],
             "output_schema": row["output_schema"],
             "situational_context": row["situational_context"],
-            "cwd": workdir(row) or row["cwd"],  # its worktree, while it has one
+            "cwd": tree["workdir"] if tree is not None else row["cwd"],
+            "branch": tree["branch"] if tree is not None else None,
             "prompt": "\n\n".join(unread) or "Continue.",
         }
 
@@ -289,6 +291,11 @@ def _instruction(plan: dict[str, Any]) -> str:
     parts = ["You are a Heron node: an agent working on the task in the user's messages."]
     if plan["cwd"]:
         parts.append(f"Working directory (file and shell tools work here): {plan['cwd']}")
+    if plan.get("branch"):  # (a plan recorded before worktrees has no such key)
+        parts.append(
+            f"That directory is in a git worktree made for this task, on branch "
+            f"{plan['branch']}: commit your work on it (nothing is merged for you)."
+        )
     if plan["output_schema"] is not None:
         schema = schema_text(plan["output_schema"])
         parts.append(

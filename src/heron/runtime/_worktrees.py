@@ -32,7 +32,14 @@ from ._store import Row
 if TYPE_CHECKING:
     from ._engine import Engine
 
-__all__ = ["BRANCH_PREFIX", "GIT_TIMEOUT", "Worktrees", "workdir"]
+__all__ = [
+    "BRANCH_PREFIX",
+    "GIT_TIMEOUT",
+    "GitError",
+    "Worktrees",
+    "active_worktree",
+    "to_worktree",
+]
 
 BRANCH_PREFIX = "heron/"
 """The branch a worktree gets is this plus its name."""
@@ -47,12 +54,10 @@ class GitError(Exception):
     """A git command failed, timed out or could not start; the message says which and why."""
 
 
-def workdir(row: Row) -> str | None:
-    """Where the node's tools work when it has an active worktree, else ``None``."""
+def active_worktree(row: Row) -> dict[str, Any] | None:
+    """The node's worktree record (``workdir``, ``branch`` ...) while it is active."""
     tree = (row["extra"] or {}).get("worktree")
-    if isinstance(tree, dict) and tree.get("state") == "active":
-        return str(tree["workdir"])
-    return None
+    return tree if isinstance(tree, dict) and tree.get("state") == "active" else None
 
 
 def to_worktree(row: Row) -> api.NodeWorktree | None:
@@ -185,9 +190,10 @@ class Worktrees:
         # Under the node's lock: a message cannot start a run in the worktree meanwhile.
         async with engine.locked(node_id):
             row = await engine.row(node_id)
-            tree = (row["extra"] or {}).get("worktree")
-            if not isinstance(tree, dict) or tree.get("state") != "active":
-                what = "no worktree" if not isinstance(tree, dict) else f"a {tree['state']} one"
+            tree = active_worktree(row)
+            if tree is None:
+                old = to_worktree(row)
+                what = f"no worktree (it was {old.state})" if old else "no worktree"
                 raise ApiError(404, "no_worktree", f"node {node_id!r} has {what}")
             if row["status"] == "running":
                 raise ApiError(

@@ -200,7 +200,7 @@ class Engine:
 
     def workspace(self, node_id: str, cwd: str | None) -> Path:
         """Where a node's file and shell tools work: its ``cwd`` (its worktree's directory
-        while it has one: see ``_worktrees.workdir``), else its own directory."""
+        while it has one: see ``_worktrees``), else its own directory."""
         if cwd is not None:
             return Path(cwd)
         path = self.config.home / "nodes" / node_id

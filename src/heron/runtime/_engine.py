@@ -28,7 +28,7 @@ from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
-from ._events import EventLog
+from ._events import RESERVE_BLOCK, EventLog
 from ._providers import ProviderPool
 from ._rows import (
     check_directory,
@@ -273,6 +273,8 @@ class Engine:
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
+        # The first block of event numbers is reserved with the row itself (see _events).
+        row["events_reserved"] = RESERVE_BLOCK
         try:
             await self.store.insert_node(row, prompt if kickoff else None)
         except DuplicateNode:
@@ -280,7 +282,7 @@ class Engine:
                 409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
             ) from None
         node_id = row["node_id"]
-        self.events.fresh(node_id)
+        self.events.fresh(node_id, RESERVE_BLOCK)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())

@@ -20,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from .. import api
 from ._engine import SETTLED, Engine
 from ._errors import ApiError
-from ._routing import READ, NodeIdPath
+from ._routing import NodeIdPath, errors
 from ._rows import when
 from ._stream import Hub, Record, Subscription, encode, error_record, keepalive_record, merge
 
@@ -293,7 +293,7 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
     @app.get(
         "/v1/nodes/{node_id}/events",
         tags=["nodes"],
-        responses={**READ, **_STREAM_DOC},
+        responses={**errors(400, 404, 422), **_STREAM_DOC},
         response_class=StreamingResponse,
     )
     async def node_events(

@@ -29,20 +29,26 @@ class Sse:
 
 def records(response: httpx.Response) -> Iterator[Sse]:
     """Every record and comment of an open event-stream response, as they arrive."""
+    # Split the bytes ourselves: httpx's line decoder is slow on long lines.
+    pending = b""
+    for chunk in response.iter_bytes():
+        pending += chunk
+        *blocks, pending = pending.split(b"\n\n")
+        for block in blocks:
+            yield _parse(block.decode())
+
+
+def _parse(block: str) -> Sse:
+    if block.startswith(":"):
+        return Sse(None, ":", {"comment": block[1:].strip()})
     fields: dict[str, str] = {}
-    for line in response.iter_lines():
-        if line.startswith(":"):
-            yield Sse(None, ":", {"comment": line[1:].strip()})
-        elif line == "":
-            if fields:
-                ident = fields.get("id")
-                data = json.loads(fields.get("data", "null"))
-                yield Sse(int(ident) if ident else None, fields.get("event", "message"), data)
-                fields = {}
-        else:
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            fields[name] = f"{fields[name]}\n{value}" if name in fields else value
+    for line in block.split("\n"):
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        fields[name] = f"{fields[name]}\n{value}" if name in fields else value
+    ident = fields.get("id")
+    data = json.loads(fields.get("data", "null"))
+    return Sse(int(ident) if ident else None, fields.get("event", "message"), data)
 
 
 def events(response: httpx.Response, until: Callable[[Sse], bool] | None = None) -> list[Sse]:

@@ -297,6 +297,33 @@ class TestRecycle:
         assert after["memory"] == "Summary: the code is 7."
         assert [m["content"] for m in after["messages"]] == ["what was it?", "The code is 7."]
 
+    def test_a_node_its_context_broke_recovers_by_recycle_then_revive(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        # The second answer fails (say, the context grew too long): with a fresh
+        # context the conversation holds no answer, so the first step plays again.
+        model = scripts(
+            "overflow",
+            {
+                "steps": ["short answer", {"error": "context too long", "status": 400}],
+                "compaction": "Summary so far.",
+            },
+        )
+        node_id = create(client, prompt="a", model=model)["node_id"]
+        wait_settled(client, node_id)
+        fork = post(client, f"/v1/nodes/{node_id}/fork", {"prompt": "b"}).json()["node_id"]
+        assert wait_settled(client, fork)["outcome"]["reason"] == "provider_error"
+        recycled = post(client, f"/v1/nodes/{fork}/recycle")
+        assert recycled.status_code == 200, recycled.text
+        assert recycled.json()["node"]["status"] == "failed"
+        post(client, f"/v1/nodes/{fork}/revive", {"message": "carry on"})
+        poll = wait_settled(client, fork)
+        assert (poll["node_status"], poll["outcome"]["output_text"]) == (
+            "completed",
+            "short answer",
+        )
+        assert row(daemon, fork, "state")["memory"] == "Summary so far."
+
     def test_refusals_leave_the_state_alone(
         self, client: httpx.Client, daemon: Daemon, scripts: Any
     ) -> None:
@@ -365,6 +392,14 @@ class TestRelaunchRoot:
         poll = wait_settled(client, root)
         assert poll["outcome"]["output_text"] == "quick now"
         assert "previous_outcomes" not in row(daemon, root, "extra")
+
+        broken = scripts("broken-root", ["x"])
+        root = create(client, prompt="again", model=broken)["node_id"]
+        wait_settled(client, root)
+        Path(broken.removeprefix("scripted:")).write_text("not json")
+        refused(post(client, f"/v1/nodes/{root}/relaunch-root"), 422, "invalid_model")
+        node = client.get(f"/v1/nodes/{root}").json()
+        assert (node["status"], node["runs"]) == ("completed", 1)
 
         silent = create(client, no_kickoff=True)["node_id"]
         refused(post(client, f"/v1/nodes/{silent}/relaunch-root"), 409, "no_prompt")

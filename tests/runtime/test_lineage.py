@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,21 @@ class TestRevive:
         refused(post(client, f"/v1/nodes/{closed}/revive", {"message": ""}), 422, "invalid_request")
         refused(post(client, f"/v1/nodes/{closed}/revive", {"msg": "x"}), 422, "invalid_request")
 
+    def test_a_node_past_its_deadline_needs_a_new_one_first(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("late", [{"error": "down", "status": 503}])
+        node_id = create(client, prompt="x", model=model, deadline="1h")["node_id"]
+        wait_settled(client, node_id)
+        with sqlite3.connect(daemon.home / "heron.db") as db:  # as if the hour went by
+            db.execute("UPDATE heron_nodes SET deadline_at = 1 WHERE node_id = ?", (node_id,))
+        refused(post(client, f"/v1/nodes/{node_id}/revive"), 409, "deadline_passed")
+        assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "failed"
+        client.patch(f"/v1/nodes/{node_id}/config", json={"deadline": "1h"})
+        rewrite(model, ["made it"])
+        post(client, f"/v1/nodes/{node_id}/revive")
+        assert wait_settled(client, node_id)["outcome"]["output_text"] == "made it"
+
     def test_a_failed_node_whose_model_is_gone_stays_failed(
         self, client: httpx.Client, daemon: Daemon, scripts: Any
     ) -> None:
@@ -291,8 +307,12 @@ class TestRecycle:
         # The next run starts from the summary alone: no earlier answer is in its
         # context, so the script plays its first step again.
         client.post(f"/v1/nodes/{node_id}/messages", json={"body": "what was it?"})
-        wait_status(client, node_id, "running")
-        wait_status(client, node_id, "dormant")
+        deadline = time.monotonic() + 20
+        node = client.get(f"/v1/nodes/{node_id}").json()
+        while (node["runs"], node["status"]) != (2, "dormant") and time.monotonic() < deadline:
+            time.sleep(0.02)  # between polls
+            node = client.get(f"/v1/nodes/{node_id}").json()
+        assert (node["runs"], node["status"]) == (2, "dormant")
         after = row(daemon, node_id, "state")
         assert after["memory"] == "Summary: the code is 7."
         assert [m["content"] for m in after["messages"]] == ["what was it?", "The code is 7."]

@@ -106,6 +106,14 @@ class Lineage:
         async with engine.locked(node_id):
             row = await engine.row(node_id)
             _check_stopped(row, "revived")
+            if row["deadline_at"] is not None and row["deadline_at"] <= time.time():
+                # It would be cancelled the moment it ran: say so rather than pretend.
+                raise ApiError(
+                    409,
+                    "deadline_passed",
+                    f"node {node_id!r} is past its deadline: give it a new one "
+                    "(PATCH …/config) before reviving it",
+                )
             await engine._prepare_model(row["model"])
             if row["settled_at"] is not None and row["status"] == "failed":
                 await engine.store.unsettle(node_id, status="dormant")

@@ -106,7 +106,9 @@ class NodeCreateRequest(RequestModel):
     """Work in a managed git worktree of ``cwd``'s repository: ``true`` names it after the
     node, a string names it; on a new branch ``heron/<name>`` from ``HEAD``."""
     fork_from: NodeId | None = None
-    """Start from an existing node's conversation."""
+    """Start from a copy of this node's saved conversation; every setting this create
+    leaves unset (model, kind, profile, cwd, scopes, mode, output schema, situational
+    context, root lifecycle) is copied from it too."""
     no_kickoff: bool = False
     """Create the node without sending the first message: it waits, dormant."""
     node_id: NodeId | None = None

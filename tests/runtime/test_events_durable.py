@@ -58,8 +58,9 @@ def test_a_stalled_reader_is_dropped_while_another_gets_every_event(
         "tool_calls": [{"name": "get-current-time", "arguments": {}}],
         "delay": 0.02,
     }
-    first = {**turn, "delay": 1.0}  # both readers are attached before the flood
-    node = create(client, scripts("flood", [first] + [turn] * 9 + ["Flood over."]))
+    model = scripts("flood", [turn] * 10 + ["Flood over."])
+    made = client.post("/v1/nodes", json={"prompt": "Go.", "model": model, "no_kickoff": True})
+    node = made.json()["node_id"]
     kept: list[Sse] = []
     with (
         daemon.client() as own,
@@ -69,6 +70,8 @@ def test_a_stalled_reader_is_dropped_while_another_gets_every_event(
     ):
         reader = threading.Thread(target=lambda: kept.extend(events(keeping_up)))
         reader.start()
+        # Both readers are subscribed (their responses have started): now the flood.
+        assert client.post(f"/v1/nodes/{node}/messages", json={"body": "Go."}).status_code == 202
         reader.join(timeout=60)
         assert not reader.is_alive()
         wait_settled(client, node)

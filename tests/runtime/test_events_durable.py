@@ -158,7 +158,14 @@ def test_resuming_across_a_sigkill_misses_nothing_but_text_deltas(
     deltas = [e for e in before if e.event == "node.output_text.delta"]
     cursor = deltas[2].seq  # the client had read three deltas
     with fresh.client() as client:
+        # A joiner without a cursor while the resumed run goes on: this process never
+        # saw the run start, so its completed message is seeded from the log.
+        with stream(client, node) as response:
+            joined = events(response)
         resumed = collect(client, node, after=cursor)
+    done_before = next(e for e in before if e.event == "node.output_text.done")
+    assert joined[0] == done_before
+    assert joined[-1].event == "node.settled" and "error" not in kinds(joined)
     gap = resumed[0]
     assert gap.event == "error" and gap.data["error"]["code"] == "stream_gap"
     rest = resumed[1:]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from heron import api
 
@@ -336,3 +338,19 @@ def test_bad_ids_and_cursors_are_answered_as_json_before_streaming(
         assert answer.status_code == 422, answer.text
         assert answer.json()["error"]["code"] == "invalid_request"
     wait_status(client, node, "completed")
+
+
+def test_parse_event_refuses_unknown_types_and_data_that_does_not_fit() -> None:
+    base = {"node_id": "n", "sequence_number": 3}
+    assert api.parse_event("node.turn.started", json.dumps(base)) == api.TurnStarted(**base)
+    with pytest.raises(ValidationError):
+        api.parse_event("node.unknown", base)
+    with pytest.raises(ValidationError):  # status is ok or error
+        api.parse_event(
+            "node.tool_call.completed",
+            {**base, "tool_call_id": "c", "tool": "t", "status": "maybe", "summary": "null"},
+        )
+    with pytest.raises(ValidationError):  # a field the seed's table does not have
+        api.parse_event("node.turn.started", {**base, "duration_ms": 3})
+    with pytest.raises(ValueError, match="JSON object"):
+        api.parse_event("node.turn.started", "[1]")

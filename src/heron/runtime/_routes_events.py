@@ -35,7 +35,7 @@ published (its run is just ending) before writing one from the outcome row."""
 _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events: `id: <sequence_number>`, `event: <type>`, "
-        "`data: <JSON>` (see the `NodeEvent` schema), and `: keepalive` comments.",
+        "`data: <JSON>` (typed by `heron.api.NodeEvent`), and `: keepalive` comments.",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     }
 }

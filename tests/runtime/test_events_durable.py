@@ -78,6 +78,11 @@ def test_a_stalled_reader_is_dropped_while_another_gets_every_event(
         late = events(stalled)  # only now does the stalled reader read anything
     assert kept[-1].event == "node.settled"
     assert [e.seq for e in kept] == list(range(1, len(kept) + 1))  # every event, in order
+    # ~1 MB of conversation made the agent compact its memory, with model calls of its
+    # own (counted in the node's turns): housekeeping, not turns of the stream.
+    turns = client.get(f"/v1/nodes/{node}").json()["turns"]
+    streamed = kinds(kept).count("node.turn.started")
+    assert turns > streamed == kinds(kept).count("node.turn.completed")
     assert late[-1].event == "error" and late[-1].data["error"]["code"] == "stream_dropped"
     prefix = late[:-1]
     assert 0 < len(prefix) < len(kept)

@@ -29,6 +29,7 @@ from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import RESERVE_BLOCK, EventLog
+from ._lineage import Lineage
 from ._providers import ProviderPool
 from ._rows import (
     check_directory,
@@ -120,6 +121,7 @@ class Engine:
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -262,14 +264,12 @@ class Engine:
         if request.root and request.parent is not None:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
         row, prompt = self._new_row(request)
-        if request.model is not None:
-            await self._prepare_model(request.model)
+        if request.fork_from is not None:  # copies the conversation and unset settings
+            await self.lineage.inherit(row, request)
+        if row["model"] is not None:
+            await self._prepare_model(row["model"])
         if request.parent is not None:
             await self.row(request.parent)
-        if request.fork_from is not None:
-            raise ApiError(
-                422, "unsupported", "fork_from needs the node operations routes (fork/revive)"
-            )
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0

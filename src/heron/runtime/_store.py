@@ -272,6 +272,43 @@ class Store:
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return settled
 
+    async def unsettle(self, node_id: str, **values: Any) -> dict[str, Any] | None:
+        """Take back a node's outcome (revive, relaunch) and set ``values``, in one transaction.
+
+        The outcome row is deleted and kept, with when it settled and the status the
+        node had, at the end of the node's ``extra["previous_outcomes"]``; the node's
+        ``settled_at`` is cleared. Returns the outcome taken back (``None`` if there was
+        none: then only ``values`` are set).
+        """
+        return await self._run(self._unsettle, node_id, values)
+
+    def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(
+                    outcomes.c.node_id == node_id
+                )
+            ).first()
+            update: dict[str, Any] = {**values, "updated_at": time.time()}
+            if found is not None:
+                row = conn.execute(
+                    sa.select(nodes.c.extra, nodes.c.status).where(nodes.c.node_id == node_id)
+                ).one()
+                kept = dict(row.extra or {})
+                archived = {
+                    "outcome": dict(found.outcome),
+                    "settled_at": found.settled_at,
+                    "status": row.status,
+                }
+                # The archive is the database's, whatever ``extra`` the caller passes.
+                extra = {**kept, **update.get("extra", {})}
+                extra["previous_outcomes"] = [*kept.get("previous_outcomes", []), archived]
+                update["extra"] = extra
+                update["settled_at"] = None
+                conn.execute(outcomes.delete().where(outcomes.c.node_id == node_id))
+            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**update))
+        return dict(found.outcome) if found is not None else None
+
     async def outcome(self, node_id: str) -> dict[str, Any] | None:
         """A node's settled outcome, or ``None``."""
         return await self._run(self._outcome, node_id)

@@ -151,8 +151,9 @@ class EventStreams:
                 earliest = records[0].sequence_number if records else last + 1
                 opened.first.append(_gap(cursor, earliest))
         opened.first += [r.wire for r in records]
-        # A node.settled ends the stream only as the last event (a revived node went on).
-        opened.ended = bool(records) and records[-1].type == "node.settled"
+        # A node.settled ends the stream only as the last event of a node settled now (a
+        # revived node went on after it).
+        opened.ended = settled and bool(records) and records[-1].type == "node.settled"
         if settled and cursor >= last and not records:
             # The cursor is on (or past) the end: the terminal event again, then the end.
             terminal = await self._last_settled(node_id, ring, floor)

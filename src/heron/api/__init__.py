@@ -12,6 +12,7 @@ from ._common import (
     WireModel,
     is_valid_id,
 )
+from ._kinds import Kind, KindList, KindProblem
 from ._nodes import (
     CloseRequest,
     Declined,
@@ -33,6 +34,7 @@ from ._nodes import (
     ResultSubmission,
     RootLifecycle,
 )
+from ._profiles import Profile, ProfileEnsureRequest
 from ._reports import Report, ReportTier
 from ._system import Health, Listener, SystemStatus
 
@@ -44,6 +46,9 @@ __all__ = [
     "ErrorBody",
     "ErrorResponse",
     "Health",
+    "Kind",
+    "KindList",
+    "KindProblem",
     "Listener",
     "MessageAccepted",
     "MessageRequest",
@@ -59,6 +64,8 @@ __all__ = [
     "OutcomeDetail",
     "OutcomePoll",
     "OutcomeReason",
+    "Profile",
+    "ProfileEnsureRequest",
     "Report",
     "ReportTier",
     "RequestModel",

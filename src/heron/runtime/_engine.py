@@ -29,6 +29,8 @@ from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import EventLog
+from ._kinds import Kinds
+from ._profiles import Profiles
 from ._providers import ProviderPool
 from ._rows import (
     check_directory,
@@ -39,6 +41,7 @@ from ._rows import (
     when,
 )
 from ._store import DuplicateNode, Row, Store
+from ._warm import WarmPool
 
 __all__ = ["Engine", "SettleHook", "Stop", "current_engine"]
 
@@ -120,6 +123,9 @@ class Engine:
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        self.kinds = Kinds.of(self)
+        self.profiles = Profiles(self, self.kinds)
+        self.warm = WarmPool(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -138,6 +144,7 @@ class Engine:
             except Exception as exc:  # a missing API key: say so now, not per node
                 raise DaemonError(f"HERON_PROVIDER={self.providers.default}: {exc}") from None
         self.events.start()
+        await self.warm.discard_stored()  # before DBOS resumes their runs
         _ENGINE = self
         DBOS(
             config={
@@ -207,7 +214,7 @@ class Engine:
         if not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
         row = await self.store.node(node_id)
-        if row is None:
+        if row is None or row["warm"] is not None:  # a warm-pool node is nobody's yet
             raise ApiError(404, "node_not_found", f"no node {node_id!r}")
         return row
 
@@ -262,8 +269,9 @@ class Engine:
         if request.root and request.parent is not None:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
         row, prompt = self._new_row(request)
-        if request.model is not None:
-            await self._prepare_model(request.model)
+        await self.profiles.apply(request, row)  # profile, kind, and the model they imply
+        if row["model"] is not None:
+            await self._prepare_model(row["model"])
         if request.parent is not None:
             await self.row(request.parent)
         if request.fork_from is not None:
@@ -273,18 +281,26 @@ class Engine:
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
-        try:
-            await self.store.insert_node(row, prompt if kickoff else None)
-        except DuplicateNode:
-            raise ApiError(
-                409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
-            ) from None
+        warm = None
+        if prompt is not None and self.warm.eligible(request, kickoff):
+            warm = await self.warm.claim(row, prompt)
+        if warm is not None:
+            row = warm
+        else:
+            try:
+                await self.store.insert_node(row, prompt if kickoff else None)
+            except DuplicateNode:
+                raise ApiError(
+                    409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
+                ) from None
         node_id = row["node_id"]
         self.events.fresh(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())
-        if kickoff:
+        if warm is not None:
+            self.warm.start(node_id)  # its run is already going: it only waited for this
+        elif kickoff:
             await self._launch(node_id, 1)
         return to_node(row)
 

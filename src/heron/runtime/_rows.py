@@ -105,4 +105,5 @@ def to_node(row: Row) -> api.Node:
         turns=row["turns"],
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
+        warm=bool((row["extra"] or {}).get("served_warm")),
     )

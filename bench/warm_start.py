@@ -25,72 +25,40 @@ Run it from the repository root (after ``pip install -e .``)::
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import os
-import signal
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+from daemon_load import Daemon as Process
 
-STARTUP_TIMEOUT = 60.0
 WAIT_TIMEOUT = 30.0
 
 
 class Daemon:
-    """A ``heron daemon`` process on its own home."""
+    """A ``heron daemon`` process on its own home, a client on its socket, and its database."""
 
     def __init__(self, home: Path, provider: str, pool: int) -> None:
-        self.home = home
-        self.socket = home / "heron.sock"
-        env = {**os.environ, "HERON_HOME": str(home), "HERON_PROVIDER": provider}
-        env["HERON_WARM_POOL"] = str(pool)
-        env.pop("HERON_SOCKET", None)
-        env.pop("HERON_DATABASE_URL", None)
-        self.log = open(home / "daemon.log", "ab")  # closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "heron", "daemon"],
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        self.http = httpx.Client(
-            transport=httpx.HTTPTransport(uds=str(self.socket)), base_url="http://heron"
-        )
-        self.db = sqlite3.connect(home / "heron.db", timeout=10, check_same_thread=False)
-
-    def wait_ready(self) -> None:
-        """Poll ``/healthz`` until it answers (or the process dies, or time runs out)."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"the daemon exited: see {self.home / 'daemon.log'}")
-            try:
-                if self.http.get("/healthz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise SystemExit("the daemon did not come up")
+        self.process = Process(home, provider, {"HERON_WARM_POOL": str(pool)})
+        try:
+            asyncio.run(self.process.wait_ready())
+        except BaseException:
+            self.process.stop()
+            raise
+        transport = httpx.HTTPTransport(uds=str(self.process.socket))
+        self.http = httpx.Client(transport=transport, base_url="http://heron", timeout=60)
+        self.db = sqlite3.connect(home / "heron.db", timeout=10)
 
     def stop(self) -> None:
-        """SIGTERM the daemon and wait for it."""
+        """Close the client and the database, and stop the daemon."""
         self.http.close()
         self.db.close()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+        self.process.stop()
 
     def create(self, prefer_warm: bool) -> tuple[float, dict[str, Any]]:
         """Create a node; returns the wall time just before sending, and the node."""
@@ -166,7 +134,6 @@ def main() -> None:
         script.write_text(json.dumps(["Hello."]))
         daemon = Daemon(home, f"scripted:{script}", args.pool)
         try:
-            daemon.wait_ready()
             for _ in range(2):  # warm-up: the daemon's first workflows and imports
                 measure(daemon, prefer_warm=False, pool=args.pool)
             daemon.create(prefer_warm=True)  # a miss: the pool starts filling for this tuple

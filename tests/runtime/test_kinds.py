@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -12,23 +11,16 @@ import httpx
 import pytest
 
 from .conftest import Daemon, wait_settled, write_script
-from .test_hosted_model import _OpenAI
+from .test_hosted_model import fake_openai
 
 MARKER = "You audit ledgers and nothing else (kind-marker-7731)."
 
 
 @pytest.fixture(scope="module")
 def openai_server() -> Iterator[ThreadingHTTPServer]:
-    """A fake OpenAI endpoint on loopback that records every request it answers."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAI)
-    server.requests = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    """A fake OpenAI endpoint shared by the module (its requests carry each node's prompt)."""
+    with fake_openai() as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -91,15 +91,16 @@ class Profiles:
 
     async def get(self, name: str) -> api.Profile:
         """The profile; ``404 profile_not_found`` if it was never ensured."""
-        check_profile_name(name)
-        row = await self._row(name)
-        if row is None:
-            raise ApiError(
-                404,
-                "profile_not_found",
-                f"no profile {name!r}: create it with POST /v1/profiles/ensure",
-            )
+        row = await self._existing(name, 404, "profile_not_found")
         return self._profile(row, created=False)
+
+    async def _existing(self, name: str, status: int, code: str) -> Row:
+        """The profile's row; ``status``/``code`` (say how to ensure it) if there is none."""
+        row = await self._row(check_profile_name(name))
+        if row is None:
+            message = f"no profile {name!r}: ensure it first with POST /v1/profiles/ensure"
+            raise ApiError(status, code, message)
+        return row
 
     async def _row(self, name: str) -> Row | None:
         if name == DEFAULT_PROFILE:
@@ -134,14 +135,8 @@ class Profiles:
         model the create's, else the kind's, else the profile's default (else the
         daemon's, left ``None``).
         """
-        name = check_profile_name(request.profile or DEFAULT_PROFILE)
-        found = await self._row(name)
-        if found is None:
-            raise ApiError(
-                422,
-                "unknown_profile",
-                f"no profile {name!r}: ensure it first (POST /v1/profiles/ensure)",
-            )
+        name = request.profile or DEFAULT_PROFILE
+        found = await self._existing(name, 422, "unknown_profile")
         settings: dict[str, Any] = found["settings"] or {}
         chosen = request.kind or settings.get("default_kind") or DEFAULT_KIND
         kind = self.kinds.get(chosen, status=422)

@@ -128,6 +128,7 @@ def test_creates_that_do_not_match_are_cold(warm_daemon: Daemon, tmp_path: Path)
         assert _create(client)["warm"] is True
 
 
+@pytest.mark.slow
 def test_warm_nodes_are_discarded_at_a_restart(warm_daemon: Daemon) -> None:
     with warm_daemon.client() as client:
         first = _create(client)
@@ -147,6 +148,7 @@ def test_warm_nodes_are_discarded_at_a_restart(warm_daemon: Daemon) -> None:
         assert poll["outcome"]["output_text"] == "Hello from the default script."
 
 
+@pytest.mark.slow
 def test_warm_nodes_left_by_a_killed_daemon_are_discarded(warm_daemon: Daemon) -> None:
     with warm_daemon.client() as client:
         wait_settled(client, _create(client)["node_id"])
@@ -158,6 +160,7 @@ def test_warm_nodes_left_by_a_killed_daemon_are_discarded(warm_daemon: Daemon) -
         assert client.get("/v1/status").json()["nodes"] == {"completed": 1}
 
 
+@pytest.mark.slow
 def test_the_pool_can_be_turned_off(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -179,3 +182,36 @@ def test_a_bad_pool_size_is_refused(monkeypatch: pytest.MonkeyPatch, value: str)
     monkeypatch.setenv("HERON_WARM_POOL", value)
     with pytest.raises(ValueError, match="HERON_WARM_POOL must be a whole number"):
         RuntimeConfig.from_env()
+
+
+def test_closing_a_parent_leaves_warm_nodes_for_its_children_alone(warm_daemon: Daemon) -> None:
+    with warm_daemon.client() as client:
+        parent = client.post("/v1/nodes", json={"no_kickoff": True}).json()["node_id"]
+        child = _create(client, parent=parent)
+        assert child["warm"] is False and child["parent"] == parent
+        hidden = _wait_warm(warm_daemon, 2)
+        client.post(f"/v1/nodes/{parent}/close")
+        assert client.get(f"/v1/nodes/{child['node_id']}").json()["status"] in (
+            "completed",
+            "cancelled",
+        )
+        assert _warm_ids(warm_daemon) == hidden
+        with sqlite3.connect(warm_daemon.home / "heron.db") as db:
+            marks = ",".join("?" * len(hidden))
+            settled = db.execute(
+                f"SELECT count(*) FROM heron_outcomes WHERE node_id IN ({marks})", hidden
+            ).fetchone()[0]
+        assert settled == 0
+
+
+def test_a_changed_kind_is_not_served_by_nodes_made_before(warm_daemon: Daemon) -> None:
+    kinds = warm_daemon.home / "kinds"
+    kinds.mkdir()
+    (kinds / "scribe.toml").write_text('instruction = "Write."\n')
+    with warm_daemon.client() as client:
+        assert _create(client, kind="scribe")["warm"] is False
+        _wait_warm(warm_daemon, 2)
+        (kinds / "scribe.toml").write_text('instruction = "Write tersely, in English."\n')
+        assert _create(client, kind="scribe")["warm"] is False
+        _wait_warm(warm_daemon, 4)  # the pool now fills for the kind as it is
+        assert _create(client, kind="scribe")["warm"] is True

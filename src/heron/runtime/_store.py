@@ -158,7 +158,8 @@ class Store:
         return await self._run(self._children, node_id)
 
     def _children(self, node_id: str) -> list[str]:
-        query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id)
+        # A warm-pool node pre-started for a parent's children is not its child yet.
+        query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 

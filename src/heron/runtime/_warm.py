@@ -1,6 +1,6 @@
 """The warm pool: pre-started nodes that serve ``prefer_warm`` creates.
 
-A warm node is a node row marked ``warm`` (with its launch tuple) whose first
+A warm node is a node row marked ``warm`` (with its launch tuple's digest) whose first
 run is already going: its workflow started, ``begin`` done, its provider
 prepared, its tools and agent built; it waits only for its prompt. A create
 with ``prefer_warm`` whose launch tuple (:data:`LAUNCH_FIELDS`) matches takes
@@ -19,6 +19,8 @@ discarded), and the pool fills again as creates ask for it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
 import logging
 import secrets
@@ -30,6 +32,7 @@ import sqlalchemy as sa
 
 from .. import api
 from ._db import messages, nodes
+from ._kinds import Kind
 from ._store import Row
 
 if TYPE_CHECKING:
@@ -60,9 +63,12 @@ MAX_TUPLES = 8
 """How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""
 
 
-def launch_key(row: Row) -> str:
-    """The launch tuple of a node row, as a string."""
-    return json.dumps([row[f] for f in LAUNCH_FIELDS], sort_keys=True, separators=(",", ":"))
+def launch_key(row: Row, kind: Kind) -> str:
+    """The launch tuple of a node row as a digest; it covers the kind's definition too,
+    so a warm node made before its kind file changed serves no create after."""
+    tuple_ = [[row[f] for f in LAUNCH_FIELDS], dataclasses.asdict(kind)]
+    text = json.dumps(tuple_, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class WarmPool:
@@ -103,7 +109,7 @@ class WarmPool:
         Returns the node's row (its id is the warm node's), or ``None`` on a miss
         (the caller creates cold). Either way the tuple's pool is refilled.
         """
-        key = launch_key(row)
+        key = launch_key(row, self.engine.kinds.get(row["kind"], status=422))
         self._want(key, row)
         ready = self._ready.get(key, [])
         while ready:

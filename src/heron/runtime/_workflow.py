@@ -28,7 +28,7 @@ from ._engine import (
     failure_outcome,
     run_workflow_id,
 )
-from ._kinds import Kind, keeps, kind_skills
+from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
 from ._node_tools import ASK_TOOL, ENFORCED_SCOPES, NodeTools, node_tools, schema_text
 
 __all__ = ["node_run"]
@@ -133,7 +133,8 @@ class _Run:
         async def decline(reason: str, code: str | None, retryable: bool) -> None:
             await engine.decline(node_id, reason, code, retryable)
 
-        kind = engine.kinds.get(plan["kind"] or "general", status=422)
+        # .get: a run resumed across an upgrade replays a plan recorded without them.
+        kind = engine.kinds.get(plan.get("kind") or DEFAULT_KIND, status=422)
         workspace = engine.workspace(node_id, plan["cwd"])
         tools = self.tools = node_tools(
             scopes=plan["scopes"],
@@ -145,7 +146,7 @@ class _Run:
         )
         allowed = ENFORCED_SCOPES if plan["scopes"] is None else frozenset(plan["scopes"])
         skills = kind_skills(kind.skills, allowed=allowed, workspace=workspace, made=tools)
-        storage = engine.profiles.storage(plan["profile"])
+        storage = engine.profiles.storage(plan.get("profile"))
         local = LocalToolClient(tools.tools, storage=storage)
         client = DurableToolClient(local, node_id=node_id, events=engine.events, steps=steps)
         provider = DurableProvider(

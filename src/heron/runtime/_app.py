@@ -19,7 +19,9 @@ from .. import __version__, api
 from ._engine import Engine
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
+from ._routes_events import add_event_routes
 from ._routes_kinds import add_kind_routes
+from ._routes_lineage import add_lineage_routes
 from ._routes_nodes import add_node_routes
 
 __all__ = ["build_app", "wrap"]
@@ -34,7 +36,12 @@ _ERROR_CODES = {
     415: "unsupported_media_type",
 }
 
-ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (add_node_routes, add_kind_routes)
+ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
+    add_node_routes,
+    add_event_routes,
+    add_lineage_routes,
+    add_kind_routes,
+)
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 
 (Routes are added to the app itself, not mounted as routers: the 405 answer's

@@ -96,6 +96,10 @@ class RuntimeConfig:
     warm_pool: int = DEFAULT_WARM_POOL
     """``HERON_WARM_POOL``: pre-started nodes kept per launch tuple for ``prefer_warm``
     creates (0 turns the pool off)."""
+    sse_keepalive: float = 15.0
+    """Seconds between ``: keepalive`` comments on an idle stream (``HERON_SSE_KEEPALIVE``)."""
+    sse_buffer: int = 2048
+    """Events a stream reader may fall behind before it is dropped (``HERON_SSE_BUFFER``)."""
 
     @property
     def socket_path(self) -> Path:
@@ -125,6 +129,7 @@ class RuntimeConfig:
     @classmethod
     def from_env(cls, *, listen: str | None = None) -> RuntimeConfig:
         """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``,
+        the event-stream settings ``HERON_SSE_KEEPALIVE`` and ``HERON_SSE_BUFFER``, and
         ``HERON_WARM_POOL``.
 
         The TCP listener is on when ``listen`` is given or ``heron sys connect``
@@ -149,8 +154,24 @@ class RuntimeConfig:
             listen=address,
             token=token,
             provider=os.environ.get("HERON_PROVIDER") or None,
+            sse_keepalive=_positive("HERON_SSE_KEEPALIVE", 15.0, float),
+            sse_buffer=int(_positive("HERON_SSE_BUFFER", 2048, int)),
             warm_pool=_warm_pool(os.environ.get("HERON_WARM_POOL")),
         )
+
+
+def _positive(name: str, default: float, kind: type[int] | type[float]) -> float:
+    """The positive number in environment variable ``name`` (``default`` when unset)."""
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        number = kind(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"{name} must be above 0, got {value!r}")
+    return number
 
 
 def _warm_pool(value: str | None) -> int:

@@ -28,8 +28,9 @@ from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
-from ._events import EventLog
+from ._events import RESERVE_BLOCK, EventLog
 from ._kinds import Kinds
+from ._lineage import Lineage
 from ._profiles import Profiles
 from ._providers import ProviderPool
 from ._rows import (
@@ -123,6 +124,7 @@ class Engine:
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
         self.kinds = Kinds.of(self)
         self.profiles = Profiles(self, self.kinds)
         self.warm = WarmPool(self)
@@ -269,18 +271,18 @@ class Engine:
         if request.root and request.parent is not None:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
         row, prompt = self._new_row(request)
-        await self.profiles.apply(request, row)  # profile, kind, and the model they imply
+        if request.fork_from is not None:  # copies the conversation and unset settings
+            await self.lineage.inherit(row, request)
+        await self.profiles.apply(row)  # profile, kind, and the model they imply
         if row["model"] is not None:
             await self._prepare_model(row["model"])
         if request.parent is not None:
             await self.row(request.parent)
-        if request.fork_from is not None:
-            raise ApiError(
-                422, "unsupported", "fork_from needs the node operations routes (fork/revive)"
-            )
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
+        # The first block of event numbers is reserved with the row itself (see _events).
+        row["events_reserved"] = RESERVE_BLOCK
         warm = None
         if prompt is not None and self.warm.eligible(request, kickoff):
             warm = await self.warm.claim(row, prompt)
@@ -294,7 +296,7 @@ class Engine:
                     409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
                 ) from None
         node_id = row["node_id"]
-        self.events.fresh(node_id)
+        self.events.fresh(node_id, RESERVE_BLOCK)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())

@@ -128,21 +128,21 @@ class Profiles:
 
     # -- creates ----------------------------------------------------------------
 
-    async def apply(self, request: api.NodeCreateRequest, row: Row) -> None:
-        """Settle a new node's profile, kind and model (in ``row``), or refuse the create.
+    async def apply(self, row: Row) -> None:
+        """Settle a new node's profile, kind and model in its ``row``, or refuse the create.
 
-        The kind is the create's, else the profile's default, else ``general``; the
-        model the create's, else the kind's, else the profile's default (else the
-        daemon's, left ``None``).
+        ``row`` holds what the create chose (or a fork inherited). The kind is that,
+        else the profile's default, else ``general``; the model that, else the kind's,
+        else the profile's default (else ``None``: the daemon's).
         """
-        name = request.profile or DEFAULT_PROFILE
+        name = row["profile"] or DEFAULT_PROFILE
         found = await self._existing(name, 422, "unknown_profile")
         settings: dict[str, Any] = found["settings"] or {}
-        chosen = request.kind or settings.get("default_kind") or DEFAULT_KIND
+        chosen = row["kind"] or settings.get("default_kind") or DEFAULT_KIND
         kind = self.kinds.get(chosen, status=422)
         row["profile"] = name
         row["kind"] = kind.name
-        row["model"] = request.model or kind.model or settings.get("default_model")
+        row["model"] = row["model"] or kind.model or settings.get("default_model")
 
 
 def _upsert(conn: sa.Connection, name: str, values: dict[str, Any]) -> tuple[Row, bool]:

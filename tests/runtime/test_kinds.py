@@ -223,3 +223,16 @@ def test_a_toml_kind_overrides_a_builtin(
     finally:
         path.unlink()
     assert kclient.get("/v1/kinds/general").json()["source"] == "builtin"
+
+
+def test_a_fork_keeps_its_originals_kind_unless_told_otherwise(kclient: httpx.Client) -> None:
+    original = kclient.post("/v1/nodes", json={"prompt": "hi", "kind": "reviewer"}).json()
+    wait_settled(kclient, original["node_id"])
+    fork = kclient.post(
+        "/v1/nodes", json={"prompt": "again", "fork_from": original["node_id"]}
+    ).json()
+    assert (fork["kind"], fork["profile"]) == ("reviewer", "default")
+    other = kclient.post(
+        "/v1/nodes", json={"prompt": "x", "fork_from": original["node_id"], "kind": "planner"}
+    ).json()
+    assert other["kind"] == "planner"

@@ -283,9 +283,7 @@ class Engine:
         row["runs"] = 1 if kickoff else 0
         # The first block of event numbers is reserved with the row itself (see _events).
         row["events_reserved"] = RESERVE_BLOCK
-        warm = None
-        if prompt is not None and self.warm.eligible(request, kickoff):
-            warm = await self.warm.claim(row, prompt)
+        warm = await self.warm.claim(request, row, prompt if kickoff else None)
         if warm is not None:
             row = warm
         else:

@@ -90,13 +90,13 @@ class WarmPool:
             return len(self._ready.get(key, ()))
         return sum(len(ids) for ids in self._ready.values())
 
-    def eligible(self, request: api.NodeCreateRequest, kickoff: bool) -> bool:
-        """Whether a create could be served warm (else it is created cold, as documented
-        on ``prefer_warm``)."""
+    def eligible(self, request: api.NodeCreateRequest, prompt: str | None) -> bool:
+        """Whether a create (starting with ``prompt``) could be served warm; else it is
+        created cold, as documented on ``prefer_warm``."""
         return (
             self.size > 0
             and request.prefer_warm
-            and kickoff
+            and prompt is not None
             and request.node_id is None
             and request.fork_from is None
             and request.worktree in (None, False)
@@ -104,12 +104,18 @@ class WarmPool:
 
     # -- serving a create ---------------------------------------------------------
 
-    async def claim(self, row: Row, prompt: str) -> Row | None:
-        """Hand a warm node matching ``row``'s tuple the create's fields and prompt.
+    async def claim(
+        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
+    ) -> Row | None:
+        """Hand a warm node matching ``row``'s tuple the create's fields and first message.
 
-        Returns the node's row (its id is the warm node's), or ``None`` on a miss
-        (the caller creates cold). Either way the tuple's pool is refilled.
+        Returns the node's row (its id is the warm node's), or ``None`` when the create
+        is not to be served warm or nothing is ready (the caller creates cold); an
+        eligible create has the tuple's pool refilled either way.
         """
+        if not self.eligible(request, prompt):
+            return None
+        assert prompt is not None
         key = launch_key(row, self.engine.kinds.get(row["kind"], status=422))
         self._want(key, row)
         ready = self._ready.get(key, [])

@@ -92,10 +92,10 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 class Daemon:
     """A ``heron daemon`` subprocess on ``home``, with an async client on its socket."""
 
-    def __init__(self, home: Path, provider: str) -> None:
+    def __init__(self, home: Path, provider: str, env: dict[str, str] | None = None) -> None:
         self.home = home
         self.socket = home / "heron.sock"
-        env = {**os.environ, "HERON_HOME": str(home), "HERON_PROVIDER": provider}
+        env = {**os.environ, "HERON_HOME": str(home), "HERON_PROVIDER": provider, **(env or {})}
         env.pop("HERON_SOCKET", None)
         env.pop("HERON_DATABASE_URL", None)
         self.log = open(home / "daemon.log", "wb")  # closed in stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -37,8 +38,9 @@ class _OpenAI(BaseHTTPRequestHandler):
         pass  # quiet
 
 
-@pytest.fixture
-def openai_server() -> Iterator[ThreadingHTTPServer]:
+@contextlib.contextmanager
+def fake_openai() -> Iterator[ThreadingHTTPServer]:
+    """A fake OpenAI endpoint on loopback; its ``requests`` are those it answered."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAI)
     server.requests = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -48,6 +50,12 @@ def openai_server() -> Iterator[ThreadingHTTPServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def openai_server() -> Iterator[ThreadingHTTPServer]:
+    with fake_openai() as server:
+        yield server
 
 
 def test_situational_context_reaches_the_model_but_not_the_prompt(

@@ -32,6 +32,7 @@ from ._events import (
     parse_event,
 )
 from ._jobs import Job, JobStatus
+from ._kinds import Kind, KindList, KindProblem
 from ._lineage import (
     ForkRequest,
     PromoteRequest,
@@ -61,6 +62,7 @@ from ._nodes import (
     ResultSubmission,
     RootLifecycle,
 )
+from ._profiles import Profile, ProfileEnsureRequest
 from ._reports import Report, ReportTier
 from ._system import Health, Listener, SystemStatus
 from ._worktrees import NodeWorktree, WorktreeState
@@ -76,6 +78,9 @@ __all__ = [
     "Health",
     "Job",
     "JobStatus",
+    "Kind",
+    "KindList",
+    "KindProblem",
     "Listener",
     "MessageAccepted",
     "MessageRequest",
@@ -98,6 +103,8 @@ __all__ = [
     "OutcomeReason",
     "OutputTextDelta",
     "OutputTextDone",
+    "Profile",
+    "ProfileEnsureRequest",
     "PromoteRequest",
     "Recycled",
     "Report",

@@ -114,7 +114,11 @@ class NodeCreateRequest(RequestModel):
     node_id: NodeId | None = None
     """Spawn at this exact id; a collision answers ``409 node_id_exists``."""
     prefer_warm: bool = False
-    """Serve from the warm pool when the launch tuple matches."""
+    """Serve from the warm pool when the launch tuple matches (the node says ``warm``).
+
+    A miss creates the node cold and has the pool keep nodes ready for that tuple.
+    Creates that cannot be served warm are created cold: with ``node_id`` (warm nodes
+    have their ids), ``no_kickoff`` or no prompt, ``fork_from``, or ``worktree``."""
     outcome_delivery: dict[str, Any] | None = None
     """Arm outcome delivery at birth (``{action, payload?}``)."""
 
@@ -224,6 +228,8 @@ class Node(WireModel):
     """Output tokens spent so far."""
     worktree: NodeWorktree | None = None
     """The managed git worktree the node works in (``worktree`` on create), if it has one."""
+    warm: bool = False
+    """Whether its create was served by a pre-started node of the warm pool (``prefer_warm``)."""
 
 
 class OutcomePoll(WireModel):

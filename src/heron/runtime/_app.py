@@ -21,6 +21,7 @@ from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
 from ._routes_events import add_event_routes
 from ._routes_jobs import add_jobs_routes
+from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
 from ._routes_nodes import add_node_routes
 from ._routes_worktrees import add_worktrees_routes
@@ -43,6 +44,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_lineage_routes,
     add_jobs_routes,
     add_worktrees_routes,
+    add_kind_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 

@@ -19,6 +19,9 @@ __all__ = [
 
 CONNECT_FILE = "connect.json"
 
+DEFAULT_WARM_POOL = 2
+"""Warm nodes kept per launch tuple when ``HERON_WARM_POOL`` is not set."""
+
 
 def heron_home() -> Path:
     """``$HERON_HOME``, or ``~/.heron``."""
@@ -90,6 +93,9 @@ class RuntimeConfig:
     """The default provider spec for nodes (``HERON_PROVIDER``); ``None``: the embedded model."""
     max_body_bytes: int = 1024 * 1024
     """Largest request body accepted."""
+    warm_pool: int = DEFAULT_WARM_POOL
+    """``HERON_WARM_POOL``: pre-started nodes kept per launch tuple for ``prefer_warm``
+    creates (0 turns the pool off)."""
     sse_keepalive: float = 15.0
     """Seconds between ``: keepalive`` comments on an idle stream (``HERON_SSE_KEEPALIVE``)."""
     sse_buffer: int = 2048
@@ -122,8 +128,9 @@ class RuntimeConfig:
 
     @classmethod
     def from_env(cls, *, listen: str | None = None) -> RuntimeConfig:
-        """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``
-        and the event-stream settings ``HERON_SSE_KEEPALIVE`` and ``HERON_SSE_BUFFER``.
+        """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``,
+        the event-stream settings ``HERON_SSE_KEEPALIVE`` and ``HERON_SSE_BUFFER``, and
+        ``HERON_WARM_POOL``.
 
         The TCP listener is on when ``listen`` is given or ``heron sys connect``
         stored settings; its token is ``HERON_TOKEN``, else the stored one, else
@@ -149,6 +156,7 @@ class RuntimeConfig:
             provider=os.environ.get("HERON_PROVIDER") or None,
             sse_keepalive=_positive("HERON_SSE_KEEPALIVE", 15.0, float),
             sse_buffer=int(_positive("HERON_SSE_BUFFER", 2048, int)),
+            warm_pool=_warm_pool(os.environ.get("HERON_WARM_POOL")),
         )
 
 
@@ -164,3 +172,12 @@ def _positive(name: str, default: float, kind: type[int] | type[float]) -> float
     if number <= 0:
         raise ValueError(f"{name} must be above 0, got {value!r}")
     return number
+
+
+def _warm_pool(value: str | None) -> int:
+    """``HERON_WARM_POOL`` as a count; ``ValueError`` saying what is wrong otherwise."""
+    if value is None or not value.strip():
+        return DEFAULT_WARM_POOL
+    if not value.strip().isdigit() or int(value) > 64:
+        raise ValueError(f"HERON_WARM_POOL must be a whole number from 0 to 64, not {value!r}")
+    return int(value)

@@ -116,6 +116,9 @@ nodes = sa.Table(
     # The highest event sequence number the node's numbering may have handed out:
     # numbers are reserved ahead in blocks, so a restart never hands one out twice.
     sa.Column("events_reserved", sa.BigInteger),
+    # A pre-started node of the warm pool (its launch tuple) that no create has taken
+    # yet: left out of every list and count (see _warm.py). NULL for every real node.
+    sa.Column("warm", Text),
 )
 
 outcomes = sa.Table(
@@ -216,7 +219,14 @@ def _v4(conn: sa.Connection) -> None:
         conn.execute(sa.text("ALTER TABLE heron_nodes ADD COLUMN events_reserved BIGINT"))
 
 
-MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2, _v3, _v4)
+def _v5_warm(conn: sa.Connection) -> None:
+    """Pre-started nodes of the warm pool (``prefer_warm``)."""
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("heron_nodes")}
+    if "warm" not in columns:
+        conn.execute(sa.text("ALTER TABLE heron_nodes ADD COLUMN warm TEXT"))
+
+
+MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2, _v3, _v4, _v5_warm)
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 
 

@@ -30,7 +30,9 @@ from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import RESERVE_BLOCK, EventLog
 from ._jobs import Jobs
+from ._kinds import Kinds
 from ._lineage import Lineage
+from ._profiles import Profiles
 from ._providers import ProviderPool
 from ._rows import (
     check_directory,
@@ -41,6 +43,7 @@ from ._rows import (
     when,
 )
 from ._store import DuplicateNode, Row, Store
+from ._warm import WarmPool
 from ._worktrees import GitError, Worktrees
 
 __all__ = ["Engine", "SettleHook", "Stop", "current_engine"]
@@ -126,6 +129,9 @@ class Engine:
         self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
         self.jobs = Jobs(self)
         self.worktrees = Worktrees(self)
+        self.kinds = Kinds.of(self)
+        self.profiles = Profiles(self, self.kinds)
+        self.warm = WarmPool(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -145,6 +151,7 @@ class Engine:
             except Exception as exc:  # a missing API key: say so now, not per node
                 raise DaemonError(f"HERON_PROVIDER={self.providers.default}: {exc}") from None
         self.events.start()
+        await self.warm.discard_stored()  # before DBOS resumes their runs
         _ENGINE = self
         DBOS(
             config={
@@ -216,7 +223,7 @@ class Engine:
         if not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
         row = await self.store.node(node_id)
-        if row is None:
+        if row is None or row["warm"] is not None:  # a warm-pool node is nobody's yet
             raise ApiError(404, "node_not_found", f"no node {node_id!r}")
         return row
 
@@ -273,6 +280,7 @@ class Engine:
         row, prompt = self._new_row(request)
         if request.fork_from is not None:  # copies the conversation and unset settings
             await self.lineage.inherit(row, request)
+        await self.profiles.apply(row)  # profile, kind, and the model they imply
         if row["model"] is not None:
             await self._prepare_model(row["model"])
         if request.parent is not None:
@@ -286,21 +294,28 @@ class Engine:
         if request.worktree is not None and request.worktree is not False:
             # Made before the row exists, so the first run already works in it.
             worktree = row["extra"]["worktree"] = await self.worktrees.make(row, request.worktree)
-        try:
-            await self.store.insert_node(row, prompt if kickoff else None)
-        except DuplicateNode:
-            if worktree is not None:
-                with contextlib.suppress(GitError):
-                    await self.worktrees.discard(worktree)
-            raise ApiError(
-                409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
-            ) from None
+        # A create with a worktree is never served warm (see WarmPool.claim).
+        warm = await self.warm.claim(request, row, prompt if kickoff else None)
+        if warm is not None:
+            row = warm
+        else:
+            try:
+                await self.store.insert_node(row, prompt if kickoff else None)
+            except DuplicateNode:
+                if worktree is not None:
+                    with contextlib.suppress(GitError):
+                        await self.worktrees.discard(worktree)
+                raise ApiError(
+                    409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
+                ) from None
         node_id = row["node_id"]
         self.events.fresh(node_id, RESERVE_BLOCK)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())
-        if kickoff:
+        if warm is not None:
+            self.warm.start(node_id)  # its run is already going: it only waited for this
+        elif kickoff:
             await self._launch(node_id, 1)
         return to_node(row)
 

@@ -24,15 +24,18 @@ from ..tools import (
     get_current_time,
     question_answer_tool,
 )
+from ..tools._closing import AsyncClosing
 from ._errors import ApiError
 
 __all__ = [
     "ASK_TOOL",
+    "BASH_TOOLS",
     "ENFORCED_SCOPES",
     "DeclineTool",
     "NodeTools",
     "SubmitResultTool",
     "node_tools",
+    "workspace_files",
 ]
 
 ASK_TOOL = "ask-questions"
@@ -127,8 +130,10 @@ class NodeTools:
 
     tools: list[Tool]
     """Everything the node may call."""
-    closers: list[BashTools] = field(default_factory=list)
-    """Tool sets owning processes (``act``'s shell), closed at the end of the run."""
+    closers: list[AsyncClosing] = field(default_factory=list)
+    """Tool sets owning processes (``act``'s shell, a skill's browser), closed at the end."""
+    shell: BashTools | None = None
+    """The node's shell, whoever owns it (skills working on files share it)."""
 
     async def aclose(self) -> None:
         """Stop what the tools started (background shell processes)."""
@@ -144,32 +149,43 @@ def node_tools(
     submit: Submit,
     decline: Decline,
     shell: Callable[[Path], BashTools] | None = None,
+    keep: Callable[[str], bool] | None = None,
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
     ``act`` brings the file and shell tools, confined to ``workspace`` (the
     node's directory); ``ask`` the question tool, which ends the run with the
     node dormant until a message answers. ``memory:*`` and ``schedule`` bring
-    nothing yet: the memory and cron resources are not in the daemon.
-    ``shell(workspace)``, when given, supplies the bash tools, owned by the
-    caller (they are not among the closers); otherwise new ones are made.
+    nothing yet: the memory and cron resources are not in the daemon. ``keep``
+    (the node's kind) narrows them further by name; ``submit-result`` and
+    ``decline`` stay, as the node's way to finish. ``shell(workspace)``, when
+    given, supplies the bash tools, owned by the caller (they are not among the
+    closers); otherwise new ones are made.
     """
     allowed = ENFORCED_SCOPES if scopes is None else frozenset(scopes)
-    made = NodeTools(tools=[get_current_time])
+    wanted = keep if keep is not None else lambda name: True
+    made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
     if output_schema is not None:
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if "act" in allowed:
-        bash = shell(workspace) if shell is not None else bash_tools(workspace)
-        made.tools += [*_files(workspace), *bash]
-        if shell is None:
-            made.closers.append(bash)
-    if "ask" in allowed:
+        made.tools += [t for t in workspace_files(workspace) if wanted(t.name)]
+        if any(wanted(name) for name in BASH_TOOLS):
+            # No shell at all (no process to own) when the kind keeps none of its tools.
+            bash = made.shell = shell(workspace) if shell is not None else bash_tools(workspace)
+            made.tools += [t for t in bash if wanted(t.name)]
+            if shell is None:
+                made.closers.append(bash)
+    if "ask" in allowed and wanted(ASK_TOOL):
         made.tools.append(question_answer_tool())
     return made
 
 
+BASH_TOOLS = ("bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list")
+"""The names of the shell's tools (``act``)."""
+
+
 @functools.lru_cache(maxsize=256)
-def _files(workspace: Path) -> tuple[Tool, ...]:
+def workspace_files(workspace: Path) -> tuple[Tool, ...]:
     """The file tools for a directory, made once: they hold no state but their edit
     locks (which runs, and nodes, sharing the directory had better share), and making
     them (schemas from signatures) is most of what setting up a run costs."""

@@ -107,4 +107,5 @@ def to_node(row: Row) -> api.Node:
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
         worktree=to_worktree(row),
+        warm=bool((row["extra"] or {}).get("served_warm")),
     )

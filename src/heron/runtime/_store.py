@@ -88,7 +88,11 @@ class Store:
         return await self._run(self._list_nodes, status, root)
 
     def _list_nodes(self, status: Sequence[str] | None, root: bool | None) -> list[Row]:
-        query = sa.select(nodes).order_by(nodes.c.created_at, nodes.c.node_id)
+        query = (
+            sa.select(nodes)
+            .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
+            .order_by(nodes.c.created_at, nodes.c.node_id)
+        )
         if status:
             query = query.where(nodes.c.status.in_(list(status)))
         if root is not None:
@@ -132,7 +136,11 @@ class Store:
         return await self._run(self._counts)
 
     def _counts(self) -> dict[str, int]:
-        query = sa.select(nodes.c.status, sa.func.count()).group_by(nodes.c.status)
+        query = (
+            sa.select(nodes.c.status, sa.func.count())
+            .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
+            .group_by(nodes.c.status)
+        )
         with self.engine.connect() as conn:
             return {status: count for status, count in conn.execute(query)}
 
@@ -141,7 +149,7 @@ class Store:
         return await self._run(self._unsettled)
 
     def _unsettled(self) -> list[Row]:
-        query = sa.select(nodes).where(nodes.c.settled_at.is_(None))
+        query = sa.select(nodes).where(nodes.c.settled_at.is_(None), nodes.c.warm.is_(None))
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
@@ -150,7 +158,8 @@ class Store:
         return await self._run(self._children, node_id)
 
     def _children(self, node_id: str) -> list[str]:
-        query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id)
+        # A warm-pool node pre-started for a parent's children is not its child yet.
+        query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 

@@ -28,7 +28,8 @@ from ._engine import (
     failure_outcome,
     run_workflow_id,
 )
-from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
+from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
+from ._node_tools import ASK_TOOL, ENFORCED_SCOPES, NodeTools, node_tools, schema_text
 from ._worktrees import active_worktree
 
 __all__ = ["node_run"]
@@ -75,6 +76,12 @@ class _Run:
             except Exception as exc:  # a vanished cwd, a model without its API key ...
                 agent, failure = None, _failed(exc)
             prompt, nudges = plan["prompt"], 0
+            if plan.get("warm"):
+                # A warm-pool node: all set up, it waits for a create to hand it a prompt.
+                if not await engine.warm.claimed(node_id):
+                    engine.forget(active)
+                    return "discarded"
+                prompt = "\n\n".join(await steps.run("inbox", self._inbox)) or "Continue."
             while True:
                 if agent is None:
                     stop, state = failure, plan["state"]
@@ -103,7 +110,12 @@ class _Run:
             return None  # closed before its run got going
         unread = await engine.store.claim_messages(self.node_id, self.run, _step_id())
         tree = active_worktree(row)  # while it has one, the node works in its worktree
+        # What a run is prepared from before its prompt: each field read here must
+        # be in _warm.LAUNCH_FIELDS, or a warm node could serve a create it does not fit.
         return {
+            "warm": row["warm"] is not None,
+            "kind": row["kind"],
+            "profile": row["profile"],
             "model": row["model"],
             "state": row["state"],
             "scopes": row["scopes"],
@@ -124,18 +136,24 @@ class _Run:
         async def decline(reason: str, code: str | None, retryable: bool) -> None:
             await engine.decline(node_id, reason, code, retryable)
 
+        # .get: a run resumed across an upgrade replays a plan recorded without them.
+        kind = engine.kinds.get(plan.get("kind") or DEFAULT_KIND, status=422)
+        workspace = engine.workspace(node_id, plan["cwd"])
         tools = self.tools = node_tools(
             scopes=plan["scopes"],
             output_schema=schema,
-            workspace=engine.workspace(node_id, plan["cwd"]),
+            workspace=workspace,
             submit=submit,
             decline=decline,
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
             shell=lambda workspace: engine.jobs.shell(node_id, workspace),
+            keep=keeps(kind.tools),
         )
-        client = DurableToolClient(
-            LocalToolClient(tools.tools), node_id=node_id, events=engine.events, steps=steps
-        )
+        allowed = ENFORCED_SCOPES if plan["scopes"] is None else frozenset(plan["scopes"])
+        skills = kind_skills(kind.skills, allowed=allowed, workspace=workspace, made=tools)
+        storage = engine.profiles.storage(plan.get("profile"))
+        local = LocalToolClient(tools.tools, storage=storage)
+        client = DurableToolClient(local, node_id=node_id, events=engine.events, steps=steps)
         provider = DurableProvider(
             steps=steps,
             node_id=node_id,
@@ -147,7 +165,8 @@ class _Run:
         return BaseAgent(
             provider=provider,
             tool_client=client,
-            instruction=_instruction(plan),
+            instruction=_instruction(plan, kind),
+            skills=skills,
             name=node_id,
             state=plan["state"],
         )
@@ -287,8 +306,9 @@ def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[
     }
 
 
-def _instruction(plan: dict[str, Any]) -> str:
+def _instruction(plan: dict[str, Any], kind: Kind) -> str:
     parts = ["You are a Heron node: an agent working on the task in the user's messages."]
+    parts.append(kind.instruction)
     if plan["cwd"]:
         parts.append(f"Working directory (file and shell tools work here): {plan['cwd']}")
     if plan.get("branch"):  # (a plan recorded before worktrees has no such key)

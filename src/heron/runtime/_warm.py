@@ -1,0 +1,237 @@
+"""The warm pool: pre-started nodes that serve ``prefer_warm`` creates.
+
+A warm node is a node row marked ``warm`` (with its launch tuple's digest) whose first
+run is already going: its workflow started, ``begin`` done, its provider
+prepared, its tools and agent built; it waits only for its prompt. A create
+with ``prefer_warm`` whose launch tuple (:data:`LAUNCH_FIELDS`) matches takes
+one over: the row gets the create's fields and the prompt in one transaction,
+and the waiting run goes on, so the create skips all of that. A miss is created
+cold, and the pool keeps :attr:`RuntimeConfig.warm_pool` nodes ready for every
+tuple seen with ``prefer_warm`` (the most recent :data:`MAX_TUPLES`), refilled in
+the background after each use.
+
+Warm nodes are nobody's yet: the store leaves them out of lists and counts and
+the engine answers ``404`` for them. A restart discards them (their rows are
+deleted before DBOS resumes workflows, and a resumed warm run finds it was
+discarded), and the pool fills again as creates ask for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from .. import api
+from ._db import messages, nodes
+from ._events import RESERVE_BLOCK
+from ._kinds import Kind
+from ._store import Row
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+
+__all__ = ["LAUNCH_FIELDS", "MAX_TUPLES", "WarmPool", "launch_key"]
+
+log = logging.getLogger("heron.runtime")
+
+LAUNCH_FIELDS = (
+    "kind",
+    "model",
+    "profile",
+    "cwd",
+    "pin_cwd",
+    "scopes",
+    "mode",
+    "output_schema",
+    "situational_context",
+    "root",
+    "parent",
+    "creator",
+)
+"""The row fields a run is prepared from before its prompt is known: a warm node serves a
+create only if they all match. (A field the workflow's ``begin`` reads belongs here.)"""
+
+MAX_TUPLES = 8
+"""How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""
+
+
+def launch_key(row: Row, kind: Kind) -> str:
+    """The launch tuple of a node row as a digest; it covers the kind's definition too,
+    so a warm node made before its kind file changed serves no create after."""
+    tuple_ = [[row[f] for f in LAUNCH_FIELDS], dataclasses.asdict(kind)]
+    text = json.dumps(tuple_, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class WarmPool:
+    """The engine's warm nodes, by launch tuple."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.size = engine.config.warm_pool
+        """Warm nodes kept ready per launch tuple (0: no pool)."""
+        self._ready: OrderedDict[str, list[str]] = OrderedDict()
+        self._templates: dict[str, Row] = {}
+        self._waiters: dict[str, asyncio.Future[bool]] = {}
+        self._refilling: set[str] = set()
+
+    def ready(self, key: str | None = None) -> int:
+        """How many warm nodes are waiting (for one launch tuple, or in all)."""
+        if key is not None:
+            return len(self._ready.get(key, ()))
+        return sum(len(ids) for ids in self._ready.values())
+
+    def eligible(self, request: api.NodeCreateRequest, prompt: str | None) -> bool:
+        """Whether a create (starting with ``prompt``) could be served warm; else it is
+        created cold, as documented on ``prefer_warm``."""
+        return (
+            self.size > 0
+            and request.prefer_warm
+            and prompt is not None
+            and request.node_id is None
+            and request.fork_from is None
+            and request.worktree in (None, False)
+        )
+
+    # -- serving a create ---------------------------------------------------------
+
+    async def claim(
+        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
+    ) -> Row | None:
+        """Hand a warm node matching ``row``'s tuple the create's fields and first message.
+
+        Returns the node's row (its id is the warm node's), or ``None`` when the create
+        is not to be served warm or nothing is ready (the caller creates cold); an
+        eligible create has the tuple's pool refilled either way.
+        """
+        if not self.eligible(request, prompt):
+            return None
+        assert prompt is not None
+        key = launch_key(row, self.engine.kinds.get(row["kind"], status=422))
+        self._want(key, row)
+        ready = self._ready.get(key, [])
+        while ready:
+            node_id = ready.pop(0)
+            claimed = {**row, "node_id": node_id, "extra": {**row["extra"], "served_warm": True}}
+            if await asyncio.to_thread(self._claim, key, claimed, prompt):
+                self._spawn_refill(key)
+                return claimed
+            self._waiters.pop(node_id, None)  # its row vanished: nothing waits on it any more
+        self._spawn_refill(key)
+        return None
+
+    def _claim(self, key: str, row: Row, prompt: str) -> bool:
+        values = {k: v for k, v in row.items() if k != "node_id"}
+        with self.engine.store.engine.begin() as conn:
+            done = conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
+                .values(**values, warm=None)
+            )
+            if done.rowcount != 1:
+                return False
+            conn.execute(
+                messages.insert().values(
+                    node_id=row["node_id"], body=prompt, created_at=row["created_at"]
+                )
+            )
+        return True
+
+    def start(self, node_id: str) -> None:
+        """Let a claimed node's waiting run go on to its prompt."""
+        waiter = self._waiters.pop(node_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(True)
+
+    async def claimed(self, node_id: str) -> bool:
+        """Wait (in the node's run) until the warm node is claimed (``True``) or discarded.
+
+        A run resumed after a restart has no waiter here: its row says which.
+        """
+        waiter = self._waiters.get(node_id)
+        if waiter is not None:
+            return await asyncio.shield(waiter)
+        row = await self.engine.store.node(node_id)
+        return row is not None and row.get("warm") is None
+
+    # -- filling ------------------------------------------------------------------
+
+    def _want(self, key: str, row: Row) -> None:
+        self._ready.setdefault(key, [])
+        self._ready.move_to_end(key)
+        self._templates.setdefault(key, dict(row))
+        while len(self._ready) > MAX_TUPLES:
+            old, ids = self._ready.popitem(last=False)
+            self._templates.pop(old, None)
+            for node_id in ids:
+                self.engine._spawn(self._discard(node_id))
+
+    def _spawn_refill(self, key: str) -> None:
+        if key not in self._refilling and self.ready(key) < self.size:
+            self._refilling.add(key)
+            self.engine._spawn(self._refill(key))
+
+    async def _refill(self, key: str) -> None:
+        try:
+            while key in self._ready and self.ready(key) < self.size:
+                node_id = await self._make(key)
+                if key in self._ready:
+                    self._ready[key].append(node_id)
+                else:  # dropped from the pool while it was being made
+                    await self._discard(node_id)
+        except Exception:
+            log.exception("pre-starting a warm node failed")
+        finally:
+            self._refilling.discard(key)
+
+    async def _make(self, key: str) -> str:
+        now = time.time()
+        node_id = f"n-{secrets.token_hex(8)}"
+        row: Row = {
+            **self._templates[key],
+            "node_id": node_id,
+            "status": "running",
+            "runs": 1,
+            "prompt": None,
+            "name": None,
+            "description": None,
+            "deadline_at": None,
+            "extra": {},
+            "events_reserved": RESERVE_BLOCK,
+            "created_at": now,
+            "updated_at": now,
+            "warm": key,
+        }
+        await self.engine.store.insert_node(row, None)
+        self.engine.events.fresh(node_id, RESERVE_BLOCK)
+        self._waiters[node_id] = asyncio.get_running_loop().create_future()
+        await self.engine._launch(node_id, 1)
+        return node_id
+
+    async def _discard(self, node_id: str) -> None:
+        waiter = self._waiters.pop(node_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(False)
+        await asyncio.to_thread(self._delete, [node_id])
+
+    def _delete(self, node_ids: list[str] | None) -> int:
+        """Delete warm rows (those listed, or all): they never had a message or event."""
+        with self.engine.store.engine.begin() as conn:
+            warm = nodes.c.warm.is_not(None)
+            where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(node_ids))
+            return conn.execute(nodes.delete().where(where)).rowcount
+
+    async def discard_stored(self) -> None:
+        """Delete the warm nodes a previous daemon left (before DBOS resumes workflows)."""
+        count = await asyncio.to_thread(self._delete, None)
+        if count:
+            log.info("discarded %d warm nodes of the previous daemon", count)

@@ -44,8 +44,9 @@ class ForkRequest(RequestModel):
 class ReviveRequest(RequestModel):
     """``POST /v1/nodes/{id}/revive`` (optional body)."""
 
-    message: Text | None = Field(default=None, min_length=1)
-    """A message the revived run reads first; without one the node is told to continue."""
+    message: Text | None = Field(default=None, min_length=1, pattern=r"\S")
+    """A message the revived run reads first (not blank); without one the node is told
+    to continue."""
 
 
 class ReviveFailure(WireModel):

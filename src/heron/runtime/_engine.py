@@ -302,15 +302,14 @@ class Engine:
         }
         return row, prompt
 
-    async def prepare_model(self, spec: str | None) -> None:
-        """Load the model ``spec`` now (a script file is re-read); ``422 invalid_model``."""
-        await self._prepare_model(spec)
-
     async def _prepare_model(self, spec: str | None) -> None:
+        """Load the model ``spec`` now (a script file is re-read); ``422 invalid_model``."""
         try:
             await self.providers.prepare(spec, reread=True)
         except Exception as exc:  # an unknown kind, a missing API key, a bad script ...
             raise ApiError(422, "invalid_model", str(exc)) from None
+
+    prepare_model = _prepare_model  # public for features (lineage); the old name stays
 
     # -- runs ------------------------------------------------------------------
 
@@ -350,9 +349,7 @@ class Engine:
         self.events.publish(node_id, "node.status.changed", {"status": "running"})
         await self._launch(node_id, run)
 
-    async def start_next_run(self, node_id: str) -> None:
-        """Start the next run of a node that is not running; hold :meth:`locked` around it."""
-        await self._wake(node_id)
+    start_next_run = _wake
 
     def register(self, node_id: str, run: int, model: str | None, steps: Steps) -> Active:
         """Note a run as in progress here (called by the workflow as it starts)."""
@@ -462,11 +459,8 @@ class Engine:
         await self._close(node_id, "cancelled", reason or "closed on request")
         return await self.node(node_id)
 
-    async def close_subtree(self, node_id: str, reason: str, message: str) -> None:
-        """Settle the node (``cancelled`` with ``reason``) and the subtree it owns."""
-        await self._close(node_id, reason, message)
-
     async def _close(self, node_id: str, reason: str, message: str) -> None:
+        """Settle the node (``cancelled`` with ``reason``) and the subtree it owns."""
         for child in await self.store.children(node_id):
             await self._close(child, "cancelled", f"its parent {node_id} was closed")
         row = await self.store.node(node_id)
@@ -485,6 +479,8 @@ class Engine:
             # settles it directly, and a run that starts later finds it settled.
         await self._settle_idle(node_id, stop, "cancelled")
 
+    close_subtree = _close
+
     async def _settle_idle(self, node_id: str, stop: Stop, status: str) -> None:
         """Settle a node no run of which is going here, and say so."""
         async with self._lock(node_id):
@@ -494,10 +490,6 @@ class Engine:
         if settled:
             await self._announce_settled(node_id, failure_outcome(stop))
         await self._disarm_if_settled(node_id)
-
-    async def stop_run(self, node_id: str, run: int, stop: Stop) -> None:
-        """Stop the node's ``run`` with ``stop`` and wait (a little) for it to save its end."""
-        await self._stop_run(node_id, run, stop)
 
     async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:
         """Stop the running conversation and wait (a little) for its run to save its end."""
@@ -523,6 +515,8 @@ class Engine:
             active.task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(active.ended.wait(), 10)
+
+    stop_run = _stop_run
 
     async def update_config(self, node_id: str, patch: api.NodeConfigPatch) -> api.Node:
         """Change the node's model, name, description or deadline."""

@@ -333,12 +333,20 @@ class Lineage:
         async with engine.locked(root_id):
             self.check_not_relaunching(root_id)
             self._relaunching.add(root_id)
+            settled_at = (await engine.row(root_id))["settled_at"]
         try:
             await self._stop_root(root_id)  # 409 while the tree is still untouched
             for child in await engine.store.children(root_id):
                 await engine.close_subtree(child, "cancelled", f"its root {root_id} was relaunched")
             async with engine.locked(root_id):
-                await self._restart(await engine.row(root_id))
+                root = await engine.row(root_id)
+                if root["settled_at"] != settled_at:  # a close (or its deadline) came first
+                    raise ApiError(
+                        409,
+                        "node_settled",
+                        f"root {root_id!r} was {root['status']} while being relaunched",
+                    )
+                await self._restart(root)
         finally:
             self._relaunching.discard(root_id)
         return await engine.node(root_id)

@@ -57,7 +57,8 @@ class ReviveFailure(WireModel):
     node_id: str
     """The node."""
     error: ErrorBody
-    """Why (the error ``POST …/revive`` would have answered)."""
+    """Why: the error ``POST …/revive`` would have answered, or ``revive_failed`` for
+    a fault of the daemon's own (the other nodes are revived regardless)."""
 
 
 class ReviveAllResult(WireModel):

@@ -19,6 +19,7 @@ from heron import (
     Message,
     SimpleAgent,
     ToolCall,
+    Usage,
     UserError,
     tool,
 )
@@ -240,3 +241,24 @@ def test_resume_across_two_processes(tmp_path: Path) -> None:
     saved = json.loads(state.read_text())
     assert saved["requests"] == 5
     assert len(saved["messages_full"]) == 10
+
+
+def test_with_memory_restarts_the_working_context_from_the_summary() -> None:
+    state = AgentState(
+        messages_full=[{"role": "user", "content": "hi"}],
+        messages=[{"role": "user", "content": "hi"}],
+        input_tokens=10,
+        output_tokens=4,
+        requests=2,
+        context_tokens=7,
+        compactions=1,
+    )
+    fresh = state.with_memory("They said hi.", Usage(input_tokens=5, output_tokens=3, requests=1))
+    assert (fresh.memory, fresh.messages, fresh.messages_full) == (
+        "They said hi.",
+        [],
+        state.messages_full,
+    )
+    assert (fresh.input_tokens, fresh.output_tokens, fresh.requests) == (15, 7, 3)
+    assert fresh.compactions == 2 and 0 < fresh.context_tokens < state.context_tokens
+    assert state.memory is None and state.messages  # the original is unchanged

@@ -101,6 +101,12 @@ class TestLoadScript:
         assert load_script(write({"steps": ["only"]})) == ["only"]
         with pytest.raises(UserError, match="step compaction: unknown keys bad"):
             load_script(write({"steps": [], "compaction": {"bad": 1}}))
+        with pytest.raises(UserError, match="unknown keys compation, extra"):
+            load_script(write({"steps": ["x"], "compation": "S", "extra": 1}))
+        with pytest.raises(UserError, match="unknown keys step "):
+            load_script(write({"step": ["x"]}))
+        with pytest.raises(UserError, match="as 'steps'"):
+            load_script(write({"compaction": "S"}))
 
     async def test_an_empty_object_script_still_answers_compaction(self, write: Any) -> None:
         (step,) = load_script(write({"steps": [], "compaction": "S"}))
@@ -132,9 +138,7 @@ class TestLoadScript:
         with pytest.raises(UserError, match="is not valid JSON"):
             load_script(path)
 
-    @pytest.mark.parametrize(
-        "data", [{"turns": ["hi"]}, {"steps": ["hi"], "reply": "x"}, {"steps": "hi"}, "hi", 3, None]
-    )
+    @pytest.mark.parametrize("data", [{"steps": "hi"}, {}, "hi", 3, None])
     def test_not_a_list(self, write: Any, data: Any) -> None:
         path = write(data)
         with pytest.raises(UserError, match=f"script {path} must hold a JSON list of steps"):

@@ -34,6 +34,27 @@ def logged(daemon: Daemon, node_id: str) -> list[tuple[Any, ...]]:
     return query(daemon, sql, node_id)
 
 
+def events_once_settled(daemon: Daemon, node_id: str, times: int) -> list[tuple[str, Any]]:
+    """The node's logged events as (type, data), once ``times`` ``node.settled`` are in."""
+    sql = "SELECT type, data FROM heron_events WHERE node_id = ? ORDER BY sequence_number"
+    deadline = time.monotonic() + 20
+    while True:
+        events = [(type, json.loads(data)) for type, data in query(daemon, sql, node_id)]
+        if [t for t, _ in events].count("node.settled") >= times:
+            return events
+        assert time.monotonic() < deadline, f"{node_id} logged {events}"
+        time.sleep(0.02)  # between polls of the log
+
+
+def wait_logged_times(daemon: Daemon, node_id: str, type: str, times: int) -> None:
+    """Wait until the node's event log holds ``times`` events of ``type``."""
+    sql = "SELECT count(*) FROM heron_events WHERE node_id = ? AND type = ?"
+    deadline = time.monotonic() + 20
+    while query(daemon, sql, node_id, type)[0][0] < times:
+        assert time.monotonic() < deadline, f"{node_id} never logged {type} {times} times"
+        time.sleep(0.02)  # between polls of the log
+
+
 def post(client: httpx.Client, path: str, body: Any = None) -> httpx.Response:
     return client.post(path, json=body) if body is not None else client.post(path)
 
@@ -77,7 +98,7 @@ class TestFork:
         forked = row(daemon, fork["node_id"], "state")["messages_full"]
         assert forked[: len(state["messages_full"])] == state["messages_full"]
         assert forked[-2]["content"] == "What was it?"
-        assert row(daemon, fork["node_id"], "extra")["forked_from"] == node_id
+        assert client.get(f"/v1/nodes/{fork['node_id']}").json()["forked_from"] == node_id
         wait_logged(daemon, fork["node_id"], "node.settled")
         assert logged(daemon, fork["node_id"])[0] == (1, "node.status.changed")
 
@@ -112,6 +133,45 @@ class TestFork:
         assert row(daemon, fork.json()["node_id"], "state") is None  # nothing saved yet
         assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "running"
         client.post(f"/v1/nodes/{node_id}/close")
+
+    def test_a_fork_during_a_second_run_has_the_first_runs_conversation(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        model = scripts("twice", ["first answer", SLOW])
+        node_id = create(client, prompt="one", model=model, root_lifecycle="resident")["node_id"]
+        wait_settled(client, node_id)
+        wait_status(client, node_id, "dormant")
+        saved = row(daemon, node_id, "state")
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "two"})
+        wait_logged_times(daemon, node_id, "node.turn.started", 2)
+        fork = post(client, f"/v1/nodes/{node_id}/fork").json()
+        assert fork["status"] == "dormant"
+        forked = row(daemon, fork["node_id"], "state")
+        assert forked == saved
+        assert [m["content"] for m in forked["messages_full"]] == ["one", "first answer"]
+        client.post(f"/v1/nodes/{node_id}/close")
+
+    def test_a_fork_of_a_child_sits_beside_it_and_copies_its_workspace(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon, tmp_path: Path
+    ) -> None:
+        parent = create(client, no_kickoff=True)["node_id"]
+        child = create(client, prompt="x", parent=parent, model=scripts("c", ["ok"]))["node_id"]
+        wait_settled(client, child)
+        own = daemon.home / "nodes" / child
+        (own / "notes.txt").write_text("kept")
+        fork = post(client, f"/v1/nodes/{child}/fork", {"no_kickoff": True}).json()
+        assert (fork["parent"], fork["root"], fork["forked_from"]) == (parent, False, child)
+        copied = daemon.home / "nodes" / fork["node_id"]
+        assert (copied / "notes.txt").read_text() == "kept"
+        (copied / "notes.txt").write_text("changed in the fork")
+        assert (own / "notes.txt").read_text() == "kept"
+        # An explicit cwd is shared, not copied.
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        pinned = create(client, no_kickoff=True, cwd=str(shared), mode="orchestrator")
+        twin = post(client, f"/v1/nodes/{pinned['node_id']}/fork").json()
+        assert (twin["cwd"], twin["mode"]) == (str(shared), "orchestrator")
+        assert not (daemon.home / "nodes" / twin["node_id"]).exists()
 
     def test_fork_from_on_create_copies_what_the_create_leaves_unset(
         self, client: httpx.Client, daemon: Daemon, scripts: Any
@@ -163,16 +223,14 @@ class TestRevive:
         poll = wait_settled(client, node_id)
         assert poll["outcome"]["output_text"] == "Recovered answer."
         assert poll["node_status"] == "completed"
-        previous = row(daemon, node_id, "extra")["previous_outcomes"]
+        node = client.get(f"/v1/nodes/{node_id}").json()
+        previous = node["previous_outcomes"]
         assert [p["outcome"] for p in previous] == [failed]
-        assert previous[0]["status"] == "failed"
-        deadline = time.monotonic() + 20
-        types: list[str] = []
-        while types.count("node.settled") < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)  # between polls of the log
-            types = [t for _, t in logged(daemon, node_id)]
-        assert types.count("node.settled") == 2
-        assert types[types.index("node.settled") + 1 :][:1] == ["node.status.changed"]
+        assert previous[0]["status"] == "failed" and previous[0]["settled_at"] is not None
+        assert node["forked_from"] is None
+        events = events_once_settled(daemon, node_id, 2)
+        settled = [data for type, data in events if type == "node.settled"]
+        assert settled == [{"outcome": failed}, {"outcome": poll["outcome"]}]
 
     def test_a_dormant_node_revives_with_a_message(
         self, client: httpx.Client, daemon: Daemon, scripts: Any
@@ -233,8 +291,10 @@ class TestReviveAll:
         try:
             with daemon.client() as client:
                 flaky = scripts("flaky", [{"error": "overloaded", "status": 503}])
+                gone = scripts("gone", [{"error": "overloaded", "status": 503}])
                 slow = scripts("slow", [SLOW])
                 provider = create(client, prompt="x", model=flaky)["node_id"]
+                unloadable = create(client, prompt="x", model=gone)["node_id"]
                 crashed = create(client, prompt="x", model=scripts("short", []))["node_id"]
                 declined = create(
                     client,
@@ -242,32 +302,57 @@ class TestReviveAll:
                     output_schema=SCHEMA,
                     model=scripts("decline", [{"tool_calls": [DECLINE]}]),
                 )["node_id"]
+                no_result = create(
+                    client, prompt="x", output_schema=SCHEMA, model=scripts("chat", ["a"] * 3)
+                )["node_id"]
                 done = create(client, prompt="x")["node_id"]
+                orphaned = create(client, prompt="x", parent=done, model=flaky)["node_id"]
                 dormant = create(client, no_kickoff=True)["node_id"]
                 cancelled = create(client, no_kickoff=True)["node_id"]
                 client.post(f"/v1/nodes/{cancelled}/close")
                 interrupted = create(client, prompt="x", model=slow)["node_id"]
                 running = create(client, prompt="x", model=slow)["node_id"]
-                for node_id in (provider, crashed, declined, done):
+                for node_id in (provider, unloadable, crashed, declined, no_result, done):
                     wait_settled(client, node_id)
-                assert client.get(f"/v1/nodes/{crashed}/outcome").json()["outcome"]["reason"] == (
-                    "crashed"
+                wait_settled(client, orphaned)
+                outcome = client.get(f"/v1/nodes/{no_result}/outcome").json()["outcome"]
+                assert (outcome["reason"], outcome["detail"]["error_type"]) == (
+                    "crashed",
+                    "NoResultSubmitted",
+                )
+                crash = client.get(f"/v1/nodes/{crashed}/outcome").json()["outcome"]
+                assert (crash["reason"], crash["detail"]["error_type"]) == (
+                    "crashed",
+                    "ScriptExhaustedError",
                 )
                 wait_logged(daemon, interrupted, "node.turn.started")
                 client.post(f"/v1/nodes/{interrupted}/interrupt")
+                wait_status(client, interrupted, "interrupted")
                 rewrite(flaky, [SLOW])
+                Path(gone.removeprefix("scripted:")).write_text("not json")
 
                 response = post(client, "/v1/nodes/revive-all")
                 assert response.status_code == 200, response.text
                 body = response.json()
-                revived = {n["node_id"] for n in body["revived"]}
-                assert revived == {provider, crashed, interrupted}
+                assert [n["node_id"] for n in body["revived"]] == [provider, crashed]
                 assert all(n["status"] == "running" for n in body["revived"])
-                assert body["failed"] == []
-                for node_id in (declined, done, dormant, cancelled, running):
-                    assert node_id not in revived
-                assert client.get(f"/v1/nodes/{declined}").json()["status"] == "failed"
-                assert client.get(f"/v1/nodes/{dormant}").json()["status"] == "dormant"
+                (failure,) = body["failed"]
+                assert failure["node_id"] == unloadable
+                assert failure["error"]["code"] == "invalid_model"
+                assert "not valid JSON" in failure["error"]["message"]
+                expected = {
+                    unloadable: "failed",
+                    declined: "failed",
+                    no_result: "failed",
+                    done: "completed",
+                    orphaned: "failed",
+                    dormant: "dormant",
+                    cancelled: "cancelled",
+                    interrupted: "interrupted",  # interrupted on request: meant
+                    running: "running",
+                }
+                for node_id, status in expected.items():
+                    assert client.get(f"/v1/nodes/{node_id}").json()["status"] == status
                 for node_id in (provider, interrupted, running):
                     client.post(f"/v1/nodes/{node_id}/close")
                 wait_settled(client, crashed)  # an empty script crashes it again
@@ -275,6 +360,20 @@ class TestReviveAll:
                 assert {n["node_id"] for n in again["revived"]} == {crashed}
         finally:
             daemon.stop()
+
+    def test_a_node_under_a_settled_parent_is_neither_revived_nor_forked(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        parent = create(client, prompt="x", model=scripts("parent", ["done"]))["node_id"]
+        wait_settled(client, parent)
+        model = scripts("child", [{"error": "down", "status": 503}])
+        child = create(client, prompt="x", parent=parent, model=model)["node_id"]
+        wait_settled(client, child)
+        response = post(client, f"/v1/nodes/{child}/revive")
+        refused(response, 409, "parent_settled")
+        assert parent in response.json()["error"]["message"]
+        refused(post(client, f"/v1/nodes/{child}/fork"), 409, "parent_settled")
+        assert client.get(f"/v1/nodes/{child}").json()["status"] == "failed"
 
     def test_is_not_taken_for_a_node_id(self, client: httpx.Client) -> None:
         refused(client.get("/v1/nodes/revive-all"), 404, "node_not_found")
@@ -396,9 +495,8 @@ class TestRelaunchRoot:
         assert node["runs"] == 2
         messages = row(daemon, root, "state")["messages_full"]
         assert [m["content"] for m in messages] == ["build it", "built"]
-        extra = row(daemon, root, "extra")
-        assert [p["outcome"] for p in extra["previous_outcomes"]] == [first]
-        assert extra["relaunches"] == 1
+        assert [p["outcome"] for p in node["previous_outcomes"]] == [first]
+        assert row(daemon, root, "extra")["relaunches"] == 1
 
     def test_a_running_root_is_stopped_first_and_a_root_without_prompt_is_refused(
         self, client: httpx.Client, daemon: Daemon, scripts: Any
@@ -411,7 +509,7 @@ class TestRelaunchRoot:
         assert response.status_code == 200, response.text
         poll = wait_settled(client, root)
         assert poll["outcome"]["output_text"] == "quick now"
-        assert "previous_outcomes" not in row(daemon, root, "extra")
+        assert client.get(f"/v1/nodes/{root}").json()["previous_outcomes"] == []
 
         broken = scripts("broken-root", ["x"])
         root = create(client, prompt="again", model=broken)["node_id"]
@@ -428,18 +526,36 @@ class TestRelaunchRoot:
 
 class TestMode:
     def test_promote_and_demote_are_recorded_for_the_next_run(
-        self, client: httpx.Client, scripts: Any
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
     ) -> None:
         node_id = create(client, no_kickoff=True, model=scripts("m", ["ok"]))["node_id"]
         promoted = post(client, f"/v1/nodes/{node_id}/promote")
         assert promoted.status_code == 200 and promoted.json()["mode"] == "orchestrator"
+        assert promoted.json()["runs"] == 0  # recorded, nothing started
         assert post(client, f"/v1/nodes/{node_id}/promote").json()["mode"] == "orchestrator"
         assert post(client, f"/v1/nodes/{node_id}/demote").json()["mode"] == "base"
         assert client.get(f"/v1/nodes/{node_id}").json()["mode"] == "base"
         woke = post(client, f"/v1/nodes/{node_id}/promote", {"message": "fan out"})
         assert woke.json()["mode"] == "orchestrator" and woke.json()["runs"] == 1
         wait_settled(client, node_id)
-        refused(post(client, f"/v1/nodes/{node_id}/demote"), 409, "node_settled")
+        messages = row(daemon, node_id, "state")["messages_full"]
+        assert [m["content"] for m in messages] == ["fan out", "ok"]
+        # A refusal changes nothing, and says how to go on.
+        refused_demote = post(client, f"/v1/nodes/{node_id}/demote")
+        refused(refused_demote, 409, "node_settled")
+        assert "fork it" in refused_demote.json()["error"]["message"]
+        assert client.get(f"/v1/nodes/{node_id}").json()["mode"] == "orchestrator"
         refused(post(client, "/v1/nodes/no-such-node/promote"), 404, "node_not_found")
         refused(post(client, "/v1/nodes/-bad/demote"), 400, "invalid_node_id")
         refused(post(client, f"/v1/nodes/{node_id}/promote", {"mode": "x"}), 422, "invalid_request")
+
+    def test_a_failed_node_is_told_to_be_revived_first(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("down", [{"error": "down", "status": 503}])
+        node_id = create(client, prompt="x", model=model)["node_id"]
+        wait_settled(client, node_id)
+        response = post(client, f"/v1/nodes/{node_id}/promote", {"message": "go"})
+        refused(response, 409, "node_settled")
+        assert "revive it first" in response.json()["error"]["message"]
+        assert client.get(f"/v1/nodes/{node_id}").json()["mode"] == "base"

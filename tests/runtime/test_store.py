@@ -47,6 +47,18 @@ async def test_messages_are_claimed_once_in_order(store: Store) -> None:
     assert await store.claim_messages("a", 2, step=1) == ["three"]
 
 
+async def test_queue_first_puts_a_message_ahead_of_the_unread_ones(store: Store) -> None:
+    await store.insert_node(row("a"), "read")
+    assert await store.claim_messages("a", 1, step=1) == ["read"]
+    await store.add_message("a", "stale one")
+    await store.add_message("a", "stale two")
+    await store.queue_first("a", "the prompt")
+    assert await store.claim_messages("a", 2, step=1) == ["the prompt", "stale one", "stale two"]
+    await store.queue_first("a", "alone")  # nothing unread: just the message
+    assert await store.claim_messages("a", 3, step=1) == ["alone"]
+    assert await store.claim_messages("a", 1, step=1) == ["read"]  # claimed ones untouched
+
+
 async def test_a_claim_asked_again_by_the_same_step_returns_the_same_messages(
     store: Store,
 ) -> None:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._core import Message, Usage, UserError
 from .._core.problems import pydantic_problems
+from .._core.tokens import estimate_tokens
 
 __all__ = ["STATE_VERSION", "AgentState"]
 
@@ -92,4 +93,23 @@ class AgentState(BaseModel):
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             requests=self.requests,
+        )
+
+    def with_memory(self, memory: str, usage: Usage | None = None) -> AgentState:
+        """This state compacted into ``memory`` (a summary written outside the agent).
+
+        The working context restarts from the memory alone, as after a compaction;
+        ``messages_full`` is kept, and ``usage`` (the summarising request) is counted.
+        """
+        spent = self.usage + (usage or Usage())
+        return self.model_copy(
+            update={
+                "memory": memory,
+                "messages": [],
+                "context_tokens": estimate_tokens(memory),
+                "compactions": self.compactions + 1,
+                "input_tokens": spent.input_tokens,
+                "output_tokens": spent.output_tokens,
+                "requests": spent.requests,
+            }
         )

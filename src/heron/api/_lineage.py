@@ -22,7 +22,9 @@ class ForkRequest(RequestModel):
 
     Everything not given here is copied from the original: its conversation, model,
     kind, profile, cwd, scopes, mode, output schema, situational context, root
-    lifecycle and place in the tree (the same parent).
+    lifecycle and place in the tree (the same parent). An explicit ``cwd`` is shared
+    (the same directory); an original without one has its own folder copied for the
+    fork. A node under a settled parent cannot be forked (``409 parent_settled``).
     """
 
     prompt: Text | None = None
@@ -44,8 +46,9 @@ class ForkRequest(RequestModel):
 class ReviveRequest(RequestModel):
     """``POST /v1/nodes/{id}/revive`` (optional body)."""
 
-    message: Text | None = Field(default=None, min_length=1)
-    """A message the revived run reads first; without one the node is told to continue."""
+    message: Text | None = Field(default=None, min_length=1, pattern=r"\S")
+    """A message the revived run reads first (not blank); without one the node is told
+    to continue."""
 
 
 class ReviveFailure(WireModel):
@@ -54,15 +57,19 @@ class ReviveFailure(WireModel):
     node_id: str
     """The node."""
     error: ErrorBody
-    """Why (the error ``POST …/revive`` would have answered)."""
+    """Why: the error ``POST …/revive`` would have answered, or ``revive_failed`` for
+    a fault of the daemon's own (the other nodes are revived regardless)."""
 
 
 class ReviveAllResult(WireModel):
     """``POST /v1/nodes/revive-all``: what was revived.
 
-    Chosen are the nodes that stopped involuntarily: every ``interrupted`` node,
-    and every ``failed`` one whose outcome reason is ``provider_error`` or
-    ``crashed`` (a decline is the agent's own answer and is left alone).
+    Chosen are the nodes that stopped involuntarily: ``interrupted`` nodes that no
+    API request interrupted, and ``failed`` ones whose outcome reason is
+    ``provider_error`` or ``crashed`` — except failures that would repeat as they
+    are (``detail.error_type`` ``NoResultSubmitted``: the agent ended without its
+    result; ``RunNotStarted``: the run could not start). A decline is the agent's
+    own answer and is left alone; nodes under a settled parent are skipped.
     """
 
     revived: list[Node]

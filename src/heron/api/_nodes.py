@@ -27,6 +27,7 @@ __all__ = [
     "OutcomeDetail",
     "OutcomePoll",
     "OutcomeReason",
+    "PreviousOutcome",
     "ResultAccepted",
     "ResultSubmission",
     "RootLifecycle",
@@ -173,6 +174,17 @@ NodeOutcome: TypeAlias = Annotated[NodeResult | NodeFailure, Field(discriminator
 """How a node settled: a result or a failure (returned as a value, never raised)."""
 
 
+class PreviousOutcome(WireModel):
+    """An outcome a node had and that was taken back (revive, relaunch-root)."""
+
+    outcome: NodeOutcome
+    """The outcome as it was settled."""
+    settled_at: datetime
+    """When it had settled."""
+    status: NodeStatus
+    """The status the node had with it."""
+
+
 class Node(WireModel):
     """A node as the daemon reports it."""
 
@@ -230,6 +242,10 @@ class Node(WireModel):
     """The managed git worktree the node works in (``worktree`` on create), if it has one."""
     warm: bool = False
     """Whether its create was served by a pre-started node of the warm pool (``prefer_warm``)."""
+    forked_from: str | None = None
+    """The node this one was forked from (its conversation was copied), if any."""
+    previous_outcomes: list[PreviousOutcome] = Field(default_factory=list)
+    """Outcomes taken back by revive or relaunch-root, oldest first."""
 
 
 class OutcomePoll(WireModel):

@@ -185,8 +185,15 @@ def load_script(path: str | os.PathLike[str]) -> list[Step]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"script {file} is not valid JSON: {exc}") from None
     compaction: Step | None = None
-    if isinstance(data, dict) and set(data) <= {"steps", "compaction"} and "steps" in data:
-        data, raw_compaction = data["steps"], data.get("compaction")
+    if isinstance(data, dict):
+        whole: dict[str, Any] = data
+        unknown = set(whole) - {"steps", "compaction"}
+        if unknown:
+            raise UserError(
+                f"script {file}: unknown keys {', '.join(sorted(unknown))} "
+                "(an object script takes 'steps' and optionally 'compaction')"
+            )
+        data, raw_compaction = whole.get("steps"), whole.get("compaction")
         if raw_compaction is not None:
             try:
                 compaction = _step("compaction", raw_compaction)

@@ -15,7 +15,6 @@ import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +41,22 @@ from ._rows import (
     to_node,
     when,
 )
+from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
 from ._store import DuplicateNode, Row, Store
 from ._warm import WarmPool
 from ._worktrees import GitError, Worktrees
 
-__all__ = ["Engine", "SettleHook", "Stop", "current_engine"]
+__all__ = [
+    "SETTLED",
+    "Engine",
+    "SettleHook",
+    "Stop",
+    "current_engine",
+    "failure_outcome",
+    "run_workflow_id",
+]
 
 log = logging.getLogger("heron.runtime")
-
-SETTLED = frozenset({"completed", "failed", "cancelled"})
-"""Statuses a node never leaves."""
 
 _ENGINE: Engine | None = None
 
@@ -64,44 +69,6 @@ def current_engine() -> Engine:
     if _ENGINE is None:
         raise RuntimeError("the Heron node engine is not running in this process")
     return _ENGINE
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Stop:
-    """How a run's conversation ended (JSON-safe, recorded by the run's last step)."""
-
-    kind: str
-    """``done``, ``interrupted``, ``closed`` or ``failed``."""
-    reason: str | None = None
-    """For ``closed`` and ``failed``: the outcome reason."""
-    message: str | None = None
-    """What happened, for failures."""
-    error_type: str | None = None
-    """The underlying error's class, for failures."""
-    reply: str | None = None
-    """The model's last answer, for ``done``."""
-    asked: bool = False
-    """For ``done``: the run ended by asking the human questions (the node waits)."""
-
-
-@dataclass(kw_only=True, slots=True, eq=False)
-class Active:
-    """A run in progress in this process."""
-
-    node_id: str
-    """The node."""
-    run: int
-    """Which run of the node."""
-    model: str | None
-    """The node's model override, read per turn (``PATCH …/config`` changes it)."""
-    task: asyncio.Task[Any] | None = None
-    """The task running the conversation, while it runs."""
-    stop: Stop | None = None
-    """Why the conversation was stopped from outside (interrupt, close, deadline)."""
-    steps: Steps
-    """The run's steps (its ``caught_up`` says whether a resumed run is still replaying)."""
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set once the run has saved its end."""
 
 
 class Engine:
@@ -309,6 +276,8 @@ class Engine:
                     409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
                 ) from None
         node_id = row["node_id"]
+        if request.fork_from is not None:  # before its first run can use the workspace
+            await self.lineage.copy_workspace(row)
         self.events.fresh(node_id, RESERVE_BLOCK)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
@@ -347,6 +316,8 @@ class Engine:
                 "worktree": request.worktree,
                 "prefer_warm": request.prefer_warm,
                 "outcome_delivery": request.outcome_delivery,
+                # Kept so relaunch-root can count the same span again from its restart.
+                "deadline_seconds": deadline,
             },
             "created_at": now,
             "updated_at": now,
@@ -361,10 +332,13 @@ class Engine:
         return row, prompt
 
     async def _prepare_model(self, spec: str | None) -> None:
+        """Load the model ``spec`` now (a script file is re-read); ``422 invalid_model``."""
         try:
             await self.providers.prepare(spec, reread=True)
         except Exception as exc:  # an unknown kind, a missing API key, a bad script ...
             raise ApiError(422, "invalid_model", str(exc)) from None
+
+    prepare_model = _prepare_model  # public for features (lineage); the old name stays
 
     # -- runs ------------------------------------------------------------------
 
@@ -390,12 +364,21 @@ class Engine:
 
     async def _wake(self, node_id: str) -> None:
         """Start the next run of a dormant or interrupted node (under its lock)."""
+        previous = self.active.get(node_id)
+        if previous is not None:
+            # Its last run has saved its end but not yet announced it: let it finish
+            # first, so its node.settled/status events come before this run's (safe
+            # under the lock: ``ended`` never takes it).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(previous.ended.wait(), 30)
         row = await self.row(node_id)
         run = row["runs"] + 1
         await self.store.update_node(node_id, status="running", runs=run)
         await self.events.prime(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": "running"})
         await self._launch(node_id, run)
+
+    start_next_run = _wake
 
     def register(self, node_id: str, run: int, model: str | None, steps: Steps) -> Active:
         """Note a run as in progress here (called by the workflow as it starts)."""
@@ -421,23 +404,34 @@ class Engine:
         status = end["status"]
         self.events.publish(node_id, "node.status.changed", {"status": status})
         if end.get("settled"):
-            await self._announce_settled(node_id)
+            # The outcome the run settled, not one read back: a revive may already
+            # have taken it back (ends recorded before it was kept are read back).
+            await self._announce_settled(node_id, end.get("outcome"))
         if status in SETTLED:
-            self._disarm_deadline(node_id)
+            await self._disarm_if_settled(node_id)
         active.ended.set()
 
-    async def _announce_settled(self, node_id: str) -> None:
-        outcome = await self.store.outcome(node_id)
+    async def _announce_settled(self, node_id: str, outcome: dict[str, Any] | None = None) -> None:
+        row = await self.store.node(node_id)
+        if outcome is None:
+            outcome = await self.store.outcome(node_id)
         self.events.publish(node_id, "node.settled", {"outcome": outcome})
         event = self._settled.pop(node_id, None)
         if event is not None:
             event.set()
-        if outcome is not None:
+        settled_at = row["settled_at"] if row is not None else None
+        if outcome is not None and settled_at is not None:
             for hook in self.settle_hooks:
-                self._spawn(self._run_hook(hook, node_id, outcome))
+                self._spawn(self._run_hook(hook, node_id, outcome, settled_at))
 
-    @staticmethod
-    async def _run_hook(hook: SettleHook, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _run_hook(
+        self, hook: SettleHook, node_id: str, outcome: dict[str, Any], settled_at: float
+    ) -> None:
+        # A revive may have taken the outcome back since (and the node may have settled
+        # again, announcing that itself): react only to the settlement still standing.
+        row = await self.store.node(node_id)
+        if row is None or row["settled_at"] != settled_at:
+            return
         try:
             await hook(node_id, outcome)
         except Exception:  # one feature failing must not stop the others
@@ -455,23 +449,36 @@ class Engine:
                     "node_settled",
                     f"node {node_id!r} is {row['status']}: it takes no messages",
                 )
-            message_id = await self.store.add_message(node_id, body)
-            if row["status"] == "running":
-                return api.MessageAccepted(
-                    node_id=node_id, message_id=message_id, delivery="queued"
-                )
-            await self._wake(node_id)
+            self.lineage.check_not_relaunching(node_id)
+            return await self.deliver(row, body)
+
+    async def deliver(self, row: Row, body: str) -> api.MessageAccepted:
+        """Queue ``body`` for an unsettled node and wake it unless it is running.
+
+        The caller holds :meth:`locked` and has checked the node may take it.
+        """
+        node_id = row["node_id"]
+        message_id = await self.store.add_message(node_id, body)
+        if row["status"] == "running":
+            return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="queued")
+        await self._wake(node_id)
         return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="woke")
 
-    async def interrupt(self, node_id: str) -> api.Node:
-        """Stop the node's current turn; the node stays, ``interrupted``, and can be messaged."""
-        row = await self.row(node_id)
-        if row["status"] != "running":
-            raise ApiError(
-                409,
-                "node_not_running",
-                f"node {node_id!r} is {row['status']}: nothing to interrupt",
-            )
+    async def interrupt(self, node_id: str, by: str = "request") -> api.Node:
+        """Stop the node's current turn; the node stays, ``interrupted``, and can be messaged.
+
+        ``by`` says who interrupted (``request``: an API call; a node's id: that node),
+        kept as ``extra["interrupted_by"]``: revive-all leaves requested stops alone.
+        """
+        async with self._lock(node_id):
+            row = await self.row(node_id)
+            if row["status"] != "running":
+                raise ApiError(
+                    409,
+                    "node_not_running",
+                    f"node {node_id!r} is {row['status']}: nothing to interrupt",
+                )
+            await self.store.update_node(node_id, extra={**row["extra"], "interrupted_by": by})
         await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
@@ -482,6 +489,7 @@ class Engine:
         return await self.node(node_id)
 
     async def _close(self, node_id: str, reason: str, message: str) -> None:
+        """Settle the node (``cancelled`` with ``reason``) and the subtree it owns."""
         for child in await self.store.children(node_id):
             await self._close(child, "cancelled", f"its parent {node_id} was closed")
         row = await self.store.node(node_id)
@@ -500,6 +508,8 @@ class Engine:
             # settles it directly, and a run that starts later finds it settled.
         await self._settle_idle(node_id, stop, "cancelled")
 
+    close_subtree = _close
+
     async def _settle_idle(self, node_id: str, stop: Stop, status: str) -> None:
         """Settle a node no run of which is going here, and say so."""
         async with self._lock(node_id):
@@ -507,8 +517,8 @@ class Engine:
         await self.events.prime(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": status})
         if settled:
-            await self._announce_settled(node_id)
-        self._disarm_deadline(node_id)
+            await self._announce_settled(node_id, failure_outcome(stop))
+        await self._disarm_if_settled(node_id)
 
     async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:
         """Stop the running conversation and wait (a little) for its run to save its end."""
@@ -535,6 +545,8 @@ class Engine:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(active.ended.wait(), 10)
 
+    stop_run = _stop_run
+
     async def update_config(self, node_id: str, patch: api.NodeConfigPatch) -> api.Node:
         """Change the node's model, name, description or deadline."""
         row = await self.row(node_id)
@@ -557,7 +569,11 @@ class Engine:
                 if seconds is not None:
                     self._arm_deadline(node_id, seconds)
         if values:
-            await self.store.update_node(node_id, **values)
+            async with self._lock(node_id):  # ``extra`` is rewritten whole
+                if "deadline" in fields:
+                    extra = (await self.row(node_id))["extra"]
+                    values["extra"] = {**extra, "deadline_seconds": seconds}
+                await self.store.update_node(node_id, **values)
         return await self.node(node_id)
 
     async def submit_result(self, node_id: str, value: Any) -> api.ResultAccepted:
@@ -589,6 +605,14 @@ class Engine:
 
     # -- deadlines ---------------------------------------------------------------
 
+    async def set_deadline(self, node_id: str, seconds: float | None) -> None:
+        """Give an unsettled node a deadline ``seconds`` from now (``None``: none), armed."""
+        at = time.time() + seconds if seconds is not None else None
+        await self.store.update_node(node_id, deadline_at=at)
+        self._disarm_deadline(node_id)
+        if seconds is not None:
+            self._arm_deadline(node_id, seconds)
+
     def _arm_deadline(self, node_id: str, delay: float) -> None:
         self._disarm_deadline(node_id)
         loop = asyncio.get_running_loop()
@@ -600,6 +624,12 @@ class Engine:
         handle = self._deadlines.pop(node_id, None)
         if handle is not None:
             handle.cancel()
+
+    async def _disarm_if_settled(self, node_id: str) -> None:
+        # A revive may have un-settled the node and armed its deadline again meanwhile.
+        row = await self.store.node(node_id)
+        if row is None or row["settled_at"] is not None:
+            self._disarm_deadline(node_id)
 
     async def _expire(self, node_id: str) -> None:
         self._deadlines.pop(node_id, None)
@@ -615,14 +645,3 @@ class Engine:
         """Hold the node's lock (messages and run ends never interleave)."""
         async with self._lock(node_id):
             yield
-
-
-def run_workflow_id(node_id: str, run: int) -> str:
-    """The DBOS workflow id of a node's run."""
-    return f"heron:{node_id}:{run}"
-
-
-def failure_outcome(stop: Stop) -> dict[str, Any]:
-    """The outcome a closed or failed run settles with."""
-    detail = {"message": stop.message or stop.reason or "failed", "error_type": stop.error_type}
-    return {"kind": "failure", "reason": stop.reason, "declined": None, "detail": detail}

@@ -16,8 +16,12 @@ _MODEL_FAILED: dict[int | str, dict[str, Any]] = {
     502: {
         "model": api.ErrorResponse,
         "description": "The node's model failed or wrote nothing (`provider_error`, "
-        "`empty_summary`)",
-    }
+        "`summary_failed`, `empty_summary`)",
+    },
+    504: {
+        "model": api.ErrorResponse,
+        "description": "The node's model wrote no summary in time (`summary_timeout`)",
+    },
 }
 
 
@@ -28,9 +32,10 @@ def add_lineage_routes(app: FastAPI, engine: Engine) -> None:
     # Declared before any /v1/nodes/{node_id} route could be taken for it.
     @app.post("/v1/nodes/revive-all", tags=["lineage"], responses=errors())
     async def revive_all() -> api.ReviveAllResult:
-        """Revive every node that stopped involuntarily: interrupted, or failed with
-        ``provider_error`` or ``crashed``. Returns the revived nodes and any that could
-        not be."""
+        """Revive every node that stopped involuntarily: interrupted other than by a
+        request, or failed with ``provider_error`` or ``crashed`` in a way that could go
+        differently (see ``ReviveAllResult``). Returns the revived nodes and any that
+        could not be."""
         return await lineage.revive_all()
 
     @app.post("/v1/nodes/{node_id}/fork", status_code=201, tags=["lineage"], responses=WITH_BODY)
@@ -65,7 +70,9 @@ def add_lineage_routes(app: FastAPI, engine: Engine) -> None:
     @app.post("/v1/nodes/{node_id}/relaunch-root", tags=["lineage"], responses=ACTION)
     async def relaunch_root(node_id: NodeIdPath) -> api.Node:
         """Start this node's tree over: close everything below its root, and run the
-        root again from its original prompt in a fresh conversation. Returns the root."""
+        root again from its original prompt in a fresh conversation (unread messages
+        follow the prompt; a forked root drops the conversation it copied). Returns the
+        root. Meanwhile the root's messages and revives answer ``409 node_relaunching``."""
         return await lineage.relaunch_root(node_id)
 
     @app.post("/v1/nodes/{node_id}/promote", tags=["lineage"], responses=WITH_BODY)

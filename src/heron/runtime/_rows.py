@@ -80,6 +80,7 @@ def check_output_schema(value: str | dict[str, Any] | None) -> dict[str, Any] | 
 
 def to_node(row: Row) -> api.Node:
     """A row of ``heron_nodes`` as the wire's :class:`heron.api.Node`."""
+    extra = row["extra"] or {}
     return api.Node(
         node_id=row["node_id"],
         status=row["status"],
@@ -107,5 +108,12 @@ def to_node(row: Row) -> api.Node:
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
         worktree=to_worktree(row),
-        warm=bool((row["extra"] or {}).get("served_warm")),
+        warm=bool(extra.get("served_warm")),
+        forked_from=extra.get("forked_from"),
+        previous_outcomes=[
+            api.PreviousOutcome(
+                outcome=p["outcome"], settled_at=when(p["settled_at"]), status=p["status"]
+            )
+            for p in extra.get("previous_outcomes", [])
+        ],
     )

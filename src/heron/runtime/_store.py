@@ -178,6 +178,26 @@ class Store:
             assert key is not None
             return int(key[0])
 
+    async def queue_first(self, node_id: str, body: str) -> None:
+        """Queue ``body`` ahead of the node's unread messages (relaunch-root's prompt).
+
+        The unread messages are queued again after it, in their order, with new ids.
+        """
+        await self._run(self._queue_first, node_id, body)
+
+    def _queue_first(self, node_id: str, body: str) -> None:
+        unread = messages.c.node_id == node_id, messages.c.claimed_run.is_(None)
+        with self.engine.begin() as conn:
+            stale = conn.execute(
+                sa.select(messages.c.body, messages.c.created_at)
+                .where(*unread)
+                .order_by(messages.c.message_id)
+            ).all()
+            conn.execute(messages.delete().where(*unread))
+            rows = [{"body": body, "created_at": time.time()}]
+            rows += [{"body": r.body, "created_at": r.created_at} for r in stale]
+            conn.execute(messages.insert(), [{"node_id": node_id, **r} for r in rows])
+
     async def claim_messages(self, node_id: str, run: int, step: int = 0) -> list[str]:
         """Take every unclaimed message of a node into ``run`` at ``step``, oldest first.
 
@@ -300,8 +320,12 @@ class Store:
             ).first()
             update: dict[str, Any] = {**values, "updated_at": time.time()}
             if found is not None:
+                # FOR UPDATE (PostgreSQL; SQLite's one writer needs none): no other
+                # writer's ``extra`` lands between this read and the write below.
                 row = conn.execute(
-                    sa.select(nodes.c.extra, nodes.c.status).where(nodes.c.node_id == node_id)
+                    sa.select(nodes.c.extra, nodes.c.status)
+                    .where(nodes.c.node_id == node_id)
+                    .with_for_update()
                 ).one()
                 kept = dict(row.extra or {})
                 archived = {

@@ -19,17 +19,18 @@ from .._core import ProviderError
 from ..agents import BaseAgent
 from ..tools import LocalToolClient
 from ._durable import DurableProvider, DurableToolClient, Steps
-from ._engine import (
+from ._engine import Engine, current_engine
+from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
+from ._node_tools import ASK_TOOL, ENFORCED_SCOPES, NodeTools, node_tools, schema_text
+from ._runs import (
+    NO_RESULT,
+    NOT_STARTED,
     SETTLED,
     Active,
-    Engine,
     Stop,
-    current_engine,
     failure_outcome,
     run_workflow_id,
 )
-from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
-from ._node_tools import ASK_TOOL, ENFORCED_SCOPES, NodeTools, node_tools, schema_text
 from ._worktrees import active_worktree
 
 __all__ = ["node_run"]
@@ -244,7 +245,9 @@ class _Run:
         else:
             status, outcome = "failed", failure_outcome(Stop(**stop))
         settled_now = outcome is not None and not already_settled
-        done = {"continue": False, "status": status, "settled": settled_now}
+        done: dict[str, Any] = {"continue": False, "status": status, "settled": settled_now}
+        if settled_now:
+            done["outcome"] = outcome  # announced as is (see Engine.ended)
         async with engine.locked(node_id):
             unread = await engine.store.end_run(
                 node_id,
@@ -271,8 +274,8 @@ def _failed(exc: Exception) -> Stop:
     return Stop(
         kind="failed",
         reason="crashed",
-        message=f"the run could not start: {exc}",
-        error_type=type(exc).__name__,
+        message=f"the run could not start: {type(exc).__name__}: {exc}",
+        error_type=NOT_STARTED,  # running again as it is would fail the same way
     )
 
 
@@ -289,6 +292,7 @@ def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[
             kind="failed",
             reason="crashed",
             message="the agent ended without submitting a result or declining",
+            error_type=NO_RESULT,
         )
         return failure_outcome(stop)
     if pending["kind"] == "declined":

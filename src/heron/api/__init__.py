@@ -33,6 +33,13 @@ from ._nodes import (
     ResultSubmission,
     RootLifecycle,
 )
+from ._orchestration import (
+    DeliveryAction,
+    OutcomeDelivery,
+    WaitRequest,
+    WaitStatus,
+    YieldRequest,
+)
 from ._reports import Report, ReportTier
 from ._system import Health, Listener, SystemStatus
 
@@ -41,6 +48,7 @@ __all__ = [
     "CloseRequest",
     "DeclineRequest",
     "Declined",
+    "DeliveryAction",
     "ErrorBody",
     "ErrorResponse",
     "Health",
@@ -56,6 +64,7 @@ __all__ = [
     "NodeOutcome",
     "NodeResult",
     "NodeStatus",
+    "OutcomeDelivery",
     "OutcomeDetail",
     "OutcomePoll",
     "OutcomeReason",
@@ -66,6 +75,9 @@ __all__ = [
     "ResultSubmission",
     "RootLifecycle",
     "SystemStatus",
+    "WaitRequest",
+    "WaitStatus",
     "WireModel",
+    "YieldRequest",
     "is_valid_id",
 ]

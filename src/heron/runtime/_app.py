@@ -20,6 +20,8 @@ from ._engine import Engine
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
 from ._routes_nodes import add_node_routes
+from ._routes_orchestration import add_orchestration_routes
+from ._routes_reports import add_report_routes
 
 __all__ = ["build_app", "wrap"]
 
@@ -33,7 +35,11 @@ _ERROR_CODES = {
     415: "unsupported_media_type",
 }
 
-ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (add_node_routes,)
+ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
+    add_node_routes,
+    add_orchestration_routes,
+    add_report_routes,
+)
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 
 (Routes are added to the app itself, not mounted as routers: the 405 answer's

@@ -29,7 +29,9 @@ from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import EventLog
+from ._orchestration import Orchestration
 from ._providers import ProviderPool
+from ._reports import Reports
 from ._rows import (
     check_directory,
     check_duration,
@@ -65,7 +67,8 @@ class Stop:
     """How a run's conversation ended (JSON-safe, recorded by the run's last step)."""
 
     kind: str
-    """``done``, ``interrupted``, ``closed`` or ``failed``."""
+    """``done``, ``interrupted``, ``yielded`` (dormant until a message), ``closed`` or
+    ``failed``."""
     reason: str | None = None
     """For ``closed`` and ``failed``: the outcome reason."""
     message: str | None = None
@@ -120,6 +123,8 @@ class Engine:
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        self.reports = Reports(self)
+        self.orchestration = Orchestration(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -261,6 +266,7 @@ class Engine:
         """Create a node and start its first run (unless ``no_kickoff``); returns at once."""
         if request.root and request.parent is not None:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
+        Orchestration.check_delivery(request)
         row, prompt = self._new_row(request)
         if request.model is not None:
             await self._prepare_model(request.model)
@@ -450,9 +456,18 @@ class Engine:
         await self._close(node_id, "cancelled", reason or "closed on request")
         return await self.node(node_id)
 
+    async def yield_run(self, node_id: str, run: int) -> None:
+        """Stop the node's running turn so that it goes ``dormant`` (``…/yield``, ``…/wait``)."""
+        await self._stop_run(node_id, run, Stop(kind="yielded"))
+
     async def _close(self, node_id: str, reason: str, message: str) -> None:
+        # The node first, then what it owns: a child settling afterwards finds its
+        # parent settled, so its outcome is not delivered to (and cannot wake) it.
+        await self._close_one(node_id, reason, message)
         for child in await self.store.children(node_id):
             await self._close(child, "cancelled", f"its parent {node_id} was closed")
+
+    async def _close_one(self, node_id: str, reason: str, message: str) -> None:
         row = await self.store.node(node_id)
         if row is None or row["status"] in SETTLED:
             return

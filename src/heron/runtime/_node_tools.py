@@ -143,8 +143,13 @@ def node_tools(
     workspace: Path,
     submit: Submit,
     decline: Decline,
+    report: Tool | None = None,
+    orchestrator: Sequence[Tool] = (),
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
+
+    Every node also gets ``report`` (``push-report``), whatever its scopes, and an
+    orchestrator its ``orchestrator`` tools (spawning and managing children).
 
     ``act`` brings the file and shell tools, confined to ``workspace`` (the
     node's directory); ``ask`` the question tool, which ends the run with the
@@ -152,7 +157,9 @@ def node_tools(
     nothing yet: the memory and cron resources are not in the daemon.
     """
     allowed = ENFORCED_SCOPES if scopes is None else frozenset(scopes)
-    made = NodeTools(tools=[get_current_time])
+    made = NodeTools(tools=[get_current_time, *orchestrator])
+    if report is not None:
+        made.tools.append(report)
     if output_schema is not None:
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if "act" in allowed:

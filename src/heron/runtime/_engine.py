@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import secrets
@@ -346,8 +347,18 @@ class Engine:
     async def _launch(self, node_id: str, run: int) -> None:
         from ._workflow import node_run
 
-        with SetWorkflowID(run_workflow_id(node_id, run)):
-            await DBOS.start_workflow_async(node_run, node_id, run)
+        async def start() -> None:
+            with SetWorkflowID(run_workflow_id(node_id, run)):
+                await DBOS.start_workflow_async(node_run, node_id, run)
+
+        # In a context of its own: a run is a workflow of its own, never a child of
+        # the run whose tool step launched it (spawn-child, message-child), which DBOS
+        # refuses from inside a step. Shielded: that run being stopped meanwhile must
+        # not leave the node marked running with no workflow to run it.
+        task = asyncio.create_task(start(), context=contextvars.Context())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        await asyncio.shield(task)
 
     async def _ensure_run(self, node_id: str, run: int) -> None:
         """Start a running node's run if DBOS has no workflow for it (a crash came between);

@@ -64,6 +64,8 @@ class Orchestration:
         self._watchers: dict[str, list[asyncio.Event]] = {}
         """Children a ``wait-children`` call waits on, and the events that wake it."""
         self._quiet: set[str] = set()
+        self._in_flight: dict[str, asyncio.Event] = {}
+        """Children whose settlement is being handled (set once it is)."""
         """Children their parent closed: their outcome is not delivered back."""
         self._locks: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -153,6 +155,13 @@ class Orchestration:
                     async with asyncio.timeout(seconds):
                         await asyncio.gather(*pending)
                 outcomes = {c: await self.engine.store.outcome(c) for c in events}
+            # A settlement handled before this call began may be delivering its
+            # outcome as a message right now: let it finish, so the caller can tell
+            # (``delivered`` in the child's extra) and not hand it over twice.
+            for child in events:
+                flight = self._in_flight.get(child)
+                if flight is not None and outcomes[child] is not None:
+                    await flight.wait()
             return outcomes
         finally:
             for child, event in events.items():
@@ -267,6 +276,7 @@ class Orchestration:
             outcome, child_row = outcomes[child], rows[child]
             if outcome is not None and child_row is not None:
                 blocks.append(outcome_text(child_row, outcome))
+                await self.engine.store.merge_extra(child, delivered="wait")
             else:
                 status = child_row["status"] if child_row is not None else "gone"
                 blocks.append(f"Child {child} is still working ({status}).")
@@ -283,6 +293,15 @@ class Orchestration:
             event.set()
         quiet = node_id in self._quiet
         self._quiet.discard(node_id)
+        flight = self._in_flight[node_id] = asyncio.Event()
+        try:
+            await self._deliver(node_id, outcome, taken=taken or quiet)
+        finally:
+            flight.set()
+            if self._in_flight.get(node_id) is flight:
+                del self._in_flight[node_id]
+
+    async def _deliver(self, node_id: str, outcome: dict[str, Any], *, taken: bool) -> None:
         row = await self.engine.store.node(node_id)
         if row is None or row["parent"] is None:
             return
@@ -295,9 +314,10 @@ class Orchestration:
             if waiting is not None and node_id in waiting["children"]:
                 await self._finish_wait(parent, waiting["token"], timed_out=False)
                 return
-            if taken or quiet or _delivery(row) != "message":
+            if taken or _delivery(row) != "message":
                 return
             text = outcome_text(row, outcome, _payload(row))
+            await self.engine.store.merge_extra(node_id, delivered="message")
             if waiting is not None:
                 # Parked on other children: held in the inbox until the wait ends.
                 await self.engine.store.add_message(parent, text)

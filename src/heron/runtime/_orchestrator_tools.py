@@ -221,7 +221,12 @@ class WaitChildrenTool(_ChildTool):
         for child_id in ids:
             row = await self._engine.store.node(child_id)
             outcome = outcomes[child_id]
-            if row is not None and outcome is not None:
+            if row is not None and outcome is not None and (row["extra"] or {}).get("delivered"):
+                blocks.append(
+                    f"Child {child_id} {row['status']}: its outcome already reached you "
+                    "as a message."
+                )
+            elif row is not None and outcome is not None:
                 blocks.append(outcome_text(row, outcome))
             else:
                 status = row["status"] if row is not None else "gone"

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from .conftest import Daemon, wait_settled, wait_status
+from .conftest import Daemon, wait_settled, wait_status, write_script
 
 
 def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
@@ -293,6 +295,35 @@ class TestYieldAndWait:
         assert "Your wait for your children timed out." in said
         assert f"Child {glacial} is still working (running)." in said
         client.post(f"/v1/nodes/{parent}/close")
+
+
+@pytest.mark.slow
+def test_a_wait_survives_a_restart_and_times_out_after_it(tmp_path: Path) -> None:
+    default = write_script(tmp_path, "default", ["default"])
+    daemon = Daemon(tmp_path / "home", {"HERON_PROVIDER": default}).start()
+    try:
+        child = write_script(tmp_path, "glacial", [{"text": "too late", "delay": 60}])
+        steps = [{"tool_calls": [spawn("glacial", child)]}, "Waiting.", "Woke up."]
+        model = write_script(tmp_path, "restart", steps)
+        with daemon.client() as client:
+            parent = create(client, prompt="go", model=model, mode="orchestrator")["node_id"]
+            wait_status(client, parent, "dormant")
+            glacial = children(client, parent, 1)["glacial"]["node_id"]
+            body = {"children": [glacial], "timeout_seconds": 3}
+            assert client.post(f"/v1/nodes/{parent}/wait", json=body).status_code == 200
+        daemon.kill()
+        daemon.start()
+        with daemon.client() as client:
+            deadline = time.monotonic() + 30
+            while client.get(f"/v1/nodes/{parent}").json()["runs"] < 2:
+                assert time.monotonic() < deadline, "the wait was forgotten in the restart"
+                time.sleep(0.05)
+            wait_status(client, parent, "dormant")
+            assert "Your wait for your children timed out." in conversation(daemon, parent)
+            assert client.get(f"/v1/nodes/{glacial}").json()["status"] == "running"
+            client.post(f"/v1/nodes/{parent}/close")
+    finally:
+        daemon.stop()
 
 
 class TestBadInput:

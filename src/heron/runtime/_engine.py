@@ -164,6 +164,7 @@ class Engine:
                 self._arm_deadline(row["node_id"], row["deadline_at"] - now)
         for row in await self.store.list_nodes(status=["running"]):
             await self._ensure_run(row["node_id"], row["runs"])
+        await self.orchestration.resume()
 
     async def stop(self) -> None:
         """Stop timers, write pending events and shut DBOS down.

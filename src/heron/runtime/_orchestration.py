@@ -227,6 +227,19 @@ class Orchestration:
             deadline_at=maybe_when(deadline) if pending else None,
         )
 
+    async def resume(self) -> None:
+        """After a restart: end the waits whose children settled while the daemon was
+        down, and re-arm the timeouts of the others."""
+        for row in await self.engine.store.list_nodes(status=["dormant", "interrupted"]):
+            waiting = (row["extra"] or {}).get("waiting")
+            if not isinstance(waiting, dict):
+                continue
+            node_id, token, deadline = row["node_id"], waiting["token"], waiting["deadline_at"]
+            async with self._lock(node_id):
+                await self._finish_wait(node_id, token, timed_out=False)
+            if deadline is not None:
+                self._arm(node_id, token, max(deadline - time.time(), 0.0))
+
     def _arm(self, node_id: str, token: str, delay: float) -> None:
         old = self._timers.pop(node_id, None)
         if old is not None:

@@ -379,6 +379,43 @@ class TestBadInput:
         assert settled.status_code == 409 and settled.json()["error"]["code"] == "node_settled"
         client.post(f"/v1/nodes/{owner}/close")
 
+    def test_spawn_refusals_are_tool_errors(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        kid = scripts("dup-kid", ["kid done"])
+        model = scripts(
+            "refusals",
+            [
+                {
+                    "tool_calls": [
+                        spawn("twin", kid),
+                        spawn("twin", kid),
+                        spawn("late", kid, deadline="soon"),
+                        spawn("shell", kid, scopes=["act"]),
+                        spawn("bad-model", "nosuch:model"),
+                    ]
+                },
+                {"tool_calls": [call("wait-children", children=["twin"])]},
+                "done",
+            ],
+        )
+        node_id = create(client, prompt="x", model=model, mode="orchestrator", scopes=["ask"])[
+            "node_id"
+        ]
+        wait_settled(client, node_id)
+        assert sorted(tool_statuses(daemon, node_id)) == [
+            *[("spawn-child", "error")] * 4,
+            ("spawn-child", "ok"),
+            ("wait-children", "ok"),
+        ]
+        said = conversation(daemon, node_id)
+        assert "you already have a child named 'twin'" in said
+        assert "a child cannot have scopes you lack: act" in said
+        assert "cannot spawn that child: deadline" in said
+        assert "cannot spawn that child: unknown provider" in said
+        (twin,) = [n for n in client.get("/v1/nodes").json() if n["parent"] == node_id]
+        assert twin["name"] == "twin" and twin["scopes"] == ["ask"]
+
     def test_outcome_delivery_is_checked_at_create(self, client: httpx.Client) -> None:
         parent = create(client, no_kickoff=True)["node_id"]
         for delivery in (

@@ -68,11 +68,17 @@ class Orchestration:
         """Children whose settlement is being handled (set once it is)."""
         """Children their parent closed: their outcome is not delivered back."""
         self._locks: dict[str, asyncio.Lock] = {}
+        self._spawning: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task[None]] = set()
 
     def _lock(self, parent: str) -> asyncio.Lock:
         return self._locks.setdefault(parent, asyncio.Lock())
+
+    def spawning(self, parent: str) -> asyncio.Lock:
+        """Held while ``parent`` spawns a child: calls of one turn run side by side, and
+        two children must not both take a free name."""
+        return self._spawning.setdefault(parent, asyncio.Lock())
 
     # -- create --------------------------------------------------------------
 

@@ -100,6 +100,10 @@ class SpawnChildTool(_ChildTool):
     }
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        async with self._orchestration.spawning(self._node_id):
+            return await self._spawn(arguments)
+
+    async def _spawn(self, arguments: dict[str, Any]) -> str:
         engine, parent_id = self._engine, self._node_id
         parent = await engine.row(parent_id)
         name = arguments.get("name")

@@ -80,6 +80,12 @@ def children(client: httpx.Client, parent: str, count: int) -> dict[str, dict[st
     raise AssertionError(f"{parent} did not spawn {count} children")
 
 
+def runs(client: httpx.Client, node_id: str) -> int:
+    """How many runs the node has started (each wake-up is one)."""
+    count: int = client.get(f"/v1/nodes/{node_id}").json()["runs"]
+    return count
+
+
 def slow(scripts: Any, name: str, text: str, delay: float) -> str:
     return str(scripts(name, [{"text": text, "delay": delay}]))
 
@@ -115,7 +121,7 @@ class TestChildren:
         # wait-children handed over both outcomes, each exactly once (no message too).
         assert said.count("alpha found 41 bugs") == 1 and said.count("beta fixed 42 tests") == 1
         assert f"Child {kids['alpha']['node_id']} ('alpha') completed." in said
-        assert client.get(f"/v1/nodes/{node_id}").json()["runs"] == 1
+        assert runs(client, node_id) == 1
         assert [s for s, _ in tool_statuses(daemon, node_id)] == [
             "spawn-child",
             "spawn-child",
@@ -155,7 +161,7 @@ class TestChildren:
             assert poll["outcome"]["detail"]["message"] == f"its parent {because} was closed"
         # The closed children's outcomes never woke the (settled) parent.
         assert statuses(daemon, parent, "cancelled").count("running") == 1
-        assert client.get(f"/v1/nodes/{parent}").json()["runs"] == 1
+        assert runs(client, parent) == 1
 
 
 class TestDelivery:
@@ -176,7 +182,7 @@ class TestDelivery:
         assert client.get(f"/v1/nodes/{parent}/outcome").json()["state"] == "pending"
         outcome = wait_settled(client, parent)["outcome"]
         assert outcome["output_text"] == "Thanks: the child finished."
-        assert client.get(f"/v1/nodes/{parent}").json()["runs"] == 2
+        assert runs(client, parent) == 2
         said = conversation(daemon, parent)
         assert "('late') completed." in said and said.count("the late child finished") == 1
 
@@ -204,7 +210,7 @@ class TestDelivery:
         said = conversation(daemon, parent)
         assert "Note: the lint lane" in said and "lint is clean" in said
         assert "quiet result" not in said
-        assert client.get(f"/v1/nodes/{parent}").json()["runs"] == 1
+        assert runs(client, parent) == 1
 
 
 class TestYieldAndWait:
@@ -228,7 +234,7 @@ class TestYieldAndWait:
         assert outcome["output_text"] == "Back to work."
         logged = statuses(daemon, parent, "completed")
         assert logged == ["running", "dormant", "running", "completed"]
-        assert client.get(f"/v1/nodes/{parent}").json()["runs"] == 2
+        assert runs(client, parent) == 2
         assert "the worker is done" in conversation(daemon, parent)
         again = client.post(f"/v1/nodes/{parent}/yield")
         assert again.status_code == 409 and again.json()["error"]["code"] == "node_settled"
@@ -266,7 +272,7 @@ class TestYieldAndWait:
         outcome = wait_settled(client, parent)["outcome"]
         assert outcome["output_text"] == "Both parts arrived."
         # One wake-up for both children (the first settling alone did not wake it).
-        assert client.get(f"/v1/nodes/{parent}").json()["runs"] == 2
+        assert runs(client, parent) == 2
         said = conversation(daemon, parent)
         assert said.count("Every child you waited for has settled.") == 1
         assert "first part done" in said and "second part done" in said
@@ -286,7 +292,7 @@ class TestYieldAndWait:
         parked = client.post(f"/v1/nodes/{parent}/wait", json=body).json()
         assert parked["pending"] == [glacial] and parked["deadline_at"] is not None
         deadline = time.monotonic() + 20
-        while client.get(f"/v1/nodes/{parent}").json()["runs"] < 2:
+        while runs(client, parent) < 2:
             assert time.monotonic() < deadline, "the wait never timed out"
             time.sleep(0.05)
         # Woken, it answers; its child is still working, so it sleeps again.
@@ -315,7 +321,7 @@ def test_a_wait_survives_a_restart_and_times_out_after_it(tmp_path: Path) -> Non
         daemon.start()
         with daemon.client() as client:
             deadline = time.monotonic() + 30
-            while client.get(f"/v1/nodes/{parent}").json()["runs"] < 2:
+            while runs(client, parent) < 2:
                 assert time.monotonic() < deadline, "the wait was forgotten in the restart"
                 time.sleep(0.05)
             wait_status(client, parent, "dormant")

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from heron import ProviderError, SimpleAgent, ToolCall, UserError
+from heron import Message, ProviderError, ScriptExhaustedError, SimpleAgent, ToolCall, UserError
+from heron.agents._compaction import compaction_request
 from heron.providers import (
     PROVIDER_KINDS,
     LocalProvider,
@@ -87,6 +88,27 @@ class TestLoadScript:
         with pytest.raises(UserError, match="'status' a whole number"):
             load_script(write([{"error": "x", "status": "500"}]))
 
+    async def test_an_object_script_answers_compaction_requests_with_its_own_step(
+        self, write: Any
+    ) -> None:
+        steps = load_script(write({"steps": ["first", "second"], "compaction": "The summary."}))
+        provider = ScriptedProvider(steps, by_history=True)
+        asked = [Message.user("hello"), Message.assistant("first"), Message.user("more")]
+        summary = await provider.chat(compaction_request("old memory", asked))
+        assert summary.content == "The summary."
+        assert (await provider.chat(asked)).content == "second"
+        assert (await provider.chat(asked[:1])).content == "first"
+        assert load_script(write({"steps": ["only"]})) == ["only"]
+        with pytest.raises(UserError, match="step compaction: unknown keys bad"):
+            load_script(write({"steps": [], "compaction": {"bad": 1}}))
+
+    async def test_an_empty_object_script_still_answers_compaction(self, write: Any) -> None:
+        (step,) = load_script(write({"steps": [], "compaction": "S"}))
+        provider = ScriptedProvider([step])
+        assert (await provider.chat(compaction_request(None, [Message.user("x")]))).content == "S"
+        with pytest.raises(ScriptExhaustedError):
+            await ScriptedProvider([step]).chat([Message.user("x")])
+
     def test_an_empty_script_is_allowed(self, write: Any) -> None:
         assert load_script(write([])) == []
 
@@ -110,7 +132,9 @@ class TestLoadScript:
         with pytest.raises(UserError, match="is not valid JSON"):
             load_script(path)
 
-    @pytest.mark.parametrize("data", [{"steps": ["hi"]}, "hi", 3, None])
+    @pytest.mark.parametrize(
+        "data", [{"turns": ["hi"]}, {"steps": ["hi"], "reply": "x"}, {"steps": "hi"}, "hi", 3, None]
+    )
     def test_not_a_list(self, write: Any, data: Any) -> None:
         path = write(data)
         with pytest.raises(UserError, match=f"script {path} must hold a JSON list of steps"):

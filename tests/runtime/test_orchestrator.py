@@ -163,6 +163,30 @@ class TestChildren:
         assert statuses(daemon, parent, "cancelled").count("running") == 1
         assert runs(client, parent) == 1
 
+    def test_relaunching_the_root_closes_its_children_without_telling_it(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        worker = slow(scripts, "relaunch-worker", "never", 60)
+        model = scripts(
+            "relaunched", [{"tool_calls": [spawn("worker", worker)]}, {"text": "hold", "delay": 60}]
+        )
+        root = create(client, prompt="p", model=model, mode="orchestrator")["node_id"]
+        first = children(client, root, 1)["worker"]["node_id"]
+        assert client.post(f"/v1/nodes/{root}/relaunch-root").status_code == 200
+        # The fresh run spawns its worker again, under the same name.
+        kids = [n for n in client.get("/v1/nodes").json() if n["parent"] == root]
+        deadline = time.monotonic() + 30
+        while len(kids) < 2:
+            assert time.monotonic() < deadline, "the relaunched root spawned nothing"
+            time.sleep(0.05)
+            kids = [n for n in client.get("/v1/nodes").json() if n["parent"] == root]
+        second = next(n for n in kids if n["node_id"] != first)
+        assert second["name"] == "worker" and second["status"] == "running"
+        assert client.get(f"/v1/nodes/{first}").json()["status"] == "cancelled"
+        told = query(daemon, "SELECT body FROM heron_messages WHERE node_id = ?", root)
+        assert [body for (body,) in told] == ["p", "p"]
+        client.post(f"/v1/nodes/{root}/close")
+
 
 class TestDelivery:
     def test_an_orchestrator_ending_its_turn_sleeps_until_its_child_reports(
@@ -415,7 +439,7 @@ class TestBadInput:
             ("wait-children", "ok"),
         ]
         said = conversation(daemon, node_id)
-        assert "you already have a child named 'twin'" in said
+        assert "you already have a child named 'twin' at work" in said
         assert "a child cannot have scopes you lack: act" in said
         assert "cannot spawn that child: deadline" in said
         assert "cannot spawn that child: unknown provider" in said

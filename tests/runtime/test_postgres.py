@@ -369,6 +369,26 @@ async def test_settling_twice_keeps_the_first_outcome(store: Store) -> None:
     assert await store.outcome("once") == {"kind": "failure", "reason": "cancelled"}
 
 
+async def test_unsettle_archives_the_outcome_and_the_node_settles_again(store: Store) -> None:
+    await store.insert_node(node_row("again", extra={"keep": 1}), None)
+    assert await store.unsettle("again", status="dormant") is None  # nothing settled yet
+    first = {"kind": "failure", "reason": "provider_error"}
+    assert await store.settle("again", first, "failed")
+    assert await store.unsettle("again", status="dormant", extra={"note": "x"}) == first
+    node = await store.node("again")
+    assert node is not None and node["status"] == "dormant" and node["settled_at"] is None
+    assert await store.outcome("again") is None
+    assert (node["extra"]["keep"], node["extra"]["note"]) == (1, "x")
+    (archived,) = node["extra"]["previous_outcomes"]
+    assert (archived["outcome"], archived["status"]) == (first, "failed")
+    second = {"kind": "result", "output_text": "done"}
+    assert await store.settle("again", second, "completed")
+    assert await store.unsettle("again", status="dormant") == second
+    node = await store.node("again")
+    assert node is not None
+    assert [p["outcome"] for p in node["extra"]["previous_outcomes"]] == [first, second]
+
+
 async def test_claims_come_in_order_and_only_once(store: Store) -> None:
     await store.insert_node(node_row("ordered"), "first")
     for body in ("second", "third"):

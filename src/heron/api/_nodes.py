@@ -104,7 +104,9 @@ class NodeCreateRequest(RequestModel):
     worktree: bool | Label | None = None
     """Create a managed git worktree for the run (recorded; see the worktree routes)."""
     fork_from: NodeId | None = None
-    """Start from an existing node's conversation."""
+    """Start from a copy of this node's saved conversation; every setting this create
+    leaves unset (model, kind, profile, cwd, scopes, mode, output schema, situational
+    context, root lifecycle) is copied from it too."""
     no_kickoff: bool = False
     """Create the node without sending the first message: it waits, dormant."""
     node_id: NodeId | None = None

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._core import ProviderError, ToolCall, UserError
+from .._core import Message, ProviderError, ScriptExhaustedError, ToolCall, UserError
 from ._base import Provider
 from .scripted import Reply, ScriptedProvider, Step
 
@@ -126,7 +126,7 @@ def _error_step(where: str, raw: dict[str, Any]) -> Step:
     return ProviderError(message, status=status, provider="scripted")
 
 
-def _step(index: int, raw: Any) -> Step:
+def _step(index: int | str, raw: Any) -> Step:
     where = f"step {index}"
     if isinstance(raw, str):
         return raw
@@ -169,6 +169,11 @@ def load_script(path: str | os.PathLike[str]) -> list[Step]:
     or ``{"text": ..., "tool_calls": [{"name": ..., "arguments": {...}}],
     "thinking": ..., "delay": seconds}``, or ``{"error": message, "status": 503}``
     for a turn on which the provider fails (a :class:`~heron.ProviderError`).
+
+    The file may instead hold ``{"steps": [...], "compaction": step}``: then every
+    request to summarise the agent's memory (see
+    :func:`heron.agents.is_compaction_request`) is answered with the ``compaction``
+    step, and only the other requests play ``steps``.
     """
     file = Path(path).expanduser()
     try:
@@ -179,9 +184,43 @@ def load_script(path: str | os.PathLike[str]) -> list[Step]:
         raise UserError(f"cannot read script {file}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"script {file} is not valid JSON: {exc}") from None
+    compaction: Step | None = None
+    if isinstance(data, dict) and set(data) <= {"steps", "compaction"} and "steps" in data:
+        data, raw_compaction = data["steps"], data.get("compaction")
+        if raw_compaction is not None:
+            try:
+                compaction = _step("compaction", raw_compaction)
+            except UserError as exc:
+                raise UserError(f"script {file}: {exc}") from None
     if not isinstance(data, list):
-        raise UserError(f"script {file} must hold a JSON list of steps")
+        raise UserError(
+            f"script {file} must hold a JSON list of steps, or an object with that list "
+            "as 'steps' and optionally a 'compaction' step"
+        )
     try:
-        return [_step(i, raw) for i, raw in enumerate(data)]
+        steps = [_step(i, raw) for i, raw in enumerate(data)]
     except UserError as exc:
         raise UserError(f"script {file}: {exc}") from None
+    if compaction is None:
+        return steps
+    return [_or_compaction(step, compaction) for step in steps] or [
+        _or_compaction(_exhausted(), compaction)
+    ]
+
+
+def _or_compaction(step: Step, compaction: Step) -> Step:
+    """``step``, except that a compaction request gets ``compaction``.
+
+    Every step is wrapped, not only the first: which step a request lands on
+    depends on the provider (``by_history`` counts the assistant messages sent).
+    """
+    from ..agents._compaction import is_compaction_request  # agents imports providers
+
+    def pick(messages: Sequence[Message]) -> Step:
+        return compaction if is_compaction_request(messages) else step
+
+    return pick
+
+
+def _exhausted() -> Step:
+    return ScriptExhaustedError("ScriptedProvider ran out of steps: the script has 0")

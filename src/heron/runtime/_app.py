@@ -19,6 +19,8 @@ from .. import __version__, api
 from ._engine import Engine
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
+from ._routes_events import add_event_routes
+from ._routes_lineage import add_lineage_routes
 from ._routes_nodes import add_node_routes
 from ._routes_orchestration import add_orchestration_routes
 from ._routes_reports import add_report_routes
@@ -37,6 +39,8 @@ _ERROR_CODES = {
 
 ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_node_routes,
+    add_event_routes,
+    add_lineage_routes,
     add_orchestration_routes,
     add_report_routes,
 )

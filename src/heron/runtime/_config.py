@@ -90,6 +90,10 @@ class RuntimeConfig:
     """The default provider spec for nodes (``HERON_PROVIDER``); ``None``: the embedded model."""
     max_body_bytes: int = 1024 * 1024
     """Largest request body accepted."""
+    sse_keepalive: float = 15.0
+    """Seconds between ``: keepalive`` comments on an idle stream (``HERON_SSE_KEEPALIVE``)."""
+    sse_buffer: int = 2048
+    """Events a stream reader may fall behind before it is dropped (``HERON_SSE_BUFFER``)."""
 
     @property
     def socket_path(self) -> Path:
@@ -118,7 +122,8 @@ class RuntimeConfig:
 
     @classmethod
     def from_env(cls, *, listen: str | None = None) -> RuntimeConfig:
-        """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``.
+        """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``
+        and the event-stream settings ``HERON_SSE_KEEPALIVE`` and ``HERON_SSE_BUFFER``.
 
         The TCP listener is on when ``listen`` is given or ``heron sys connect``
         stored settings; its token is ``HERON_TOKEN``, else the stored one, else
@@ -142,4 +147,20 @@ class RuntimeConfig:
             listen=address,
             token=token,
             provider=os.environ.get("HERON_PROVIDER") or None,
+            sse_keepalive=_positive("HERON_SSE_KEEPALIVE", 15.0, float),
+            sse_buffer=int(_positive("HERON_SSE_BUFFER", 2048, int)),
         )
+
+
+def _positive(name: str, default: float, kind: type[int] | type[float]) -> float:
+    """The positive number in environment variable ``name`` (``default`` when unset)."""
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        number = kind(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"{name} must be above 0, got {value!r}")
+    return number

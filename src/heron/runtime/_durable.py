@@ -9,7 +9,6 @@ events a step publishes come from inside it, so a replayed step publishes none.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -165,15 +164,9 @@ class DurableToolClient(ToolClient):
         summary = shape_summary(arguments)
         common = {"tool_call_id": call_id, "tool": name, "summary": summary}
         self._events.publish(self._node_id, "node.tool_call.started", common)
-        started = time.perf_counter()
         result = await self._inner.call_tool(name, arguments)
+        status = "error" if result.is_error else "ok"
         self._events.publish(
-            self._node_id,
-            "node.tool_call.completed",
-            {
-                **common,
-                "status": "error" if result.is_error else "ok",
-                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-            },
+            self._node_id, "node.tool_call.completed", {**common, "status": status}
         )
         return result

@@ -29,7 +29,8 @@ from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
-from ._events import EventLog
+from ._events import RESERVE_BLOCK, EventLog
+from ._lineage import Lineage
 from ._orchestration import Orchestration
 from ._providers import ProviderPool
 from ._reports import Reports
@@ -124,6 +125,7 @@ class Engine:
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
         self.reports = Reports(self)
         self.orchestration = Orchestration(self)
 
@@ -270,17 +272,17 @@ class Engine:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
         Orchestration.check_delivery(request)
         row, prompt = self._new_row(request)
-        if request.model is not None:
-            await self._prepare_model(request.model)
+        if request.fork_from is not None:  # copies the conversation and unset settings
+            await self.lineage.inherit(row, request)
+        if row["model"] is not None:
+            await self._prepare_model(row["model"])
         if request.parent is not None:
             await self.row(request.parent)
-        if request.fork_from is not None:
-            raise ApiError(
-                422, "unsupported", "fork_from needs the node operations routes (fork/revive)"
-            )
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
+        # The first block of event numbers is reserved with the row itself (see _events).
+        row["events_reserved"] = RESERVE_BLOCK
         try:
             await self.store.insert_node(row, prompt if kickoff else None)
         except DuplicateNode:
@@ -288,7 +290,7 @@ class Engine:
                 409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
             ) from None
         node_id = row["node_id"]
-        self.events.fresh(node_id)
+        self.events.fresh(node_id, RESERVE_BLOCK)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())
@@ -352,10 +354,8 @@ class Engine:
             with SetWorkflowID(run_workflow_id(node_id, run)):
                 await DBOS.start_workflow_async(node_run, node_id, run)
 
-        # In a context of its own: a run is a workflow of its own, never a child of
-        # the run whose tool step launched it (spawn-child, message-child), which DBOS
-        # refuses from inside a step. Shielded: that run being stopped meanwhile must
-        # not leave the node marked running with no workflow to run it.
+        # A context of its own: DBOS refuses to start a workflow inside another's step
+        # (spawn-child). Shielded: a stop of that run must not strand the node running.
         task = asyncio.create_task(start(), context=contextvars.Context())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -462,27 +462,30 @@ class Engine:
         await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
-    async def close(self, node_id: str, reason: str | None = None) -> api.Node:
-        """Cancel the node and the subtree it owns; terminal. Closing a settled node is a no-op."""
+    async def close(
+        self, node_id: str, reason: str | None = None, *, quiet: bool = False
+    ) -> api.Node:
+        """Cancel the node and the subtree it owns; terminal. Closing a settled node is a no-op.
+
+        ``quiet``: its outcome is not delivered to its parent (the parent closed it).
+        """
         await self.row(node_id)
-        await self._close(node_id, "cancelled", reason or "closed on request")
+        await self._close(node_id, "cancelled", reason or "closed on request", quiet=quiet)
         return await self.node(node_id)
 
-    async def yield_run(self, node_id: str, run: int) -> None:
-        """Stop the node's running turn so that it goes ``dormant`` (``…/yield``, ``…/wait``)."""
-        await self._stop_run(node_id, run, Stop(kind="yielded"))
-
-    async def _close(self, node_id: str, reason: str, message: str) -> None:
-        # The node first, then what it owns: a child settling afterwards finds its
-        # parent settled, so its outcome is not delivered to (and cannot wake) it.
-        await self._close_one(node_id, reason, message)
+    async def _close(self, node_id: str, reason: str, message: str, *, quiet: bool = False) -> None:
+        """Close the node, then the subtree it owns; ``quiet``: closed from above, so its
+        outcome is not delivered to its parent (see ``_orchestration``)."""
+        await self._close_one(node_id, reason, message, quiet)
         for child in await self.store.children(node_id):
-            await self._close(child, "cancelled", f"its parent {node_id} was closed")
+            await self._close(child, "cancelled", f"its parent {node_id} was closed", quiet=True)
 
-    async def _close_one(self, node_id: str, reason: str, message: str) -> None:
+    async def _close_one(self, node_id: str, reason: str, message: str, quiet: bool) -> None:
         row = await self.store.node(node_id)
         if row is None or row["status"] in SETTLED:
             return
+        if quiet:
+            self.orchestration.quiet(node_id)
         stop = Stop(kind="closed", reason=reason, message=message)
         if row["status"] == "running":
             await self._stop_run(node_id, row["runs"], stop)

@@ -188,8 +188,14 @@ class Orchestration:
                 node_id, yielded={"reason": request.reason, "at": time.time()}
             )
         if row["status"] == "running":
-            await self.engine.yield_run(node_id, row["runs"])
+            await self._yield(node_id, row["runs"])
         return await self.engine.node(node_id)
+
+    async def _yield(self, node_id: str, run: int) -> None:
+        """Stop the node's running turn; its run ends ``dormant`` (``Stop(kind="yielded")``)."""
+        from ._engine import Stop  # _engine imports this module
+
+        await self.engine._stop_run(node_id, run, Stop(kind="yielded"))
 
     async def wait(self, node_id: str, request: api.WaitRequest) -> api.WaitStatus:
         """Park the node until the named children settle; they then arrive as one message."""
@@ -216,7 +222,7 @@ class Orchestration:
         async with self._lock(node_id):
             await self.engine.store.merge_extra(node_id, waiting=waiting)
         if row["status"] == "running":
-            await self.engine.yield_run(node_id, row["runs"])
+            await self._yield(node_id, row["runs"])
         outcomes = {c: await self.engine.store.outcome(c) for c in wanted}
         settled = [c for c, o in outcomes.items() if o is not None]
         pending = [c for c, o in outcomes.items() if o is None]

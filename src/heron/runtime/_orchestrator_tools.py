@@ -17,6 +17,7 @@ from .. import api
 from .._core import ToolError
 from ..agents._team import current_scope
 from ..tools import Tool, ToolContext
+from ._engine import SETTLED
 from ._errors import ApiError
 from ._orchestration import Orchestration, child_summary, outcome_text
 from ._rows import to_node
@@ -109,9 +110,17 @@ class SpawnChildTool(_ChildTool):
         name = arguments.get("name")
         if name is not None:
             name = name.strip()
-            taken = [c for c in await self._orchestration.children(parent_id) if c["name"] == name]
+            # Unique among the children still working (a settled one's name may be reused:
+            # a name then means the newest child that has it).
+            taken = [
+                c
+                for c in await self._orchestration.children(parent_id)
+                if c["name"] == name and c["status"] not in SETTLED
+            ]
             if taken:
-                raise ToolError(f"you already have a child named {name!r} ({taken[0]['node_id']})")
+                raise ToolError(
+                    f"you already have a child named {name!r} at work ({taken[0]['node_id']})"
+                )
         scopes = arguments.get("scopes")
         if scopes is None:
             scopes = parent["scopes"]
@@ -274,8 +283,7 @@ class CloseChildTool(_ChildTool):
         reason = f"closed by its parent {self._node_id}"
         if arguments.get("reason"):
             reason += f": {arguments['reason']}"
-        self._orchestration.quiet(child_id)
-        closed = await self._engine.close(child_id, reason)
+        closed = await self._engine.close(child_id, reason, quiet=True)
         return f"Child {child_id} is {closed.status}."
 
 

@@ -290,6 +290,43 @@ class Store:
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return settled
 
+    async def unsettle(self, node_id: str, **values: Any) -> dict[str, Any] | None:
+        """Take back a node's outcome (revive, relaunch) and set ``values``, in one transaction.
+
+        The outcome row is deleted and kept, with when it settled and the status the
+        node had, at the end of the node's ``extra["previous_outcomes"]``; the node's
+        ``settled_at`` is cleared. Returns the outcome taken back (``None`` if there was
+        none: then only ``values`` are set).
+        """
+        return await self._run(self._unsettle, node_id, values)
+
+    def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(
+                    outcomes.c.node_id == node_id
+                )
+            ).first()
+            update: dict[str, Any] = {**values, "updated_at": time.time()}
+            if found is not None:
+                row = conn.execute(
+                    sa.select(nodes.c.extra, nodes.c.status).where(nodes.c.node_id == node_id)
+                ).one()
+                kept = dict(row.extra or {})
+                archived = {
+                    "outcome": dict(found.outcome),
+                    "settled_at": found.settled_at,
+                    "status": row.status,
+                }
+                # The archive is the database's, whatever ``extra`` the caller passes.
+                extra = {**kept, **update.get("extra", {})}
+                extra["previous_outcomes"] = [*kept.get("previous_outcomes", []), archived]
+                update["extra"] = extra
+                update["settled_at"] = None
+                conn.execute(outcomes.delete().where(outcomes.c.node_id == node_id))
+            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**update))
+        return dict(found.outcome) if found is not None else None
+
     async def outcome(self, node_id: str) -> dict[str, Any] | None:
         """A node's settled outcome, or ``None``."""
         return await self._run(self._outcome, node_id)
@@ -379,23 +416,44 @@ class Store:
 
     async def last_sequence(self, node_id: str) -> int:
         """The highest event sequence number written for a node (0 if none)."""
-        return await self._run(self._last_sequence, node_id)
+        return (await self.event_numbers(node_id))[0]
 
-    def _last_sequence(self, node_id: str) -> int:
-        query = sa.select(sa.func.max(events.c.sequence_number)).where(events.c.node_id == node_id)
+    async def event_numbers(self, node_id: str) -> tuple[int, int]:
+        """The highest event number logged for a node and the highest reserved (0 if none)."""
+        return await self._run(self._event_numbers, node_id)
+
+    def _event_numbers(self, node_id: str) -> tuple[int, int]:
+        last = sa.select(sa.func.max(events.c.sequence_number)).where(events.c.node_id == node_id)
+        reserved = sa.select(nodes.c.events_reserved).where(nodes.c.node_id == node_id)
         with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar() or 0)
+            return int(conn.execute(last).scalar() or 0), int(conn.execute(reserved).scalar() or 0)
 
-    async def events(self, node_id: str, *, after: int = 0) -> list[Row]:
-        """A node's logged events after ``after``, in order."""
-        return await self._run(self._events, node_id, after)
+    async def reserve_events(self, node_id: str, upto: int) -> None:
+        """Record that the node's event numbers up to ``upto`` may be in use (never lowers it)."""
+        await self._run(self.reserve_events_now, node_id, upto)
 
-    def _events(self, node_id: str, after: int) -> list[Row]:
+    def reserve_events_now(self, node_id: str, upto: int) -> None:
+        """:meth:`reserve_events`, blocking the calling thread."""
+        column = nodes.c.events_reserved
+        with self.engine.begin() as conn:
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id, sa.or_(column.is_(None), column < upto))
+                .values(events_reserved=upto)
+            )
+
+    async def events(self, node_id: str, *, after: int = 0, upto: int | None = None) -> list[Row]:
+        """A node's logged events numbered above ``after`` (and at most ``upto``), in order."""
+        return await self._run(self._events, node_id, after, upto)
+
+    def _events(self, node_id: str, after: int, upto: int | None) -> list[Row]:
         query = (
             sa.select(events)
             .where(events.c.node_id == node_id, events.c.sequence_number > after)
             .order_by(events.c.sequence_number)
         )
+        if upto is not None:
+            query = query.where(events.c.sequence_number <= upto)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 

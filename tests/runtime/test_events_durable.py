@@ -1,0 +1,232 @@
+"""Event streams past the happy path: slow readers, TCP, a SIGKILL restart, and the
+durable reservation of event numbers."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from heron.runtime._db import create_engine
+from heron.runtime._events import RESERVE_BLOCK, EventLog
+from heron.runtime._store import Store
+from heron.runtime._stream import Hub, encode
+
+from .conftest import Daemon, node_row, wait_settled, write_script
+from .sse import Sse, collect, events, kinds, stream
+
+TOKEN = "events-tcp-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon on its socket and TCP loopback, with a small (64-event) reader buffer."""
+    home = tmp_path_factory.mktemp("heron-events-tcp")
+    default = write_script(home, "default", ["Default."])
+    env = {
+        "HERON_PROVIDER": default,
+        "HERON_SSE_KEEPALIVE": "0.2",
+        "HERON_SSE_BUFFER": "64",
+        "HERON_TOKEN": TOKEN,
+    }
+    process = Daemon(home, env).start("--listen", "127.0.0.1:0")
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def create(client: httpx.Client, model: str) -> str:
+    response = client.post("/v1/nodes", json={"prompt": "Go.", "model": model})
+    assert response.status_code == 201, response.text
+    return str(response.json()["node_id"])
+
+
+def test_a_stalled_reader_is_dropped_while_another_gets_every_event(
+    daemon: Daemon, client: httpx.Client, scripts: Any
+) -> None:
+    # ~1 MB of text in turns of 40 deltas: far more than the socket buffers hold,
+    # in bursts the reader that keeps up drains well within its 64-event buffer.
+    turn = {
+        "text": " ".join("y" * 2500 for _ in range(40)),
+        "tool_calls": [{"name": "get-current-time", "arguments": {}}],
+        "delay": 0.02,
+    }
+    first = {**turn, "delay": 1.0}  # both readers are attached before the flood
+    node = create(client, scripts("flood", [first] + [turn] * 9 + ["Flood over."]))
+    kept: list[Sse] = []
+    with (
+        daemon.client() as own,
+        daemon.client() as stalled_client,
+        stream(own, node, after=0) as keeping_up,
+        stream(stalled_client, node, after=0) as stalled,
+    ):
+        reader = threading.Thread(target=lambda: kept.extend(events(keeping_up)))
+        reader.start()
+        reader.join(timeout=60)
+        assert not reader.is_alive()
+        wait_settled(client, node)
+        late = events(stalled)  # only now does the stalled reader read anything
+    assert kept[-1].event == "node.settled"
+    assert [e.seq for e in kept] == list(range(1, len(kept) + 1))  # every event, in order
+    assert late[-1].event == "error" and late[-1].data["error"]["code"] == "stream_dropped"
+    prefix = late[:-1]
+    assert 0 < len(prefix) < len(kept)
+    assert [(e.seq, e.data) for e in prefix] == [(e.seq, e.data) for e in kept[: len(prefix)]]
+
+
+def tcp_url(client: httpx.Client) -> str:
+    listeners = client.get("/v1/status").json()["listeners"]
+    return "http://" + next(item["address"] for item in listeners if item["kind"] == "tcp")
+
+
+def test_streams_over_tcp_loopback_with_the_bearer_token(
+    client: httpx.Client, scripts: Any
+) -> None:
+    node = create(client, scripts("tcp", ["Over TCP."]))
+    wait_settled(client, node)
+    base = tcp_url(client)
+    with httpx.Client(base_url=base, timeout=30) as anonymous:
+        refused = anonymous.get(f"/v1/nodes/{node}/events")
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=base, timeout=30, headers=headers) as tcp:
+        over_tcp = collect(tcp, node, after=0)
+    assert over_tcp == collect(client, node, after=0)
+    assert over_tcp[-1].event == "node.settled"
+
+
+# -- restarts ----------------------------------------------------------------------
+
+
+def wait_logged(daemon: Daemon, node_id: str, type: str, count: int) -> None:
+    """Wait until the daemon's log holds ``count`` events of ``type`` for the node."""
+    deadline = time.monotonic() + 30
+    sql = "SELECT count(*) FROM heron_events WHERE node_id = ? AND type = ?"
+    while time.monotonic() < deadline:
+        with sqlite3.connect(daemon.home / "heron.db", timeout=30) as db:
+            if db.execute(sql, (node_id, type)).fetchone()[0] >= count:
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"{node_id} never logged {count} {type} events")
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Daemon]:
+    """A daemon of this test's own, to SIGKILL and restart."""
+    default = write_script(tmp_path, "default", ["Default."])
+    process = Daemon(tmp_path / "home", {"HERON_PROVIDER": default, "HERON_SSE_KEEPALIVE": "0.2"})
+    try:
+        yield process.start()
+    finally:
+        process.stop()
+
+
+@pytest.mark.slow
+def test_resuming_across_a_sigkill_misses_nothing_but_text_deltas(
+    fresh: Daemon, tmp_path: Path
+) -> None:
+    first_text = "Words streamed before the crash, one delta each."
+    script = [
+        {"text": first_text, "tool_calls": [{"name": "get-current-time", "arguments": {}}]},
+        {"text": "Finished after the restart.", "delay": 2.0},
+    ]
+    model = write_script(tmp_path, "crash", script)
+    with fresh.client() as client:
+        node = create(client, model)
+        turns = 0
+
+        def second_turn(e: Sse) -> bool:
+            nonlocal turns
+            turns += e.event == "node.turn.started"
+            return turns == 2
+
+        with stream(client, node, after=0) as response:
+            before = events(response, until=second_turn)
+        wait_logged(fresh, node, "node.turn.started", 2)
+    fresh.kill()
+    fresh.start()
+    deltas = [e for e in before if e.event == "node.output_text.delta"]
+    cursor = deltas[2].seq  # the client had read three deltas
+    with fresh.client() as client:
+        resumed = collect(client, node, after=cursor)
+    gap = resumed[0]
+    assert gap.event == "error" and gap.data["error"]["code"] == "stream_gap"
+    rest = resumed[1:]
+    assert gap.data["error"]["details"]["earliest_sequence"] == rest[0].seq
+    # Everything but text deltas that the first stream saw after the cursor, unchanged.
+    expected = [e for e in before if e.seq > cursor and e.event != "node.output_text.delta"]
+    assert rest[: len(expected)] == expected
+    assert rest[0].event == "node.output_text.done" and rest[0].data["text"] == first_text
+    # The new process numbers above anything the old one may have handed out.
+    after_restart = rest[len(expected) :]
+    assert min(e.seq for e in after_restart) > max(e.seq for e in before)
+    assert kinds(after_restart)[-1] == "node.settled"
+    assert after_restart[-1].data["outcome"]["output_text"] == "Finished after the restart."
+
+
+async def test_numbers_handed_out_before_a_crash_are_never_handed_out_again(
+    tmp_path: Path,
+) -> None:
+    store = Store(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
+    store.migrate()
+    try:
+        await store.insert_node(node_row("a", events_reserved=RESERVE_BLOCK), None)
+        log = EventLog(store)
+        log.fresh("a", RESERVE_BLOCK)
+        # One burst past a whole block, of deltas (never logged), without yielding:
+        # the daemon "dies" right after, with nothing flushed and nothing stopped.
+        handed = [log.publish("a", "node.output_text.delta", {"delta": "x"}) for _ in range(1500)]
+        assert handed[-1].sequence_number == 1500
+        assert await store.events("a") == []
+        reborn = EventLog(store)
+        await reborn.prime("a")
+        assert reborn.next_number("a") > 1500
+        again = reborn.publish("a", "node.turn.started", {})
+        third = EventLog(store)  # dies too, right after that publish
+        await third.prime("a")
+        assert third.next_number("a") > again.sequence_number
+        await reborn.stop()
+        assert [e["sequence_number"] for e in await store.events("a")] == [again.sequence_number]
+    finally:
+        store.close()
+
+
+def test_the_hub_follows_the_run_for_joiners() -> None:
+    hub = Hub("n", 0, events=512, size=256 * 1024)
+    published = [
+        ("node.status.changed", {"status": "running"}),
+        ("node.turn.started", {}),
+        ("node.output_text.delta", {"delta": "Hel"}),
+        ("node.output_text.delta", {"delta": "lo."}),
+        ("node.output_text.done", {"text": "Hello."}),
+        ("node.turn.completed", {}),
+        ("node.turn.started", {}),
+        ("node.output_text.delta", {"delta": "Par"}),
+        ("node.output_text.delta", {"delta": "tial"}),
+    ]
+    for seq, (kind, data) in enumerate(published, start=1):
+        hub.add(encode("n", seq, kind, data))
+    assert hub.run_known
+    assert [r.data["text"] for r in hub.done] == ["Hello."]
+    assert (hub.partial, hub.partial_seq) == ("Partial", 9)
+    hub.add(encode("n", 10, "node.status.changed", {"status": "running"}))  # the next run
+    assert (hub.done, hub.partial) == ([], "")
+
+
+def test_the_ring_keeps_512_events_or_256_kib_whichever_binds_first() -> None:
+    hub = Hub("n", 0, events=512, size=256 * 1024)
+    for seq in range(1, 601):
+        hub.add(encode("n", seq, "node.output_text.delta", {"delta": "d"}))
+    assert len(hub.ring) == 512 and hub.floor == 88 and hub.ring[0].sequence_number == 89
+    for seq in range(601, 701):
+        hub.add(encode("n", seq, "node.output_text.delta", {"delta": "z" * 4096}))
+    assert sum(len(r.wire) for r in hub.ring) <= 256 * 1024
+    assert hub.ring[-1].sequence_number == 700 and len(hub.ring) < 100
+    assert hub.floor == hub.ring[0].sequence_number - 1

@@ -1,0 +1,445 @@
+"""Fork, revive, revive-all, recycle, relaunch-root, promote and demote on a real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .conftest import Daemon, wait_settled, wait_status
+from .test_nodes import SLOW, create, query, wait_logged
+
+DECLINE = {"name": "decline", "arguments": {"reason": "cannot", "code": "no"}}
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def row(daemon: Daemon, node_id: str, column: str) -> Any:
+    """One JSON column of the node's row, decoded."""
+    (value,) = query(daemon, f"SELECT {column} FROM heron_nodes WHERE node_id = ?", node_id)[0]
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def text(daemon: Daemon, node_id: str, column: str) -> Any:
+    """One plain column of the node's row."""
+    return query(daemon, f"SELECT {column} FROM heron_nodes WHERE node_id = ?", node_id)[0][0]
+
+
+def logged(daemon: Daemon, node_id: str) -> list[tuple[Any, ...]]:
+    sql = "SELECT sequence_number, type FROM heron_events WHERE node_id = ? ORDER BY 1"
+    return query(daemon, sql, node_id)
+
+
+def post(client: httpx.Client, path: str, body: Any = None) -> httpx.Response:
+    return client.post(path, json=body) if body is not None else client.post(path)
+
+
+def refused(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+
+
+def rewrite(model: str, steps: Any) -> None:
+    """Change a script file in place (as if the provider recovered), with a new mtime."""
+    path = Path(model.removeprefix("scripted:"))
+    before = path.stat().st_mtime_ns
+    path.write_text(json.dumps(steps))
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+class TestFork:
+    def test_the_fork_continues_the_conversation_and_the_original_is_untouched(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        # Steps are chosen by how many answers the conversation holds: a fork that
+        # did not carry the original's answer would get the first step again.
+        model = scripts("fork", ["The code word is heron.", "Earlier I said: heron."])
+        original = create(client, prompt="Pick a code word.", model=model, scopes=["act"])
+        node_id = original["node_id"]
+        wait_settled(client, node_id)
+        wait_logged(daemon, node_id, "node.settled")
+        before = client.get(f"/v1/nodes/{node_id}").json()
+        state = row(daemon, node_id, "state")
+        outcome = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        events = logged(daemon, node_id)
+
+        response = post(client, f"/v1/nodes/{node_id}/fork", {"prompt": "What was it?"})
+        assert response.status_code == 201, response.text
+        fork = response.json()
+        assert fork["node_id"] != node_id and fork["status"] == "running"
+        assert (fork["model"], fork["scopes"], fork["parent"]) == (model, ["act"], None)
+        poll = wait_settled(client, fork["node_id"])
+        assert poll["outcome"]["output_text"] == "Earlier I said: heron."
+        forked = row(daemon, fork["node_id"], "state")["messages_full"]
+        assert forked[: len(state["messages_full"])] == state["messages_full"]
+        assert forked[-2]["content"] == "What was it?"
+        assert row(daemon, fork["node_id"], "extra")["forked_from"] == node_id
+        wait_logged(daemon, fork["node_id"], "node.settled")
+        assert logged(daemon, fork["node_id"])[0] == (1, "node.status.changed")
+
+        assert client.get(f"/v1/nodes/{node_id}").json() == before
+        assert row(daemon, node_id, "state") == state
+        assert client.get(f"/v1/nodes/{node_id}/outcome").json() == outcome
+        assert logged(daemon, node_id) == events
+
+    def test_without_a_prompt_the_fork_waits_and_a_message_continues_it(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("idle-fork", ["first", "second"])
+        node_id = create(client, prompt="go", model=model, name="orig")["node_id"]
+        wait_settled(client, node_id)
+        fork = post(client, f"/v1/nodes/{node_id}/fork", {"name": "copy", "node_id": "fork-1"})
+        assert fork.status_code == 201, fork.text
+        assert fork.json()["status"] == "dormant" and fork.json()["name"] == "copy"
+        assert fork.json()["node_id"] == "fork-1" and fork.json()["runs"] == 0
+        client.post("/v1/nodes/fork-1/messages", json={"body": "and then?"})
+        assert wait_settled(client, "fork-1")["outcome"]["output_text"] == "second"
+        taken = post(client, f"/v1/nodes/{node_id}/fork", {"node_id": "fork-1"})
+        refused(taken, 409, "node_id_exists")
+
+    def test_a_running_node_is_forked_as_last_saved(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        model = scripts("busy", [SLOW])
+        node_id = create(client, prompt="think hard", model=model)["node_id"]
+        wait_logged(daemon, node_id, "node.turn.started")
+        fork = post(client, f"/v1/nodes/{node_id}/fork")
+        assert fork.status_code == 201 and fork.json()["status"] == "dormant"
+        assert row(daemon, fork.json()["node_id"], "state") is None  # nothing saved yet
+        assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "running"
+        client.post(f"/v1/nodes/{node_id}/close")
+
+    def test_fork_from_on_create_copies_what_the_create_leaves_unset(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        first = scripts("source", ["from the source"])
+        node_id = create(
+            client,
+            prompt="p",
+            model=first,
+            scopes=["ask"],
+            situational_context="ambient",
+            mode="orchestrator",
+        )["node_id"]
+        wait_settled(client, node_id)
+        second = scripts("own", ["unused", "the create's own model"])
+        forked = create(client, prompt="more", fork_from=node_id, model=second, name="mine")
+        assert (forked["model"], forked["name"], forked["mode"]) == (second, "mine", "orchestrator")
+        assert forked["scopes"] == ["ask"]
+        assert text(daemon, forked["node_id"], "situational_context") == "ambient"
+        outcome = wait_settled(client, forked["node_id"])["outcome"]
+        assert outcome["output_text"] == "the create's own model"
+        refused(client.post("/v1/nodes", json={"fork_from": "no-such-node"}), 404, "node_not_found")
+
+    def test_fork_refusals(self, client: httpx.Client) -> None:
+        refused(post(client, "/v1/nodes/no-such-node/fork"), 404, "node_not_found")
+        refused(post(client, "/v1/nodes/-bad/fork"), 400, "invalid_node_id")
+        waiting = create(client, no_kickoff=True)["node_id"]
+        refused(post(client, f"/v1/nodes/{waiting}/fork", {"parent": "x"}), 422, "invalid_request")
+        refused(post(client, f"/v1/nodes/{waiting}/fork", {"name": 3}), 422, "invalid_request")
+        bad = client.post(f"/v1/nodes/{waiting}/fork", content=b"{", headers=_JSON)
+        refused(bad, 400, "malformed_json")
+
+
+_JSON = {"content-type": "application/json"}
+
+
+class TestRevive:
+    def test_a_node_failed_by_its_provider_revives_and_completes(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("flaky", [{"error": "overloaded", "status": 503}])
+        node_id = create(client, prompt="try", model=model)["node_id"]
+        failed = wait_settled(client, node_id)["outcome"]
+        assert failed["reason"] == "provider_error"
+        rewrite(model, ["Recovered answer."])
+        revived = post(client, f"/v1/nodes/{node_id}/revive")
+        assert revived.status_code == 200, revived.text
+        assert revived.json()["status"] == "running" and revived.json()["settled_at"] is None
+        poll = wait_settled(client, node_id)
+        assert poll["outcome"]["output_text"] == "Recovered answer."
+        assert poll["node_status"] == "completed"
+        previous = row(daemon, node_id, "extra")["previous_outcomes"]
+        assert [p["outcome"] for p in previous] == [failed]
+        assert previous[0]["status"] == "failed"
+        deadline = time.monotonic() + 20
+        types: list[str] = []
+        while types.count("node.settled") < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)  # between polls of the log
+            types = [t for _, t in logged(daemon, node_id)]
+        assert types.count("node.settled") == 2
+        assert types[types.index("node.settled") + 1 :][:1] == ["node.status.changed"]
+
+    def test_a_dormant_node_revives_with_a_message(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        node_id = create(client, no_kickoff=True, model=scripts("wake", ["awake"]))["node_id"]
+        revived = post(client, f"/v1/nodes/{node_id}/revive", {"message": "wake up"})
+        assert revived.json()["status"] == "running" and revived.json()["runs"] == 1
+        assert wait_settled(client, node_id)["outcome"]["output_text"] == "awake"
+        messages = row(daemon, node_id, "state")["messages_full"]
+        assert messages[0]["content"] == "wake up"
+
+    def test_refusals(self, client: httpx.Client, daemon: Daemon, scripts: Any) -> None:
+        done = create(client, prompt="x", model=scripts("done", ["done"]))["node_id"]
+        wait_settled(client, done)
+        refused(post(client, f"/v1/nodes/{done}/revive"), 409, "node_settled")
+        closed = create(client, no_kickoff=True)["node_id"]
+        client.post(f"/v1/nodes/{closed}/close")
+        refused(post(client, f"/v1/nodes/{closed}/revive"), 409, "node_settled")
+        busy = create(client, prompt="x", model=scripts("busy", [SLOW]))["node_id"]
+        refused(post(client, f"/v1/nodes/{busy}/revive"), 409, "node_running")
+        client.post(f"/v1/nodes/{busy}/close")
+        refused(post(client, "/v1/nodes/no-such-node/revive"), 404, "node_not_found")
+        refused(post(client, "/v1/nodes/-bad/revive"), 400, "invalid_node_id")
+        refused(post(client, f"/v1/nodes/{closed}/revive", {"message": ""}), 422, "invalid_request")
+        refused(post(client, f"/v1/nodes/{closed}/revive", {"msg": "x"}), 422, "invalid_request")
+
+    def test_a_node_past_its_deadline_needs_a_new_one_first(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("late", [{"error": "down", "status": 503}])
+        node_id = create(client, prompt="x", model=model, deadline="1h")["node_id"]
+        wait_settled(client, node_id)
+        with sqlite3.connect(daemon.home / "heron.db") as db:  # as if the hour went by
+            db.execute("UPDATE heron_nodes SET deadline_at = 1 WHERE node_id = ?", (node_id,))
+        refused(post(client, f"/v1/nodes/{node_id}/revive"), 409, "deadline_passed")
+        assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "failed"
+        client.patch(f"/v1/nodes/{node_id}/config", json={"deadline": "1h"})
+        rewrite(model, ["made it"])
+        post(client, f"/v1/nodes/{node_id}/revive")
+        assert wait_settled(client, node_id)["outcome"]["output_text"] == "made it"
+
+    def test_a_failed_node_whose_model_is_gone_stays_failed(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("gone", [{"error": "down", "status": 503}])
+        node_id = create(client, prompt="x", model=model)["node_id"]
+        outcome = wait_settled(client, node_id)["outcome"]
+        Path(model.removeprefix("scripted:")).write_text("not json")
+        refused(post(client, f"/v1/nodes/{node_id}/revive"), 422, "invalid_model")
+        poll = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        assert (poll["node_status"], poll["outcome"]) == ("failed", outcome)
+
+
+class TestReviveAll:
+    def test_revives_exactly_the_involuntarily_stopped(self, tmp_path: Path, scripts: Any) -> None:
+        home = tmp_path / "home"
+        daemon = Daemon(home, {"HERON_PROVIDER": scripts("default", ["ok"])}).start()
+        try:
+            with daemon.client() as client:
+                flaky = scripts("flaky", [{"error": "overloaded", "status": 503}])
+                slow = scripts("slow", [SLOW])
+                provider = create(client, prompt="x", model=flaky)["node_id"]
+                crashed = create(client, prompt="x", model=scripts("short", []))["node_id"]
+                declined = create(
+                    client,
+                    prompt="x",
+                    output_schema=SCHEMA,
+                    model=scripts("decline", [{"tool_calls": [DECLINE]}]),
+                )["node_id"]
+                done = create(client, prompt="x")["node_id"]
+                dormant = create(client, no_kickoff=True)["node_id"]
+                cancelled = create(client, no_kickoff=True)["node_id"]
+                client.post(f"/v1/nodes/{cancelled}/close")
+                interrupted = create(client, prompt="x", model=slow)["node_id"]
+                running = create(client, prompt="x", model=slow)["node_id"]
+                for node_id in (provider, crashed, declined, done):
+                    wait_settled(client, node_id)
+                assert client.get(f"/v1/nodes/{crashed}/outcome").json()["outcome"]["reason"] == (
+                    "crashed"
+                )
+                wait_logged(daemon, interrupted, "node.turn.started")
+                client.post(f"/v1/nodes/{interrupted}/interrupt")
+                rewrite(flaky, [SLOW])
+
+                response = post(client, "/v1/nodes/revive-all")
+                assert response.status_code == 200, response.text
+                body = response.json()
+                revived = {n["node_id"] for n in body["revived"]}
+                assert revived == {provider, crashed, interrupted}
+                assert all(n["status"] == "running" for n in body["revived"])
+                assert body["failed"] == []
+                for node_id in (declined, done, dormant, cancelled, running):
+                    assert node_id not in revived
+                assert client.get(f"/v1/nodes/{declined}").json()["status"] == "failed"
+                assert client.get(f"/v1/nodes/{dormant}").json()["status"] == "dormant"
+                for node_id in (provider, interrupted, running):
+                    client.post(f"/v1/nodes/{node_id}/close")
+                wait_settled(client, crashed)  # an empty script crashes it again
+                again = post(client, "/v1/nodes/revive-all").json()
+                assert {n["node_id"] for n in again["revived"]} == {crashed}
+        finally:
+            daemon.stop()
+
+    def test_is_not_taken_for_a_node_id(self, client: httpx.Client) -> None:
+        refused(client.get("/v1/nodes/revive-all"), 404, "node_not_found")
+        assert client.post("/v1/nodes/revive-all").status_code == 200
+
+
+class TestRecycle:
+    def test_keeps_the_id_and_carries_the_summary(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts(
+            "recycle",
+            {"steps": ["The code is 7.", "Noted."], "compaction": "Summary: the code is 7."},
+        )
+        node_id = create(client, prompt="remember 7", model=model, root_lifecycle="resident")[
+            "node_id"
+        ]
+        wait_settled(client, node_id)
+        wait_status(client, node_id, "dormant")
+        before = row(daemon, node_id, "state")
+        response = post(client, f"/v1/nodes/{node_id}/recycle")
+        assert response.status_code == 200, response.text
+        assert response.json()["summary"] == "Summary: the code is 7."
+        assert response.json()["node"]["node_id"] == node_id
+        assert response.json()["node"]["status"] == "dormant"
+        state = row(daemon, node_id, "state")
+        assert state["memory"] == "Summary: the code is 7." and state["messages"] == []
+        assert state["messages_full"] == before["messages_full"]
+        assert state["compactions"] == before["compactions"] + 1
+        # The next run starts from the summary alone: no earlier answer is in its
+        # context, so the script plays its first step again.
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "what was it?"})
+        deadline = time.monotonic() + 20
+        node = client.get(f"/v1/nodes/{node_id}").json()
+        while (node["runs"], node["status"]) != (2, "dormant") and time.monotonic() < deadline:
+            time.sleep(0.02)  # between polls
+            node = client.get(f"/v1/nodes/{node_id}").json()
+        assert (node["runs"], node["status"]) == (2, "dormant")
+        after = row(daemon, node_id, "state")
+        assert after["memory"] == "Summary: the code is 7."
+        assert [m["content"] for m in after["messages"]] == ["what was it?", "The code is 7."]
+
+    def test_a_node_its_context_broke_recovers_by_recycle_then_revive(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        # The second answer fails (say, the context grew too long): with a fresh
+        # context the conversation holds no answer, so the first step plays again.
+        model = scripts(
+            "overflow",
+            {
+                "steps": ["short answer", {"error": "context too long", "status": 400}],
+                "compaction": "Summary so far.",
+            },
+        )
+        node_id = create(client, prompt="a", model=model)["node_id"]
+        wait_settled(client, node_id)
+        fork = post(client, f"/v1/nodes/{node_id}/fork", {"prompt": "b"}).json()["node_id"]
+        assert wait_settled(client, fork)["outcome"]["reason"] == "provider_error"
+        recycled = post(client, f"/v1/nodes/{fork}/recycle")
+        assert recycled.status_code == 200, recycled.text
+        assert recycled.json()["node"]["status"] == "failed"
+        post(client, f"/v1/nodes/{fork}/revive", {"message": "carry on"})
+        poll = wait_settled(client, fork)
+        assert (poll["node_status"], poll["outcome"]["output_text"]) == (
+            "completed",
+            "short answer",
+        )
+        assert row(daemon, fork, "state")["memory"] == "Summary so far."
+
+    def test_refusals_leave_the_state_alone(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        broken = scripts(
+            "no-summary",
+            {"steps": ["fine"], "compaction": {"error": "summariser down", "status": 503}},
+        )
+        node_id = create(client, prompt="x", model=broken, root_lifecycle="resident")["node_id"]
+        wait_settled(client, node_id)
+        wait_status(client, node_id, "dormant")
+        state = row(daemon, node_id, "state")
+        refused(post(client, f"/v1/nodes/{node_id}/recycle"), 502, "provider_error")
+        assert row(daemon, node_id, "state") == state
+        empty = scripts("empty-summary", {"steps": ["fine"], "compaction": "  "})
+        client.patch(f"/v1/nodes/{node_id}/config", json={"model": empty})
+        refused(post(client, f"/v1/nodes/{node_id}/recycle"), 502, "empty_summary")
+        assert row(daemon, node_id, "state") == state
+
+        fresh = create(client, no_kickoff=True)["node_id"]
+        refused(post(client, f"/v1/nodes/{fresh}/recycle"), 409, "no_conversation")
+        done = create(client, prompt="x", model=scripts("done", ["ok"]))["node_id"]
+        wait_settled(client, done)
+        refused(post(client, f"/v1/nodes/{done}/recycle"), 409, "node_settled")
+        busy = create(client, prompt="x", model=scripts("busy", [SLOW]))["node_id"]
+        refused(post(client, f"/v1/nodes/{busy}/recycle"), 409, "node_running")
+        client.post(f"/v1/nodes/{busy}/close")
+        refused(post(client, "/v1/nodes/no-such-node/recycle"), 404, "node_not_found")
+
+
+class TestRelaunchRoot:
+    def test_closes_the_tree_and_runs_the_root_again_from_its_prompt(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        # One step only: a root that kept its old conversation would run out of script.
+        root = create(client, prompt="build it", model=scripts("root", ["built"]))["node_id"]
+        first = wait_settled(client, root)["outcome"]
+        slow = scripts("slow-child", [SLOW])
+        child = create(client, prompt="c", parent=root, model=slow)["node_id"]
+        grandchild = create(client, prompt="g", parent=child, model=slow)["node_id"]
+        wait_logged(daemon, grandchild, "node.turn.started")
+
+        response = post(client, f"/v1/nodes/{grandchild}/relaunch-root")
+        assert response.status_code == 200, response.text
+        assert response.json()["node_id"] == root and response.json()["status"] == "running"
+        for node_id in (child, grandchild):
+            assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "cancelled"
+        poll = wait_settled(client, root)
+        assert poll["outcome"]["output_text"] == "built" and poll["node_status"] == "completed"
+        node = client.get(f"/v1/nodes/{root}").json()
+        assert node["runs"] == 2
+        messages = row(daemon, root, "state")["messages_full"]
+        assert [m["content"] for m in messages] == ["build it", "built"]
+        extra = row(daemon, root, "extra")
+        assert [p["outcome"] for p in extra["previous_outcomes"]] == [first]
+        assert extra["relaunches"] == 1
+
+    def test_a_running_root_is_stopped_first_and_a_root_without_prompt_is_refused(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("slow-root", [SLOW])
+        root = create(client, prompt="long job", model=model)["node_id"]
+        wait_logged(daemon, root, "node.turn.started")
+        rewrite(model, ["quick now"])
+        response = post(client, f"/v1/nodes/{root}/relaunch-root")
+        assert response.status_code == 200, response.text
+        poll = wait_settled(client, root)
+        assert poll["outcome"]["output_text"] == "quick now"
+        assert "previous_outcomes" not in row(daemon, root, "extra")
+
+        broken = scripts("broken-root", ["x"])
+        root = create(client, prompt="again", model=broken)["node_id"]
+        wait_settled(client, root)
+        Path(broken.removeprefix("scripted:")).write_text("not json")
+        refused(post(client, f"/v1/nodes/{root}/relaunch-root"), 422, "invalid_model")
+        node = client.get(f"/v1/nodes/{root}").json()
+        assert (node["status"], node["runs"]) == ("completed", 1)
+
+        silent = create(client, no_kickoff=True)["node_id"]
+        refused(post(client, f"/v1/nodes/{silent}/relaunch-root"), 409, "no_prompt")
+        refused(post(client, "/v1/nodes/no-such-node/relaunch-root"), 404, "node_not_found")
+
+
+class TestMode:
+    def test_promote_and_demote_are_recorded_for_the_next_run(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node_id = create(client, no_kickoff=True, model=scripts("m", ["ok"]))["node_id"]
+        promoted = post(client, f"/v1/nodes/{node_id}/promote")
+        assert promoted.status_code == 200 and promoted.json()["mode"] == "orchestrator"
+        assert post(client, f"/v1/nodes/{node_id}/promote").json()["mode"] == "orchestrator"
+        assert post(client, f"/v1/nodes/{node_id}/demote").json()["mode"] == "base"
+        assert client.get(f"/v1/nodes/{node_id}").json()["mode"] == "base"
+        woke = post(client, f"/v1/nodes/{node_id}/promote", {"message": "fan out"})
+        assert woke.json()["mode"] == "orchestrator" and woke.json()["runs"] == 1
+        wait_settled(client, node_id)
+        refused(post(client, f"/v1/nodes/{node_id}/demote"), 409, "node_settled")
+        refused(post(client, "/v1/nodes/no-such-node/promote"), 404, "node_not_found")
+        refused(post(client, "/v1/nodes/-bad/demote"), 400, "invalid_node_id")
+        refused(post(client, f"/v1/nodes/{node_id}/promote", {"mode": "x"}), 422, "invalid_request")

@@ -9,7 +9,10 @@ from typing import Any
 
 import httpx
 
+from heron import api
+
 from .conftest import Daemon, wait_settled
+from .sse import collect
 
 
 def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
@@ -87,6 +90,23 @@ class TestReports:
         assert earlier != path and earlier.read_text() == "# Draft\n\nFirst draft.\n"
         # Nothing half-written is left beside them.
         assert sorted(p.name for p in path.parent.iterdir()) == ["final-1.md", "final-2.md"]
+
+    def test_the_event_stream_carries_each_report_as_listed(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts(
+            "streamed",
+            [{"tool_calls": [report("milestone", "Half way.", "Half")]}, "done"],
+        )
+        node_id = create(client, prompt="go", model=model)["node_id"]
+        wait_settled(client, node_id)
+        pushed = [e for e in collect(client, node_id) if e.event == "node.report.pushed"]
+        assert len(pushed) == 1
+        event = api.parse_event(pushed[0].event, pushed[0].data)
+        assert isinstance(event, api.ReportPushed)
+        (listed,) = client.get(f"/v1/nodes/{node_id}/reports").json()
+        assert event.report == api.Report.model_validate(listed)
+        assert (event.report.tier, event.report.title) == ("milestone", "Half")
 
 
 class TestBadInput:

@@ -236,6 +236,24 @@ class TestDelivery:
         assert "quiet result" not in said
         assert runs(client, parent) == 1
 
+    def test_a_long_outcome_reaches_the_parent_cut_to_size(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        parent = create(client, no_kickoff=True, model=scripts("reader", ["Read it."]))["node_id"]
+        long = "word " * 2000 + "THE-END"
+        child = create(
+            client,
+            prompt="write a lot",
+            parent=parent,
+            model=scripts("verbose", [long]),
+            outcome_delivery={"action": "message"},
+        )["node_id"]
+        wait_settled(client, parent)
+        ((body,),) = query(daemon, "SELECT body FROM heron_messages WHERE node_id = ?", parent)
+        assert body.startswith(f"Child {child} completed.\nOutcome: {{")
+        assert "THE-END" not in body and "more characters)" in body
+        assert len(body) < 2500
+
 
 class TestYieldAndWait:
     def test_yield_hands_the_turn_back_and_the_child_wakes_the_parent(

@@ -173,12 +173,11 @@ async def scenario(home: Path, model: str, readers: int, stalled: bool) -> dict[
             dropped = b"stream_dropped" in body
             stuck[1].close()
         row = (await client.get(f"/v1/nodes/{node}")).json()
-        if not seen:  # nobody watched: count the node's events from a replay
-            seen_after = Reader()
-            await read(socket, node, seen_after, asyncio.Event())
-            emitted = seen_after.numbers[-1]
+        # Count the node's events from a replay of the settled node (readers may be dropped).
+        replay = Reader()
+        await read(socket, node, replay, asyncio.Event())
+        total = replay.numbers[-1]
     settled = datetime.fromisoformat(row["settled_at"]).timestamp()
-    total = max((r.numbers[-1] for r in seen if r.numbers), default=0) if seen else emitted
     lost = 0
     for r in seen:
         if r.errors:

@@ -58,8 +58,9 @@ def test_a_stalled_reader_is_dropped_while_another_gets_every_event(
         "tool_calls": [{"name": "get-current-time", "arguments": {}}],
         "delay": 0.02,
     }
-    first = {**turn, "delay": 1.0}  # both readers are attached before the flood
-    node = create(client, scripts("flood", [first] + [turn] * 9 + ["Flood over."]))
+    model = scripts("flood", [turn] * 10 + ["Flood over."])
+    made = client.post("/v1/nodes", json={"prompt": "Go.", "model": model, "no_kickoff": True})
+    node = made.json()["node_id"]
     kept: list[Sse] = []
     with (
         daemon.client() as own,
@@ -69,12 +70,19 @@ def test_a_stalled_reader_is_dropped_while_another_gets_every_event(
     ):
         reader = threading.Thread(target=lambda: kept.extend(events(keeping_up)))
         reader.start()
+        # Both readers are subscribed (their responses have started): now the flood.
+        assert client.post(f"/v1/nodes/{node}/messages", json={"body": "Go."}).status_code == 202
         reader.join(timeout=60)
         assert not reader.is_alive()
         wait_settled(client, node)
         late = events(stalled)  # only now does the stalled reader read anything
     assert kept[-1].event == "node.settled"
     assert [e.seq for e in kept] == list(range(1, len(kept) + 1))  # every event, in order
+    # ~1 MB of conversation made the agent compact its memory, with model calls of its
+    # own (counted in the node's turns): housekeeping, not turns of the stream.
+    turns = client.get(f"/v1/nodes/{node}").json()["turns"]
+    streamed = kinds(kept).count("node.turn.started")
+    assert turns > streamed == kinds(kept).count("node.turn.completed")
     assert late[-1].event == "error" and late[-1].data["error"]["code"] == "stream_dropped"
     prefix = late[:-1]
     assert 0 < len(prefix) < len(kept)
@@ -155,7 +163,14 @@ def test_resuming_across_a_sigkill_misses_nothing_but_text_deltas(
     deltas = [e for e in before if e.event == "node.output_text.delta"]
     cursor = deltas[2].seq  # the client had read three deltas
     with fresh.client() as client:
+        # A joiner without a cursor while the resumed run goes on: this process never
+        # saw the run start, so its completed message is seeded from the log.
+        with stream(client, node) as response:
+            joined = events(response)
         resumed = collect(client, node, after=cursor)
+    done_before = next(e for e in before if e.event == "node.output_text.done")
+    assert joined[0] == done_before
+    assert joined[-1].event == "node.settled" and "error" not in kinds(joined)
     gap = resumed[0]
     assert gap.event == "error" and gap.data["error"]["code"] == "stream_gap"
     rest = resumed[1:]

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from heron import api
 
@@ -262,6 +266,30 @@ def test_one_event_over_the_budget_reaches_live_readers_but_clears_the_ring(
     assert collect(client, node, after=done.seq - 1) == [done, *after_done]
 
 
+def test_a_revived_node_streams_on_past_its_first_settlement(
+    client: httpx.Client, scripts: Any
+) -> None:
+    model = scripts("flaky", [{"error": "overloaded", "status": 503}])
+    node = create(client, model)
+    failed = collect(client, node)
+    assert failed[-1].event == "node.settled"
+    assert failed[-1].data["outcome"]["reason"] == "provider_error"
+    path = Path(model.removeprefix("scripted:"))
+    path.write_text(json.dumps(["Recovered."]))
+    os.utime(path, (time.time() + 5, time.time() + 5))  # re-read even within one mtime tick
+    assert client.post(f"/v1/nodes/{node}/revive").status_code == 200
+    wait_settled(client, node)
+    after_first = collect(client, node, after=failed[-1].seq)
+    assert after_first[0].event == "node.status.changed"
+    assert after_first[0].data["status"] == "running"
+    assert after_first[-1].event == "node.settled"
+    assert after_first[-1].data["outcome"]["output_text"] == "Recovered."
+    # From the start: both settlements, and the stream ends only at the last one.
+    everything = collect(client, node, after=0)
+    assert kinds(everything).count("node.settled") == 2
+    assert everything[-len(after_first) :] == after_first
+
+
 def test_disconnecting_leaves_the_node_running(client: httpx.Client, scripts: Any) -> None:
     script = [
         {"text": "Start.", "tool_calls": [call()]},
@@ -336,3 +364,19 @@ def test_bad_ids_and_cursors_are_answered_as_json_before_streaming(
         assert answer.status_code == 422, answer.text
         assert answer.json()["error"]["code"] == "invalid_request"
     wait_status(client, node, "completed")
+
+
+def test_parse_event_refuses_unknown_types_and_data_that_does_not_fit() -> None:
+    base = {"node_id": "n", "sequence_number": 3}
+    assert api.parse_event("node.turn.started", json.dumps(base)) == api.TurnStarted(**base)
+    with pytest.raises(ValidationError):
+        api.parse_event("node.unknown", base)
+    with pytest.raises(ValidationError):  # status is ok or error
+        api.parse_event(
+            "node.tool_call.completed",
+            {**base, "tool_call_id": "c", "tool": "t", "status": "maybe", "summary": "null"},
+        )
+    with pytest.raises(ValidationError):  # a field the seed's table does not have
+        api.parse_event("node.turn.started", {**base, "duration_ms": 3})
+    with pytest.raises(ValueError, match="JSON object"):
+        api.parse_event("node.turn.started", "[1]")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,25 @@ class TestChildren:
             "list-children",
         ]
         assert all(status == "ok" for _, status in tool_statuses(daemon, node_id))
+
+    def test_a_child_works_in_its_parents_worktree(
+        self, client: httpx.Client, scripts: Any, tmp_path: Path
+    ) -> None:
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        (repo / "README.md").write_text("hello\n")
+        email = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
+        for args in (["init", "-q", "-b", "main"], ["add", "."], [*email, "commit", "-qm", "1"]):
+            subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, timeout=30)
+        kid = scripts("tree-kid", ["ok"])
+        model = scripts("tree-parent", [{"tool_calls": [spawn("kid", kid)]}, "done", "done"])
+        parent = create(
+            client, prompt="p", model=model, mode="orchestrator", cwd=str(repo), worktree=True
+        )
+        wait_settled(client, parent["node_id"])
+        child = children(client, parent["node_id"], 1)["kid"]
+        assert child["cwd"] == parent["worktree"]["workdir"] != str(repo)
+        client.post(f"/v1/nodes/{parent['node_id']}/worktree/abandon")
 
     def test_closing_the_parent_closes_children_and_grandchildren(
         self, client: httpx.Client, scripts: Any, daemon: Daemon

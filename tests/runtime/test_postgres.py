@@ -551,3 +551,14 @@ def test_passwords_in_the_query_are_redacted_too() -> None:
     )
     assert not {"one-secret", "two-secret", "three-secret"} & set(re.split(r"[:@?&=]", shown))
     assert "sslmode=require" in shown and shown.startswith("postgresql+psycopg://heron:***@")
+
+
+async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: Store) -> None:
+    await store.insert_node(node_row("numbered"), None)
+    assert await store.event_numbers("numbered") == (0, 0)
+    await store.reserve_events("numbered", 2048)
+    store.reserve_events_now("numbered", 1024)  # an older, smaller reservation landing late
+    await store.append_events([("numbered", 5, "x", {}, 1.0), ("numbered", 7, "y", {}, 1.0)])
+    assert await store.event_numbers("numbered") == (7, 2048)
+    logged = await store.events("numbered", after=5, upto=7)
+    assert [e["sequence_number"] for e in logged] == [7]

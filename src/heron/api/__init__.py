@@ -31,6 +31,7 @@ from ._events import (
     TurnStarted,
     parse_event,
 )
+from ._jobs import Job, JobStatus
 from ._lineage import (
     ForkRequest,
     PromoteRequest,
@@ -69,6 +70,7 @@ from ._orchestration import (
 )
 from ._reports import Report, ReportTier
 from ._system import Health, Listener, SystemStatus
+from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
     "ID_PATTERN",
@@ -80,6 +82,8 @@ __all__ = [
     "ErrorResponse",
     "ForkRequest",
     "Health",
+    "Job",
+    "JobStatus",
     "Listener",
     "MessageAccepted",
     "MessageRequest",
@@ -96,6 +100,7 @@ __all__ = [
     "NodeSettled",
     "NodeStatus",
     "NodeStatusChanged",
+    "NodeWorktree",
     "OutcomeDelivery",
     "OutcomeDetail",
     "OutcomePoll",
@@ -127,6 +132,7 @@ __all__ = [
     "WaitRequest",
     "WaitStatus",
     "WireModel",
+    "WorktreeState",
     "YieldRequest",
     "is_valid_id",
     "parse_event",

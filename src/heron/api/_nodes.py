@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import Field, StringConstraints
 
 from ._common import NodeId, RequestModel, WireModel
+from ._worktrees import NodeWorktree
 
 __all__ = [
     "CloseRequest",
@@ -102,7 +103,8 @@ class NodeCreateRequest(RequestModel):
     scopes: list[Scope] | None = Field(default=None, max_length=64)
     """Per-run allow-list; omitted to inherit every scope."""
     worktree: bool | Label | None = None
-    """Create a managed git worktree for the run (recorded; see the worktree routes)."""
+    """Work in a managed git worktree of ``cwd``'s repository: ``true`` names it after the
+    node, a string names it; on a new branch ``heron/<name>`` from ``HEAD``."""
     fork_from: NodeId | None = None
     """Start from a copy of this node's saved conversation; every setting this create
     leaves unset (model, kind, profile, cwd, scopes, mode, output schema, situational
@@ -220,6 +222,8 @@ class Node(WireModel):
     """Input tokens spent so far."""
     output_tokens: int
     """Output tokens spent so far."""
+    worktree: NodeWorktree | None = None
+    """The managed git worktree the node works in (``worktree`` on create), if it has one."""
 
 
 class OutcomePoll(WireModel):

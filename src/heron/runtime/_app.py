@@ -20,10 +20,12 @@ from ._engine import Engine
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
 from ._routes_events import add_event_routes
+from ._routes_jobs import add_jobs_routes
 from ._routes_lineage import add_lineage_routes
 from ._routes_nodes import add_node_routes
 from ._routes_orchestration import add_orchestration_routes
 from ._routes_reports import add_report_routes
+from ._routes_worktrees import add_worktrees_routes
 
 __all__ = ["build_app", "wrap"]
 
@@ -41,6 +43,8 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_node_routes,
     add_event_routes,
     add_lineage_routes,
+    add_jobs_routes,
+    add_worktrees_routes,
     add_orchestration_routes,
     add_report_routes,
 )

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from dbos import DBOS
 
 from .._core import Capabilities, ChatResponse, ChunkCallback, Message, StreamChunk, ToolSchema
+from ..agents._compaction import is_compaction_request
 from ..agents._team import current_scope
 from ..providers import Provider
 from ..tools import ToolClient, ToolResult
@@ -122,22 +123,28 @@ class DurableProvider(Provider):
 
     async def _turn(self, messages: list[Message], tools: list[ToolSchema]) -> ChatResponse:
         node_id, events = self._node_id, self._events
-        events.publish(node_id, "node.turn.started", {})
+        # Folding the context into memory is the agent's housekeeping, not a turn of the
+        # conversation: its summary is not the node's output, so none of it is streamed.
+        shown = not is_compaction_request(messages)
+        if shown:
+            events.publish(node_id, "node.turn.started", {})
 
         def relay(chunk: StreamChunk) -> None:
             if chunk.role == "assistant" and chunk.content:
                 events.publish(node_id, "node.output_text.delta", {"delta": chunk.content})
 
-        response = await self._current.chat(messages, tools=tools or None, on_chunk=relay)
+        relayed = relay if shown else None
+        response = await self._current.chat(messages, tools=tools or None, on_chunk=relayed)
         await self._store.add_usage(
             node_id,
             turns=1,
             input_tokens=response.input_tokens,
             output_tokens=response.output_tokens,
         )
-        if response.content:
-            events.publish(node_id, "node.output_text.done", {"text": response.content})
-        events.publish(node_id, "node.turn.completed", {})
+        if shown:
+            if response.content:
+                events.publish(node_id, "node.output_text.done", {"text": response.content})
+            events.publish(node_id, "node.turn.completed", {})
         return response
 
 

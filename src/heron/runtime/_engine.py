@@ -30,6 +30,7 @@ from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import RESERVE_BLOCK, EventLog
+from ._jobs import Jobs
 from ._lineage import Lineage
 from ._orchestration import Orchestration
 from ._providers import ProviderPool
@@ -43,6 +44,7 @@ from ._rows import (
     when,
 )
 from ._store import DuplicateNode, Row, Store
+from ._worktrees import GitError, Worktrees
 
 __all__ = ["Engine", "SettleHook", "Stop", "current_engine"]
 
@@ -126,6 +128,8 @@ class Engine:
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery, releasing a node's jobs)."""
         self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
+        self.jobs = Jobs(self)
+        self.worktrees = Worktrees(self)
         self.reports = Reports(self)
         self.orchestration = Orchestration(self)
 
@@ -137,6 +141,7 @@ class Engine:
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
         self.store.migrate()
+        self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if self.providers.default.partition(":")[0].lower() == "local":
             # Loading the embedded model takes a while: let the first node find it ready.
             self._spawn(self._warm_default())
@@ -179,6 +184,7 @@ class Engine:
             handle.cancel()
         # DBOS first: no step finishes (and publishes) after the events are written.
         DBOS.destroy(workflow_completion_timeout_sec=0)
+        await self.jobs.aclose()  # after DBOS: no run starts a job once they are killed
         await self.events.stop()
         await self.providers.aclose()
         self.store.close()
@@ -202,7 +208,8 @@ class Engine:
         task.add_done_callback(self._background.discard)
 
     def workspace(self, node_id: str, cwd: str | None) -> Path:
-        """Where a node's file and shell tools work: its ``cwd``, else its own directory."""
+        """Where a node's file and shell tools work: its ``cwd`` (its worktree's directory
+        while it has one: see ``_worktrees``), else its own directory."""
         if cwd is not None:
             return Path(cwd)
         path = self.config.home / "nodes" / node_id
@@ -283,9 +290,16 @@ class Engine:
         row["runs"] = 1 if kickoff else 0
         # The first block of event numbers is reserved with the row itself (see _events).
         row["events_reserved"] = RESERVE_BLOCK
+        worktree = None
+        if request.worktree is not None and request.worktree is not False:
+            # Made before the row exists, so the first run already works in it.
+            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, request.worktree)
         try:
             await self.store.insert_node(row, prompt if kickoff else None)
         except DuplicateNode:
+            if worktree is not None:
+                with contextlib.suppress(GitError):
+                    await self.worktrees.discard(worktree)
             raise ApiError(
                 409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
             ) from None

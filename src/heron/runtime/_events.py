@@ -104,8 +104,9 @@ class EventLog:
         self._reserved[node_id] = start - 1
         self._reserve_soon(node_id)
 
-    def fresh(self, node_id: str, reserved: int) -> None:
-        """Start numbering a node just created with ``events_reserved = reserved``."""
+    def fresh(self, node_id: str, reserved: int = 0) -> None:
+        """Start numbering a node just created with ``events_reserved = reserved``
+        (``0``: none yet, and its first event reserves a block before it is numbered)."""
         self._next.setdefault(node_id, 1)
         self._reserved.setdefault(node_id, reserved)
 

@@ -143,6 +143,7 @@ def node_tools(
     workspace: Path,
     submit: Submit,
     decline: Decline,
+    shell: Callable[[Path], BashTools] | None = None,
     report: Tool | None = None,
     orchestrator: Sequence[Tool] = (),
 ) -> NodeTools:
@@ -155,6 +156,8 @@ def node_tools(
     node's directory); ``ask`` the question tool, which ends the run with the
     node dormant until a message answers. ``memory:*`` and ``schedule`` bring
     nothing yet: the memory and cron resources are not in the daemon.
+    ``shell(workspace)``, when given, supplies the bash tools, owned by the
+    caller (they are not among the closers); otherwise new ones are made.
     """
     allowed = ENFORCED_SCOPES if scopes is None else frozenset(scopes)
     made = NodeTools(tools=[get_current_time, *orchestrator])
@@ -163,9 +166,10 @@ def node_tools(
     if output_schema is not None:
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if "act" in allowed:
-        shell = bash_tools(workspace)
-        made.tools += [*_files(workspace), *shell]
-        made.closers.append(shell)
+        bash = shell(workspace) if shell is not None else bash_tools(workspace)
+        made.tools += [*_files(workspace), *bash]
+        if shell is None:
+            made.closers.append(bash)
     if "ask" in allowed:
         made.tools.append(question_answer_tool())
     return made

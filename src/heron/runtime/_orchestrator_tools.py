@@ -21,6 +21,8 @@ from ._engine import SETTLED
 from ._errors import ApiError
 from ._orchestration import Orchestration, child_summary, outcome_text
 from ._rows import to_node
+from ._store import Row
+from ._worktrees import active_worktree
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -139,7 +141,7 @@ class SpawnChildTool(_ChildTool):
                 scopes=scopes,
                 output_schema=arguments.get("output_schema"),
                 deadline=arguments.get("deadline"),
-                cwd=str(engine.workspace(parent_id, parent["cwd"])),
+                cwd=str(engine.workspace(parent_id, _workdir(parent))),
                 root=False,
                 parent=parent_id,
                 creator=parent_id,
@@ -285,6 +287,12 @@ class CloseChildTool(_ChildTool):
             reason += f": {arguments['reason']}"
         closed = await self._engine.close(child_id, reason, quiet=True)
         return f"Child {child_id} is {closed.status}."
+
+
+def _workdir(row: Row) -> str | None:
+    """Where the node works: its worktree while it has one, else its ``cwd``."""
+    tree = active_worktree(row)
+    return str(tree["workdir"]) if tree is not None else row["cwd"]
 
 
 def orchestrator_tools(engine: Engine, node_id: str, run: int) -> list[Tool]:

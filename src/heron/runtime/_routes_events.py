@@ -35,7 +35,7 @@ published (its run is just ending) before writing one from the outcome row."""
 _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events: `id: <sequence_number>`, `event: <type>`, "
-        "`data: <JSON>` (see the `NodeEvent` schema), and `: keepalive` comments.",
+        "`data: <JSON>` (typed by `heron.api.NodeEvent`), and `: keepalive` comments.",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     }
 }
@@ -105,7 +105,9 @@ class EventStreams:
             else:
                 # Without a cursor a settled node replays what is retained: no gap to report.
                 gaps = cursor is not None
-                await self._replay(opened, node_id, cursor or 0, ring, floor, last, gaps=gaps)
+                await self._replay(
+                    opened, node_id, cursor or 0, ring, floor, last, gaps=gaps, settled=settled
+                )
             if settled and not opened.ended:
                 opened.await_settled = True
         except BaseException:
@@ -135,6 +137,7 @@ class EventStreams:
         last: int,
         *,
         gaps: bool,
+        settled: bool,
     ) -> None:
         if cursor > last:
             # A future cursor (or one from before a restart that skipped numbers it
@@ -148,12 +151,14 @@ class EventStreams:
                 earliest = records[0].sequence_number if records else last + 1
                 opened.first.append(_gap(cursor, earliest))
         opened.first += [r.wire for r in records]
-        # A node.settled ends the stream only as the last event (a revived node went on).
-        opened.ended = bool(records) and records[-1].type == "node.settled"
-        if cursor >= last and not records:
-            settled = await self._last_settled(node_id, ring, floor)
-            if settled is not None:
-                opened.first.append(settled.wire)
+        # A node.settled ends the stream only as the last event of a node settled now (a
+        # revived node went on after it).
+        opened.ended = settled and bool(records) and records[-1].type == "node.settled"
+        if settled and cursor >= last and not records:
+            # The cursor is on (or past) the end: the terminal event again, then the end.
+            terminal = await self._last_settled(node_id, ring, floor)
+            if terminal is not None:
+                opened.first.append(terminal.wire)
                 opened.ended = True
 
     async def _last_settled(self, node_id: str, ring: list[Record], floor: int) -> Record | None:
@@ -175,14 +180,17 @@ class EventStreams:
         """A mid-run joiner's start: reports oldest first, the run's completed
         messages, then its partial text as one delta."""
         known, done, partial, partial_seq = run
-        history, _ = await self._history(node_id, 0, ring, floor)
+        reports = await self.engine.store.reports(node_id, newest_first=False)
+        history: list[Record] = []
+        if reports or not known:
+            history, _ = await self._history(node_id, 0, ring, floor)
         pushed = {
             r.data["report"].get("report_id"): r
             for r in history
             if r.type == "node.report.pushed" and isinstance(r.data.get("report"), dict)
         }
         first: list[bytes] = []
-        for report in await self.engine.store.reports(node_id, newest_first=False):
+        for report in reports:
             record = pushed.get(report["report_id"])
             if record is None:  # pushed without an event (never the case for push-report)
                 record = encode(node_id, last, "node.report.pushed", {"report": _report(report)})

@@ -13,6 +13,7 @@ from .. import api
 from ._durations import parse_duration
 from ._errors import ApiError
 from ._store import Row
+from ._worktrees import to_worktree
 
 __all__ = [
     "check_directory",
@@ -105,4 +106,5 @@ def to_node(row: Row) -> api.Node:
         turns=row["turns"],
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
+        worktree=to_worktree(row),
     )

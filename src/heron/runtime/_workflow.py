@@ -30,6 +30,7 @@ from ._engine import (
 )
 from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
 from ._orchestrator_tools import orchestrator_tools
+from ._worktrees import active_worktree
 
 __all__ = ["node_run"]
 
@@ -112,13 +113,15 @@ class _Run:
         if row is None or row["status"] in SETTLED:
             return None  # closed before its run got going
         unread = await engine.store.claim_messages(self.node_id, self.run, _step_id())
+        tree = active_worktree(row)  # while it has one, the node works in its worktree
         return {
             "model": row["model"],
             "state": row["state"],
             "scopes": row["scopes"],
             "output_schema": row["output_schema"],
             "situational_context": row["situational_context"],
-            "cwd": row["cwd"],
+            "cwd": tree["workdir"] if tree is not None else row["cwd"],
+            "branch": tree["branch"] if tree is not None else None,
             "mode": row["mode"],
             "prompt": "\n\n".join(unread) or "Continue.",
         }
@@ -139,6 +142,8 @@ class _Run:
             workspace=engine.workspace(node_id, plan["cwd"]),
             submit=submit,
             decline=decline,
+            # The node's shell outlives the run: its background jobs carry on (``_jobs``).
+            shell=lambda workspace: engine.jobs.shell(node_id, workspace),
             report=engine.reports.tool(node_id),
             # A plan recorded before modes were read has none: the node's row decides.
             orchestrator=(
@@ -320,6 +325,11 @@ def _instruction(plan: dict[str, Any]) -> str:
         parts.append(ORCHESTRATOR_INSTRUCTION)
     if plan["cwd"]:
         parts.append(f"Working directory (file and shell tools work here): {plan['cwd']}")
+    if plan.get("branch"):  # (a plan recorded before worktrees has no such key)
+        parts.append(
+            f"That directory is in a git worktree made for this task, on branch "
+            f"{plan['branch']}: commit your work on it (nothing is merged for you)."
+        )
     if plan["output_schema"] is not None:
         schema = schema_text(plan["output_schema"])
         parts.append(

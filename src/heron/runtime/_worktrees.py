@@ -1,0 +1,278 @@
+"""Managed git worktrees: a node working on a branch of its own, beside the user's checkout.
+
+``worktree: true | "name"`` on create runs ``git worktree add`` for the
+repository holding the node's ``cwd``: a new branch ``heron/<name>`` from that
+checkout's ``HEAD``, checked out at ``$HERON_HOME/worktrees/<name>`` (the
+name defaults to the node's id). The worktrees live under the daemon's home,
+not inside the repository, so nothing appears in the user's checkout and tools
+walking it (test runners, linters, search) never find a second copy of the
+code. The node's file and shell tools work in the worktree, in the same
+subdirectory ``cwd`` is of its checkout (made if the branch lacks it).
+
+``…/worktree/close`` removes the worktree and keeps the branch with its
+commits, refusing while anything is uncommitted; ``…/worktree/abandon``
+removes it whatever it holds and deletes the branch. Either way the node's
+background jobs are killed first (they run in the worktree), and should the
+node run again it works in its ``cwd``. Git runs from ``PATH``, each command
+with a timeout, its stderr carried into the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import api
+from ._errors import ApiError
+from ._store import Row
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+
+__all__ = [
+    "BRANCH_PREFIX",
+    "GIT_TIMEOUT",
+    "GitError",
+    "Worktrees",
+    "active_worktree",
+    "to_worktree",
+]
+
+BRANCH_PREFIX = "heron/"
+"""The branch a worktree gets is this plus its name."""
+
+GIT_TIMEOUT = 60.0
+"""Seconds one git command may take (a checkout of a large tree takes a while)."""
+
+_SHOWN_CHANGES = 50  # uncommitted paths a worktree_dirty error lists
+
+
+class GitError(Exception):
+    """A git command failed, timed out or could not start; the message says which and why."""
+
+
+def active_worktree(row: Row) -> dict[str, Any] | None:
+    """The node's worktree record (``workdir``, ``branch`` ...) while it is active."""
+    tree = (row["extra"] or {}).get("worktree")
+    return tree if isinstance(tree, dict) and tree.get("state") == "active" else None
+
+
+def to_worktree(row: Row) -> api.NodeWorktree | None:
+    """The node's worktree as the API shows it, if it was made one."""
+    tree = (row["extra"] or {}).get("worktree")
+    return api.NodeWorktree(**tree) if isinstance(tree, dict) else None
+
+
+async def git(*args: str, cwd: str | Path, seconds: float = GIT_TIMEOUT) -> str:
+    """Run ``git args`` in ``cwd``; its stdout, or :class:`GitError` with its stderr."""
+    shown = " ".join(("git", *args))
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            *args,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            # No prompt can be answered here, and messages must read the same everywhere.
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+        )
+    except OSError as exc:
+        raise GitError(f"could not run {shown} in {cwd}: {exc}") from None
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), seconds)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise GitError(f"{shown} took longer than {seconds:g} s and was stopped") from None
+    if process.returncode != 0:
+        text = err.decode(errors="replace").strip() or f"exit code {process.returncode}"
+        raise GitError(f"{shown} failed: {text}")
+    return out.decode(errors="replace")
+
+
+def _check_name(name: str) -> None:
+    # Also a path component and a branch name: the id pattern, minus what git refuses.
+    if not api.is_valid_id(name) or ".." in name or name.endswith((".", ".lock")):
+        raise ApiError(
+            422,
+            "invalid_worktree_name",
+            f"not a valid worktree name: {name!r} (letters, digits, '_', '.', '-'; up to 128; "
+            "no '..', not ending in '.' or '.lock')",
+        )
+
+
+class Worktrees:
+    """Makes and removes nodes' git worktrees; ``engine.worktrees``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.root = engine.config.home / "worktrees"
+        """Where worktrees are made: ``$HERON_HOME/worktrees/<name>``."""
+        self._making = asyncio.Lock()  # two creates must not both take one name
+
+    async def make(self, row: Row, requested: bool | str) -> dict[str, Any]:
+        """Make the worktree a new node asked for; its record, for the node's ``extra``."""
+        node_id, cwd = row["node_id"], row["cwd"]
+        name = node_id if requested is True else str(requested)
+        _check_name(name)
+        if cwd is None:
+            raise ApiError(
+                422,
+                "worktree_needs_cwd",
+                "a worktree is made from the repository holding the node's cwd: give cwd",
+            )
+        try:
+            found = await git("rev-parse", "--show-toplevel", "--show-prefix", cwd=cwd)
+        except GitError as exc:
+            raise ApiError(
+                422, "not_a_git_repository", f"cwd {cwd!r} is not in a git checkout: {exc}"
+            ) from None
+        top, prefix = [*found.split("\n"), ""][:2]  # the prefix line is empty at the top
+        try:
+            base = (await git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=top)).strip()
+        except GitError:
+            raise ApiError(
+                422,
+                "not_a_git_repository",
+                f"the repository at {top} has no commit yet to branch from: commit first",
+            ) from None
+        branch = BRANCH_PREFIX + name
+        path = self.root / name
+        async with self._making:
+            if await self._engine.store.node(node_id) is not None:
+                # Checked here too: a taken id must not cost a worktree first.
+                raise ApiError(409, "node_id_exists", f"a node with id {node_id!r} already exists")
+            if path.exists() or await _has_branch(top, branch):
+                raise ApiError(
+                    409,
+                    "worktree_exists",
+                    f"worktree name {name!r} is in use "
+                    f"({path} or branch {branch} of {top} exists): choose another name",
+                )
+            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                await git("worktree", "add", "-b", branch, str(path), base, cwd=top)
+            except GitError as exc:
+                raise ApiError(422, "worktree_failed", str(exc)) from None
+        where = path / prefix
+        where.mkdir(parents=True, exist_ok=True)
+        return {
+            "name": name,
+            "path": str(path),
+            "branch": branch,
+            "repository": top,
+            "base_commit": base,
+            "workdir": str(where),
+            "state": "active",
+            "head_commit": None,
+        }
+
+    async def discard(self, record: dict[str, Any]) -> None:
+        """Undo :meth:`make` for a node that was not created after all."""
+        await _remove(record, force=True)
+        await _delete_branch(record)
+
+    async def close(self, node_id: str) -> api.Node:
+        """Remove the node's worktree, keeping its branch; ``409 worktree_dirty`` if it has
+        uncommitted changes (nothing is touched then)."""
+        return await self._remove(node_id, keep=True)
+
+    async def abandon(self, node_id: str) -> api.Node:
+        """Remove the node's worktree and delete its branch, discarding every change."""
+        return await self._remove(node_id, keep=False)
+
+    async def _remove(self, node_id: str, *, keep: bool) -> api.Node:
+        engine = self._engine
+        # Under the node's lock: a message cannot start a run in the worktree meanwhile.
+        async with engine.locked(node_id):
+            row = await engine.row(node_id)
+            tree = active_worktree(row)
+            if tree is None:
+                old = to_worktree(row)
+                what = f"no worktree (it was {old.state})" if old else "no worktree"
+                raise ApiError(404, "no_worktree", f"node {node_id!r} has {what}")
+            if row["status"] == "running":
+                raise ApiError(
+                    409,
+                    "node_running",
+                    f"node {node_id!r} is running in its worktree: interrupt it or wait",
+                )
+            try:
+                if keep:
+                    await _check_clean(tree)
+                head = await _head(tree)
+                await engine.jobs.release(node_id)  # its jobs run in the worktree
+                await _remove(tree, force=not keep)
+                if not keep:
+                    await _delete_branch(tree)
+            except GitError as exc:
+                raise ApiError(409, "git_failed", str(exc)) from None
+            tree = {**tree, "state": "closed" if keep else "abandoned", "head_commit": head}
+            await engine.store.update_node(
+                node_id, extra={**(row["extra"] or {}), "worktree": tree}
+            )
+        return await engine.node(node_id)
+
+
+async def _has_branch(top: str, branch: str) -> bool:
+    try:
+        await git("show-ref", "--verify", "--quiet", f"refs/heads/{branch}", cwd=top)
+    except GitError:
+        return False
+    return True
+
+
+async def _check_clean(tree: dict[str, Any]) -> None:
+    if not _exists(tree):
+        return  # deleted by hand: nothing uncommitted is left to lose
+    status = await git("status", "--porcelain", "--untracked-files=all", cwd=tree["path"])
+    changes = status.splitlines()
+    if changes:
+        raise ApiError(
+            409,
+            "worktree_dirty",
+            f"the worktree at {tree['path']} has {len(changes)} uncommitted change(s): commit "
+            "them on its branch, or abandon the worktree to discard them",
+            changes[:_SHOWN_CHANGES],
+        )
+
+
+async def _head(tree: dict[str, Any]) -> str | None:
+    """The commit the worktree has checked out (its branch's tip), if it can be found."""
+    here = _exists(tree)
+    ref = "HEAD" if here else tree["branch"]  # deleted by hand: the branch still says
+    try:
+        found = await git(
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"{ref}^{{commit}}",
+            cwd=tree["path"] if here else tree["repository"],
+        )
+    except GitError:
+        return None
+    return found.strip()
+
+
+async def _delete_branch(tree: dict[str, Any]) -> None:
+    # Gone already (deleted by hand) is as good as deleted.
+    if await _has_branch(tree["repository"], tree["branch"]):
+        await git("branch", "-D", tree["branch"], cwd=tree["repository"])
+
+
+async def _remove(tree: dict[str, Any], *, force: bool) -> None:
+    if _exists(tree):
+        force_flags = ["--force"] if force else []
+        await git("worktree", "remove", *force_flags, tree["path"], cwd=tree["repository"])
+    else:
+        # Deleted by hand: git still lists it until pruned.
+        await git("worktree", "prune", cwd=tree["repository"])
+
+
+def _exists(tree: dict[str, Any]) -> bool:
+    # A stat, not worth a thread: it answers from the cache the git commands just warmed.
+    return Path(tree["path"]).is_dir()

@@ -63,6 +63,13 @@ from ._nodes import (
     ResultSubmission,
     RootLifecycle,
 )
+from ._orchestration import (
+    DeliveryAction,
+    OutcomeDelivery,
+    WaitRequest,
+    WaitStatus,
+    YieldRequest,
+)
 from ._profiles import Profile, ProfileEnsureRequest
 from ._reports import Report, ReportTier
 from ._system import Health, Listener, SystemStatus
@@ -73,6 +80,7 @@ __all__ = [
     "CloseRequest",
     "DeclineRequest",
     "Declined",
+    "DeliveryAction",
     "ErrorBody",
     "ErrorResponse",
     "ForkRequest",
@@ -99,6 +107,7 @@ __all__ = [
     "NodeStatus",
     "NodeStatusChanged",
     "NodeWorktree",
+    "OutcomeDelivery",
     "OutcomeDetail",
     "OutcomePoll",
     "OutcomeReason",
@@ -129,8 +138,11 @@ __all__ = [
     "ToolCallStarted",
     "TurnCompleted",
     "TurnStarted",
+    "WaitRequest",
+    "WaitStatus",
     "WireModel",
     "WorktreeState",
+    "YieldRequest",
     "is_valid_id",
     "parse_event",
 ]

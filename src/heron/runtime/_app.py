@@ -24,6 +24,8 @@ from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
 from ._routes_nodes import add_node_routes
+from ._routes_orchestration import add_orchestration_routes
+from ._routes_reports import add_report_routes
 from ._routes_worktrees import add_worktrees_routes
 
 __all__ = ["build_app", "wrap"]
@@ -45,6 +47,8 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_jobs_routes,
     add_worktrees_routes,
     add_kind_routes,
+    add_orchestration_routes,
+    add_report_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 

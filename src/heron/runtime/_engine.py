@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import secrets
@@ -31,8 +32,10 @@ from ._events import RESERVE_BLOCK, EventLog
 from ._jobs import Jobs
 from ._kinds import Kinds
 from ._lineage import Lineage
+from ._orchestration import Orchestration
 from ._profiles import Profiles
 from ._providers import ProviderPool
+from ._reports import Reports
 from ._rows import (
     check_directory,
     check_duration,
@@ -99,6 +102,8 @@ class Engine:
         self.kinds = Kinds.of(self)
         self.profiles = Profiles(self, self.kinds)
         self.warm = WarmPool(self)
+        self.reports = Reports(self)
+        self.orchestration = Orchestration(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -139,6 +144,7 @@ class Engine:
                 self._arm_deadline(row["node_id"], row["deadline_at"] - now)
         for row in await self.store.list_nodes(status=["running"]):
             await self._ensure_run(row["node_id"], row["runs"])
+        await self.orchestration.resume()
 
     async def stop(self) -> None:
         """Stop timers, write pending events and shut DBOS down.
@@ -244,6 +250,7 @@ class Engine:
         """Create a node and start its first run (unless ``no_kickoff``); returns at once."""
         if request.root and request.parent is not None:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
+        Orchestration.check_delivery(request)
         row, prompt = self._new_row(request)
         if request.fork_from is not None:  # copies the conversation and unset settings
             await self.lineage.inherit(row, request)
@@ -345,8 +352,16 @@ class Engine:
     async def _launch(self, node_id: str, run: int) -> None:
         from ._workflow import node_run
 
-        with SetWorkflowID(run_workflow_id(node_id, run)):
-            await DBOS.start_workflow_async(node_run, node_id, run)
+        async def start() -> None:
+            with SetWorkflowID(run_workflow_id(node_id, run)):
+                await DBOS.start_workflow_async(node_run, node_id, run)
+
+        # A context of its own: DBOS refuses to start a workflow inside another's step
+        # (spawn-child). Shielded: a stop of that run must not strand the node running.
+        task = asyncio.create_task(start(), context=contextvars.Context())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        await asyncio.shield(task)
 
     async def _ensure_run(self, node_id: str, run: int) -> None:
         """Start a running node's run if DBOS has no workflow for it (a crash came between);
@@ -482,19 +497,31 @@ class Engine:
         await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
-    async def close(self, node_id: str, reason: str | None = None) -> api.Node:
-        """Cancel the node and the subtree it owns; terminal. Closing a settled node is a no-op."""
+    async def close(
+        self, node_id: str, reason: str | None = None, *, quiet: bool = False
+    ) -> api.Node:
+        """Cancel the node and the subtree it owns; terminal. Closing a settled node is a no-op.
+
+        ``quiet``: its outcome is not delivered to its parent (the parent closed it).
+        """
         await self.row(node_id)
-        await self._close(node_id, "cancelled", reason or "closed on request")
+        await self._close(node_id, "cancelled", reason or "closed on request", quiet=quiet)
         return await self.node(node_id)
 
-    async def _close(self, node_id: str, reason: str, message: str) -> None:
-        """Settle the node (``cancelled`` with ``reason``) and the subtree it owns."""
+    async def _close(self, node_id: str, reason: str, message: str, *, quiet: bool = False) -> None:
+        """Settle the node (``cancelled`` with ``reason``), then the subtree it owns;
+        ``quiet``: closed from above, so its outcome is not delivered to its parent
+        (see ``_orchestration``)."""
+        await self._close_one(node_id, reason, message, quiet)
         for child in await self.store.children(node_id):
-            await self._close(child, "cancelled", f"its parent {node_id} was closed")
+            await self._close(child, "cancelled", f"its parent {node_id} was closed", quiet=True)
+
+    async def _close_one(self, node_id: str, reason: str, message: str, quiet: bool) -> None:
         row = await self.store.node(node_id)
         if row is None or row["status"] in SETTLED:
             return
+        if quiet:
+            self.orchestration.quiet(node_id)
         stop = Stop(kind="closed", reason=reason, message=message)
         if row["status"] == "running":
             await self._stop_run(node_id, row["runs"], stop)

@@ -337,7 +337,9 @@ class Lineage:
         try:
             await self._stop_root(root_id)  # 409 while the tree is still untouched
             for child in await engine.store.children(root_id):
-                await engine.close_subtree(child, "cancelled", f"its root {root_id} was relaunched")
+                # quiet: the cancelled children's outcomes must not reach the fresh root.
+                message = f"its root {root_id} was relaunched"
+                await engine.close_subtree(child, "cancelled", message, quiet=True)
             async with engine.locked(root_id):
                 root = await engine.row(root_id)
                 if root["settled_at"] != settled_at:  # a close (or its deadline) came first

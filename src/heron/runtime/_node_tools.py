@@ -150,8 +150,13 @@ def node_tools(
     decline: Decline,
     shell: Callable[[Path], BashTools] | None = None,
     keep: Callable[[str], bool] | None = None,
+    report: Tool | None = None,
+    orchestrator: Sequence[Tool] = (),
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
+
+    Every node also gets ``report`` (``push-report``), whatever its scopes, and an
+    orchestrator its ``orchestrator`` tools (spawning and managing children).
 
     ``act`` brings the file and shell tools, confined to ``workspace`` (the
     node's directory); ``ask`` the question tool, which ends the run with the
@@ -165,6 +170,11 @@ def node_tools(
     allowed = ENFORCED_SCOPES if scopes is None else frozenset(scopes)
     wanted = keep if keep is not None else lambda name: True
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
+    # The orchestrator's tools (its mode) and push-report belong to the node, like
+    # submit-result: a kind does not narrow them.
+    made.tools += orchestrator
+    if report is not None:
+        made.tools.append(report)
     if output_schema is not None:
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if "act" in allowed:

@@ -38,7 +38,8 @@ class Stop:
     """How a run's conversation ended (JSON-safe, recorded by the run's last step)."""
 
     kind: str
-    """``done``, ``interrupted``, ``closed`` or ``failed``."""
+    """``done``, ``interrupted``, ``yielded`` (dormant until a message), ``closed`` or
+    ``failed``."""
     reason: str | None = None
     """For ``closed`` and ``failed``: the outcome reason."""
     message: str | None = None

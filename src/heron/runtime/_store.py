@@ -112,6 +112,24 @@ class Store:
                 .values(**values, updated_at=time.time())
             )
 
+    async def merge_extra(self, node_id: str, **values: Any) -> None:
+        """Set keys of the node's ``extra`` JSON (``None`` removes one), in one transaction
+        (so concurrent writers of other keys are not undone)."""
+        await self._run(self._merge_extra, node_id, values)
+
+    def _merge_extra(self, node_id: str, values: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            where = nodes.c.node_id == node_id
+            # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN).
+            query = sa.select(nodes.c.extra).where(where).with_for_update()
+            extra = dict(conn.execute(query).scalar() or {})
+            for key, value in values.items():
+                if value is None:
+                    extra.pop(key, None)
+                else:
+                    extra[key] = value
+            conn.execute(nodes.update().where(where).values(extra=extra, updated_at=time.time()))
+
     async def add_usage(
         self, node_id: str, *, turns: int, input_tokens: int, output_tokens: int
     ) -> None:

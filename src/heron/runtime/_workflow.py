@@ -22,6 +22,7 @@ from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import Engine, current_engine
 from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
 from ._node_tools import ASK_TOOL, ENFORCED_SCOPES, NodeTools, node_tools, schema_text
+from ._orchestrator_tools import orchestrator_tools
 from ._runs import (
     NO_RESULT,
     NOT_STARTED,
@@ -41,6 +42,16 @@ NUDGES = 2
 NUDGE = (
     "You have not finished: call `submit-result` with a result matching the schema, or "
     "`decline` if the task cannot honestly be done."
+)
+
+
+ORCHESTRATOR_INSTRUCTION = (
+    "You are an orchestrator: split the work and delegate it to child nodes with "
+    "`spawn-child` (each prompt is that child's entire brief), follow up with "
+    "`message-child`, collect outcomes with `wait-children` (or end your turn: the "
+    "outcomes of children still working arrive as messages and wake you), see them with "
+    "`list-children` and stop one with `close-child`. Report your progress with "
+    "`push-report`; finish with a `final` report and your answer."
 )
 
 
@@ -124,6 +135,7 @@ class _Run:
             "situational_context": row["situational_context"],
             "cwd": tree["workdir"] if tree is not None else row["cwd"],
             "branch": tree["branch"] if tree is not None else None,
+            "mode": row["mode"],
             "prompt": "\n\n".join(unread) or "Continue.",
         }
 
@@ -149,6 +161,13 @@ class _Run:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
             shell=lambda workspace: engine.jobs.shell(node_id, workspace),
             keep=keeps(kind.tools),
+            report=engine.reports.tool(node_id),
+            # A plan recorded before modes were read has none: the node's row decides.
+            orchestrator=(
+                orchestrator_tools(engine, node_id, self.run)
+                if plan.get("mode") == "orchestrator"
+                else ()
+            ),
         )
         allowed = ENFORCED_SCOPES if plan["scopes"] is None else frozenset(plan["scopes"])
         skills = kind_skills(kind.skills, allowed=allowed, workspace=workspace, made=tools)
@@ -227,12 +246,20 @@ class _Run:
         if stop["kind"] == "done" and stop["asked"] and row["pending_result"] is None:
             # The agent asked the human something: it waits, dormant, for the answer.
             status, more = "dormant", True
+        elif stop["kind"] == "done" and (
+            row["pending_result"] is None
+            and await engine.orchestration.hears_from_children(node_id)
+        ):
+            # Its turn is over but children are still working for it: it waits, dormant,
+            # and their outcomes wake it.
+            status, more = "dormant", True
         elif stop["kind"] == "done":
             pending = row["pending_result"]
             if row["output_schema"] is not None and pending is None and nudges < NUDGES:
                 await engine.store.update_node(node_id, state=state)
                 return {"continue": True, "prompt": NUDGE, "nudges": nudges + 1}
-            outcome = _done_outcome(row, pending, stop.get("reply"))
+            final_report = await engine.reports.final_report_path(node_id)
+            outcome = _done_outcome(row, pending, stop.get("reply"), final_report)
             if row["root_lifecycle"] == "resident":
                 status = "dormant"
             else:
@@ -240,6 +267,9 @@ class _Run:
             more = True
         elif stop["kind"] == "interrupted":
             status = "interrupted"
+        elif stop["kind"] == "yielded":
+            # Handed the turn back (yield, wait): dormant; messages already queued go on.
+            status, more = "dormant", True
         elif stop["kind"] == "closed":
             status, outcome = "cancelled", failure_outcome(Stop(**stop))
         else:
@@ -279,13 +309,15 @@ def _failed(exc: Exception) -> Stop:
     )
 
 
-def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[str, Any]:
+def _done_outcome(
+    row: dict[str, Any], pending: Any, reply: str | None, final_report: str | None
+) -> dict[str, Any]:
     if row["output_schema"] is None:
         return {
             "kind": "result",
             "structured_result": None,
             "output_text": reply,
-            "final_report_path": None,
+            "final_report_path": final_report,
         }
     if pending is None:
         stop = Stop(
@@ -306,13 +338,15 @@ def _done_outcome(row: dict[str, Any], pending: Any, reply: str | None) -> dict[
         "kind": "result",
         "structured_result": pending["value"],
         "output_text": reply,
-        "final_report_path": None,
+        "final_report_path": final_report,
     }
 
 
 def _instruction(plan: dict[str, Any], kind: Kind) -> str:
     parts = ["You are a Heron node: an agent working on the task in the user's messages."]
     parts.append(kind.instruction)
+    if plan.get("mode") == "orchestrator":
+        parts.append(ORCHESTRATOR_INSTRUCTION)
     if plan["cwd"]:
         parts.append(f"Working directory (file and shell tools work here): {plan['cwd']}")
     if plan.get("branch"):  # (a plan recorded before worktrees has no such key)

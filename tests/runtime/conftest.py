@@ -108,6 +108,14 @@ def write_script(directory: Path, name: str, steps: list[Any]) -> str:
     return f"scripted:{path}"
 
 
+def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
+    """``POST /v1/nodes`` with ``body``; returns the created node (asserting ``201``)."""
+    response = client.post("/v1/nodes", json=body)
+    assert response.status_code == 201, response.text
+    node: dict[str, Any] = response.json()
+    return node
+
+
 def wait_settled(client: httpx.Client, node_id: str, timeout: float = 30) -> dict[str, Any]:
     """Long-poll the node's outcome until it settles; returns the poll body."""
     deadline = time.monotonic() + timeout

@@ -305,8 +305,10 @@ class TestReviveAll:
                 no_result = create(
                     client, prompt="x", output_schema=SCHEMA, model=scripts("chat", ["a"] * 3)
                 )["node_id"]
-                done = create(client, prompt="x")["node_id"]
+                # Its child first (a settled node takes none), then it runs and settles.
+                done = create(client, prompt="x", no_kickoff=True)["node_id"]
                 orphaned = create(client, prompt="x", parent=done, model=flaky)["node_id"]
+                assert post(client, f"/v1/nodes/{done}/revive").status_code == 200
                 dormant = create(client, no_kickoff=True)["node_id"]
                 cancelled = create(client, no_kickoff=True)["node_id"]
                 client.post(f"/v1/nodes/{cancelled}/close")
@@ -364,11 +366,12 @@ class TestReviveAll:
     def test_a_node_under_a_settled_parent_is_neither_revived_nor_forked(
         self, client: httpx.Client, scripts: Any
     ) -> None:
-        parent = create(client, prompt="x", model=scripts("parent", ["done"]))["node_id"]
-        wait_settled(client, parent)
+        # A settled node takes no new children: the child comes first, then the close.
+        parent = create(client, prompt="x", no_kickoff=True)["node_id"]
         model = scripts("child", [{"error": "down", "status": 503}])
         child = create(client, prompt="x", parent=parent, model=model)["node_id"]
         wait_settled(client, child)
+        assert post(client, f"/v1/nodes/{parent}/close").status_code == 200
         response = post(client, f"/v1/nodes/{child}/revive")
         refused(response, 409, "parent_settled")
         assert parent in response.json()["error"]["message"]
@@ -477,11 +480,14 @@ class TestRelaunchRoot:
         self, client: httpx.Client, daemon: Daemon, scripts: Any
     ) -> None:
         # One step only: a root that kept its old conversation would run out of script.
-        root = create(client, prompt="build it", model=scripts("root", ["built"]))["node_id"]
-        first = wait_settled(client, root)["outcome"]
+        # The tree first (a settled node takes no children), then the root runs and settles.
+        root = create(client, prompt="build it", model=scripts("root", ["built"]), no_kickoff=True)
+        root = root["node_id"]
         slow = scripts("slow-child", [SLOW])
         child = create(client, prompt="c", parent=root, model=slow)["node_id"]
         grandchild = create(client, prompt="g", parent=child, model=slow)["node_id"]
+        assert post(client, f"/v1/nodes/{root}/revive").status_code == 200
+        first = wait_settled(client, root)["outcome"]
         wait_logged(daemon, grandchild, "node.turn.started")
 
         response = post(client, f"/v1/nodes/{grandchild}/relaunch-root")

@@ -9,17 +9,10 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .conftest import Daemon, wait_settled, wait_status
+from .conftest import Daemon, create, wait_settled, wait_status
 
 SLOW = {"text": "still thinking", "delay": 30}
 TIME = {"name": "get-current-time", "arguments": {}}
-
-
-def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
-    response = client.post("/v1/nodes", json=body)
-    assert response.status_code == 201, response.text
-    node: dict[str, Any] = response.json()
-    return node
 
 
 def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:

@@ -11,15 +11,8 @@ import httpx
 
 from heron import api
 
-from .conftest import Daemon, wait_settled
+from .conftest import Daemon, create, wait_settled
 from .sse import collect
-
-
-def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
-    response = client.post("/v1/nodes", json=body)
-    assert response.status_code == 201, response.text
-    node: dict[str, Any] = response.json()
-    return node
 
 
 def report(tier: str, body: str, title: str | None = None) -> dict[str, Any]:

@@ -153,6 +153,7 @@ class Engine:
         the next start resumes them from their last completed step.
         """
         global _ENGINE
+        self.orchestration.stop()  # first: no wait timeout fires into a stopping engine
         for handle in self._deadlines.values():
             handle.cancel()
         # DBOS first: no step finishes (and publishes) after the events are written.
@@ -257,8 +258,8 @@ class Engine:
         await self.profiles.apply(row)  # profile, kind, and the model they imply
         if row["model"] is not None:
             await self._prepare_model(row["model"])
-        if request.parent is not None:
-            await self.row(request.parent)
+        if request.parent is not None:  # checked again as the child is inserted
+            await self._check_parent(request.parent)
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
@@ -268,20 +269,12 @@ class Engine:
         if request.worktree is not None and request.worktree is not False:
             # Made before the row exists, so the first run already works in it.
             worktree = row["extra"]["worktree"] = await self.worktrees.make(row, request.worktree)
-        # A create with a worktree is never served warm (see WarmPool.claim).
-        warm = await self.warm.claim(request, row, prompt if kickoff else None)
+        # Under the parent's lock, the child exists before the parent settles or not at
+        # all: a closing parent finds every child made before it settled (see _close).
+        async with self._lock(request.parent) if request.parent else contextlib.nullcontext():
+            warm = await self._insert(request, row, prompt if kickoff else None, worktree)
         if warm is not None:
             row = warm
-        else:
-            try:
-                await self.store.insert_node(row, prompt if kickoff else None)
-            except DuplicateNode:
-                if worktree is not None:
-                    with contextlib.suppress(GitError):
-                        await self.worktrees.discard(worktree)
-                raise ApiError(
-                    409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
-                ) from None
         node_id = row["node_id"]
         if request.fork_from is not None:  # before its first run can use the workspace
             await self.lineage.copy_workspace(row)
@@ -294,6 +287,40 @@ class Engine:
         elif kickoff:
             await self._launch(node_id, 1)
         return to_node(row)
+
+    async def _insert(
+        self, request: api.NodeCreateRequest, row: Row, prompt: str | None, worktree: Any
+    ) -> Row | None:
+        """Insert the new node's row (or claim a warm node for it: returned)."""
+        try:
+            if request.parent is not None:
+                await self._check_parent(request.parent)
+            # A create with a worktree is never served warm (see WarmPool.claim).
+            warm = await self.warm.claim(request, row, prompt)
+            if warm is not None:
+                return warm
+            try:
+                await self.store.insert_node(row, prompt)
+            except DuplicateNode:
+                raise ApiError(
+                    409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
+                ) from None
+        except ApiError:
+            if worktree is not None:
+                with contextlib.suppress(GitError):
+                    await self.worktrees.discard(worktree)
+            raise
+        return None
+
+    async def _check_parent(self, parent_id: str) -> None:
+        """``404`` if there is no such parent, ``409 node_settled`` if it has settled."""
+        parent = await self.row(parent_id)
+        if parent["status"] in SETTLED:
+            raise ApiError(
+                409,
+                "node_settled",
+                f"node {parent_id!r} is {parent['status']}: it takes no new children",
+            )
 
     def _new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
         now = time.time()
@@ -493,7 +520,7 @@ class Engine:
                     "node_not_running",
                     f"node {node_id!r} is {row['status']}: nothing to interrupt",
                 )
-            await self.store.update_node(node_id, extra={**row["extra"], "interrupted_by": by})
+            await self.store.merge_extra(node_id, interrupted_by=by)
         await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
@@ -513,15 +540,21 @@ class Engine:
         ``quiet``: closed from above, so its outcome is not delivered to its parent
         (see ``_orchestration``)."""
         await self._close_one(node_id, reason, message, quiet)
-        for child in await self.store.children(node_id):
-            await self._close(child, "cancelled", f"its parent {node_id} was closed", quiet=True)
+        # Listed again until none is new: a child created just before this node
+        # settled is found (none can be created after: see create).
+        closed: set[str] = set()
+        while fresh := [c for c in await self.store.children(node_id) if c not in closed]:
+            for child in fresh:
+                closed.add(child)
+                why = f"its parent {node_id} was closed"
+                await self._close(child, "cancelled", why, quiet=True)
 
     async def _close_one(self, node_id: str, reason: str, message: str, quiet: bool) -> None:
         row = await self.store.node(node_id)
         if row is None or row["status"] in SETTLED:
             return
         if quiet:
-            self.orchestration.quiet(node_id)
+            await self.orchestration.quiet(node_id)
         stop = Stop(kind="closed", reason=reason, message=message)
         if row["status"] == "running":
             await self._stop_run(node_id, row["runs"], stop)
@@ -596,11 +629,9 @@ class Engine:
                 if seconds is not None:
                     self._arm_deadline(node_id, seconds)
         if values:
-            async with self._lock(node_id):  # ``extra`` is rewritten whole
-                if "deadline" in fields:
-                    extra = (await self.row(node_id))["extra"]
-                    values["extra"] = {**extra, "deadline_seconds": seconds}
-                await self.store.update_node(node_id, **values)
+            await self.store.update_node(node_id, **values)
+            if "deadline" in fields:  # merged: other writers' keys of ``extra`` stay
+                await self.store.merge_extra(node_id, deadline_seconds=seconds)
         return await self.node(node_id)
 
     async def submit_result(self, node_id: str, value: Any) -> api.ResultAccepted:

@@ -173,6 +173,8 @@ class Lineage:
                 await engine.deliver(row, message)
             else:
                 await engine.start_next_run(node_id)
+        # Outcomes of children that settled while it was failed reach it now.
+        await engine.orchestration.deliver_pending(node_id)
         return await engine.node(node_id)
 
     async def revive_all(self) -> api.ReviveAllResult:
@@ -267,7 +269,8 @@ class Lineage:
             await engine.store.update_node(
                 node_id,
                 state=state.with_memory(summary, usage).model_dump(),
-                extra={**now["extra"], "recycles": recycles},
+                # recycled_at: final reports before it are not this settlement's (_reports).
+                extra={**now["extra"], "recycles": recycles, "recycled_at": time.time()},
             )
             await engine.store.add_usage(
                 node_id, turns=0, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
@@ -375,7 +378,7 @@ class Lineage:
             status="dormant",
             state=None,
             pending_result=None,
-            extra={**extra, "relaunches": relaunches},
+            extra={**extra, "relaunches": relaunches, "relaunched_at": time.time()},
         )
         await engine.store.queue_first(root_id, root["prompt"])
         await engine.set_deadline(root_id, span)

@@ -4,20 +4,30 @@ A node in ``orchestrator`` mode gets tools to spawn children and manage them
 (``_orchestrator_tools``); this module holds what those tools and the
 ``…/yield`` and ``…/wait`` routes share (``engine.orchestration``).
 
-How a child's outcome reaches its parent, exactly once:
+How a child's outcome reaches its parent, exactly once: each way of handing it
+over first claims it in the database (``Store.claim_delivery``: one claim per
+settlement, kept in the child's ``extra["delivered"]``), and only the winner
+hands it over:
 
-- while the parent's ``wait-children`` tool waits on the child, the tool hands it
-  the outcome (as the tool's result);
+- while the parent's ``wait-children`` tool waits on the child, the tool takes
+  the outcome (as the tool's result): the settlement hook lets it claim first;
 - else, while the parent is parked by ``POST …/wait`` on the child, the outcome
   is held until every awaited child has settled, then all arrive in one message
   that wakes the parent;
 - else, if the child's ``outcome_delivery`` action is ``message`` (what
   ``spawn-child`` arms by default), it is sent to the parent as a message, which
   wakes a dormant parent (one parked on other children only gets it queued);
-- a child its parent closed (``close-child``) is not reported back.
+- a child its parent closed (``close-child``) is claimed ``closed`` beforehand,
+  so it is not reported back.
+
+A revived child settles again: a new settlement, a new claim. Outcomes nobody
+could deliver (the parent had settled, the daemon stopped first) are delivered
+when the daemon starts again and when the parent is revived
+(:meth:`Orchestration.deliver_pending`).
 
 An orchestrator whose turn ends while children it will hear from are still
-working goes ``dormant`` rather than settling: it wakes with their outcomes.
+working (or settled, not yet delivered) goes ``dormant`` rather than settling:
+it wakes with their outcomes.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import logging
 import secrets
 import time
 from collections.abc import Coroutine, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -37,22 +48,48 @@ from .. import api
 from .._core import ToolError
 from ._errors import ApiError
 from ._rows import maybe_when
+from ._runs import SETTLED
 from ._store import Row
 
 if TYPE_CHECKING:
     from ._engine import Engine
 
-__all__ = ["Orchestration", "outcome_text"]
+__all__ = ["Orchestration", "answer", "child_summary", "claimed", "outcome_limit", "outcome_text"]
 
 log = logging.getLogger("heron.runtime")
-
-_SETTLED = frozenset({"completed", "failed", "cancelled"})
 
 MAX_FIELD = 2000
 """Longest string kept in an outcome shown to a parent (longer ones are cut)."""
 
 MAX_OUTCOME = 6000
 """Longest outcome JSON shown to a parent in one block."""
+
+OUTCOMES_BUDGET = 200_000
+"""Characters the outcomes of one wait (or one ``wait-children`` answer) share, well
+under the 256 KiB message cap: with many children each one's JSON is cut shorter."""
+
+MIN_OUTCOME = 300
+"""The least outcome JSON a child keeps however many share the budget."""
+
+
+def outcome_limit(children: int) -> int:
+    """How long each outcome's JSON may be when ``children`` share one answer."""
+    return max(MIN_OUTCOME, min(MAX_OUTCOME, OUTCOMES_BUDGET // max(children, 1)))
+
+
+Taken = tuple[Row | None, dict[str, Any] | None]
+"""A child's row and the outcome a waiter took (``{}``: it went another way; ``None``:
+not settled)."""
+
+
+@dataclass(eq=False)
+class _Watch:
+    """One ``wait-children`` call waiting on a child."""
+
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the child settles."""
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the call has claimed what it takes (or gave up)."""
 
 
 class Orchestration:
@@ -61,12 +98,8 @@ class Orchestration:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         engine.settle_hooks.append(self._on_settled)
-        self._watchers: dict[str, list[asyncio.Event]] = {}
-        """Children a ``wait-children`` call waits on, and the events that wake it."""
-        self._quiet: set[str] = set()
-        self._in_flight: dict[str, asyncio.Event] = {}
-        """Children whose settlement is being handled (set once it is)."""
-        """Children their parent closed: their outcome is not delivered back."""
+        self._watchers: dict[str, list[_Watch]] = {}
+        """Children ``wait-children`` calls wait on, and those calls."""
         self._locks: dict[str, asyncio.Lock] = {}
         self._spawning: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -136,46 +169,62 @@ class Orchestration:
         raise ToolError(f"you have no child {ref!r} (your children: {known})")
 
     async def hears_from_children(self, node_id: str) -> bool:
-        """Whether children whose outcomes will be delivered to ``node_id`` are still working."""
+        """Whether outcomes of children are still to be delivered to ``node_id`` as
+        messages: children still working, or settled with their outcome not yet claimed."""
         for row in await self.children(node_id):
-            if row["status"] not in _SETTLED and _delivery(row) == "message":
+            if _delivery(row) == "message" and (row["settled_at"] is None or not claimed(row)):
                 return True
         return False
 
-    def quiet(self, child: str) -> None:
-        """Do not deliver ``child``'s outcome (its parent is closing it)."""
-        self._quiet.add(child)
+    async def quiet(self, child: str) -> None:
+        """Do not deliver ``child``'s outcome (its parent is closing it): claimed
+        ``closed`` in the database, bound to the settlement the close brings."""
+        await self.engine.store.merge_extra(
+            child, delivered={"settled_at": None, "how": "closed", "by": None}
+        )
 
-    async def collect(self, children: Sequence[str], seconds: float) -> dict[str, Any]:
-        """Wait up to ``seconds`` for the children to settle; their outcomes (``None``:
-        still working). Outcomes arriving meanwhile are taken here, not delivered as messages."""
-        events = {c: asyncio.Event() for c in dict.fromkeys(children)}
-        for child, event in events.items():
-            self._watchers.setdefault(child, []).append(event)
+    async def collect(self, children: Sequence[str], seconds: float, by: str) -> dict[str, Taken]:
+        """Wait up to ``seconds`` for the children to settle and claim their outcomes
+        (as ``by``: the same answer when a replayed call asks again).
+
+        Per child: its row and outcome if this call took it; ``(row, None)`` if it is
+        still working. A settled child whose outcome went another way (a message) is left
+        out of the answer's values: ``(row, {})`` (see :data:`Taken`).
+        """
+        watches = {c: _Watch() for c in dict.fromkeys(children)}
+        for child, watch in watches.items():
+            self._watchers.setdefault(child, []).append(watch)
         try:
             # Registered before reading: a settlement in between still sets the event.
-            outcomes = {c: await self.engine.store.outcome(c) for c in events}
-            pending = [events[c].wait() for c, o in outcomes.items() if o is None]
+            store = self.engine.store
+            pending = [w.settled.wait() for c, w in watches.items() if not await store.outcome(c)]
             if pending:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(seconds):
                         await asyncio.gather(*pending)
-                outcomes = {c: await self.engine.store.outcome(c) for c in events}
-            # A settlement handled before this call began may be delivering its
-            # outcome as a message right now: let it finish, so the caller can tell
-            # (``delivered`` in the child's extra) and not hand it over twice.
-            for child in events:
-                flight = self._in_flight.get(child)
-                if flight is not None and outcomes[child] is not None:
-                    await flight.wait()
-            return outcomes
+            taken: dict[str, Taken] = {}
+            for child in watches:
+                taken[child] = await self._take(child, "wait-children", by)
+            return taken
         finally:
-            for child, event in events.items():
+            for child, watch in watches.items():
+                watch.done.set()
                 watchers = self._watchers.get(child, [])
                 with contextlib.suppress(ValueError):
-                    watchers.remove(event)
+                    watchers.remove(watch)
                 if not watchers:
                     self._watchers.pop(child, None)
+
+    async def _take(self, child: str, how: str, by: str) -> Taken:
+        """Claim the child's current outcome: ``(row, outcome)`` if won, ``(row, {})`` if it
+        went another way, ``(row, None)`` if the child has not settled (``row`` ``None``:
+        it is gone)."""
+        row = await self.engine.store.node(child)
+        outcome = await self.engine.store.outcome(child)
+        if row is None or outcome is None or row["settled_at"] is None:
+            return row, None
+        won = await self.engine.store.claim_delivery(child, row["settled_at"], how, by)
+        return (row, outcome) if won else (row, {})
 
     # -- yield and wait --------------------------------------------------------
 
@@ -241,7 +290,7 @@ class Orchestration:
 
     async def resume(self) -> None:
         """After a restart: end the waits whose children settled while the daemon was
-        down, and re-arm the timeouts of the others."""
+        down, re-arm the timeouts of the others, and deliver the outcomes nobody did."""
         for row in await self.engine.store.list_nodes(status=["dormant", "interrupted"]):
             waiting = (row["extra"] or {}).get("waiting")
             if not isinstance(waiting, dict):
@@ -251,6 +300,34 @@ class Orchestration:
                 await self._finish_wait(node_id, token, timed_out=False)
             if deadline is not None:
                 self._arm(node_id, token, max(deadline - time.time(), 0.0))
+        parents = {
+            row["parent"]
+            for row in await self.engine.store.list_nodes(status=sorted(SETTLED))
+            if row["parent"] is not None and _delivery(row) == "message" and not claimed(row)
+        }
+        for parent in sorted(parents):
+            await self.deliver_pending(parent)
+
+    async def deliver_pending(self, parent: str) -> None:
+        """Deliver the settled outcomes of ``parent``'s ``message`` children nobody has
+        delivered (after a restart, or once a settled parent is revived)."""
+        for row in await self.children(parent):
+            if row["settled_at"] is None or _delivery(row) != "message" or claimed(row):
+                continue
+            outcome = await self.engine.store.outcome(row["node_id"])
+            if outcome is not None:
+                try:
+                    await self._deliver(row["node_id"], outcome)
+                except Exception:
+                    log.exception("delivering the outcome of node %s failed", row["node_id"])
+
+    def stop(self) -> None:
+        """Cancel wait timeouts and background work (the daemon is stopping)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        for task in list(self._background):
+            task.cancel()
 
     def _arm(self, node_id: str, token: str, delay: float) -> None:
         old = self._timers.pop(node_id, None)
@@ -289,75 +366,69 @@ class Orchestration:
             timer = self._timers.pop(node_id, None)
             if timer is not None:
                 timer.cancel()
-        if row["status"] in _SETTLED:
+        if row["status"] in SETTLED:
             return
-        rows = {c: await self.engine.store.node(c) for c in children}
         if timed_out:
             head = "[heron] Your wait for your children timed out."
         else:
             head = "[heron] Every child you waited for has settled."
         blocks = [head]
+        limit = outcome_limit(len(children))
         for child in children:
-            outcome, child_row = outcomes[child], rows[child]
-            if outcome is not None and child_row is not None:
-                blocks.append(outcome_text(child_row, outcome))
-                await self.engine.store.merge_extra(child, delivered="wait")
-            else:
-                status = child_row["status"] if child_row is not None else "gone"
-                blocks.append(f"Child {child} is still working ({status}).")
+            taken = await self._take(child, "wait", token)
+            blocks.append(answer(child, taken, limit))
         await self._send(node_id, "\n\n".join(blocks))
 
     # -- delivery ------------------------------------------------------------
 
     async def _on_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
-        # Synchronously first: a wait-children call waiting on this node takes the
-        # outcome, and nothing else must deliver it again.
-        watchers = self._watchers.get(node_id, [])
-        taken = bool(watchers)
-        for event in watchers:
-            event.set()
-        quiet = node_id in self._quiet
-        self._quiet.discard(node_id)
-        flight = self._in_flight[node_id] = asyncio.Event()
-        try:
-            await self._deliver(node_id, outcome, taken=taken or quiet)
-        finally:
-            flight.set()
-            if self._in_flight.get(node_id) is flight:
-                del self._in_flight[node_id]
+        # A wait-children call waiting on this node takes the outcome: let it claim
+        # first (it gives up its claim by ending without one: then this delivers).
+        watches = list(self._watchers.get(node_id, []))
+        for watch in watches:
+            watch.settled.set()
+        await asyncio.gather(*(w.done.wait() for w in watches))
+        await self._deliver(node_id, outcome)
 
-    async def _deliver(self, node_id: str, outcome: dict[str, Any], *, taken: bool) -> None:
+    async def _deliver(self, node_id: str, outcome: dict[str, Any]) -> None:
         row = await self.engine.store.node(node_id)
-        if row is None or row["parent"] is None:
+        if row is None or row["parent"] is None or row["settled_at"] is None:
             return
         parent = row["parent"]
         async with self._lock(parent):
             parent_row = await self.engine.store.node(parent)
-            if parent_row is None or parent_row["status"] in _SETTLED:
-                return
+            if parent_row is None or parent_row["status"] in SETTLED:
+                return  # unclaimed: delivered if the parent is revived (deliver_pending)
             waiting = (parent_row["extra"] or {}).get("waiting")
             if waiting is not None and node_id in waiting["children"]:
                 await self._finish_wait(parent, waiting["token"], timed_out=False)
                 return
-            if taken or _delivery(row) != "message":
+            if _delivery(row) != "message":
+                return
+            # The claim decides (a quiet close's claim is bound to this settlement here).
+            settled_at = row["settled_at"]
+            if not await self.engine.store.claim_delivery(node_id, settled_at, "message"):
                 return
             text = outcome_text(row, outcome, _payload(row))
-            await self.engine.store.merge_extra(node_id, delivered="message")
             if waiting is not None:
                 # Parked on other children: held in the inbox until the wait ends.
                 await self.engine.store.add_message(parent, text)
-            else:
-                await self._send(parent, text)
+            elif not await self._send(parent, text):
+                # The parent settled meanwhile: give the claim back for a revive.
+                await self.engine.store.merge_extra(node_id, delivered=None)
 
-    async def _send(self, node_id: str, text: str) -> None:
+    async def _send(self, node_id: str, text: str) -> bool:
+        """Message the node; ``False`` if it settled in the meantime (nobody left to tell)."""
         try:
             await self.engine.message(node_id, text)
-        except ApiError as exc:  # settled in the meantime: nobody left to tell
+        except ApiError as exc:
             log.info("outcome not delivered to %s: %s", node_id, exc.message)
+            return False
+        return True
 
 
 def _refuse_settled(row: Row, action: str) -> None:
-    if row["status"] in _SETTLED:
+    if row["status"] in SETTLED:
         raise ApiError(
             409,
             "node_settled",
@@ -375,20 +446,43 @@ def _payload(row: Row) -> str | None:
     return delivery.get("payload") if isinstance(delivery, dict) else None
 
 
+def claimed(row: Row) -> bool:
+    """Whether the node's current settlement's outcome is claimed (or closed quietly)."""
+    claim = (row["extra"] or {}).get("delivered")
+    if not isinstance(claim, dict):
+        return False
+    if claim.get("settled_at") is None:
+        return claim.get("how") == "closed"
+    return bool(claim.get("settled_at") == row["settled_at"])
+
+
+def answer(child: str, taken: Taken, limit: int) -> str:
+    """What a parent is told of one child it waited for (see :meth:`Orchestration._take`)."""
+    row, outcome = taken
+    if row is None or outcome is None:
+        status = row["status"] if row is not None else "gone"
+        return f"Child {child} is still working ({status})."
+    if not outcome:
+        return f"Child {child} {row['status']}: its outcome already reached you as a message."
+    return outcome_text(row, outcome, limit=limit)
+
+
 def _label(row: Row) -> str:
     return f"{row['node_id']} ({row['name']!r})" if row["name"] else row["node_id"]
 
 
-def outcome_text(row: Row, outcome: dict[str, Any], note: str | None = None) -> str:
+def outcome_text(
+    row: Row, outcome: dict[str, Any], note: str | None = None, *, limit: int = MAX_OUTCOME
+) -> str:
     """A child's outcome as its parent reads it: one line saying what happened, then the
     outcome as compact JSON (long strings cut, ``None`` fields dropped)."""
-    how = row["status"] if row["status"] in _SETTLED else outcome.get("kind", "settled")
+    how = row["status"] if row["status"] in SETTLED else outcome.get("kind", "settled")
     lines = [f"Child {_label(row)} {how}."]
     if note:
         lines.append(f"Note: {note}")
     compact = json.dumps(_trim(outcome), ensure_ascii=False, separators=(",", ":"))
-    if len(compact) > MAX_OUTCOME:
-        compact = compact[:MAX_OUTCOME] + " … (cut; the whole outcome is at GET /v1/nodes/"
+    if len(compact) > limit:
+        compact = compact[:limit] + " … (cut; the whole outcome is at GET /v1/nodes/"
         compact += f"{row['node_id']}/outcome)"
     lines.append(f"Outcome: {compact}")
     return "\n".join(lines)

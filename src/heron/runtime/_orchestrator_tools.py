@@ -7,27 +7,48 @@ else is a tool error the model reads and can correct.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dbos import DBOS
 from pydantic import ValidationError
 
 from .. import api
 from .._core import ToolError
 from ..agents._team import current_scope
 from ..tools import Tool, ToolContext
-from ._engine import SETTLED
 from ._errors import ApiError
-from ._orchestration import Orchestration, child_summary, outcome_text
+from ._orchestration import Orchestration, answer, child_summary, claimed, outcome_limit
 from ._rows import to_node
+from ._runs import SETTLED
 from ._store import Row
 from ._worktrees import active_worktree
 
 if TYPE_CHECKING:
     from ._engine import Engine
 
-__all__ = ["ORCHESTRATOR_TOOLS", "orchestrator_tools"]
+__all__ = [
+    "ORCHESTRATOR_INSTRUCTION",
+    "ORCHESTRATOR_TOOLS",
+    "CloseChildTool",
+    "ListChildrenTool",
+    "MessageChildTool",
+    "SpawnChildTool",
+    "WaitChildrenTool",
+    "orchestrator_tools",
+]
+
+ORCHESTRATOR_INSTRUCTION = (
+    "You are an orchestrator: split the work and delegate it to child nodes with "
+    "`spawn-child` (each prompt is that child's entire brief), follow up with "
+    "`message-child`, collect outcomes with `wait-children` (or end your turn: the "
+    "outcomes of children still working arrive as messages and wake you), see them with "
+    "`list-children` and stop one with `close-child`. Report your progress with "
+    "`push-report`; finish with a `final` report and your answer."
+)
+"""What an orchestrator's instruction adds."""
 
 ORCHESTRATOR_TOOLS = (
     "spawn-child",
@@ -43,6 +64,15 @@ WAIT_DEFAULT = 600
 
 WAIT_MAX = 3600
 """The longest ``wait-children`` may wait in one call."""
+
+MAX_WAITED = 256
+"""The most children one ``wait-children`` call waits for."""
+
+MAX_LISTED = 200
+"""The most children ``list-children`` shows (the newest; it says how many there are)."""
+
+MAX_MESSAGE = 256 * 1024
+"""The longest ``message-child`` body (the message cap of ``POST …/messages``)."""
 
 _CHILD: dict[str, Any] = {
     "type": "string",
@@ -103,10 +133,16 @@ class SpawnChildTool(_ChildTool):
     }
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        node_id = self._child_id()
+        # This very call may have run before a restart and spawned it already: the
+        # same child then, before any check (its own name would clash).
+        existing = await self._engine.store.node(node_id)
+        if existing is not None and existing["creator"] == self._node_id:
+            return _spawned(to_node(existing), arguments.get("deliver_outcome", True))
         async with self._orchestration.spawning(self._node_id):
-            return await self._spawn(arguments)
+            return await self._spawn(arguments, node_id)
 
-    async def _spawn(self, arguments: dict[str, Any]) -> str:
+    async def _spawn(self, arguments: dict[str, Any], node_id: str) -> str:
         engine, parent_id = self._engine, self._node_id
         parent = await engine.row(parent_id)
         name = arguments.get("name")
@@ -130,7 +166,6 @@ class SpawnChildTool(_ChildTool):
             beyond = sorted(set(scopes) - set(parent["scopes"]))
             if beyond:
                 raise ToolError(f"a child cannot have scopes you lack: {', '.join(beyond)}")
-        node_id = self._child_id()
         deliver = arguments.get("deliver_outcome", True)
         try:
             request = api.NodeCreateRequest(
@@ -155,29 +190,31 @@ class SpawnChildTool(_ChildTool):
             )
             raise ToolError(f"cannot spawn that child: {problems}") from None
         try:
-            child = await engine.create(request)
+            # Shielded: a turn stopped meanwhile must not leave the child inserted but
+            # never launched (a close of this node then finds and closes it).
+            child = await asyncio.shield(engine.create(request))
         except ApiError as exc:
-            existing = await engine.store.node(node_id) if node_id is not None else None
-            if exc.code != "node_id_exists" or existing is None or existing["creator"] != parent_id:
-                raise ToolError(f"cannot spawn that child: {exc.message}") from None
-            # This very call ran before a restart and spawned it already.
-            child = to_node(existing)
-        told = (
-            "its outcome comes to you as a message"
-            if deliver
-            else "collect its outcome with wait-children"
-        )
-        label = f" ({child.name!r})" if child.name else ""
-        return f"Spawned child {child.node_id}{label}: it is {child.status}; {told}."
+            raise ToolError(f"cannot spawn that child: {exc.message}") from None
+        return _spawned(child, deliver)
 
-    def _child_id(self) -> str | None:
-        """The same id if this call is run again after a restart: no duplicate child."""
-        scope = current_scope()
-        call_id = scope.call.id if scope is not None and scope.call is not None else ""
-        if not call_id:
-            return None
-        key = f"{self._node_id}:{self._run}:{call_id}".encode()
-        return f"n-{hashlib.sha256(key).hexdigest()[:16]}"
+    def _child_id(self) -> str:
+        """The same id when this call runs again after a restart: no duplicate child."""
+        return f"n-{_call_key(self._node_id, self._run)[:16]}"
+
+
+def _call_key(node_id: str, run: int) -> str:
+    """A key of the tool call being run, the same when DBOS runs its step again: the
+    run, the DBOS step and the model's call id."""
+    scope = current_scope()
+    call_id = scope.call.id if scope is not None and scope.call is not None else ""
+    step = DBOS.step_id if DBOS.step_id is not None else 0
+    return hashlib.sha256(f"{node_id}:{run}:{step}:{call_id}".encode()).hexdigest()
+
+
+def _spawned(child: api.Node, deliver: bool) -> str:
+    told = "its outcome comes to you as a message" if deliver else "collect it with wait-children"
+    label = f" ({child.name!r})" if child.name else ""
+    return f"Spawned child {child.node_id}{label}: it is {child.status}; {told}."
 
 
 class MessageChildTool(_ChildTool):
@@ -187,7 +224,10 @@ class MessageChildTool(_ChildTool):
     description = "Send a message to one of your children; a child waiting for input wakes."
     arguments: ClassVar[dict[str, Any]] = {
         "type": "object",
-        "properties": {"child": _CHILD, "body": {"type": "string", "minLength": 1}},
+        "properties": {
+            "child": _CHILD,
+            "body": {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE},
+        },
         "required": ["child", "body"],
         "additionalProperties": False,
     }
@@ -214,7 +254,12 @@ class WaitChildrenTool(_ChildTool):
     arguments: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
-            "children": {"type": "array", "items": _CHILD, "minItems": 1},
+            "children": {
+                "type": "array",
+                "items": _CHILD,
+                "minItems": 1,
+                "maxItems": MAX_WAITED,
+            },
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": WAIT_MAX},
         },
         "additionalProperties": False,
@@ -224,29 +269,24 @@ class WaitChildrenTool(_ChildTool):
         orchestration = self._orchestration
         refs = arguments.get("children")
         if refs is None:
-            rows = await orchestration.children(self._node_id)
-            if not rows:
+            every = await orchestration.children(self._node_id)
+            if not every:
                 raise ToolError("you have no children to wait for: spawn-child first")
+            # All: those whose outcomes you have not had yet.
+            rows = [r for r in every if r["settled_at"] is None or not claimed(r)]
+            if not rows:
+                return "Every child of yours has settled and its outcome reached you already."
+            if len(rows) > MAX_WAITED:
+                raise ToolError(
+                    f"{len(rows)} children are still to report: name at most {MAX_WAITED}"
+                )
         else:
             rows = [await orchestration.child(self._node_id, ref) for ref in refs]
         ids = list(dict.fromkeys(r["node_id"] for r in rows))
         timeout = float(arguments.get("timeout_seconds", WAIT_DEFAULT))
-        outcomes = await orchestration.collect(ids, timeout)
-        blocks = []
-        for child_id in ids:
-            row = await self._engine.store.node(child_id)
-            outcome = outcomes[child_id]
-            if row is not None and outcome is not None and (row["extra"] or {}).get("delivered"):
-                blocks.append(
-                    f"Child {child_id} {row['status']}: its outcome already reached you "
-                    "as a message."
-                )
-            elif row is not None and outcome is not None:
-                blocks.append(outcome_text(row, outcome))
-            else:
-                status = row["status"] if row is not None else "gone"
-                blocks.append(f"Child {child_id} is still working ({status}).")
-        return "\n\n".join(blocks)
+        taken = await orchestration.collect(ids, timeout, _call_key(self._node_id, self._run))
+        limit = outcome_limit(len(ids))
+        return "\n\n".join(answer(c, taken[c], limit) for c in ids)
 
 
 class ListChildrenTool(_ChildTool):
@@ -259,7 +299,10 @@ class ListChildrenTool(_ChildTool):
         rows = await self._orchestration.children(self._node_id)
         if not rows:
             return "You have no children."
-        return json.dumps(child_summary(rows), ensure_ascii=False)
+        shown = json.dumps(child_summary(rows[-MAX_LISTED:]), ensure_ascii=False)
+        if len(rows) > MAX_LISTED:
+            return f"You have {len(rows)} children; the newest {MAX_LISTED}: {shown}"
+        return shown
 
 
 class CloseChildTool(_ChildTool):
@@ -280,7 +323,7 @@ class CloseChildTool(_ChildTool):
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         child = await self._orchestration.child(self._node_id, arguments["child"])
         child_id = child["node_id"]
-        if child["status"] in ("completed", "failed", "cancelled"):
+        if child["status"] in SETTLED:
             return f"Child {child_id} had already settled ({child['status']})."
         reason = f"closed by its parent {self._node_id}"
         if arguments.get("reason"):

@@ -130,6 +130,38 @@ class Store:
                     extra[key] = value
             conn.execute(nodes.update().where(where).values(extra=extra, updated_at=time.time()))
 
+    async def claim_delivery(
+        self, node_id: str, settled_at: float, how: str, by: str | None = None
+    ) -> bool:
+        """Claim the delivery of the node's outcome of ``settled_at`` to its parent, once.
+
+        One transaction: ``extra["delivered"]`` is set to ``{settled_at, how, by}``
+        unless it already holds a claim on that settlement. ``True`` for the one
+        winner (and for the same ``by`` asking again: a step DBOS runs again after a
+        crash); ``False`` otherwise. A ``closed`` claim made before the node settled
+        (``settled_at`` ``None``) is bound to its next settlement, which it takes.
+        """
+        return await self._run(self._claim_delivery, node_id, settled_at, how, by)
+
+    def _claim_delivery(self, node_id: str, settled_at: float, how: str, by: str | None) -> bool:
+        with self.engine.begin() as conn:
+            where = nodes.c.node_id == node_id
+            # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN),
+            # so two claimers never both see "not yet claimed".
+            query = sa.select(nodes.c.extra).where(where).with_for_update()
+            extra = dict(conn.execute(query).scalar() or {})
+            claim = extra.get("delivered")
+            if isinstance(claim, dict):
+                if claim.get("settled_at") == settled_at:
+                    return by is not None and claim.get("by") == by
+                if claim.get("settled_at") is None and claim.get("how") == "closed":
+                    extra["delivered"] = {**claim, "settled_at": settled_at}
+                    conn.execute(nodes.update().where(where).values(extra=extra))
+                    return False
+            extra["delivered"] = {"settled_at": settled_at, "how": how, "by": by}
+            conn.execute(nodes.update().where(where).values(extra=extra))
+            return True
+
     async def add_usage(
         self, node_id: str, *, turns: int, input_tokens: int, output_tokens: int
     ) -> None:

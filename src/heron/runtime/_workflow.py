@@ -22,7 +22,7 @@ from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import Engine, current_engine
 from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
 from ._node_tools import ASK_TOOL, ENFORCED_SCOPES, NodeTools, node_tools, schema_text
-from ._orchestrator_tools import orchestrator_tools
+from ._orchestrator_tools import ORCHESTRATOR_INSTRUCTION, orchestrator_tools
 from ._runs import (
     NO_RESULT,
     NOT_STARTED,
@@ -42,16 +42,6 @@ NUDGES = 2
 NUDGE = (
     "You have not finished: call `submit-result` with a result matching the schema, or "
     "`decline` if the task cannot honestly be done."
-)
-
-
-ORCHESTRATOR_INSTRUCTION = (
-    "You are an orchestrator: split the work and delegate it to child nodes with "
-    "`spawn-child` (each prompt is that child's entire brief), follow up with "
-    "`message-child`, collect outcomes with `wait-children` (or end your turn: the "
-    "outcomes of children still working arrive as messages and wake you), see them with "
-    "`list-children` and stop one with `close-child`. Report your progress with "
-    "`push-report`; finish with a `final` report and your answer."
 )
 
 

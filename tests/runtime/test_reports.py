@@ -75,7 +75,7 @@ class TestReports:
         node_id = create(client, prompt="fix it", model=model, scopes=[])["node_id"]
         outcome = wait_settled(client, node_id)["outcome"]
         path = Path(outcome["final_report_path"])
-        assert path.is_file() and path.is_relative_to(daemon.home / "nodes" / node_id)
+        assert path.is_file() and path.is_relative_to(daemon.home / "reports" / node_id)
         assert path.read_text() == "# Fix\n\n## Result\n\nThe bug was in the parser.\n"
         finals = client.get(f"/v1/nodes/{node_id}/reports", params={"tier": "final"}).json()
         assert len(finals) == 2 and finals[0]["path"] == str(path)

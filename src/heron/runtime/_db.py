@@ -166,6 +166,10 @@ reports = sa.Table(
     # Where the report was also written on disk (final reports), if anywhere.
     sa.Column("path", Text),
     sa.Column("created_at", sa.Float, nullable=False),
+    # The push-report call that made it (run, DBOS step, call id): a call DBOS runs
+    # again after a crash finds its report instead of adding a second one.
+    sa.Column("call_key", sa.String(128)),
+    sa.Index("ix_heron_reports_call_key", "node_id", "call_key", unique=True),
 )
 
 profiles = sa.Table(
@@ -226,7 +230,28 @@ def _v5_warm(conn: sa.Connection) -> None:
         conn.execute(sa.text("ALTER TABLE heron_nodes ADD COLUMN warm TEXT"))
 
 
-MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (_v1, _v2, _v3, _v4, _v5_warm)
+def _v6_reports_key(conn: sa.Connection) -> None:
+    """Reports remember the tool call that pushed them (idempotent push-report)."""
+    inspector = sa.inspect(conn)
+    if "call_key" not in {c["name"] for c in inspector.get_columns("heron_reports")}:
+        conn.execute(sa.text("ALTER TABLE heron_reports ADD COLUMN call_key VARCHAR(128)"))
+    indexes = {i["name"] for i in inspector.get_indexes("heron_reports")}
+    if "ix_heron_reports_call_key" not in indexes:
+        conn.execute(
+            sa.text(
+                "CREATE UNIQUE INDEX ix_heron_reports_call_key ON heron_reports (node_id, call_key)"
+            )
+        )
+
+
+MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (
+    _v1,
+    _v2,
+    _v3,
+    _v4,
+    _v5_warm,
+    _v6_reports_key,
+)
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 
 

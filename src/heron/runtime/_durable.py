@@ -23,9 +23,18 @@ from ._events import EventLog
 from ._providers import ProviderPool
 from ._store import Store
 
-__all__ = ["DurableProvider", "DurableToolClient", "Steps", "shape_summary"]
+__all__ = ["DurableProvider", "DurableToolClient", "Steps", "call_key", "shape_summary"]
 
 T = TypeVar("T")
+
+
+def call_key(run: int) -> str:
+    """The tool call being run, as ``run:step:call id``: the same when DBOS runs its step
+    again after a crash (tools that make things key them on it, to make them once)."""
+    scope = current_scope()
+    call_id = scope.call.id if scope is not None and scope.call is not None else ""
+    step = DBOS.step_id if DBOS.step_id is not None else 0
+    return f"{run}:{step}:{call_id}"
 
 
 class Steps:

@@ -12,13 +12,12 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dbos import DBOS
 from pydantic import ValidationError
 
 from .. import api
 from .._core import ToolError
-from ..agents._team import current_scope
 from ..tools import Tool, ToolContext
+from ._durable import call_key
 from ._errors import ApiError
 from ._orchestration import Orchestration, answer, child_summary, claimed, outcome_limit
 from ._rows import to_node
@@ -199,16 +198,8 @@ class SpawnChildTool(_ChildTool):
 
     def _child_id(self) -> str:
         """The same id when this call runs again after a restart: no duplicate child."""
-        return f"n-{_call_key(self._node_id, self._run)[:16]}"
-
-
-def _call_key(node_id: str, run: int) -> str:
-    """A key of the tool call being run, the same when DBOS runs its step again: the
-    run, the DBOS step and the model's call id."""
-    scope = current_scope()
-    call_id = scope.call.id if scope is not None and scope.call is not None else ""
-    step = DBOS.step_id if DBOS.step_id is not None else 0
-    return hashlib.sha256(f"{node_id}:{run}:{step}:{call_id}".encode()).hexdigest()
+        key = f"{self._node_id}:{call_key(self._run)}".encode()
+        return f"n-{hashlib.sha256(key).hexdigest()[:16]}"
 
 
 def _spawned(child: api.Node, deliver: bool) -> str:
@@ -284,7 +275,7 @@ class WaitChildrenTool(_ChildTool):
             rows = [await orchestration.child(self._node_id, ref) for ref in refs]
         ids = list(dict.fromkeys(r["node_id"] for r in rows))
         timeout = float(arguments.get("timeout_seconds", WAIT_DEFAULT))
-        taken = await orchestration.collect(ids, timeout, _call_key(self._node_id, self._run))
+        taken = await orchestration.collect(ids, timeout, call_key(self._run))
         limit = outcome_limit(len(ids))
         return "\n\n".join(answer(c, taken[c], limit) for c in ids)
 

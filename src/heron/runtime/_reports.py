@@ -2,13 +2,16 @@
 
 A report is a row of ``heron_reports`` and a ``node.report.pushed`` event. A
 ``final`` report is also written (atomically) to
-``$HERON_HOME/nodes/<id>/reports/final-<n>.md``; the node's settled result
-names the newest one in ``final_report_path``.
+``$HERON_HOME/reports/<id>/final-<n>.md`` (outside the node's workspace: its
+own tools cannot overwrite it); the node's settled result names the newest
+final report of that settlement in ``final_report_path``. A ``push-report`` call
+DBOS runs again after a crash finds the report it pushed rather than adding one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .. import api
 from .._core import ToolError
 from ..tools import Tool, ToolContext
+from ._durable import call_key
 from ._rows import when
 from ._store import Row
 
@@ -45,21 +49,36 @@ class Reports:
 
     def directory(self, node_id: str) -> Path:
         """Where the node's final reports are written."""
-        return self.engine.config.home / "nodes" / node_id / "reports"
+        return self.engine.config.home / "reports" / node_id
 
-    async def push(self, node_id: str, tier: str, title: str | None, body: str) -> api.Report:
-        """Keep a report, write it out if ``final``, and publish ``node.report.pushed``."""
+    async def push(
+        self, node_id: str, tier: str, title: str | None, body: str, call_key: str | None = None
+    ) -> api.Report:
+        """Keep a report, write it out if ``final``, and publish ``node.report.pushed``.
+
+        ``call_key`` names the pushing tool call: the report that call pushed already,
+        if any, is returned as it is (a call run again after a crash).
+        """
         if tier not in TIERS:
             raise ValueError(f"unknown report tier {tier!r}: use one of {', '.join(TIERS)}")
         lock = self._locks.setdefault(node_id, asyncio.Lock())
         async with lock:
+            if call_key is not None:
+                done = await self.engine.store.report_by_key(node_id, call_key)
+                if done is not None:
+                    return to_report(done)
             path = None
             if tier == "final":
                 finals = await self.engine.store.reports(node_id, tier="final")
                 path = self.directory(node_id) / f"final-{len(finals) + 1}.md"
                 await asyncio.to_thread(_write_atomically, path, _markdown(title, body))
             row = await self.engine.store.add_report(
-                node_id, tier=tier, title=title, body=body, path=str(path) if path else None
+                node_id,
+                tier=tier,
+                title=title,
+                body=body,
+                path=str(path) if path else None,
+                call_key=call_key,
             )
         report = to_report(row)
         await self.engine.events.prime(node_id)
@@ -74,14 +93,22 @@ class Reports:
         rows = await self.engine.store.reports(node_id, limit=limit, tier=tier)
         return [to_report(r) for r in rows]
 
-    async def final_report_path(self, node_id: str) -> str | None:
-        """The file of the node's newest final report, if it pushed one."""
-        rows = await self.engine.store.reports(node_id, limit=1, tier="final")
+    async def final_report_path(self, row: Row) -> str | None:
+        """The file of the newest final report of the node's current settlement: pushed
+        since it last settled (a revive's or relaunch's outcome before), was recycled or
+        relaunched; ``None`` if it pushed none since."""
+        extra = row["extra"] or {}
+        marks = [extra.get("recycled_at"), extra.get("relaunched_at")]
+        previous = extra.get("previous_outcomes") or []
+        if previous:
+            marks.append(previous[-1].get("settled_at"))
+        after = max((m for m in marks if isinstance(m, int | float)), default=None)
+        rows = await self.engine.store.reports(row["node_id"], limit=1, tier="final", after=after)
         return rows[0]["path"] if rows else None
 
-    def tool(self, node_id: str) -> PushReportTool:
-        """The node's ``push-report`` tool."""
-        return PushReportTool(self, node_id)
+    def tool(self, node_id: str, run: int) -> PushReportTool:
+        """The node's ``push-report`` tool for its run ``run``."""
+        return PushReportTool(self, node_id, run)
 
 
 def to_report(row: Row) -> api.Report:
@@ -140,16 +167,30 @@ class PushReportTool(Tool):
         "an optional one-line headline."
     )
 
-    def __init__(self, reports: Reports, node_id: str) -> None:
+    def __init__(self, reports: Reports, node_id: str, run: int) -> None:
         super().__init__(input_schema=_SCHEMA)
         self._reports = reports
         self._node_id = node_id
+        self._run = run
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         body = arguments["body"]
         if not body.strip():
             raise ToolError("push-report needs a non-empty body")
         title = (arguments.get("title") or "").strip() or None
-        report = await self._reports.push(self._node_id, arguments["tier"], title, body)
+        if title is not None and any(c in title for c in "\r\n"):
+            raise ToolError("a report title is one line: put the rest in the body")
+        report = await self._reports.push(
+            # Hashed: a model's call id may be long; the column holds 128 characters.
+            self._node_id,
+            arguments["tier"],
+            title,
+            body,
+            _digest(call_key(self._run)),
+        )
         where = f" (saved to {report.path})" if report.path else ""
         return f"Report {report.report_id} ({report.tier}) pushed{where}."
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()

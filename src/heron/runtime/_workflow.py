@@ -151,7 +151,7 @@ class _Run:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
             shell=lambda workspace: engine.jobs.shell(node_id, workspace),
             keep=keeps(kind.tools),
-            report=engine.reports.tool(node_id),
+            report=engine.reports.tool(node_id, self.run),
             # A plan recorded before modes were read has none: the node's row decides.
             orchestrator=(
                 orchestrator_tools(engine, node_id, self.run)
@@ -248,7 +248,7 @@ class _Run:
             if row["output_schema"] is not None and pending is None and nudges < NUDGES:
                 await engine.store.update_node(node_id, state=state)
                 return {"continue": True, "prompt": NUDGE, "nudges": nudges + 1}
-            final_report = await engine.reports.final_report_path(node_id)
+            final_report = await engine.reports.final_report_path(row)
             outcome = _done_outcome(row, pending, stop.get("reply"), final_report)
             if row["root_lifecycle"] == "resident":
                 status = "dormant"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import httpx
 
 from heron import api
 
-from .conftest import Daemon, create, wait_settled
+from .conftest import Daemon, create, wait_settled, write_script
 from .sse import collect
 
 
@@ -101,6 +102,57 @@ class TestReports:
         assert event.report == api.Report.model_validate(listed)
         assert (event.report.tier, event.report.title) == ("milestone", "Half")
 
+    def test_final_report_path_names_only_the_current_settlements_reports(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts(
+            "revived-report",
+            [
+                {"tool_calls": [report("final", "Before the failure.")]},
+                {"error": "x", "status": 503},
+            ],
+        )
+        node_id = create(client, prompt="go", model=model)["node_id"]
+        assert wait_settled(client, node_id)["node_status"] == "failed"
+        Path(model.removeprefix("scripted:")).write_text(json.dumps(["unused", "Done now."]))
+        assert client.post(f"/v1/nodes/{node_id}/revive").status_code == 200
+        outcome = wait_settled(client, node_id)["outcome"]
+        assert outcome["output_text"] == "Done now."
+        # The final report of the failed settlement is not this one's.
+        assert outcome["final_report_path"] is None
+
+
+def test_a_push_run_again_after_a_crash_keeps_one_report(tmp_path: Path) -> None:
+    default = write_script(tmp_path, "default", ["default"])
+    daemon = Daemon(tmp_path / "home", {"HERON_PROVIDER": default}).start()
+    try:
+        steps = [{"tool_calls": [report("final", "Once.")]}, {"text": "hold", "delay": 60}]
+        model = write_script(tmp_path, "pusher", steps)
+        with daemon.client() as client:
+            node_id = create(client, prompt="go", model=model)["node_id"]
+            deadline = time.monotonic() + 30
+            while not client.get(f"/v1/nodes/{node_id}/reports").json():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        daemon.kill()
+        # The crash came before the push's step was recorded: it runs again.
+        with sqlite3.connect(daemon.home / "heron.db") as db:
+            removed = db.execute(
+                "DELETE FROM operation_outputs WHERE workflow_uuid = ? AND function_name = ?",
+                (f"heron:{node_id}:1", "tool-call"),
+            ).rowcount
+        assert removed == 1
+        write_script(tmp_path, "pusher", [steps[0], "Pushed."])
+        daemon.start()
+        with daemon.client() as client:
+            outcome = wait_settled(client, node_id)["outcome"]
+            (only,) = client.get(f"/v1/nodes/{node_id}/reports").json()
+            assert outcome["final_report_path"] == only["path"]
+            assert Path(only["path"]).name == "final-1.md"
+            assert sorted(p.name for p in Path(only["path"]).parent.iterdir()) == ["final-1.md"]
+    finally:
+        daemon.stop()
+
 
 class TestBadInput:
     def test_a_bad_tier_or_empty_body_is_a_tool_error_the_model_can_fix(
@@ -111,6 +163,7 @@ class TestBadInput:
             [
                 {"tool_calls": [report("urgent", "x")]},
                 {"tool_calls": [report("progress", "   ")]},
+                {"tool_calls": [report("progress", "x", "two\nlines")]},
                 {"tool_calls": [report("progress", "fixed")]},
                 "ok",
             ],
@@ -118,7 +171,7 @@ class TestBadInput:
         node_id = create(client, prompt="x", model=model)["node_id"]
         wait_settled(client, node_id)
         statuses = [e["status"] for e in logged(daemon, node_id, "node.tool_call.completed")]
-        assert statuses == ["error", "error", "ok"]
+        assert statuses == ["error", "error", "error", "ok"]
         listed = client.get(f"/v1/nodes/{node_id}/reports").json()
         assert [r["body"] for r in listed] == ["fixed"]
 

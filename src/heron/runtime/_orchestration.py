@@ -144,9 +144,7 @@ class Orchestration:
 
     async def children(self, parent: str) -> list[Row]:
         """The rows of the nodes whose parent is ``parent``, oldest first."""
-        rows = [await self.engine.store.node(c) for c in await self.engine.store.children(parent)]
-        found = [r for r in rows if r is not None]
-        return sorted(found, key=lambda r: (r["created_at"], r["node_id"]))
+        return await self.engine.store.child_rows(parent)
 
     async def child(self, parent: str, ref: str) -> Row:
         """The parent's child named ``ref`` (an id or a name); a :class:`ToolError` otherwise."""

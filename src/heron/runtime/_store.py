@@ -213,6 +213,19 @@ class Store:
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
+    async def child_rows(self, node_id: str) -> list[Row]:
+        """The rows of the nodes whose parent is ``node_id``, oldest first (one query)."""
+        return await self._run(self._child_rows, node_id)
+
+    def _child_rows(self, node_id: str) -> list[Row]:
+        query = (
+            sa.select(nodes)
+            .where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
+            .order_by(nodes.c.created_at, nodes.c.node_id)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
     # -- messages ---------------------------------------------------------
 
     async def add_message(self, node_id: str, body: str) -> int:

@@ -262,3 +262,21 @@ class TestSettledParents:
             client.get(f"/v1/nodes/{grandchild}/outcome").json()["outcome"]["detail"]["message"]
             == f"its parent {mid['node_id']} was closed"
         )
+
+
+def test_the_outcomes_of_one_wait_share_a_budget_under_the_message_cap() -> None:
+    from heron.runtime._orchestration import (
+        MAX_OUTCOME,
+        MIN_OUTCOME,
+        OUTCOMES_BUDGET,
+        outcome_limit,
+        outcome_text,
+    )
+
+    assert outcome_limit(1) == MAX_OUTCOME and outcome_limit(10_000) == MIN_OUTCOME
+    assert outcome_limit(256) * 256 <= OUTCOMES_BUDGET
+    row = {"node_id": "n-kid", "name": None, "status": "completed"}
+    outcome = {"kind": "result", "output_text": "x " * 50_000}
+    texts = [outcome_text(row, outcome, limit=outcome_limit(256)) for _ in range(256)]
+    assert len("\n\n".join(texts)) < 256 * 1024
+    assert all("cut; the whole outcome is at GET /v1/nodes/n-kid/outcome" in t for t in texts)

@@ -169,10 +169,18 @@ class Orchestration:
     async def hears_from_children(self, node_id: str) -> bool:
         """Whether outcomes of children are still to be delivered to ``node_id`` as
         messages: children still working, or settled with their outcome not yet claimed."""
+        hears = False
         for row in await self.children(node_id):
-            if _delivery(row) == "message" and (row["settled_at"] is None or not claimed(row)):
+            if _delivery(row) != "message":
+                continue
+            if row["settled_at"] is None:
+                hears = True
+            elif not claimed(row):
+                # Normally its settlement hook is delivering it right now; should that
+                # have failed, this makes sure the node does not sleep for nothing.
+                self._start(self.deliver_pending(node_id))
                 return True
-        return False
+        return hears
 
     async def quiet(self, child: str) -> None:
         """Do not deliver ``child``'s outcome (its parent is closing it): claimed

@@ -490,7 +490,9 @@ class Store:
         after: float | None,
     ) -> list[Row]:
         order = reports.c.report_id.desc() if newest_first else reports.c.report_id
-        query = sa.select(reports).where(reports.c.node_id == node_id).order_by(order)
+        # Without call_key: the rows are the report as the wire shows it (api.Report).
+        shown = [c for c in reports.c if c.name != "call_key"]
+        query = sa.select(*shown).where(reports.c.node_id == node_id).order_by(order)
         if tier is not None:
             query = query.where(reports.c.tier == tier)
         if after is not None:

@@ -20,7 +20,6 @@ from ..agents import BaseAgent
 from ..tools import LocalToolClient
 from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import (
-    SETTLED,
     Active,
     Engine,
     Stop,
@@ -29,6 +28,7 @@ from ._engine import (
     run_workflow_id,
 )
 from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
+from ._statuses import SETTLED
 from ._worktrees import active_worktree
 
 __all__ = ["node_run"]
@@ -133,9 +133,12 @@ class _Run:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
             shell=lambda workspace: engine.jobs.shell(node_id, workspace),
         )
-        client = DurableToolClient(
-            LocalToolClient(tools.tools), node_id=node_id, events=engine.events, steps=steps
+        # One context per node (``_jobs``): job ids stay unique across its runs.
+        context = engine.jobs.context(node_id)
+        local = LocalToolClient(
+            tools.tools, env_id=context.env_id, storage=context.storage, ids=context.ids
         )
+        client = DurableToolClient(local, node_id=node_id, events=engine.events, steps=steps)
         provider = DurableProvider(
             steps=steps,
             node_id=node_id,

@@ -40,15 +40,13 @@ from ._rows import (
     to_node,
     when,
 )
+from ._statuses import SETTLED
 from ._store import DuplicateNode, Row, Store
-from ._worktrees import GitError, Worktrees
+from ._worktrees import Worktrees
 
 __all__ = ["Engine", "SettleHook", "Stop", "current_engine"]
 
 log = logging.getLogger("heron.runtime")
-
-SETTLED = frozenset({"completed", "failed", "cancelled"})
-"""Statuses a node never leaves."""
 
 _ENGINE: Engine | None = None
 
@@ -122,7 +120,8 @@ class Engine:
         self.listeners: list[api.Listener] = []
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
-        how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        how features react to a settlement (outcome delivery ...). A node's jobs are
+        released separately, whenever its *status* becomes settled (``jobs.settled``)."""
         self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
         self.jobs = Jobs(self)
         self.worktrees = Worktrees(self)
@@ -283,18 +282,20 @@ class Engine:
         # The first block of event numbers is reserved with the row itself (see _events).
         row["events_reserved"] = RESERVE_BLOCK
         worktree = None
-        if request.worktree is not None and request.worktree is not False:
+        requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
+        if requested is not None and requested is not False:
             # Made before the row exists, so the first run already works in it.
-            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, request.worktree)
+            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, requested)
         try:
             await self.store.insert_node(row, prompt if kickoff else None)
-        except DuplicateNode:
-            if worktree is not None:
-                with contextlib.suppress(GitError):
-                    await self.worktrees.discard(worktree)
-            raise ApiError(
-                409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
-            ) from None
+        except BaseException as exc:
+            if worktree is not None:  # whatever failed, no node owns it
+                await asyncio.shield(self.worktrees.discard(worktree))
+            if isinstance(exc, DuplicateNode):
+                raise ApiError(
+                    409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
+                ) from None
+            raise
         node_id = row["node_id"]
         self.events.fresh(node_id, RESERVE_BLOCK)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
@@ -409,6 +410,7 @@ class Engine:
             await self._announce_settled(node_id)
         if status in SETTLED:
             self._disarm_deadline(node_id)
+            self._spawn(self.jobs.settled(node_id))
         active.ended.set()
 
     async def _announce_settled(self, node_id: str) -> None:
@@ -440,6 +442,8 @@ class Engine:
                     "node_settled",
                     f"node {node_id!r} is {row['status']}: it takes no messages",
                 )
+            if row["status"] != "running":
+                self.worktrees.check_usable(row)  # a removed worktree: no new run
             message_id = await self.store.add_message(node_id, body)
             if row["status"] == "running":
                 return api.MessageAccepted(
@@ -494,6 +498,9 @@ class Engine:
         if settled:
             await self._announce_settled(node_id)
         self._disarm_deadline(node_id)
+        # Keyed on the status, not the outcome: a resident root that answered kept an
+        # outcome while dormant, so closing it settles no new one (and fires no hooks).
+        self._spawn(self.jobs.settled(node_id))
 
     async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:
         """Stop the running conversation and wait (a little) for its run to save its end."""

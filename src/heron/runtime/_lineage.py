@@ -78,6 +78,7 @@ class Lineage:
                 row[column] = source[column]
         row["state"] = source["state"]
         row["extra"] = {**row["extra"], "forked_from": source["node_id"]}
+        self.engine.worktrees.inherit(row, source, request.worktree)  # its own, if source has one
 
     async def fork(self, node_id: str, request: api.ForkRequest) -> api.Node:
         """A new node continuing from a copy of ``node_id``'s conversation (see :meth:`inherit`).
@@ -106,6 +107,7 @@ class Lineage:
         async with engine.locked(node_id):
             row = await engine.row(node_id)
             _check_stopped(row, "revived")
+            engine.worktrees.check_usable(row)
             if row["deadline_at"] is not None and row["deadline_at"] <= time.time():
                 # It would be cancelled the moment it ran: say so rather than pretend.
                 raise ApiError(
@@ -209,7 +211,9 @@ class Lineage:
         again, same id, from its original prompt (messages it never read are
         delivered with it). Its model is loaded again first (a changed script is
         re-read; one that no longer loads answers 422 and changes nothing). A
-        deadline it had is counted again from now.
+        deadline it had is counted again from now. Its background jobs are killed;
+        a worktree it works in is kept as the previous attempt left it, uncommitted
+        edits included (commit or clean them first if the new attempt must not see them).
         """
         from ._engine import Stop  # _engine imports this module
 
@@ -220,6 +224,7 @@ class Lineage:
             raise ApiError(
                 409, "no_prompt", f"root {root_id!r} has no original prompt to start from"
             )
+        engine.worktrees.check_usable(root)
         await engine._prepare_model(root["model"])  # before anything is stopped
         if root["status"] == "running":
             await engine._stop_run(root_id, root["runs"], Stop(kind="interrupted"))
@@ -234,6 +239,7 @@ class Lineage:
                 root_id, status="dormant", state=None, pending_result=None, extra=extra
             )
             await engine.store.add_message(root_id, root["prompt"])
+            await engine.jobs.release(root_id)  # the previous attempt's jobs end with it
             await engine._wake(root_id)
         if root["deadline_at"] is not None:
             span = root["deadline_at"] - root["created_at"]

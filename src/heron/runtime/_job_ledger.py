@@ -48,10 +48,27 @@ def _identity() -> dict[str, str]:
     return {"boot_id": boot, "pid_namespace": namespace}
 
 
-def start_ticks(pid: int) -> int | None:
-    """When ``pid`` started (clock ticks since boot), or ``None`` if it is gone."""
-    found = _stat(pid)
-    return found[1] if found is not None else None
+def start_ticks(pgid: int) -> int | None:
+    """When the group ``pgid``'s leader started (clock ticks since boot), ``None`` if the
+    group is gone. A leader that already exited (a shell that started something in the
+    background and left) is stood in for by the group's earliest member, which started
+    no earlier than it did."""
+    leader = _stat(pgid)
+    if leader is not None:
+        return leader[1]
+    members = [started for group, started in _processes() if group == pgid]
+    return min(members) if members else None
+
+
+def _processes() -> list[tuple[int, int]]:
+    """``(process group, start time)`` of every process (a scan of ``/proc``)."""
+    found = []
+    for entry in _PROC.iterdir():
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None:
+                found.append(stat)
+    return found
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -78,9 +95,9 @@ class JobLedger:
 
     def add(self, pgid: int) -> None:
         """Record a job's group (just started, so its leader is alive)."""
-        found = _stat(pgid) if self.enabled else None
-        if found is not None:
-            self._groups[pgid] = found[1]
+        started = start_ticks(pgid) if self.enabled else None
+        if started is not None:
+            self._groups[pgid] = started
             self._save()
 
     def remove(self, pgids: list[int]) -> None:
@@ -137,11 +154,8 @@ def group_lives(pgid: int, started: int) -> bool:
     """Whether the group ``pgid`` whose leader started at ``started`` still has members."""
     leader = _stat(pgid)
     if leader is not None:
-        return leader == (pgid, started)
+        # ``started`` may stand in for a leader that had exited (see start_ticks): never
+        # earlier than the real one. A process that took the pid later started after it.
+        return leader[0] == pgid and leader[1] <= started
     # The leader (the job's shell) exited; what it started may run on in its group.
-    for entry in _PROC.iterdir():
-        if entry.name.isdigit():
-            found = _stat(int(entry.name))
-            if found is not None and found[0] == pgid and found[1] >= started:
-                return True
-    return False
+    return any(group == pgid and when >= started for group, when in _processes())

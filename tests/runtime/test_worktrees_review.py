@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+
+from heron.runtime._worktrees import GitError
+from heron.runtime._worktrees import git as git_command
 
 from .conftest import Daemon, wait_settled, wait_status
 from .test_jobs import gone, start, wait_jobs
@@ -122,3 +128,35 @@ def test_abandon_when_the_repository_is_gone(client: httpx.Client, tmp_path: Pat
     assert abandoned.status_code == 200, abandoned.text
     assert abandoned.json()["worktree"]["state"] == "abandoned"
     assert not Path(node["worktree"]["path"]).exists()
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10) -> bool:
+    """Poll ``condition`` until it holds or ``seconds`` pass; whether it held."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+async def test_a_git_timeout_stops_git_and_its_hooks(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "hook.pid"
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\necho $$ > {marker}.tmp && mv {marker}.tmp {marker}\nsleep 600\n")
+    hook.chmod(0o755)
+    target = tmp_path / "slow-tree"
+    with pytest.raises(GitError, match="longer than 1 s"):
+        await git_command("worktree", "add", "-b", "heron/slow", str(target), cwd=repo, seconds=1)
+    assert _until(marker.exists)
+    pid = int(marker.read_text())
+    assert _until(lambda: not _running(pid))  # the hook went with git: one process group

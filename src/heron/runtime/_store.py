@@ -17,7 +17,8 @@ from typing import Any, ParamSpec, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ._db import events, messages, migrate, nodes, outcomes, reports
+from ._db import events, messages, migrate, nodes, outcomes
+from ._store_reports import ReportRows
 
 __all__ = ["DuplicateNode", "Store"]
 
@@ -33,7 +34,7 @@ class DuplicateNode(Exception):
     """A node with that id already exists."""
 
 
-class Store:
+class Store(ReportRows):
     """Reads and writes the daemon's tables; see the module docstring."""
 
     def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:
@@ -414,93 +415,6 @@ class Store:
         with self.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return dict(value) if value is not None else None
-
-    # -- reports ------------------------------------------------------------
-
-    async def add_report(
-        self,
-        node_id: str,
-        *,
-        tier: str,
-        title: str | None,
-        body: str,
-        path: str | None,
-        call_key: str | None = None,
-    ) -> Row:
-        """Keep a report a node pushed; returns its row (with ``report_id``).
-
-        ``call_key`` names the tool call that pushed it (unique per node).
-        """
-        return await self._run(self._add_report, node_id, tier, title, body, path, call_key)
-
-    async def report_by_key(self, node_id: str, call_key: str) -> Row | None:
-        """The report the node's call ``call_key`` pushed, if it did."""
-        query = sa.select(reports).where(
-            reports.c.node_id == node_id, reports.c.call_key == call_key
-        )
-        return await self._run(self._first, query)
-
-    def _first(self, query: sa.Select[Any]) -> Row | None:
-        with self.engine.connect() as conn:
-            found = conn.execute(query).first()
-        return dict(found._mapping) if found is not None else None
-
-    def _add_report(
-        self,
-        node_id: str,
-        tier: str,
-        title: str | None,
-        body: str,
-        path: str | None,
-        call_key: str | None,
-    ) -> Row:
-        row: Row = {
-            "node_id": node_id,
-            "tier": tier,
-            "title": title,
-            "body": body,
-            "path": path,
-            "created_at": time.time(),
-            "call_key": call_key,
-        }
-        with self.engine.begin() as conn:
-            key = conn.execute(reports.insert().values(**row)).inserted_primary_key
-        assert key is not None
-        return {"report_id": int(key[0]), **row}
-
-    async def reports(
-        self,
-        node_id: str,
-        *,
-        limit: int | None = None,
-        newest_first: bool = True,
-        tier: str | None = None,
-        after: float | None = None,
-    ) -> list[Row]:
-        """A node's reports, newest first (or oldest first), at most ``limit``; ``after``:
-        only those made later than that time."""
-        return await self._run(self._reports, node_id, limit, newest_first, tier, after)
-
-    def _reports(
-        self,
-        node_id: str,
-        limit: int | None,
-        newest_first: bool,
-        tier: str | None,
-        after: float | None,
-    ) -> list[Row]:
-        order = reports.c.report_id.desc() if newest_first else reports.c.report_id
-        # Without call_key: the rows are the report as the wire shows it (api.Report).
-        shown = [c for c in reports.c if c.name != "call_key"]
-        query = sa.select(*shown).where(reports.c.node_id == node_id).order_by(order)
-        if tier is not None:
-            query = query.where(reports.c.tier == tier)
-        if after is not None:
-            query = query.where(reports.c.created_at > after)
-        if limit is not None:
-            query = query.limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
 
     # -- events -------------------------------------------------------------
 

@@ -82,7 +82,7 @@ class Engine:
         self.database = database_kind(config.db_url)
         self.sql = create_engine(config.db_url)
         self.store = Store(self.sql)
-        self.events = EventLog(self.store)
+        self.events = EventLog(self.store, memory=config.stream_memory)
         self.providers = ProviderPool(config.provider)
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
@@ -242,6 +242,7 @@ class Engine:
             database=f"{self.database} ({redact_url(self.config.db_url)})",
             listeners=self.listeners,
             provider=self.providers.default,
+            event_streams=self.events.stats(),
         )
 
     # -- create ----------------------------------------------------------------

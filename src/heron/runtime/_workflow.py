@@ -74,6 +74,8 @@ class _Run:
         if plan is None:
             return "skipped"
         await engine.events.prime(node_id)
+        if not plan.get("warm"):  # (a warm node's create announces it)
+            engine.events.announce(node_id, "running")  # a run recovered after a restart says so
         # Steps DBOS recorded before a restart are replayed, not run: until the replay
         # has caught up, a stop must wait, or the run's steps would no longer line up.
         recorded = await engine.store.recorded_steps(run_workflow_id(node_id, self.run))

@@ -275,6 +275,25 @@ class TestEvents:
         assert (last.exit_code, last.signal, last.timed_out) == (4, None, False)
         assert {e.process_id for e in events} == {events[0].process_id}
 
+    async def test_a_lifecycle_listener_gets_sizes_without_lines(self, tools: BashTools) -> None:
+        # output=False: starts and exits only; the size is counted as output is read,
+        # and no listener wanting lines means the tools cut none.
+        events: list[BashEvent] = []
+        unsubscribe = tools.interaction.subscribe(events.append, output=False)
+        assert tools.interaction.has_listeners and not tools.interaction.wants_output
+        command = r"printf 'one\ntwo\n'; printf 'xyz' >&2"
+        await ok(LocalToolClient(tools), "bash-run", command=command)
+        started, exited = events
+        assert isinstance(started, BashStarted) and isinstance(exited, BashExited)
+        assert (started.size.lines, started.size.chars) == (2, 9)
+        lines: list[BashEvent] = []
+        tools.interaction.subscribe(lines.append)
+        assert tools.interaction.wants_output
+        unsubscribe()
+        await ok(LocalToolClient(tools), "bash-run", command="echo hi")
+        assert [e.lines for e in lines if isinstance(e, BashOutput)] == [("hi",)]
+        assert len(events) == 2  # unsubscribed
+
     async def test_lines_arrive_while_the_command_still_runs(self, tools: BashTools) -> None:
         # The command waits for a file that only the listener creates on its first line:
         # were lines delivered at exit, it would time out.

@@ -33,6 +33,9 @@ class Job(WireModel):
     """The shell's process id (also its process group id)."""
     status: JobStatus
     """Running, exited on its own, or killed."""
+    children_running: bool = False
+    """Its shell has ended but processes it started still run in its process group
+    (a cancel stops them)."""
     exit_code: int | None
     """Its exit status once it exited normally, else ``None``."""
     signal: str | None
@@ -42,6 +45,7 @@ class Job(WireModel):
     ended_at: datetime | None
     """When it ended, if it has."""
     output_lines: int
-    """Lines it has written so far, stdout and stderr together."""
+    """Lines it has written so far, stdout and stderr together (line breaks; a last line
+    without one is not counted)."""
     output_chars: int
     """Characters in those lines (line breaks not counted)."""

@@ -47,7 +47,7 @@ from ._rows import (
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
 from ._store import DuplicateNode, Row, Store
 from ._warm import WarmPool
-from ._worktrees import GitError, Worktrees
+from ._worktrees import Worktrees
 
 __all__ = [
     "SETTLED",
@@ -95,7 +95,8 @@ class Engine:
         self.listeners: list[api.Listener] = []
         self.settle_hooks: list[SettleHook] = []
         """Called (in the background) with each node that settles here and its outcome:
-        how features react to a settlement (outcome delivery, releasing a node's jobs)."""
+        how features react to a settlement (outcome delivery ...). A node's jobs are
+        released separately, whenever its *status* becomes settled (``jobs.settled``)."""
         self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
         self.jobs = Jobs(self)
         self.worktrees = Worktrees(self)
@@ -265,23 +266,25 @@ class Engine:
         # The first block of event numbers is reserved with the row itself (see _events).
         row["events_reserved"] = RESERVE_BLOCK
         worktree = None
-        if request.worktree is not None and request.worktree is not False:
+        requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
+        if requested is not None and requested is not False:
             # Made before the row exists, so the first run already works in it.
-            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, request.worktree)
-        # A create with a worktree is never served warm (see WarmPool.claim).
-        warm = await self.warm.claim(request, row, prompt if kickoff else None)
-        if warm is not None:
-            row = warm
-        else:
-            try:
+            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, requested)
+        try:
+            # A create with a worktree is never served warm (see WarmPool.claim).
+            warm = await self.warm.claim(request, row, prompt if kickoff else None)
+            if warm is not None:
+                row = warm
+            else:
                 await self.store.insert_node(row, prompt if kickoff else None)
-            except DuplicateNode:
-                if worktree is not None:
-                    with contextlib.suppress(GitError):
-                        await self.worktrees.discard(worktree)
+        except BaseException as exc:
+            if worktree is not None:  # whatever failed, no node owns it
+                await asyncio.shield(self.worktrees.discard(worktree))
+            if isinstance(exc, DuplicateNode):
                 raise ApiError(
                     409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
                 ) from None
+            raise
         node_id = row["node_id"]
         if request.fork_from is not None:  # before its first run can use the workspace
             await self.lineage.copy_workspace(row)
@@ -424,6 +427,7 @@ class Engine:
             await self._announce_settled(node_id, end.get("outcome"))
         if status in SETTLED:
             await self._disarm_if_settled(node_id)
+            self._spawn(self.jobs.settled(node_id))
         active.ended.set()
 
     async def _announce_settled(self, node_id: str, outcome: dict[str, Any] | None = None) -> None:
@@ -465,6 +469,8 @@ class Engine:
                     f"node {node_id!r} is {row['status']}: it takes no messages",
                 )
             self.lineage.check_not_relaunching(node_id)
+            if row["status"] != "running":
+                self.worktrees.check_usable(row)  # a removed worktree: no new run
             return await self.deliver(row, body)
 
     async def deliver(self, row: Row, body: str) -> api.MessageAccepted:
@@ -546,6 +552,9 @@ class Engine:
         if settled:
             await self._announce_settled(node_id, failure_outcome(stop))
         await self._disarm_if_settled(node_id)
+        # Keyed on the status, not the outcome: a resident root that answered kept an
+        # outcome while dormant, so closing it settles no new one (and fires no hooks).
+        self._spawn(self.jobs.settled(node_id))
 
     async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:
         """Stop the running conversation and wait (a little) for its run to save its end."""

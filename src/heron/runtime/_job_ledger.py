@@ -7,8 +7,19 @@ start time of its leader (``/proc/<pid>/stat``, in clock ticks since boot); the
 next daemon stops those groups before it serves anything. A group is taken to
 be the job's only if a process in it started no earlier than the leader did —
 Linux never hands a group's id to a new process while the group has members,
-so a reused pid cannot be mistaken for it. Without ``/proc`` (not Linux)
-nothing is recorded and nothing is stopped.
+so a reused pid cannot be mistaken for it. Start times count from boot and
+pids are per pid namespace, so the file also records the boot id
+(``/proc/sys/kernel/random/boot_id``) and the pid namespace's inode: after a
+reboot, or from a daemon in another container sharing ``$HERON_HOME``, nothing
+is stopped. A file that is not what this module writes (hand-edited, an older
+format) is ignored with a warning. Without ``/proc`` (not Linux) nothing is
+recorded and nothing is stopped.
+
+Every command's group is recorded (``bash-run`` ones too, removed as they
+exit). Each change rewrites the file synchronously on the event loop: a few
+hundred bytes, written and renamed without ``fsync`` (it must survive the
+daemon, not the machine, whose reboot ends the processes anyway) — tens of
+microseconds, cheaper than handing it to a thread.
 """
 
 from __future__ import annotations
@@ -20,11 +31,44 @@ import os
 import signal
 from pathlib import Path
 
-__all__ = ["JobLedger"]
+__all__ = ["JobLedger", "group_lives", "start_ticks"]
 
 log = logging.getLogger("heron.runtime")
 
 _PROC = Path("/proc")
+
+
+def _identity() -> dict[str, str]:
+    """This boot's id and this pid namespace's inode (what pids and start times mean here)."""
+    try:
+        boot = (_PROC / "sys/kernel/random/boot_id").read_text().strip()
+        namespace = str(os.stat(_PROC / "self/ns/pid").st_ino)
+    except OSError:
+        return {}
+    return {"boot_id": boot, "pid_namespace": namespace}
+
+
+def start_ticks(pgid: int) -> int | None:
+    """When the group ``pgid``'s leader started (clock ticks since boot), ``None`` if the
+    group is gone. A leader that already exited (a shell that started something in the
+    background and left) is stood in for by the group's earliest member, which started
+    no earlier than it did."""
+    leader = _stat(pgid)
+    if leader is not None:
+        return leader[1]
+    members = [started for group, started in _processes() if group == pgid]
+    return min(members) if members else None
+
+
+def _processes() -> list[tuple[int, int]]:
+    """``(process group, start time)`` of every process (a scan of ``/proc``)."""
+    found = []
+    for entry in _PROC.iterdir():
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None:
+                found.append(stat)
+    return found
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -47,12 +91,13 @@ class JobLedger:
         self._groups: dict[int, int] = {}  # pgid -> the leader's start time
         self.enabled = _PROC.is_dir()
         """Whether processes can be checked here (Linux's ``/proc``)."""
+        self._here = _identity() if self.enabled else {}  # read once: it cannot change
 
     def add(self, pgid: int) -> None:
         """Record a job's group (just started, so its leader is alive)."""
-        found = _stat(pgid) if self.enabled else None
-        if found is not None:
-            self._groups[pgid] = found[1]
+        started = start_ticks(pgid) if self.enabled else None
+        if started is not None:
+            self._groups[pgid] = started
             self._save()
 
     def remove(self, pgids: list[int]) -> None:
@@ -63,16 +108,15 @@ class JobLedger:
     def reap(self) -> int:
         """Stop (SIGKILL) the groups a previous daemon left running; how many there were."""
         try:
-            recorded = json.loads(self.path.read_text())
+            recorded = self._read()
         except FileNotFoundError:
             return 0
         except (OSError, ValueError) as exc:
             log.warning("ignoring the unreadable job ledger %s: %s", self.path, exc)
             recorded = {}
         stopped = 0
-        for key, started in dict(recorded).items():
-            pgid = int(key)
-            if self.enabled and _group_lives(pgid, int(started)):
+        for pgid, started in recorded.items():
+            if self.enabled and group_lives(pgid, started):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pgid, signal.SIGKILL)
                     stopped += 1
@@ -82,22 +126,36 @@ class JobLedger:
         self._save()
         return stopped
 
+    def _read(self) -> dict[int, int]:
+        """The groups recorded by a daemon of this boot and pid namespace."""
+        data = json.loads(self.path.read_text())
+        groups = data.get("groups") if isinstance(data, dict) else None
+        valid = isinstance(groups, dict) and all(
+            key.isdigit() and type(value) is int for key, value in groups.items()
+        )
+        if not valid or not isinstance(groups, dict):
+            raise ValueError("not a job ledger (expected {'groups': {pgid: start time}, ...})")
+        here = self._here
+        if not here or {k: data.get(k) for k in here} != here:
+            # Another boot or pid namespace: its pids and start times mean nothing here.
+            log.info("the job ledger %s is from another boot or container: not used", self.path)
+            return {}
+        return {int(key): value for key, value in groups.items()}
+
     def _save(self) -> None:
         # Whole or not at all: a daemon killed mid-write must leave a readable file.
         partial = self.path.with_name(self.path.name + ".tmp")
-        partial.write_text(json.dumps({str(k): v for k, v in self._groups.items()}))
+        groups = {str(k): v for k, v in self._groups.items()}
+        partial.write_text(json.dumps({**self._here, "groups": groups}))
         os.replace(partial, self.path)
 
 
-def _group_lives(pgid: int, started: int) -> bool:
+def group_lives(pgid: int, started: int) -> bool:
     """Whether the group ``pgid`` whose leader started at ``started`` still has members."""
     leader = _stat(pgid)
     if leader is not None:
-        return leader == (pgid, started)
+        # ``started`` may stand in for a leader that had exited (see start_ticks): never
+        # earlier than the real one. A process that took the pid later started after it.
+        return leader[0] == pgid and leader[1] <= started
     # The leader (the job's shell) exited; what it started may run on in its group.
-    for entry in _PROC.iterdir():
-        if entry.name.isdigit():
-            found = _stat(int(entry.name))
-            if found is not None and found[0] == pgid and found[1] >= started:
-                return True
-    return False
+    return any(group == pgid and when >= started for group, when in _processes())

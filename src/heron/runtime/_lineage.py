@@ -109,6 +109,7 @@ class Lineage:
                 row[column] = source[column]
         row["state"] = source["state"]
         row["extra"] = {**row["extra"], "forked_from": source["node_id"]}
+        self.engine.worktrees.inherit(row, source, request.worktree)  # its own, if source has one
 
     async def copy_workspace(self, row: Row) -> None:
         """Give a just-inserted fork without a ``cwd`` a copy of its original's workspace
@@ -158,6 +159,7 @@ class Lineage:
             row = await engine.row(node_id)
             _check_stopped(row, "revived")
             self.check_not_relaunching(node_id)
+            engine.worktrees.check_usable(row)
             await self._check_ancestors(row, "revived")
             deadline = row["deadline_at"]
             if deadline is not None and deadline <= time.time():
@@ -323,7 +325,10 @@ class Lineage:
         script is re-read; one that no longer loads answers 422 and changes
         nothing). Its deadline, if it has one, is its last given span (at create,
         or a later ``PATCH …/config``) counted again from now. Meanwhile messages
-        and revives of the root answer ``409 node_relaunching``.
+        and revives of the root answer ``409 node_relaunching``. Its background jobs
+        are killed; a worktree it works in is kept as the previous attempt left it,
+        uncommitted edits included (commit or clean them first if the new attempt
+        must not see them).
 
         A forked root starts over from its own prompt in a fresh conversation:
         the conversation its fork copied is not part of the restart.
@@ -335,6 +340,7 @@ class Lineage:
             raise ApiError(
                 409, "no_prompt", f"root {root_id!r} has no original prompt to start from"
             )
+        engine.worktrees.check_usable(root)
         await engine.prepare_model(root["model"])  # before anything is stopped
         async with engine.locked(root_id):
             self.check_not_relaunching(root_id)
@@ -384,6 +390,7 @@ class Lineage:
             extra={**extra, "relaunches": relaunches},
         )
         await engine.store.queue_first(root_id, root["prompt"])
+        await engine.jobs.release(root_id)  # the previous attempt's jobs end with it
         await engine.set_deadline(root_id, span)
         await engine.start_next_run(root_id)
 

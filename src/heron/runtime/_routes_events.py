@@ -18,10 +18,11 @@ from fastapi import FastAPI, Header, Query
 from fastapi.responses import StreamingResponse
 
 from .. import api
-from ._engine import SETTLED, Engine
+from ._engine import Engine
 from ._errors import ApiError
 from ._routing import NodeIdPath, errors
 from ._rows import when
+from ._runs import SETTLED
 from ._stream import Hub, Record, Subscription, encode, error_record, keepalive_record, merge
 
 __all__ = ["add_event_routes"]

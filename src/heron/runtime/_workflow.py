@@ -180,8 +180,15 @@ class _Run:
             ),
         )
         skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
-        storage = engine.profiles.storage(plan.get("profile"))
-        local = LocalToolClient(tools.tools, storage=storage)
+        # One context per node (``_jobs``): job ids stay unique across its runs; tool
+        # storage (a planner's todo list) is the node's profile's.
+        context = engine.jobs.context(node_id)
+        local = LocalToolClient(
+            tools.tools,
+            env_id=context.env_id,
+            storage=engine.profiles.storage(plan.get("profile")),
+            ids=context.ids,
+        )
         client = DurableToolClient(local, node_id=node_id, events=engine.events, steps=steps)
         provider = DurableProvider(
             steps=steps,

@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from ._events import Interaction
+from ._events import Interaction, Listener
 
-__all__ = ["BashEvent", "BashExited", "BashInteraction", "BashOutput", "BashStarted"]
+__all__ = [
+    "BashEvent",
+    "BashExited",
+    "BashInteraction",
+    "BashOutput",
+    "BashOutputSize",
+    "BashStarted",
+]
+
+
+@dataclass(kw_only=True, slots=True, eq=False)
+class BashOutputSize:
+    """How much a command has written so far, kept up to date as its output is read.
+
+    Counting costs a length and a count of line breaks per chunk read, so a
+    listener that only wants sizes need not have every command's output cut
+    into lines (see :meth:`BashInteraction.subscribe`'s ``output``).
+    """
+
+    chars: int = 0
+    """Characters written, stdout and stderr together (line breaks not counted)."""
+    lines: int = 0
+    """Line breaks written (a last line without one is not counted)."""
+
+    def add(self, text: str) -> None:
+        """Count ``text``, a chunk just read."""
+        breaks = text.count("\n")
+        self.chars += len(text) - breaks
+        self.lines += breaks
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -24,6 +53,8 @@ class BashStarted:
     """The shell's operating-system process id (also its process group id)."""
     background: bool
     """Whether it was started by ``bash-start`` (``False``: by ``bash-run``)."""
+    size: BashOutputSize = field(default_factory=BashOutputSize)
+    """What it has written so far, updated in place while it runs."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -85,3 +116,31 @@ class BashInteraction(Interaction[BashEvent]):
         )
         agent = SimpleAgent(provider=..., tools=bash_tools(interaction=interaction))
     """
+
+    def subscribe(
+        self, listener: Listener[BashEvent], *, output: bool = True
+    ) -> Callable[[], None]:
+        """Call ``listener`` with every event; with ``output=False`` only starts and exits.
+
+        Output lines are cut and published only while some listener wants them:
+        one that follows commands' lifecycle (and reads ``BashStarted.size``)
+        costs the commands nothing per line.
+        """
+        return super().subscribe(listener if output else _NoOutput(listener))
+
+    @property
+    def wants_output(self) -> bool:
+        """Whether a listener wants :class:`BashOutput` events (the tools skip them otherwise)."""
+        return any(not isinstance(s.listener, _NoOutput) for s in self._subscriptions)
+
+
+class _NoOutput:
+    """A listener that is not given output events."""
+
+    __slots__ = ("listener",)
+
+    def __init__(self, listener: Listener[BashEvent]) -> None:
+        self.listener = listener
+
+    def __call__(self, event: BashEvent) -> Awaitable[None] | None:
+        return None if isinstance(event, BashOutput) else self.listener(event)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._core import TextPart, ToolError
-from ._bash_events import BashExited, BashInteraction, BashOutput, BashStarted
+from ._bash_events import BashExited, BashInteraction, BashOutput, BashOutputSize, BashStarted
 from ._bash_output import HeadTailBuffer, TailBuffer
 from ._bash_process import OutputSink, ShellProcess, Stream, describe_exit, kill_groups_now
 from ._context import ToolContext
@@ -140,15 +140,21 @@ class BashSession:
 
         if not command.strip():
             raise ToolError("command is empty")
+        size = BashOutputSize()
+
+        def counted(stream: Stream, text: str) -> None:
+            size.add(text)
+            on_output(stream, text)
+
         environment = {**os.environ, **(self.env or {})}
         starting = ShellProcess.start(
             command,
             shell=self.shell,
             cwd=cwd,
             env=environment,
-            on_output=on_output,
+            on_output=counted,
             on_line=on_line,
-            wants_lines=lambda: interaction.has_listeners,
+            wants_lines=lambda: interaction.wants_output,
         )
         try:
             if background:
@@ -160,7 +166,12 @@ class BashSession:
         except OSError as exc:
             raise ToolError(f"could not start {self.shell}: {exc}") from exc
         started = BashStarted(
-            process_id=process_id, command=command, cwd=cwd, pid=process.pid, background=background
+            process_id=process_id,
+            command=command,
+            cwd=cwd,
+            pid=process.pid,
+            background=background,
+            size=size,
         )
         try:
             await self.interaction.emit(started)
@@ -389,6 +400,7 @@ class BashSession:
             "running": record.process.running,
             "exit_code": None,
             "signal": None,
+            "killed": record.killed,
         }
         data["exit_code"], data["signal"] = describe_exit(record.process.returncode)
         for stream, buffer in record.unread.items():

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from .._core import UserError
-from ._bash_events import BashEvent, BashExited, BashInteraction, BashOutput, BashStarted
+from ._bash_events import (
+    BashEvent,
+    BashExited,
+    BashInteraction,
+    BashOutput,
+    BashOutputSize,
+    BashStarted,
+)
 from ._bash_output import HeadTailBuffer
 from ._bash_session import BashSession
 from ._closing import AsyncClosing
@@ -42,6 +49,7 @@ __all__ = [
     "BashExited",
     "BashInteraction",
     "BashOutput",
+    "BashOutputSize",
     "BashStarted",
     "BashTools",
     "bash_tools",

@@ -242,6 +242,8 @@ def parse_kind(name: str, path: Path, text: str) -> Kind:
 
 
 def _string_list(data: dict[str, Any], key: str) -> list[str] | None:
+    """``data[key]`` as a list of stripped strings (``None`` if absent); ``ValueError``
+    when it is anything else."""
     value = data.get(key)
     if value is None:
         return None

@@ -89,6 +89,7 @@ class Profiles:
         return self._profile(row, created=created)
 
     def _ensure(self, name: str, values: dict[str, Any]) -> tuple[Row, bool]:
+        """Upsert the profile (in a thread); its row, and whether it was created."""
         sql = self.engine.store.engine
         for _ in range(2):  # a concurrent ensure may insert between our read and insert
             try:
@@ -112,17 +113,20 @@ class Profiles:
         return row
 
     async def _row(self, name: str) -> Row | None:
+        """The profile's row, ``None`` if never ensured (``default`` is made on first use)."""
         if name == DEFAULT_PROFILE:
             row, _ = await asyncio.to_thread(self._ensure, name, {})
             return row
         return await asyncio.to_thread(self._read, name)
 
     def _read(self, name: str) -> Row | None:
+        """The profile's row as stored, if any (in a thread)."""
         with self.engine.store.engine.connect() as conn:
             found = conn.execute(sa.select(profiles).where(profiles.c.name == name)).first()
         return dict(found._mapping) if found is not None else None
 
     def _profile(self, row: Row, *, created: bool) -> api.Profile:
+        """A profile row on the wire."""
         settings = row["settings"] or {}
         return api.Profile(
             name=row["name"],
@@ -177,6 +181,8 @@ class Profiles:
 
 
 def _upsert(conn: sa.Connection, name: str, values: dict[str, Any]) -> tuple[Row, bool]:
+    """Insert the profile, or set the given ``values`` on it (``None`` clears a setting);
+    its row, and whether it was inserted."""
     now = time.time()
     found = conn.execute(sa.select(profiles).where(profiles.c.name == name)).first()
     if found is None:

@@ -215,6 +215,8 @@ class WarmPool:
             self.engine._spawn(self._discard(node_id))
 
     def _want(self, key: str, row: Row) -> None:
+        """Note that creates ask for ``key`` (``row`` its template), most recent last;
+        past :data:`MAX_TUPLES` the least recently asked tuple is dropped."""
         self._ready.setdefault(key, [])
         self._ready.move_to_end(key)
         self._templates.setdefault(key, dict(row))

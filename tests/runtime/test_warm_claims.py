@@ -20,15 +20,20 @@ from .test_warm import _create, _wait_for, _wait_warm
 BASE_TEXT = "Hello from the default script."
 
 
-@pytest.fixture(scope="module")
-def pool_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    home = tmp_path_factory.mktemp("warm-claims-home")
+def _daemon(home: Path, pool: int) -> Iterator[Daemon]:
+    """A daemon on ``home`` keeping ``pool`` warm nodes per tuple, stopped afterwards."""
+    home.mkdir(exist_ok=True)
     default = write_script(home, "default", [BASE_TEXT] * 4)
-    daemon = Daemon(home, {"HERON_PROVIDER": default, "HERON_WARM_POOL": "2"}).start()
+    daemon = Daemon(home, {"HERON_PROVIDER": default, "HERON_WARM_POOL": str(pool)}).start()
     try:
         yield daemon
     finally:
         daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def pool_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    yield from _daemon(tmp_path_factory.mktemp("warm-claims-home"), 2)
 
 
 def _ready(daemon: Daemon, key: str) -> int:
@@ -96,14 +101,7 @@ def test_a_create_differing_in_any_launch_field_is_cold(
 @pytest.fixture
 def one_warm(tmp_path: Path) -> Iterator[Daemon]:
     """A daemon keeping one warm node per tuple."""
-    home = tmp_path / "home"
-    home.mkdir()
-    default = write_script(home, "default", [BASE_TEXT] * 4)
-    daemon = Daemon(home, {"HERON_PROVIDER": default, "HERON_WARM_POOL": "1"}).start()
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
+    yield from _daemon(tmp_path / "home", 1)
 
 
 def _messages(daemon: Daemon, node_id: str) -> list[str]:

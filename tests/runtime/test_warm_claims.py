@@ -15,7 +15,7 @@ import pytest
 from heron.runtime._warm import LAUNCH_FIELDS
 
 from .conftest import Daemon, wait_settled, write_script
-from .test_warm import _create, _wait_for, _wait_warm
+from .test_warm import _create, _wait_for, _wait_warm, _warm_ids
 
 BASE_TEXT = "Hello from the default script."
 
@@ -152,3 +152,26 @@ def test_a_claim_committed_before_a_sigkill_is_a_node_after_it(
             "Slowly done.",
         )
     assert _messages(one_warm, ready) == ["Do it."]
+
+
+def test_a_warm_node_that_could_not_be_set_up_is_never_served(one_warm: Daemon) -> None:
+    nodes = one_warm.home / "nodes"
+    with one_warm.client() as client:
+        wait_settled(client, _create(client)["node_id"])
+        (ready,) = _wait_warm(one_warm, 1)
+        _wait_for(lambda: (nodes / ready).is_dir())  # set up: its workspace is made
+        # From now on no new node can make its workspace: the refill behind the next
+        # create makes a warm node whose run cannot be set up.
+        nodes.rename(one_warm.home / "nodes-away")
+        nodes.write_text("not a directory")
+        served = _create(client)
+        assert (served["node_id"], served["warm"]) == (ready, True)
+        note = "its run could not be set up"
+        _wait_for(lambda: note in one_warm.log.read_text())
+        assert _warm_ids(one_warm) == []  # discarded, not kept for a create
+        nodes.unlink()
+        nodes.mkdir()
+        after = _create(client)
+        assert after["warm"] is False  # cold: the broken one was not served
+        poll = wait_settled(client, after["node_id"])
+        assert (poll["node_status"], poll["outcome"]["output_text"]) == ("completed", BASE_TEXT)

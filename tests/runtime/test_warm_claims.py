@@ -175,3 +175,15 @@ def test_a_warm_node_that_could_not_be_set_up_is_never_served(one_warm: Daemon) 
         assert after["warm"] is False  # cold: the broken one was not served
         poll = wait_settled(client, after["node_id"])
         assert (poll["node_status"], poll["outcome"]["output_text"]) == ("completed", BASE_TEXT)
+
+
+def test_scopes_in_another_order_are_the_same_launch_tuple(one_warm: Daemon) -> None:
+    with one_warm.client() as client:
+        assert _create(client, scopes=["ask", "act"])["warm"] is False
+        (ready,) = _wait_warm(one_warm, 1)
+        served = _create(client, scopes=["act", "ask"])
+        assert (served["node_id"], served["warm"], served["scopes"]) == (
+            ready,
+            True,
+            ["act", "ask"],
+        )

@@ -34,7 +34,6 @@ import sqlalchemy as sa
 
 from .. import api
 from ._db import messages, nodes
-from ._errors import ApiError
 from ._events import RESERVE_BLOCK
 from ._kinds import Kind
 from ._store import Row
@@ -199,13 +198,18 @@ class WarmPool:
     async def _prune(self) -> None:
         """Discard the nodes of tuples whose kind changed or vanished since they were made
         (no create can match them any more)."""
-        for key, template in list(self._templates.items()):
-            try:
-                current = launch_key(template, await self.engine.kinds.find(template["kind"]))
-            except ApiError:
-                current = None
-            if current != key:
+        if self._templates:
+            for key in await asyncio.to_thread(self._stale, dict(self._templates)):
                 self._drop(key)
+
+    def _stale(self, templates: dict[str, Row]) -> list[str]:
+        """The keys of ``templates`` their kind as it is now no longer gives (one scan)."""
+        kinds, _ = self.engine.kinds.scan()
+        return [
+            key
+            for key, template in templates.items()
+            if template["kind"] not in kinds or launch_key(template, kinds[template["kind"]]) != key
+        ]
 
     def _drop(self, key: str) -> None:
         """Stop keeping nodes ready for ``key``, and discard those it has."""

@@ -222,8 +222,8 @@ def node_tools(
         made.tools.append(report)
     if output_schema is not None:
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
-    if scope_of("fs-read-file") in (ENFORCED_SCOPES if scopes is None else scopes):
-        # (Making the file tools of a new directory costs: only when they may be had.)
+    if admits(scopes, None)("fs-read-file"):
+        # The file tools, when the scopes allow them (making them for a new directory costs).
         made.tools += [t for t in workspace_files(workspace) if wanted(t.name)]
     if any(wanted(name) for name in BASH_TOOLS):
         # No shell at all (no process to own) unless the node may have one of its tools.

@@ -607,9 +607,12 @@ class Engine:
                     self._arm_deadline(node_id, seconds)
         if values:
             async with self._lock(node_id):  # ``extra`` is rewritten whole
+                extra = dict((await self.row(node_id))["extra"] or {})
                 if "deadline" in fields:
-                    extra = (await self.row(node_id))["extra"]
-                    values["extra"] = {**extra, "deadline_seconds": seconds}
+                    extra["deadline_seconds"] = seconds
+                if "model" in fields:  # an explicit choice, passed on to forks and children
+                    extra["model_given"] = patch.model
+                values["extra"] = extra
                 await self.store.update_node(node_id, **values)
         return await self.node(node_id)
 

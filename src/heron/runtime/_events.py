@@ -161,6 +161,16 @@ class EventLog:
         self._last.setdefault(node_id, 0)
         self._reserved.setdefault(node_id, reserved)
 
+    def forget(self, node_id: str) -> None:
+        """Drop a node that is gone without a trace (a discarded warm node): its numbering,
+        and its hub unless someone reads it."""
+        self._next.pop(node_id, None)
+        self._reserved.pop(node_id, None)
+        hub = self._hubs.get(node_id)
+        if hub is not None and hub.subscribers == 0:
+            del self._hubs[node_id]
+            self._idle.pop(node_id, None)
+
     def next_number(self, node_id: str) -> int:
         """The number the node's next event will get (the node must be primed)."""
         return self._next[node_id]

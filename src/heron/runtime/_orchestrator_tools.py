@@ -20,6 +20,7 @@ from ..tools import Tool, ToolContext
 from ._engine import SETTLED
 from ._errors import ApiError
 from ._orchestration import Orchestration, child_summary, outcome_text
+from ._profiles import given_model
 from ._rows import to_node
 from ._store import Row
 from ._worktrees import active_worktree
@@ -137,7 +138,9 @@ class SpawnChildTool(_ChildTool):
                 prompt=arguments["prompt"],
                 name=name,
                 kind=arguments.get("kind"),
-                model=arguments.get("model") or parent["model"],
+                # The parent's given model only: the child's kind and profile decide
+                # otherwise, as for any create.
+                model=arguments.get("model") or given_model(parent),
                 scopes=scopes,
                 output_schema=arguments.get("output_schema"),
                 deadline=arguments.get("deadline"),

@@ -4,9 +4,10 @@ Starts a real ``heron daemon`` on a temporary ``HERON_HOME`` (SQLite, the
 scripted provider answering in one turn, ``HERON_WARM_POOL`` pre-started nodes
 per launch tuple), then alternates ``--samples`` cold creates
 (``prefer_warm: false``) with as many warm ones (``prefer_warm: true``, after
-one create that seeded the pool for their tuple). Before each warm create it
-waits until the pool is full and every pre-started node has finished its
-``begin`` step, as a pool does between creates in use.
+one create that seeded the pool for their tuple). Before every measured create,
+cold and warm alike, it waits until the pool is quiet (full, every pre-started
+node past its ``begin`` step, none being made), so neither kind of create shares
+the cores with a refill.
 
 For each create it measures the time from just before ``POST /v1/nodes`` is
 sent to the node's first ``node.turn.started`` event, as the daemon stamped it
@@ -84,18 +85,24 @@ class Daemon:
         raise SystemExit(f"node {node_id} published no node.turn.started")
 
     def wait_pool(self, size: int) -> None:
-        """Wait until ``size`` warm nodes exist and each has finished its ``begin`` step."""
+        """Wait until the pool is quiet: exactly ``size`` warm nodes, each past its ``begin``
+        step, and none being made (a create measured meanwhile would share the cores with
+        the refill)."""
         query = (
-            "SELECT count(*) FROM heron_nodes n JOIN operation_outputs o"
-            " ON o.workflow_uuid = 'heron:' || n.node_id || ':1' AND o.function_name = 'begin'"
-            " WHERE n.warm IS NOT NULL"
+            "SELECT count(*), count(o.function_name) FROM heron_nodes n"
+            " LEFT JOIN operation_outputs o ON o.workflow_uuid = 'heron:' || n.node_id || ':1'"
+            " AND o.function_name = 'begin' WHERE n.warm IS NOT NULL"
         )
         deadline = time.monotonic() + WAIT_TIMEOUT
         while time.monotonic() < deadline:
-            if self.db.execute(query).fetchone()[0] >= size:
+            if self.db.execute(query).fetchone() == (size, size):
                 return
             time.sleep(0.005)
-        raise SystemExit(f"the warm pool did not fill to {size}")
+        raise SystemExit(f"the warm pool did not settle at {size}")
+
+    def provider(self) -> str:
+        """The daemon's default provider, as ``GET /v1/status`` names it."""
+        return str(self.http.get("/v1/status").json()["provider"])
 
     def wait_settled(self, node_id: str) -> str:
         """Long-poll the node's outcome; returns its final status."""
@@ -109,8 +116,7 @@ class Daemon:
 
 def measure(daemon: Daemon, prefer_warm: bool, pool: int) -> float:
     """One create's milliseconds to its first event (checked to be served as expected)."""
-    if prefer_warm:
-        daemon.wait_pool(pool)
+    daemon.wait_pool(pool)  # before cold creates too: both measured on a quiet daemon
     sent, node = daemon.create(prefer_warm)
     if node["warm"] is not prefer_warm:
         raise SystemExit(f"node {node['node_id']}: warm={node['warm']}, wanted {prefer_warm}")
@@ -134,9 +140,11 @@ def main() -> None:
         script.write_text(json.dumps(["Hello."]))
         daemon = Daemon(home, f"scripted:{script}", args.pool)
         try:
+            seed = daemon.create(prefer_warm=True)[1]  # a miss: the pool fills for this tuple
+            daemon.wait_settled(seed["node_id"])
             for _ in range(2):  # warm-up: the daemon's first workflows and imports
                 measure(daemon, prefer_warm=False, pool=args.pool)
-            daemon.create(prefer_warm=True)  # a miss: the pool starts filling for this tuple
+            provider = daemon.provider()
             cold: list[float] = []
             warm: list[float] = []
             for _ in range(args.samples):
@@ -144,12 +152,13 @@ def main() -> None:
                 warm.append(measure(daemon, prefer_warm=True, pool=args.pool))
         finally:
             daemon.stop()
-    report(cold, warm, args.pool)
+    report(cold, warm, args.pool, provider)
 
 
-def report(cold: list[float], warm: list[float], pool: int) -> None:
+def report(cold: list[float], warm: list[float], pool: int, provider: str) -> None:
     """Print cold and warm figures side by side."""
-    print(f"POST /v1/nodes -> first node.turn.started, {len(cold)} creates each, pool {pool}")
+    print(f"POST /v1/nodes -> first node.turn.started, {len(cold)} creates each")
+    print(f"warm pool size {pool} per launch tuple; provider {provider}")
     print(f"{'ms':>10} {'cold':>9} {'warm':>9}")
     rows = [
         ("median", statistics.median),

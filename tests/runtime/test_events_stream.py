@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,27 +130,19 @@ def test_dormant_node_says_dormant_and_stays_open_until_a_run_starts(
 # -- "Sequence, resume, and failure" -------------------------------------------------------
 
 
-def add_report(daemon: Daemon, node: str, body: str) -> None:
-    """A report row as push-report keeps it (pushed by another feature's tool)."""
-    with sqlite3.connect(daemon.home / "heron.db", timeout=30) as db:
-        db.execute(
-            "INSERT INTO heron_reports (node_id, tier, title, body, path, created_at)"
-            " VALUES (?, 'progress', 'Step', ?, NULL, ?)",
-            (node, body, time.time()),
-        )
+def report(body: str) -> dict[str, Any]:
+    return call("push-report", tier="progress", title="Step", body=body)
 
 
 def test_joining_mid_run_seeds_reports_then_completed_messages_then_live(
-    daemon: Daemon, client: httpx.Client, scripts: Any
+    client: httpx.Client, scripts: Any
 ) -> None:
     script = [
-        {"text": "First message.", "tool_calls": [call()]},
-        {"text": "Second message.", "tool_calls": [call()]},
+        {"text": "First message.", "tool_calls": [report("early report")]},
+        {"text": "Second message.", "tool_calls": [report("later report")]},
         {"text": "Last words.", "delay": 1.5},
     ]
     node = create(client, scripts("join", script))
-    add_report(daemon, node, "early report")
-    add_report(daemon, node, "later report")
     with stream(client, node, after=0) as response:
         turns = 0
 
@@ -162,18 +153,42 @@ def test_joining_mid_run_seeds_reports_then_completed_messages_then_live(
 
         before = events(response, until=third_turn)
     done = {e.data["text"]: e.seq for e in before if e.event == "node.output_text.done"}
+    pushed = [(e.seq, e.data) for e in before if e.event == "node.report.pushed"]
+    # A second subscriber joining without a cursor is seeded from the ring.
     with stream(client, node) as response:
         joined = events(response)
     reports = [e for e in joined if e.event == "node.report.pushed"]
     assert [r.data["report"]["body"] for r in reports] == ["early report", "later report"]
+    # The reports' own events, with their own numbers: one sequence for everyone.
+    assert [(r.seq, r.data) for r in reports] == pushed
+    assert [r.id for r in reports] == [seq for seq, _ in pushed]
     assert kinds(joined)[:4] == ["node.report.pushed"] * 2 + ["node.output_text.done"] * 2
-    # Seeded with the numbers the messages really had: one sequence for everyone.
     assert [(e.data["text"], e.seq) for e in joined[2:4]] == list(done.items())
     live = joined[4:]
-    assert TOOL not in str([e.data for e in live])  # the past tool calls are not replayed
+    assert "push-report" not in str([e.data for e in live])  # past calls are not replayed
+    assert not [e for e in live if e.event == "node.report.pushed"]  # nor sent twice
     assert text_of(live) == "Last words."
     assert live[-1].event == "node.settled"
     assert min(e.seq for e in live) > before[-1].seq
+
+
+def test_a_joiner_gets_the_partial_text_as_one_delta(client: httpx.Client, scripts: Any) -> None:
+    text = "one two three four five six seven eight nine ten"
+    node = create(client, scripts("partial", [{"text": text, "chunk_delay": 0.15}]))
+    with stream(client, node, after=0) as response:
+        first = events(
+            response,
+            until=lambda e: e.event == "node.output_text.delta" and "three" in e.data["delta"],
+        )
+    streamed = text_of(first)
+    with stream(client, node) as response:
+        joined = events(response)
+    deltas = [e for e in joined if e.event == "node.output_text.delta"]
+    # The partial so far comes as one delta numbered as its last piece, then live pieces.
+    assert deltas[0].data["delta"].startswith(streamed)
+    assert deltas[0].id == deltas[0].seq and all(d.seq > deltas[0].seq for d in deltas[1:])
+    assert text_of(joined) == text
+    assert joined[-1].event == "node.settled"
 
 
 def test_a_second_subscriber_sees_the_same_numbers(client: httpx.Client, scripts: Any) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from heron.runtime._node_tools import KIND_FIXED_TOOLS
+
 from .conftest import Daemon, wait_settled, write_script
 from .test_hosted_model import fake_openai
 
@@ -71,6 +73,15 @@ def _tools(request: dict[str, Any]) -> set[str]:
     return {t["function"]["name"] for t in request.get("tools", [])}
 
 
+def _kind_tools(request: dict[str, Any]) -> set[str]:
+    """The tools the model was offered that a kind decides on: every node also has
+    ``push-report`` (checked here), whatever its kind, and may have others no kind
+    removes (``KIND_FIXED_TOOLS``)."""
+    offered = _tools(request)
+    assert "push-report" in offered
+    return offered - set(KIND_FIXED_TOOLS)
+
+
 def test_builtin_kinds_are_listed_and_readable(kclient: httpx.Client) -> None:
     listing = kclient.get("/v1/kinds").json()
     names = [k["name"] for k in listing["kinds"]]
@@ -105,7 +116,7 @@ def test_a_toml_kind_sets_instruction_model_and_tools(
     assert request["model"] == "gpt-kind"
     assert MARKER in _system(request)
     # The kind keeps only its tools, though the node's scopes allow every tool.
-    assert _tools(request) == {"fs-read-file", "fs-glob", "fs-grep"}
+    assert _kind_tools(request) == {"fs-read-file", "fs-glob", "fs-grep"}
 
 
 def test_the_create_model_beats_the_kind_model(
@@ -124,15 +135,15 @@ def test_scopes_still_cap_a_kinds_tools(
     _kind_file(
         kinds_daemon,
         "capped",
-        'instruction = "Work."\nmodel = "openai:gpt-5"\ntools = ["fs-*", "bash-run", "ask-*"]\n'
-        'skills = ["planner"]\n',
+        'instruction = "Work."\nmodel = "openai:gpt-5"\n'
+        'tools = ["fs-*", "bash-run", "ask-*", "todo-*"]\nskills = ["planner"]\n',
     )
     body = {"prompt": "capped-prompt", "kind": "capped", "scopes": ["ask"], "cwd": str(tmp_path)}
     node = kclient.post("/v1/nodes", json=body).json()
     wait_settled(kclient, node["node_id"])
     request = _request_of(openai_server, "capped-prompt")
     # No `act`: no file or shell tools; the planner skill's todo tools need no scope.
-    assert _tools(request) == {
+    assert _kind_tools(request) == {
         "ask-questions",
         "todo-add",
         "todo-update",
@@ -155,7 +166,7 @@ def test_a_kind_skill_needing_act_is_left_out_without_it(
     node = kclient.post("/v1/nodes", json=body).json()
     wait_settled(kclient, node["node_id"])
     request = _request_of(openai_server, "coder-prompt")
-    assert _tools(request) == {"get-current-time"}
+    assert _kind_tools(request) == {"get-current-time"}
     assert "code-verification" not in _system(request)
 
     body = {**body, "prompt": "coder-prompt-act", "scopes": ["act"]}

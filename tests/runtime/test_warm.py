@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -14,6 +14,8 @@ import pytest
 from heron.runtime import RuntimeConfig
 
 from .conftest import Daemon, wait_settled, write_script
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -42,6 +44,17 @@ def _wait_warm(daemon: Daemon, count: int, timeout: float = 30) -> list[str]:
             return ids
         time.sleep(0.02)
     raise AssertionError(f"{len(_warm_ids(daemon))} warm nodes, not {count}")
+
+
+def _wait_for(check: Callable[[], T | None], timeout: float = 30) -> T:
+    """``check()``'s first truthy answer, polled until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"not so within {timeout} s")
 
 
 def _events(daemon: Daemon, node_id: str) -> list[tuple[int, str]]:
@@ -210,8 +223,18 @@ def test_a_changed_kind_is_not_served_by_nodes_made_before(warm_daemon: Daemon) 
     (kinds / "scribe.toml").write_text('instruction = "Write."\n')
     with warm_daemon.client() as client:
         assert _create(client, kind="scribe")["warm"] is False
-        _wait_warm(warm_daemon, 2)
+        stale = _wait_warm(warm_daemon, 2)
+        assert _wait_for(lambda: all((warm_daemon.home / "nodes" / n).is_dir() for n in stale))
         (kinds / "scribe.toml").write_text('instruction = "Write tersely, in English."\n')
         assert _create(client, kind="scribe")["warm"] is False
-        _wait_warm(warm_daemon, 4)  # the pool now fills for the kind as it is
-        assert _create(client, kind="scribe")["warm"] is True
+
+        # The pool fills for the kind as it is; the nodes made before are discarded,
+        # their workspaces too.
+        def replaced() -> list[str] | None:
+            ids = _warm_ids(warm_daemon)
+            return ids if len(ids) == 2 and set(ids).isdisjoint(stale) else None
+
+        fresh = _wait_for(replaced)
+        assert _wait_for(lambda: not any((warm_daemon.home / "nodes" / n).exists() for n in stale))
+        served = _create(client, kind="scribe")
+        assert served["warm"] is True and served["node_id"] in fresh

@@ -72,7 +72,7 @@ from ._orchestration import (
 )
 from ._profiles import Profile, ProfileEnsureRequest
 from ._reports import Report, ReportTier
-from ._system import Health, Listener, SystemStatus
+from ._system import EventStreamStats, Health, Listener, SystemStatus
 from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
@@ -83,6 +83,7 @@ __all__ = [
     "DeliveryAction",
     "ErrorBody",
     "ErrorResponse",
+    "EventStreamStats",
     "ForkRequest",
     "Health",
     "Job",

@@ -7,7 +7,7 @@ from typing import Literal
 
 from ._common import WireModel
 
-__all__ = ["Health", "Listener", "SystemStatus"]
+__all__ = ["EventStreamStats", "Health", "Listener", "SystemStatus"]
 
 
 class Health(WireModel):
@@ -30,6 +30,19 @@ class Listener(WireModel):
     """How callers authenticate there."""
 
 
+class EventStreamStats(WireModel):
+    """The daemon's node event streams (``GET /v1/status``, ``event_streams``)."""
+
+    readers: int = 0
+    """Event streams open now."""
+    readers_dropped: int = 0
+    """Readers cut off since the daemon started (fell too far behind, or stopped reading)."""
+    hubs: int = 0
+    """Nodes with an in-memory stream hub (replay ring and subscribers)."""
+    hub_bytes: int = 0
+    """Bytes those hubs hold together (bounded by ``HERON_STREAM_MEMORY``)."""
+
+
 class SystemStatus(WireModel):
     """``GET /v1/status``."""
 
@@ -49,3 +62,5 @@ class SystemStatus(WireModel):
     """Where the daemon listens."""
     provider: str
     """The default provider spec nodes run on."""
+    event_streams: EventStreamStats = EventStreamStats()
+    """The node event streams' readers and memory."""

@@ -134,7 +134,7 @@ def _step(index: int | str, raw: Any) -> Step:
         raise UserError(f"{where}: expected a string or an object, got {type(raw).__name__}")
     if "error" in raw:
         return _error_step(where, raw)
-    unknown = set(raw) - {"text", "tool_calls", "thinking", "delay"}
+    unknown = set(raw) - {"text", "tool_calls", "thinking", "delay", "chunk_delay"}
     if unknown:
         raise UserError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
     raw_calls = raw.get("tool_calls", [])
@@ -157,9 +157,17 @@ def _step(index: int | str, raw: Any) -> Step:
     text, thinking, delay = raw.get("text", ""), raw.get("thinking"), raw.get("delay", 0.0)
     if not isinstance(text, str) or not (thinking is None or isinstance(thinking, str)):
         raise UserError(f"{where}: 'text' and 'thinking' must be strings")
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-        raise UserError(f"{where}: 'delay' must be a non-negative number")
-    return Reply(text=text, tool_calls=calls, thinking=thinking, delay=float(delay))
+    pace = raw.get("chunk_delay", 0.0)
+    for name, value in (("delay", delay), ("chunk_delay", pace)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise UserError(f"{where}: {name!r} must be a non-negative number")
+    return Reply(
+        text=text,
+        tool_calls=calls,
+        thinking=thinking,
+        delay=float(delay),
+        chunk_delay=float(pace),
+    )
 
 
 def load_script(path: str | os.PathLike[str]) -> list[Step]:
@@ -167,7 +175,8 @@ def load_script(path: str | os.PathLike[str]) -> list[Step]:
 
     The file holds a list of steps, one per model turn: a string (the reply),
     or ``{"text": ..., "tool_calls": [{"name": ..., "arguments": {...}}],
-    "thinking": ..., "delay": seconds}``, or ``{"error": message, "status": 503}``
+    "thinking": ..., "delay": seconds, "chunk_delay": seconds between text pieces}``,
+    or ``{"error": message, "status": 503}``
     for a turn on which the provider fails (a :class:`~heron.ProviderError`).
 
     The file may instead hold ``{"steps": [...], "compaction": step}``: then every

@@ -50,6 +50,8 @@ class Reply:
     """Opaque provider data (e.g. signed thinking blocks) put on the response."""
     delay: float = 0.0
     """Seconds to wait before answering, like a slow model (cancellable)."""
+    chunk_delay: float = 0.0
+    """Seconds to wait before each streamed piece of text after the first (cancellable)."""
 
 
 Step: TypeAlias = (
@@ -225,7 +227,9 @@ class ScriptedProvider(Provider):
     async def _stream(reply: Reply, calls: Sequence[ToolCall], on_chunk: ChunkCallback) -> None:
         for piece in _PIECES.findall(reply.thinking or ""):
             await emit(on_chunk, StreamChunk(role="assistant", thinking=piece))
-        for piece in _PIECES.findall(reply.text):
+        for n, piece in enumerate(_PIECES.findall(reply.text)):
+            if n and reply.chunk_delay:
+                await asyncio.sleep(reply.chunk_delay)
             await emit(on_chunk, StreamChunk(role="assistant", content=piece))
         for c in calls:
             await emit(on_chunk, StreamChunk(role="assistant", tool_calls=(c,)))

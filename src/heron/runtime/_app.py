@@ -25,6 +25,7 @@ from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
 from ._routes_nodes import add_node_routes
 from ._routes_orchestration import add_orchestration_routes
+from ._routes_profiles import add_profile_routes
 from ._routes_reports import add_report_routes
 from ._routes_worktrees import add_worktrees_routes
 
@@ -47,6 +48,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_jobs_routes,
     add_worktrees_routes,
     add_kind_routes,
+    add_profile_routes,
     add_orchestration_routes,
     add_report_routes,
 )

@@ -100,6 +100,13 @@ class RuntimeConfig:
     """Seconds between ``: keepalive`` comments on an idle stream (``HERON_SSE_KEEPALIVE``)."""
     sse_buffer: int = 2048
     """Events a stream reader may fall behind before it is dropped (``HERON_SSE_BUFFER``)."""
+    sse_buffer_bytes: int = 4 * 1024 * 1024
+    """Bytes a stream reader may fall behind before it is dropped (``HERON_SSE_BUFFER_BYTES``)."""
+    sse_send_timeout: float = 30.0
+    """Seconds one write to a stream reader may take before its connection is closed
+    (``HERON_SSE_SEND_TIMEOUT``)."""
+    stream_memory: int = 64 * 1024 * 1024
+    """Bytes all nodes' replay rings may hold together (``HERON_STREAM_MEMORY``)."""
 
     @property
     def socket_path(self) -> Path:
@@ -157,6 +164,9 @@ class RuntimeConfig:
             sse_keepalive=_positive("HERON_SSE_KEEPALIVE", 15.0, float),
             sse_buffer=int(_positive("HERON_SSE_BUFFER", 2048, int)),
             warm_pool=_warm_pool(os.environ.get("HERON_WARM_POOL")),
+            sse_buffer_bytes=int(_positive("HERON_SSE_BUFFER_BYTES", 4 * 1024 * 1024, int)),
+            sse_send_timeout=_positive("HERON_SSE_SEND_TIMEOUT", 30.0, float),
+            stream_memory=int(_positive("HERON_STREAM_MEMORY", 64 * 1024 * 1024, int)),
         )
 
 

@@ -143,17 +143,20 @@ class DurableProvider(Provider):
                 events.publish(node_id, "node.output_text.delta", {"delta": chunk.content})
 
         relayed = relay if shown else None
-        response = await self._current.chat(messages, tools=tools or None, on_chunk=relayed)
-        await self._store.add_usage(
-            node_id,
-            turns=1,
-            input_tokens=response.input_tokens,
-            output_tokens=response.output_tokens,
-        )
-        if shown:
-            if response.content:
+        try:
+            response = await self._current.chat(messages, tools=tools or None, on_chunk=relayed)
+            await self._store.add_usage(
+                node_id,
+                turns=1,
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
+            )
+            if shown and response.content:
                 events.publish(node_id, "node.output_text.done", {"text": response.content})
-            events.publish(node_id, "node.turn.completed", {})
+        finally:
+            # A turn that failed or was cancelled still ends, so a reader never waits on it.
+            if shown:
+                events.publish(node_id, "node.turn.completed", {})
         return response
 
 
@@ -180,9 +183,13 @@ class DurableToolClient(ToolClient):
         summary = shape_summary(arguments)
         common = {"tool_call_id": call_id, "tool": name, "summary": summary}
         self._events.publish(self._node_id, "node.tool_call.started", common)
-        result = await self._inner.call_tool(name, arguments)
-        status = "error" if result.is_error else "ok"
-        self._events.publish(
-            self._node_id, "node.tool_call.completed", {**common, "status": status}
-        )
+        status = "error"  # unless the call returns a result that is not an error
+        try:
+            result = await self._inner.call_tool(name, arguments)
+            status = "error" if result.is_error else "ok"
+        finally:
+            # A call that raised or was cancelled is completed too, as an error.
+            self._events.publish(
+                self._node_id, "node.tool_call.completed", {**common, "status": status}
+            )
         return result

@@ -82,7 +82,7 @@ class Engine:
         self.database = database_kind(config.db_url)
         self.sql = create_engine(config.db_url)
         self.store = Store(self.sql)
-        self.events = EventLog(self.store)
+        self.events = EventLog(self.store, memory=config.stream_memory)
         self.providers = ProviderPool(config.provider)
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
@@ -244,6 +244,7 @@ class Engine:
             database=f"{self.database} ({redact_url(self.config.db_url)})",
             listeners=self.listeners,
             provider=self.providers.default,
+            event_streams=self.events.stats(),
         )
 
     # -- create ----------------------------------------------------------------
@@ -635,8 +636,14 @@ class Engine:
                     self._arm_deadline(node_id, seconds)
         if values:
             await self.store.update_node(node_id, **values)
-            if "deadline" in fields:  # merged: other writers' keys of ``extra`` stay
-                await self.store.merge_extra(node_id, deadline_seconds=seconds)
+            # Merged: other writers' keys of ``extra`` stay.
+            merged: dict[str, Any] = {}
+            if "deadline" in fields:
+                merged["deadline_seconds"] = seconds
+            if "model" in fields:  # an explicit choice, passed on to forks and children
+                merged["model_given"] = patch.model
+            if merged:
+                await self.store.merge_extra(node_id, **merged)
         return await self.node(node_id)
 
     async def submit_result(self, node_id: str, value: Any) -> api.ResultAccepted:

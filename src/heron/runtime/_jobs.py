@@ -283,6 +283,12 @@ class Jobs:
         shell, entry.shell = entry.shell, None
         await _close(entry, shell)
 
+    async def discard(self, node_id: str) -> None:
+        """Close the node's shell and forget it: the node is gone (a discarded warm node)."""
+        await self.release(node_id)
+        self._nodes.pop(node_id, None)
+        self._settled.pop(node_id, None)
+
     async def aclose(self) -> None:
         """Close every node's shell (the daemon is stopping)."""
         await asyncio.gather(*(self.release(node_id) for node_id in list(self._nodes)))

@@ -15,11 +15,13 @@ invalid_kind`` with the reason. A kind file::
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import functools
 import inspect
 import logging
 import os
+import stat
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .. import api, skills
 from ..tools import (
+    BashTools,
     Skill,
     Tool,
     bash_tools,
@@ -37,7 +40,7 @@ from ..tools import (
     question_answer_tool,
 )
 from ._errors import ApiError
-from ._node_tools import NodeTools, workspace_files
+from ._node_tools import KIND_FIXED_TOOLS, NodeTools, workspace_files
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -51,6 +54,9 @@ DEFAULT_KIND = "general"
 
 SKILLS: dict[str, Callable[..., Skill]] = {name: getattr(skills, name) for name in skills.__all__}
 """The skill factories a kind may name (``heron.skills``; ``-`` may stand for ``_``)."""
+
+MAX_KIND_FILE = 256 * 1024
+"""Bytes a kind file may have (a bigger one is listed as a problem, not read)."""
 
 _FIELDS = frozenset({"description", "instruction", "model", "tools", "skills"})
 
@@ -140,7 +146,7 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
             "You are a planner. Understand the goal, then break it into small, checkable "
             "steps on the todo list; keep the list current as steps are done or change."
         ),
-        tools=(*_READ_ONLY, "ask-questions"),
+        tools=(*_READ_ONLY, "ask-questions", "todo-*"),
         skills=("planner",),
     ),
 )
@@ -150,19 +156,34 @@ _BUILTINS = {kind.name: kind for kind in BUILTIN_KINDS}
 
 
 @functools.cache
+def skill_tools(name: str) -> frozenset[str]:
+    """The names of the tools skill ``name`` brings (made once, against a dummy root)."""
+    factory = SKILLS[name]
+    params = inspect.signature(factory).parameters
+    if "root" in params:
+        skill = factory(Path(os.sep))
+    elif "browser" in params:
+        skill = factory(browser=browser_tools())
+    else:
+        skill = factory()
+    return frozenset(t.name for t in skill.tools)
+
+
+@functools.cache
 def _tool_names() -> frozenset[str]:
-    """Every tool name a node can be given (scope tools, result tools, skills' tools)."""
+    """Every tool name a kind's ``tools`` can keep or drop: the scope tools and the
+    skills' tools (not :data:`KIND_FIXED_TOOLS`, which no kind removes)."""
     here = Path(os.sep)
     made: list[Tool] = [get_current_time, question_answer_tool(), *filesystem_tools(here)]
     made += [*bash_tools(here), *browser_tools()]
-    names = {t.name for t in made} | {"submit-result", "decline"}
-    for factory in SKILLS.values():
-        if not set(inspect.signature(factory).parameters) & {"root", "browser"}:
-            names |= {t.name for t in factory().tools}
-    return frozenset(names)
+    names = {t.name for t in made}
+    for skill in SKILLS:
+        names |= skill_tools(skill)
+    return frozenset(names - set(KIND_FIXED_TOOLS))
 
 
 def _skill_name(name: str) -> str:
+    """A skill name as the factory is called (``code-verification``: ``code_verification``)."""
     return name.strip().replace("-", "_")
 
 
@@ -192,12 +213,21 @@ def parse_kind(name: str, path: Path, text: str) -> Kind:
         for pattern in tools:
             if not fnmatch.filter(known, pattern):
                 raise ValueError(
-                    f"tool {pattern!r} matches no tool a node can have (known: {sorted(known)})"
+                    f"tool {pattern!r} matches no tool a kind controls (known: {sorted(known)}; "
+                    f"always kept, whatever the kind: {', '.join(KIND_FIXED_TOOLS)})"
                 )
     wanted = [_skill_name(s) for s in _string_list(data, "skills") or ()]
     missing = [s for s in wanted if s not in SKILLS]
     if missing:
         raise ValueError(f"unknown skills {missing} (known: {sorted(SKILLS)})")
+    keep = keeps(tools)
+    for skill in wanted:
+        dropped = sorted(t for t in skill_tools(skill) if keep is not None and not keep(t))
+        if dropped:
+            raise ValueError(
+                f"skill {skill!r} needs tools that `tools` leaves out: {dropped} "
+                "(add them to `tools`, or drop the skill)"
+            )
     return Kind(
         name=name,
         description=description.strip(),
@@ -212,6 +242,8 @@ def parse_kind(name: str, path: Path, text: str) -> Kind:
 
 
 def _string_list(data: dict[str, Any], key: str) -> list[str] | None:
+    """``data[key]`` as a list of stripped strings (``None`` if absent); ``ValueError``
+    when it is anything else."""
     value = data.get(key)
     if value is None:
         return None
@@ -222,6 +254,8 @@ def _string_list(data: dict[str, Any], key: str) -> list[str] | None:
 
 @dataclass(kw_only=True, slots=True)
 class _Cached:
+    """A kind file as last read: its (mtime, size), and its kind or what is wrong with it."""
+
     stamp: tuple[int, int]
     kind: Kind | None = None
     problem: str | None = None
@@ -251,8 +285,11 @@ class Kinds:
         except OSError as exc:
             problem = api.KindProblem(name="*", path=str(self.directory), message=str(exc))
             return kinds, [problem]
+        self._files = {p: c for p, c in self._files.items() if p in set(entries)}  # deleted ones
         for path in entries:
             cached = self._read(path)
+            if cached is None:
+                continue
             if cached.kind is not None:
                 kinds[cached.kind.name] = cached.kind
             elif cached.problem is not None:
@@ -261,12 +298,24 @@ class Kinds:
                 )
         return dict(sorted(kinds.items())), problems
 
-    def _read(self, path: Path) -> _Cached:
+    def _read(self, path: Path) -> _Cached | None:
+        """The kind in ``path`` (re-read only when its mtime or size changed); ``None``
+        for what is not a regular file (a directory, a socket ... named ``*.toml``)."""
         try:
             info = path.stat()
+            if not stat.S_ISREG(info.st_mode):
+                return None
             stamp = (info.st_mtime_ns, info.st_size)
             cached = self._files.get(path)
             if cached is not None and cached.stamp == stamp:
+                return cached
+            if info.st_size > MAX_KIND_FILE:
+                cached = _Cached(
+                    stamp=stamp,
+                    problem=f"the file has {info.st_size} bytes; a kind file may have "
+                    f"{MAX_KIND_FILE} at most",
+                )
+                self._files[path] = cached
                 return cached
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -283,6 +332,10 @@ class Kinds:
         """``GET /v1/kinds``."""
         kinds, problems = self.scan()
         return api.KindList(kinds=[k.to_api() for k in kinds.values()], problems=problems)
+
+    async def find(self, name: str, *, status: int = 404) -> Kind:
+        """:meth:`get`, with the directory read off the event loop."""
+        return await asyncio.to_thread(self.get, name, status=status)
 
     def get(self, name: str, *, status: int = 404) -> Kind:
         """The kind called ``name``.
@@ -312,55 +365,43 @@ def keeps(kind_tools: Sequence[str] | None) -> Callable[[str], bool] | None:
     return lambda name: any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def _scope_of(tool: str) -> str | None:
-    """The scope a skill's tool needs: the same caps as the node's own tools."""
-    if tool == "ask-questions":
-        return "ask"
-    if tool.split("-", 1)[0] in ("fs", "bash", "browser", "present"):
-        return "act"
-    return None
-
-
 def kind_skills(
-    names: Sequence[str], *, allowed: frozenset[str], workspace: Path, made: NodeTools
+    names: Sequence[str],
+    *,
+    workspace: Path,
+    made: NodeTools,
+    shell: Callable[[Path], BashTools],
 ) -> list[Skill]:
     """The kind's skills for one run, their tools added to ``made`` (once per name).
 
-    Skills working on files get the node's workspace and share its file and shell
-    tools. A skill needing a tool the node's scopes exclude is left out whole: its
-    instructions rely on its tools.
+    A skill is left out whole when the node may not have one of its tools (its
+    scopes, or its kind's ``tools``, exclude it: the skill's instructions rely on
+    its tools, and a read-only kind stays read-only). Skills working on files get
+    the node's workspace and share its file tools and its long-lived shell
+    (``shell(workspace)``, the one the node's own bash tools come from).
     """
     result: list[Skill] = []
     have = {t.name: t for t in made.tools}
     for name in names:
+        excluded = sorted(t for t in skill_tools(name) if not made.admits(t))
+        if excluded:
+            log.info("skill %s left out: the node may not have %s", name, excluded)
+            continue
         factory = SKILLS[name]
         params = inspect.signature(factory).parameters
         if "root" in params:
-            if "act" not in allowed:
-                log.info("skill %s left out: the node lacks the act scope", name)
-                continue
             kwargs: dict[str, Any] = {}
             if "files" in params:
-                kwargs["files"] = list(workspace_files(workspace))
-                if made.shell is not None and made.shell.cwd == workspace.resolve():
-                    kwargs["bash"] = made.shell
-                else:
-                    kwargs["bash"] = made.shell = bash_tools(workspace)
-                    made.closers.append(made.shell)
+                if made.shell is None:
+                    made.shell = shell(workspace)  # owned by the node, not the run
+                kwargs.update(files=list(workspace_files(workspace)), bash=made.shell)
             skill = factory(workspace, **kwargs)
         elif "browser" in params:
-            if "act" not in allowed:
-                log.info("skill %s left out: the node lacks the act scope", name)
-                continue
             browser = browser_tools()
             made.closers.append(browser)
             skill = factory(browser=browser)
         else:
             skill = factory()
-        needs = {_scope_of(t.name) for t in skill.tools} - {None}
-        if not needs <= allowed:
-            log.info("skill %s left out: it needs the scopes %s", name, sorted(needs))  # type: ignore[type-var]
-            continue
         for tool in skill.tools:
             # The node's own tool of that name serves the skill (one tool per name).
             if tool.name not in have:

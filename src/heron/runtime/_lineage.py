@@ -26,6 +26,7 @@ from .._core import ProviderError, Usage
 from ..agents import AgentState
 from ..agents._compaction import compaction_request
 from ._errors import ApiError
+from ._profiles import given_model
 from ._runs import DETERMINISTIC, SETTLED, Stop
 from ._store import Row
 
@@ -48,7 +49,8 @@ INHERITED = (
     "situational_context",
     "root_lifecycle",
 )
-"""Row columns a fork copies from its original unless its create sets them."""
+"""Row columns a fork copies from its original unless its create sets them (``model``:
+the one the original was given, see ``_profiles.given_model``)."""
 
 INVOLUNTARY = frozenset({"provider_error", "crashed"})
 """Failure reasons ``revive-all`` revives (a decline or a deadline is meant), unless the
@@ -99,6 +101,10 @@ class Lineage:
             if column in ("cwd", "pin_cwd"):
                 if not own_cwd:
                     row[column] = source[column]
+            elif column == "model" and column not in given:
+                # Only the model the original was given: its kind's or profile's comes
+                # again from the fork's own kind and profile (Profiles.apply).
+                row[column] = given_model(source)
             elif column not in given:
                 row[column] = source[column]
         row["state"] = source["state"]

@@ -31,10 +31,13 @@ __all__ = [
     "ASK_TOOL",
     "BASH_TOOLS",
     "ENFORCED_SCOPES",
+    "KIND_FIXED_TOOLS",
     "DeclineTool",
     "NodeTools",
     "SubmitResultTool",
+    "admits",
     "node_tools",
+    "scope_of",
     "workspace_files",
 ]
 
@@ -43,6 +46,46 @@ ASK_TOOL = "ask-questions"
 
 ENFORCED_SCOPES = frozenset({"ask", "act", "schedule", "memory:read", "memory:write"})
 """Scopes that decide which tools a node gets; any other scope is recorded only."""
+
+KIND_FIXED_TOOLS = (
+    "submit-result",
+    "decline",
+    "push-report",
+    "spawn-child",
+    "message-child",
+    "wait-children",
+    "list-children",
+    "close-child",
+)
+"""Tools a kind cannot remove (nor name): a node's ways to finish and report, and an
+orchestrator's child tools (its mode, not its persona, brings them)."""
+
+_ACT_FAMILIES = ("fs", "bash", "browser", "present")
+"""Tool name prefixes (before the first ``-``) that work on the machine: they need ``act``."""
+
+
+def scope_of(tool: str) -> str | None:
+    """The scope a tool needs (``None``: none), for the node's tools and its skills' alike."""
+    if tool == ASK_TOOL:
+        return "ask"
+    if tool.split("-", 1)[0] in _ACT_FAMILIES:
+        return "act"
+    return None
+
+
+def admits(
+    scopes: Sequence[str] | None, keep: Callable[[str], bool] | None
+) -> Callable[[str], bool]:
+    """Whether a node with ``scopes`` (``None``: every scope) and a kind keeping ``keep``
+    (``None``: all) may have a tool, by name."""
+    allowed = ENFORCED_SCOPES if scopes is None else frozenset(scopes)
+
+    def admitted(name: str) -> bool:
+        scope = scope_of(name)
+        return (scope is None or scope in allowed) and (keep is None or keep(name))
+
+    return admitted
+
 
 Submit = Callable[[Any], Awaitable[None]]
 Decline = Callable[[str, str | None, bool], Awaitable[None]]
@@ -134,6 +177,8 @@ class NodeTools:
     """Tool sets owning processes (``act``'s shell, a skill's browser), closed at the end."""
     shell: BashTools | None = None
     """The node's shell, whoever owns it (skills working on files share it)."""
+    admits: Callable[[str], bool] = lambda name: True
+    """Whether the node's scopes and kind let it have a tool (its skills' too)."""
 
     async def aclose(self) -> None:
         """Stop what the tools started (background shell processes)."""
@@ -167,25 +212,26 @@ def node_tools(
     given, supplies the bash tools, owned by the caller (they are not among the
     closers); otherwise new ones are made.
     """
-    allowed = ENFORCED_SCOPES if scopes is None else frozenset(scopes)
-    wanted = keep if keep is not None else lambda name: True
+    wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
+    made.admits = wanted
     # The orchestrator's tools (its mode) and push-report belong to the node, like
-    # submit-result: a kind does not narrow them.
+    # submit-result: a kind does not narrow them (KIND_FIXED_TOOLS).
     made.tools += orchestrator
     if report is not None:
         made.tools.append(report)
     if output_schema is not None:
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
-    if "act" in allowed:
+    if admits(scopes, None)("fs-read-file"):
+        # The file tools, when the scopes allow them (making them for a new directory costs).
         made.tools += [t for t in workspace_files(workspace) if wanted(t.name)]
-        if any(wanted(name) for name in BASH_TOOLS):
-            # No shell at all (no process to own) when the kind keeps none of its tools.
-            bash = made.shell = shell(workspace) if shell is not None else bash_tools(workspace)
-            made.tools += [t for t in bash if wanted(t.name)]
-            if shell is None:
-                made.closers.append(bash)
-    if "ask" in allowed and wanted(ASK_TOOL):
+    if any(wanted(name) for name in BASH_TOOLS):
+        # No shell at all (no process to own) unless the node may have one of its tools.
+        bash = made.shell = shell(workspace) if shell is not None else bash_tools(workspace)
+        made.tools += [t for t in bash if wanted(t.name)]
+        if shell is None:
+            made.closers.append(bash)
+    if wanted(ASK_TOOL):
         made.tools.append(question_answer_tool())
     return made
 

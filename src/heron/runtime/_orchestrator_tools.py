@@ -20,6 +20,7 @@ from ..tools import Tool, ToolContext
 from ._durable import call_key
 from ._errors import ApiError
 from ._orchestration import Orchestration, answer, child_summary, claimed, outcome_limit
+from ._profiles import given_model
 from ._rows import to_node
 from ._runs import SETTLED
 from ._store import Row
@@ -171,7 +172,9 @@ class SpawnChildTool(_ChildTool):
                 prompt=arguments["prompt"],
                 name=name,
                 kind=arguments.get("kind"),
-                model=arguments.get("model") or parent["model"],
+                # The parent's given model only: the child's kind and profile decide
+                # otherwise, as for any create.
+                model=arguments.get("model") or given_model(parent),
                 scopes=scopes,
                 output_schema=arguments.get("output_schema"),
                 deadline=arguments.get("deadline"),

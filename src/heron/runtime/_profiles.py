@@ -20,19 +20,28 @@ from .. import api
 from ..mcp import FileStorage
 from ._db import profiles
 from ._errors import ApiError
-from ._kinds import DEFAULT_KIND, Kinds
+from ._kinds import DEFAULT_KIND, Kind, Kinds
 from ._rows import when
 from ._store import Row
 
 if TYPE_CHECKING:
     from ._engine import Engine
 
-__all__ = ["DEFAULT_PROFILE", "Profiles"]
+__all__ = ["DEFAULT_PROFILE", "Profiles", "given_model"]
 
 DEFAULT_PROFILE = "default"
 """The profile of nodes whose create names none (it needs no ``ensure``)."""
 
 _SETTINGS = ("default_kind", "default_model")
+
+
+def given_model(row: Row) -> str | None:
+    """The model the node's create (or a PATCH) named, not one its kind or profile
+    implied: what a fork or a child passes on. (A row from before the distinction
+    was kept has only its resolved model.)"""
+    extra = row["extra"] or {}
+    given: str | None = extra["model_given"] if "model_given" in extra else row["model"]
+    return given
 
 
 def check_profile_name(name: str) -> str:
@@ -69,7 +78,7 @@ class Profiles:
         name = check_profile_name(request.name)
         given = request.model_fields_set - {"name"}
         if "default_kind" in given and request.default_kind is not None:
-            self.kinds.get(request.default_kind, status=422)
+            await self.kinds.find(request.default_kind, status=422)
         if "default_model" in given and request.default_model is not None:
             try:
                 await self.engine.providers.prepare(request.default_model, reread=True)
@@ -80,6 +89,7 @@ class Profiles:
         return self._profile(row, created=created)
 
     def _ensure(self, name: str, values: dict[str, Any]) -> tuple[Row, bool]:
+        """Upsert the profile (in a thread); its row, and whether it was created."""
         sql = self.engine.store.engine
         for _ in range(2):  # a concurrent ensure may insert between our read and insert
             try:
@@ -103,17 +113,20 @@ class Profiles:
         return row
 
     async def _row(self, name: str) -> Row | None:
+        """The profile's row, ``None`` if never ensured (``default`` is made on first use)."""
         if name == DEFAULT_PROFILE:
             row, _ = await asyncio.to_thread(self._ensure, name, {})
             return row
         return await asyncio.to_thread(self._read, name)
 
     def _read(self, name: str) -> Row | None:
+        """The profile's row as stored, if any (in a thread)."""
         with self.engine.store.engine.connect() as conn:
             found = conn.execute(sa.select(profiles).where(profiles.c.name == name)).first()
         return dict(found._mapping) if found is not None else None
 
     def _profile(self, row: Row, *, created: bool) -> api.Profile:
+        """A profile row on the wire."""
         settings = row["settings"] or {}
         return api.Profile(
             name=row["name"],
@@ -132,20 +145,44 @@ class Profiles:
         """Settle a new node's profile, kind and model in its ``row``, or refuse the create.
 
         ``row`` holds what the create chose (or a fork inherited). The kind is that,
-        else the profile's default, else ``general``; the model that, else the kind's,
-        else the profile's default (else ``None``: the daemon's).
+        else the profile's default, else ``general``. The model is the one given
+        (kept in ``extra["model_given"]``: a fork or a child passes on only that one
+        and runs this precedence again for its own kind), else the kind's (a kind is
+        a deliberate persona choice per node), else the profile's default, else
+        ``None`` (the daemon's).
         """
         name = row["profile"] or DEFAULT_PROFILE
         found = await self._existing(name, 422, "unknown_profile")
         settings: dict[str, Any] = found["settings"] or {}
-        chosen = row["kind"] or settings.get("default_kind") or DEFAULT_KIND
-        kind = self.kinds.get(chosen, status=422)
+        if row["kind"] is not None:
+            kind = await self.kinds.find(row["kind"], status=422)
+        else:
+            kind = await self._default_kind(name, settings.get("default_kind"))
         row["profile"] = name
         row["kind"] = kind.name
+        row["extra"] = {**row["extra"], "model_given": row["model"]}
         row["model"] = row["model"] or kind.model or settings.get("default_model")
+
+    async def _default_kind(self, profile: str, name: str | None) -> Kind:
+        """The kind a node of ``profile`` takes when its create names none; a default
+        kind that is gone (its file deleted or broken) is a ``422`` saying whose it is."""
+        if name is None:
+            return await self.kinds.find(DEFAULT_KIND, status=422)
+        try:
+            return await self.kinds.find(name, status=422)
+        except ApiError as exc:
+            raise ApiError(
+                422,
+                exc.code,
+                f"the default kind of profile {profile!r} is not usable: {exc.message} "
+                f"(name a kind on the create, or change the profile's default_kind)",
+                exc.details,
+            ) from None
 
 
 def _upsert(conn: sa.Connection, name: str, values: dict[str, Any]) -> tuple[Row, bool]:
+    """Insert the profile, or set the given ``values`` on it (``None`` clears a setting);
+    its row, and whether it was inserted."""
     now = time.time()
     found = conn.execute(sa.select(profiles).where(profiles.c.name == name)).first()
     if found is None:

@@ -9,13 +9,16 @@ records numbered at or below what was already written are skipped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Query
 from fastapi.responses import StreamingResponse
+from starlette.types import Message, Send
 
 from .. import api
 from ._engine import Engine
@@ -42,6 +45,26 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
+CURSOR = re.compile(r"[0-9]{1,18}")
+"""A resume cursor: a sequence number (at most 18 digits, so it fits every database)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class _Snapshot:
+    """The hub as it was the instant the reader subscribed."""
+
+    ring: list[Record]
+    """The retained records, oldest first."""
+    floor: int
+    """Events numbered up to here come from the log."""
+    last: int
+    """The node's last real event."""
+    skipped: tuple[int, int] | None
+    """Numbers ``(low, high]`` a restart skipped (not events; never reported missing)."""
+    run: tuple[bool, list[Record], str, int]
+    """The hub's run: known, completed messages, partial text, its last delta's number."""
+
+
 @dataclass(kw_only=True, slots=True)
 class _Opened:
     """A stream ready to write: what to replay first, then the live subscription."""
@@ -51,29 +74,59 @@ class _Opened:
     sub: Subscription
     """The live subscription (attached before anything was read)."""
     first: list[bytes] = field(default_factory=list)
-    """Records (and maybe a ``stream_gap``) to write before going live."""
+    """Records (and maybe ``stream_gap`` errors) to write before going live."""
     written: int = 0
     """The highest number in :attr:`first`: live records up to it are skipped."""
     ended: bool = False
     """:attr:`first` ends with the node's terminal ``node.settled``."""
     await_settled: bool = False
     """The node has settled but its ``node.settled`` was not seen yet."""
+    dropped: bool = False
+    """The reader was cut off (and counted as such)."""
 
 
-def cursor_of(after: int | None, last_event_id: str | None) -> int | None:
-    """The resume cursor: ``?after=`` wins over ``Last-Event-ID``; ``None`` for neither."""
-    if after is not None:
-        return after
-    if last_event_id is None or not last_event_id.strip():
-        return None
-    text = last_event_id.strip()
-    if not text.isdigit():
+def parse_cursor(text: str, source: str) -> int:
+    """A cursor's number; 422 ``invalid_request`` unless it is 1 to 18 digits."""
+    if CURSOR.fullmatch(text) is None:
         raise ApiError(
             422,
             "invalid_request",
-            f"Last-Event-ID must be an event's sequence_number (a whole number), got {text!r}",
+            f"{source} must be an event's sequence_number (1 to 18 digits), got {text[:40]!r}",
         )
     return int(text)
+
+
+def cursor_of(after: str | None, last_event_id: str | None) -> int | None:
+    """The resume cursor: ``?after=`` wins over ``Last-Event-ID``; ``None`` for neither."""
+    if after is not None:
+        return parse_cursor(after, "after")
+    if last_event_id is None or not last_event_id.strip():
+        return None
+    return parse_cursor(last_event_id.strip(), "Last-Event-ID")
+
+
+def _covered(low: int, high: int, skipped: tuple[int, int] | None) -> bool:
+    """Whether every number strictly between ``low`` and ``high`` was skipped by a restart."""
+    if high - low <= 1:
+        return True
+    return skipped is not None and skipped[0] <= low and high - 1 <= skipped[1]
+
+
+def framed(
+    records: list[Record], after: int, end: int, skipped: tuple[int, int] | None
+) -> list[bytes]:
+    """``records`` (numbered above ``after``) with a ``stream_gap`` right before each hole,
+    naming the first record after it (or ``end + 1`` for a hole at the end)."""
+    out: list[bytes] = []
+    previous = after
+    for record in records:
+        if not _covered(previous, record.sequence_number, skipped):
+            out.append(_gap(previous, record.sequence_number))
+        out.append(record.wire)
+        previous = record.sequence_number
+    if previous < end and not _covered(previous, end + 1, skipped):
+        out.append(_gap(previous, end + 1))
+    return out
 
 
 class EventStreams:
@@ -82,33 +135,35 @@ class EventStreams:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def open(self, node_id: str, after: int | None, last_event_id: str | None) -> _Opened:
-        """Validate the node and cursor, subscribe, and plan the replay (errors are raised
-        before anything streams, so they are answered as JSON)."""
+    async def open(self, node_id: str, cursor: int | None) -> _Opened:
+        """Validate the node, subscribe, and plan the replay (errors are raised before
+        anything streams, so they are answered as JSON)."""
         engine = self.engine
         await engine.row(node_id)
-        cursor = cursor_of(after, last_event_id)
-        await engine.events.prime(node_id)
+        # A reader only needs the numbering; reserving numbers is for writers.
+        await engine.events.prime(node_id, reserve=False)
         hub = engine.events.hub(node_id)
+        config = engine.config
         # Subscribe and snapshot in one go (no await in between): the snapshot plus the
         # subscriber's buffer are exactly everything, with no gap and no overlap.
-        sub = hub.subscribe(engine.config.sse_buffer)
-        ring, floor, last = list(hub.ring), hub.floor, hub.last
-        run = (hub.run_known, list(hub.done), hub.partial, hub.partial_seq)
+        sub = hub.subscribe(config.sse_buffer, config.sse_buffer_bytes)
+        snap = _Snapshot(
+            ring=list(hub.ring),
+            floor=hub.floor,
+            last=hub.last,
+            skipped=engine.events.skipped(node_id),
+            run=(hub.run_known, list(hub.done), hub.partial, hub.partial_seq),
+        )
         try:
             row = await engine.row(node_id)
             settled = row["settled_at"] is not None or row["status"] in SETTLED
-            opened = _Opened(hub=hub, sub=sub, written=last)
+            opened = _Opened(hub=hub, sub=sub, written=snap.last)
             if cursor is None and not settled and row["status"] == "running":
-                opened.first = await self._seed(node_id, ring, floor, last, run)
+                opened.first = await self._seed(node_id, snap)
             elif cursor is None and not settled:
-                opened.first = [await self._status_now(node_id, row["status"], ring, floor, last)]
+                opened.first = [await self._status_now(node_id, row["status"], snap)]
             else:
-                # Without a cursor a settled node replays what is retained: no gap to report.
-                gaps = cursor is not None
-                await self._replay(
-                    opened, node_id, cursor or 0, ring, floor, last, gaps=gaps, settled=settled
-                )
+                await self._replay(opened, node_id, cursor, snap, settled=settled)
             if settled and not opened.ended:
                 opened.await_settled = True
         except BaseException:
@@ -116,95 +171,86 @@ class EventStreams:
             raise
         return opened
 
-    async def _history(
-        self, node_id: str, after: int, ring: list[Record], floor: int
-    ) -> tuple[list[Record], bool]:
-        """Every retained record numbered above ``after``; and whether some numbers in
-        between are missing (text deltas not logged, or numbers a restart skipped)."""
+    async def _history(self, node_id: str, after: int, snap: _Snapshot) -> list[Record]:
+        """Every retained record numbered above ``after``: the log below the ring, then it."""
         older: list[Record] = []
-        missing = False
-        if after < floor:
-            older = await self.engine.events.logged(node_id, after=after, upto=floor)
-            missing = len(older) < floor - after
-        return merge(older, [r for r in ring if r.sequence_number > after]), missing
+        if after < snap.floor:
+            older = await self.engine.events.logged(node_id, after=after, upto=snap.floor)
+        return merge(older, [r for r in snap.ring if r.sequence_number > after])
+
+    async def _typed(
+        self, node_id: str, types: tuple[str, ...], snap: _Snapshot, *, after: int = 0
+    ) -> list[Record]:
+        """The retained records of ``types`` numbered above ``after`` (a targeted read)."""
+        older: list[Record] = []
+        if after < snap.floor:
+            older = await self.engine.events.logged(
+                node_id, after=after, upto=snap.floor, types=types
+            )
+        newer = [r for r in snap.ring if r.type in types and r.sequence_number > after]
+        return merge(older, newer)
+
+    async def _latest(self, node_id: str, type: str, snap: _Snapshot) -> Record | None:
+        """The node's latest retained record of ``type``."""
+        for record in reversed(snap.ring):
+            if record.type == type:
+                return record
+        older = await self.engine.events.logged(
+            node_id, after=0, upto=snap.floor, types=(type,), last=1
+        )
+        return older[-1] if older else None
+
+    async def _earliest(self, node_id: str, snap: _Snapshot) -> int | None:
+        """The lowest number still retained (log or ring)."""
+        first = await self.engine.events.first_logged(node_id) if snap.floor > 0 else None
+        if snap.ring and (first is None or snap.ring[0].sequence_number < first):
+            first = snap.ring[0].sequence_number
+        return first
 
     async def _replay(
-        self,
-        opened: _Opened,
-        node_id: str,
-        cursor: int,
-        ring: list[Record],
-        floor: int,
-        last: int,
-        *,
-        gaps: bool,
-        settled: bool,
+        self, opened: _Opened, node_id: str, cursor: int | None, snap: _Snapshot, *, settled: bool
     ) -> None:
-        if cursor > last:
-            # A future cursor (or one from before a restart that skipped numbers it
-            # never used): say so, and start from the earliest event still known.
-            records, _ = await self._history(node_id, 0, ring, floor)
-            earliest = records[0].sequence_number if records else last + 1
-            opened.first.append(_gap(cursor, earliest))
+        last, skipped = snap.last, snap.skipped
+        end = max(last, skipped[1]) if skipped is not None else last
+        if cursor is None:
+            # A settled node watched without a cursor replays what is retained: nothing
+            # was promised, so nothing is reported missing.
+            records = await self._history(node_id, 0, snap)
+            opened.first += [r.wire for r in records]
+        elif cursor > end:
+            # A future cursor: say so, and start from the earliest event still known.
+            earliest = await self._earliest(node_id, snap)
+            opened.first.append(_gap(cursor, last + 1 if earliest is None else earliest))
+            records = [] if earliest is None else await self._history(node_id, earliest - 1, snap)
+            start = earliest - 1 if earliest is not None else last
+            opened.first += framed(records, start, last, skipped)
         else:
-            records, missing = await self._history(node_id, cursor, ring, floor)
-            if missing and gaps:
-                earliest = records[0].sequence_number if records else last + 1
-                opened.first.append(_gap(cursor, earliest))
-        opened.first += [r.wire for r in records]
+            records = await self._history(node_id, cursor, snap)
+            opened.first += framed(records, cursor, last, skipped)
         # A node.settled ends the stream only as the last event of a node settled now (a
         # revived node went on after it).
         opened.ended = settled and bool(records) and records[-1].type == "node.settled"
-        if settled and cursor >= last and not records:
-            # The cursor is on (or past) the end: the terminal event again, then the end.
-            terminal = await self._last_settled(node_id, ring, floor)
+        if settled and not records:
+            # The cursor is at the end: the logged terminal event again, then the end.
+            terminal = await self._latest(node_id, "node.settled", snap)
             if terminal is not None:
                 opened.first.append(terminal.wire)
                 opened.ended = True
 
-    async def _last_settled(self, node_id: str, ring: list[Record], floor: int) -> Record | None:
-        """The node's latest ``node.settled`` (for a cursor already past it)."""
-        records, _ = await self._history(node_id, 0, ring, floor)
-        for record in reversed(records):
-            if record.type == "node.settled":
-                return record
-        return None
-
-    async def _seed(
-        self,
-        node_id: str,
-        ring: list[Record],
-        floor: int,
-        last: int,
-        run: tuple[bool, list[Record], str, int],
-    ) -> list[bytes]:
-        """A mid-run joiner's start: reports oldest first, the run's completed
-        messages, then its partial text as one delta."""
-        known, done, partial, partial_seq = run
-        reports = await self.engine.store.reports(node_id, newest_first=False)
-        history: list[Record] = []
-        if reports or not known:
-            history, _ = await self._history(node_id, 0, ring, floor)
-        pushed = {
-            r.data["report"].get("report_id"): r
-            for r in history
-            if r.type == "node.report.pushed" and isinstance(r.data.get("report"), dict)
-        }
-        first: list[bytes] = []
-        for report in reports:
-            record = pushed.get(report["report_id"])
-            if record is None:  # pushed without an event (never the case for push-report)
-                record = encode(node_id, last, "node.report.pushed", {"report": _report(report)})
-            first.append(record.wire)
+    async def _seed(self, node_id: str, snap: _Snapshot) -> list[bytes]:
+        """A mid-run joiner's start: the reports pushed so far (their own events, oldest
+        first), the run's completed messages, then its partial text as one delta."""
+        known, done, partial, partial_seq = snap.run
+        first = [r.wire for r in await self._typed(node_id, ("node.report.pushed",), snap)]
         if not known:
-            # This process did not see the run start (a restart): its completed
-            # messages are in the log; the partial text went with the old process.
-            done = []
-            for record in history:
-                if record.type == "node.status.changed" and record.data.get("status") == "running":
-                    done = []
-                elif record.type == "node.output_text.done":
-                    done.append(record)
+            # This process did not see the run start (a restart, or its hub was let go):
+            # the run's completed messages are in the log, after its running status.
+            started = 0
+            for record in await self._typed(node_id, ("node.status.changed",), snap):
+                if record.data.get("status") == "running":
+                    started = record.sequence_number
+            logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
+            done = merge(logged, done)
         first += [r.wire for r in done]
         if partial:
             first.append(
@@ -212,25 +258,23 @@ class EventStreams:
             )
         return first
 
-    async def _status_now(
-        self, node_id: str, status: str, ring: list[Record], floor: int, last: int
-    ) -> bytes:
-        """The node's latest ``node.status.changed`` (made from its row if none matches)."""
-        history, _ = await self._history(node_id, 0, ring, floor)
-        for record in reversed(history):
-            if record.type == "node.status.changed":
-                if record.data.get("status") == status:
-                    return record.wire
-                break
-        return encode(node_id, max(last, 1), "node.status.changed", {"status": status}).wire
+    async def _status_now(self, node_id: str, status: str, snap: _Snapshot) -> bytes:
+        """The node's latest ``node.status.changed``; made from its row (without an id:
+        not an event of its sequence) if that does not say ``status``."""
+        latest = await self._latest(node_id, "node.status.changed", snap)
+        if latest is not None and latest.data.get("status") == status:
+            return latest.wire
+        data = {"status": status}
+        return encode(node_id, max(snap.last, 1), "node.status.changed", data, numbered=False).wire
 
-    async def write(self, opened: _Opened, node_id: str) -> AsyncIterator[bytes]:
+    async def write(self, opened: _Opened, node_id: str) -> AsyncGenerator[bytes, None]:
         """The response body: the replay, then live records, keepalives and the end."""
         engine, hub, sub = self.engine, opened.hub, opened.sub
         keepalive = engine.config.sse_keepalive
         written = opened.written
         loop = asyncio.get_running_loop()
         settle_by = loop.time() + SETTLE_GRACE if opened.await_settled else None
+        engine.events.readers += 1
         try:
             if opened.first:
                 yield b"".join(opened.first)
@@ -252,6 +296,9 @@ class EventStreams:
                 if ended:
                     return
                 if sub.dropped:
+                    opened.dropped = True
+                    engine.events.readers_dropped += 1
+                    log.info("dropped a stalled reader of node %s", node_id)
                     yield error_record(
                         "stream_dropped",
                         "the reader fell too far behind; reconnect with the last sequence_number",
@@ -271,13 +318,63 @@ class EventStreams:
             log.exception("the event stream of node %s failed", node_id)
             yield error_record("stream_error", f"the event stream failed: {type(exc).__name__}")
         finally:
+            engine.events.readers -= 1
             hub.unsubscribe(sub)
             engine.events.released(node_id)
 
     async def _settled_from_row(self, node_id: str, written: int) -> bytes:
-        """``node.settled`` from the outcome row, for a node whose settled event was lost."""
+        """``node.settled`` from the outcome row, for a node whose settled event was lost
+        (without an id: it is not an event of the node's sequence)."""
         outcome = await self.engine.store.outcome(node_id)
-        return encode(node_id, max(written, 1), "node.settled", {"outcome": outcome}).wire
+        data = {"outcome": outcome}
+        return encode(node_id, max(written, 1), "node.settled", data, numbered=False).wire
+
+    def stalled(self, node_id: str, opened: _Opened) -> None:
+        """A write to a reader timed out: its connection is being closed."""
+        if not opened.dropped:  # not counted yet as dropped for its buffer
+            opened.dropped = True
+            self.engine.events.readers_dropped += 1
+        log.info("closed the connection of a stalled reader of node %s", node_id)
+
+
+class EventResponse(StreamingResponse):
+    """A streaming response whose every write must finish within ``send_timeout``
+    seconds; a reader that stops reading gets its connection closed."""
+
+    def __init__(
+        self,
+        content: AsyncGenerator[bytes, None],
+        *,
+        send_timeout: float,
+        on_stalled: Callable[[], None],
+        headers: dict[str, str],
+    ) -> None:
+        super().__init__(content, media_type="text/event-stream", headers=headers)
+        self._content = content
+        self._send_timeout = send_timeout
+        self._on_stalled = on_stalled
+
+    async def stream_response(self, send: Send) -> None:
+        """Write the stream; on a stalled write return unfinished, which makes the
+        server close the connection (and the body's ``finally`` detach the reader)."""
+
+        async def timed(message: Message) -> None:
+            await asyncio.wait_for(send(message), self._send_timeout)
+
+        try:
+            await timed(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            async with contextlib.aclosing(self._content) as body:
+                async for chunk in body:
+                    await timed({"type": "http.response.body", "body": chunk, "more_body": True})
+            await timed({"type": "http.response.body", "body": b"", "more_body": False})
+        except TimeoutError:
+            self._on_stalled()
 
 
 def _gap(cursor: int, earliest: int) -> bytes:
@@ -308,8 +405,11 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
     async def node_events(
         node_id: NodeIdPath,
         after: Annotated[
-            int | None,
-            Query(ge=0, description="Resume after this sequence_number (wins over Last-Event-ID)."),
+            str | None,
+            Query(
+                pattern=r"^[0-9]{1,18}$",
+                description="Resume after this sequence_number (wins over Last-Event-ID).",
+            ),
         ] = None,
         last_event_id: Annotated[
             str | None,
@@ -317,9 +417,10 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
         ] = None,
     ) -> StreamingResponse:
         """Watch the node: its events as server-sent events, replayed from a cursor."""
-        opened = await streams.open(node_id, after, last_event_id)
-        return StreamingResponse(
+        opened = await streams.open(node_id, cursor_of(after, last_event_id))
+        return EventResponse(
             streams.write(opened, node_id),
-            media_type="text/event-stream",
+            send_timeout=engine.config.sse_send_timeout,
+            on_stalled=lambda: streams.stalled(node_id, opened),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )

@@ -431,20 +431,27 @@ class Store(ReportRows):
         try:
             with self.engine.begin() as conn:
                 conn.execute(events.insert(), rows)
-        except sa.exc.IntegrityError:
-            # A number already taken (a bug, or a second daemon on the same node): keep
-            # every event that can be kept rather than retrying the batch forever.
-            for row in rows:
-                try:
-                    with self.engine.begin() as conn:
-                        conn.execute(events.insert(), [row])
-                except sa.exc.IntegrityError:
-                    log.error(
-                        "dropped event %s #%s of node %s: its number is taken",
-                        row["type"],
-                        row["sequence_number"],
-                        row["node_id"],
-                    )
+            return
+        except sa.exc.OperationalError:
+            raise  # the database is unavailable: nothing was written, the batch is retried
+        except Exception:
+            # One bad row (a number already taken, a value the column cannot hold) must
+            # not lose the others, nor be retried forever: write row by row, drop failures.
+            pass
+        for row in rows:
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(events.insert(), [row])
+            except sa.exc.OperationalError:
+                raise
+            except Exception as exc:
+                log.error(
+                    "dropped event %s #%s of node %s: %s",
+                    row["type"],
+                    row["sequence_number"],
+                    row["node_id"],
+                    exc,
+                )
 
     async def last_sequence(self, node_id: str) -> int:
         """The highest event sequence number written for a node (0 if none)."""
@@ -474,20 +481,66 @@ class Store(ReportRows):
                 .values(events_reserved=upto)
             )
 
-    async def events(self, node_id: str, *, after: int = 0, upto: int | None = None) -> list[Row]:
-        """A node's logged events numbered above ``after`` (and at most ``upto``), in order."""
-        return await self._run(self._events, node_id, after, upto)
+    async def release_events(self, used: Mapping[str, int]) -> None:
+        """Lower each node's reservation to the numbers it really used (a clean stop:
+        the next daemon continues right after them, skipping none)."""
+        if used:
+            await self._run(self._release_events, used)
 
-    def _events(self, node_id: str, after: int, upto: int | None) -> list[Row]:
-        query = (
-            sa.select(events)
-            .where(events.c.node_id == node_id, events.c.sequence_number > after)
-            .order_by(events.c.sequence_number)
-        )
+    def _release_events(self, used: Mapping[str, int]) -> None:
+        column = nodes.c.events_reserved
+        with self.engine.begin() as conn:
+            for node_id, last in used.items():
+                conn.execute(
+                    nodes.update()
+                    .where(nodes.c.node_id == node_id, column >= last)
+                    .values(events_reserved=last)
+                )
+
+    async def events(
+        self,
+        node_id: str,
+        *,
+        after: int = 0,
+        upto: int | None = None,
+        types: Sequence[str] | None = None,
+        last: int | None = None,
+    ) -> list[Row]:
+        """A node's logged events numbered above ``after`` (and at most ``upto``), in
+        order; only of ``types`` when given; only the ``last`` such ones when given."""
+        return await self._run(self._events, node_id, after, upto, types, last)
+
+    def _events(
+        self,
+        node_id: str,
+        after: int,
+        upto: int | None,
+        types: Sequence[str] | None,
+        last: int | None,
+    ) -> list[Row]:
+        number = events.c.sequence_number
+        query = sa.select(events).where(events.c.node_id == node_id, number > after)
         if upto is not None:
-            query = query.where(events.c.sequence_number <= upto)
+            query = query.where(number <= upto)
+        if types is not None:
+            query = query.where(events.c.type.in_(list(types)))
+        if last is not None:
+            query = query.order_by(number.desc()).limit(last)
+        else:
+            query = query.order_by(number)
         with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        return rows[::-1] if last is not None else rows
+
+    async def first_event_number(self, node_id: str) -> int | None:
+        """The lowest event number logged for a node (``None`` if none)."""
+        return await self._run(self._first_event_number, node_id)
+
+    def _first_event_number(self, node_id: str) -> int | None:
+        query = sa.select(sa.func.min(events.c.sequence_number)).where(events.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return None if value is None else int(value)
 
 
 def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:

@@ -50,11 +50,19 @@ class Record:
     """The encoded SSE record (``id:``, ``event:``, ``data:`` and the blank line)."""
 
 
-def encode(node_id: str, sequence_number: int, type: str, data: dict[str, Any]) -> Record:
-    """The record of an event: ``node_id`` and ``sequence_number`` come first in ``data``."""
+def encode(
+    node_id: str, sequence_number: int, type: str, data: dict[str, Any], *, numbered: bool = True
+) -> Record:
+    """The record of an event: ``node_id`` and ``sequence_number`` come first in ``data``.
+
+    ``numbered=False`` leaves out the ``id:`` line: for a record made up from the node's
+    row (not an event of its sequence), so that one id never names two events and a
+    reader's ``Last-Event-ID`` stays on the last real event.
+    """
     full = {"node_id": node_id, "sequence_number": sequence_number, **data}
     text = json.dumps(full, separators=(",", ":"), ensure_ascii=False, default=str)
-    wire = f"id: {sequence_number}\nevent: {type}\ndata: {text}\n\n".encode()
+    head = f"id: {sequence_number}\n" if numbered else ""
+    wire = f"{head}event: {type}\ndata: {text}\n\n".encode()
     return Record(sequence_number, type, full, wire)
 
 
@@ -78,17 +86,36 @@ class Subscription:
 
     limit: int
     """How many records may wait in the buffer before the reader is dropped."""
+    max_bytes: int
+    """How many bytes of records may wait in the buffer before the reader is dropped."""
     buffer: deque[Record] = field(default_factory=deque)
     """Records not yet written to the reader."""
+    size: int = 0
+    """The bytes of the records in :attr:`buffer`."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when records arrive (or the reader is dropped)."""
     dropped: bool = False
     """The buffer overflowed: the reader was cut off and gets no more records."""
 
+    def offer(self, record: Record) -> bool:
+        """Buffer ``record``; ``False`` (and dropped, buffer freed) if it does not fit."""
+        size = len(record.wire)
+        if len(self.buffer) >= self.limit or self.size + size > self.max_bytes:
+            self.dropped = True
+            self.buffer.clear()  # nobody will read it: free it now
+            self.size = 0
+            self.wake.set()
+            return False
+        self.buffer.append(record)
+        self.size += size
+        self.wake.set()
+        return True
+
     def take(self) -> list[Record]:
         """Every buffered record, oldest first (the buffer is emptied)."""
         records = list(self.buffer)
         self.buffer.clear()
+        self.size = 0
         self.wake.clear()
         return records
 
@@ -96,13 +123,18 @@ class Subscription:
 class Hub:
     """One node's ring, run snapshot and subscribers; see the module docstring."""
 
-    def __init__(self, node_id: str, floor: int, *, events: int, size: int) -> None:
+    def __init__(
+        self, node_id: str, floor: int, *, last: int | None = None, events: int, size: int
+    ) -> None:
         self.node_id = node_id
         self.floor = floor
         """Every event numbered above this, published in this process, is in :attr:`ring`
         (older ones were evicted, or came before this hub existed)."""
-        self.last = floor
-        """The highest number published through this hub (``floor`` before any)."""
+        self.last = floor if last is None else last
+        """The node's last real event: the highest number published through this hub, or
+        before it existed the last one used (numbers a restart skipped are not events)."""
+        self.status = ""
+        """The node's status as last published here (``settled`` after ``node.settled``)."""
         self.ring: deque[Record] = deque()
         """The retained records, oldest first."""
         self._ring_bytes = 0
@@ -114,6 +146,7 @@ class Hub:
         """Whether this hub saw the current run start (else its snapshot is in the log)."""
         self.done: list[Record] = []
         """The current run's ``output_text.done`` records, oldest first."""
+        self._done_bytes = 0
         self.partial = ""
         """The text streamed since the last completed message."""
         self.partial_seq = 0
@@ -125,6 +158,35 @@ class Hub:
     def subscribers(self) -> int:
         """How many readers are attached."""
         return len(self._subscribers)
+
+    @property
+    def size(self) -> int:
+        """The bytes this hub holds: its ring, the run's completed messages and partial (a
+        message still in the ring is counted twice: an upper bound)."""
+        return self._ring_bytes + self._done_bytes + len(self.partial)
+
+    @property
+    def idle(self) -> bool:
+        """Nobody watches and no run is going: the hub may be let go."""
+        return not self._subscribers and self.status in ("dormant", "interrupted", "settled")
+
+    def forget_run(self) -> int:
+        """Let go of the run's completed messages (a joiner is then seeded from the log);
+        the bytes freed."""
+        freed, self._done_bytes = self._done_bytes, 0
+        self.done, self.run_known = [], False
+        return freed
+
+    def trim(self, nbytes: int) -> int:
+        """Evict the oldest ring records until ``nbytes`` are freed (or the ring is empty);
+        the bytes freed."""
+        freed = 0
+        while self.ring and freed < nbytes:
+            evicted = self.ring.popleft()
+            freed += len(evicted.wire)
+            self.floor = evicted.sequence_number
+        self._ring_bytes -= freed
+        return freed
 
     def add(self, record: Record) -> None:
         """Retain ``record``, follow the run, hand it to every subscriber (never blocks)."""
@@ -145,29 +207,30 @@ class Hub:
                 self._ring_bytes -= len(evicted.wire)
                 self.floor = evicted.sequence_number
         for sub in tuple(self._subscribers):
-            if len(sub.buffer) >= sub.limit:
-                sub.dropped = True
+            if not sub.offer(record):
                 self._subscribers.remove(sub)
-            else:
-                sub.buffer.append(record)
-            sub.wake.set()
 
     def _follow(self, record: Record) -> None:
         kind = record.type
         self.settled = kind == "node.settled" or (self.settled and kind != "node.status.changed")
+        if kind == "node.settled":
+            self.status = "settled"
+        elif kind == "node.status.changed":
+            self.status = str(record.data.get("status", ""))
         if kind == "node.status.changed" and record.data.get("status") == "running":
-            self.run_known, self.done, self.partial = True, [], ""
+            self.run_known, self.done, self.partial, self._done_bytes = True, [], "", 0
         elif kind == "node.output_text.delta":
             self.partial += str(record.data.get("delta", ""))
             self.partial_seq = record.sequence_number
         elif kind in ("node.output_text.done", "node.turn.started"):
             if kind == "node.output_text.done":
                 self.done.append(record)
+                self._done_bytes += len(record.wire)
             self.partial = ""
 
-    def subscribe(self, limit: int) -> Subscription:
-        """Attach a reader with a buffer of ``limit`` records."""
-        sub = Subscription(limit=limit)
+    def subscribe(self, limit: int, max_bytes: int) -> Subscription:
+        """Attach a reader with a buffer of ``limit`` records and ``max_bytes`` bytes."""
+        sub = Subscription(limit=limit, max_bytes=max_bytes)
         self._subscribers.append(sub)
         return sub
 

@@ -24,8 +24,10 @@ import hashlib
 import json
 import logging
 import secrets
+import shutil
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -66,8 +68,12 @@ MAX_TUPLES = 8
 
 def launch_key(row: Row, kind: Kind) -> str:
     """The launch tuple of a node row as a digest; it covers the kind's definition too,
-    so a warm node made before its kind file changed serves no create after."""
-    tuple_ = [[row[f] for f in LAUNCH_FIELDS], dataclasses.asdict(kind)]
+    so a warm node made before its kind file changed serves no create after. Scopes are
+    a set: their order does not matter."""
+    fields = {f: row[f] for f in LAUNCH_FIELDS}
+    if fields["scopes"] is not None:
+        fields["scopes"] = sorted(fields["scopes"])
+    tuple_ = [fields, dataclasses.asdict(kind)]
     text = json.dumps(tuple_, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -116,7 +122,8 @@ class WarmPool:
         if not self.eligible(request, prompt):
             return None
         assert prompt is not None
-        key = launch_key(row, self.engine.kinds.get(row["kind"], status=422))
+        key = launch_key(row, await self.engine.kinds.find(row["kind"], status=422))
+        await self._prune()
         self._want(key, row)
         ready = self._ready.get(key, [])
         while ready:
@@ -130,6 +137,8 @@ class WarmPool:
         return None
 
     def _claim(self, key: str, row: Row, prompt: str) -> bool:
+        """Give the warm node ``row["node_id"]`` the create's fields and its prompt, in one
+        transaction; ``False`` if it is no longer a warm node of ``key`` (discarded)."""
         values = {k: v for k, v in row.items() if k != "node_id"}
         with self.engine.store.engine.begin() as conn:
             done = conn.execute(
@@ -163,24 +172,69 @@ class WarmPool:
         row = await self.engine.store.node(node_id)
         return row is not None and row.get("warm") is None
 
+    async def unprepared(self, node_id: str, reason: str | None) -> bool:
+        """Take a warm node whose run could not be set up out of the pool, so no create
+        gets it; ``False`` if a create claimed it first (it then fails as a cold one)."""
+        for ids in self._ready.values():
+            if node_id in ids:
+                ids.remove(node_id)
+        if not await asyncio.to_thread(self._delete, [node_id]):
+            return False
+        log.warning("warm node %s discarded: its run could not be set up: %s", node_id, reason)
+        self._waiters.pop(node_id, None)
+        return True
+
+    async def cleanup(self, node_id: str, cwd: str | None) -> None:
+        """Remove what a discarded warm node's run left (called by that run, at its end):
+        its shell, its event numbering, and its own workspace (when it had no ``cwd``)."""
+        await self.engine.jobs.discard(node_id)
+        self.engine.events.forget(node_id)
+        if cwd is None:
+            path = self.engine.config.home / "nodes" / node_id
+            await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
+
     # -- filling ------------------------------------------------------------------
 
+    async def _prune(self) -> None:
+        """Discard the nodes of tuples whose kind changed or vanished since they were made
+        (no create can match them any more)."""
+        if self._templates:
+            for key in await asyncio.to_thread(self._stale, dict(self._templates)):
+                self._drop(key)
+
+    def _stale(self, templates: dict[str, Row]) -> list[str]:
+        """The keys of ``templates`` their kind as it is now no longer gives (one scan)."""
+        kinds, _ = self.engine.kinds.scan()
+        return [
+            key
+            for key, template in templates.items()
+            if template["kind"] not in kinds or launch_key(template, kinds[template["kind"]]) != key
+        ]
+
+    def _drop(self, key: str) -> None:
+        """Stop keeping nodes ready for ``key``, and discard those it has."""
+        ids = self._ready.pop(key, [])
+        self._templates.pop(key, None)
+        for node_id in ids:
+            self.engine._spawn(self._discard(node_id))
+
     def _want(self, key: str, row: Row) -> None:
+        """Note that creates ask for ``key`` (``row`` its template), most recent last;
+        past :data:`MAX_TUPLES` the least recently asked tuple is dropped."""
         self._ready.setdefault(key, [])
         self._ready.move_to_end(key)
         self._templates.setdefault(key, dict(row))
         while len(self._ready) > MAX_TUPLES:
-            old, ids = self._ready.popitem(last=False)
-            self._templates.pop(old, None)
-            for node_id in ids:
-                self.engine._spawn(self._discard(node_id))
+            self._drop(next(iter(self._ready)))
 
     def _spawn_refill(self, key: str) -> None:
+        """Refill ``key``'s nodes in the background, unless that is going on or not needed."""
         if key not in self._refilling and self.ready(key) < self.size:
             self._refilling.add(key)
             self.engine._spawn(self._refill(key))
 
     async def _refill(self, key: str) -> None:
+        """Pre-start nodes for ``key`` until it has :attr:`size` (or is dropped)."""
         try:
             while key in self._ready and self.ready(key) < self.size:
                 node_id = await self._make(key)
@@ -194,6 +248,7 @@ class WarmPool:
             self._refilling.discard(key)
 
     async def _make(self, key: str) -> str:
+        """Insert a warm node for ``key`` (from its template row) and launch its run."""
         now = time.time()
         node_id = f"n-{secrets.token_hex(8)}"
         row: Row = {
@@ -218,6 +273,7 @@ class WarmPool:
         return node_id
 
     async def _discard(self, node_id: str) -> None:
+        """Delete a warm node; its run, waiting to be claimed, ends and cleans up."""
         waiter = self._waiters.pop(node_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(False)
@@ -232,6 +288,18 @@ class WarmPool:
 
     async def discard_stored(self) -> None:
         """Delete the warm nodes a previous daemon left (before DBOS resumes workflows)."""
+        homes = await asyncio.to_thread(self._own_workspaces)
         count = await asyncio.to_thread(self._delete, None)
+        for path in homes:  # (their runs never get to clean up: they are skipped)
+            await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
         if count:
             log.info("discarded %d warm nodes of the previous daemon", count)
+
+    def _own_workspaces(self) -> list[Path]:
+        """The workspace directories of the stored warm nodes without a ``cwd``."""
+        with self.engine.store.engine.connect() as conn:
+            query = sa.select(nodes.c.node_id).where(
+                nodes.c.warm.is_not(None), nodes.c.cwd.is_(None)
+            )
+            ids = conn.execute(query).scalars().all()
+        return [self.engine.config.home / "nodes" / node_id for node_id in ids]

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from dbos import DBOS
 
 from .._core import ProviderError
 from ..agents import BaseAgent
-from ..tools import LocalToolClient
+from ..tools import BashTools, LocalToolClient
 from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import Engine, current_engine
 from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
-from ._node_tools import ASK_TOOL, ENFORCED_SCOPES, NodeTools, node_tools, schema_text
+from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
 from ._orchestrator_tools import ORCHESTRATOR_INSTRUCTION, orchestrator_tools
 from ._runs import (
     NO_RESULT,
@@ -64,6 +65,8 @@ class _Run:
         if plan is None:
             return "skipped"
         await engine.events.prime(node_id)
+        if not plan.get("warm"):  # (a warm node's create announces it)
+            engine.events.announce(node_id, "running")  # a run recovered after a restart says so
         # Steps DBOS recorded before a restart are replayed, not run: until the replay
         # has caught up, a stop must wait, or the run's steps would no longer line up.
         recorded = await engine.store.recorded_steps(run_workflow_id(node_id, self.run))
@@ -80,8 +83,13 @@ class _Run:
             prompt, nudges = plan["prompt"], 0
             if plan.get("warm"):
                 # A warm-pool node: all set up, it waits for a create to hand it a prompt.
-                if not await engine.warm.claimed(node_id):
+                # One that could not be set up is discarded, never served (unless a create
+                # claimed it already: it then fails as that create made cold would).
+                if (agent is None and await engine.warm.unprepared(node_id, failure.message)) or (
+                    not await engine.warm.claimed(node_id)
+                ):
                     engine.forget(active)
+                    await engine.warm.cleanup(node_id, plan["cwd"])
                     return "discarded"
                 prompt = "\n\n".join(await steps.run("inbox", self._inbox)) or "Continue."
             while True:
@@ -142,14 +150,18 @@ class _Run:
         # .get: a run resumed across an upgrade replays a plan recorded without them.
         kind = engine.kinds.get(plan.get("kind") or DEFAULT_KIND, status=422)
         workspace = engine.workspace(node_id, plan["cwd"])
+
+        def shell(workspace: Path) -> BashTools:
+            # The node's shell outlives the run: its background jobs carry on (``_jobs``).
+            return engine.jobs.shell(node_id, workspace)
+
         tools = self.tools = node_tools(
             scopes=plan["scopes"],
             output_schema=schema,
             workspace=workspace,
             submit=submit,
             decline=decline,
-            # The node's shell outlives the run: its background jobs carry on (``_jobs``).
-            shell=lambda workspace: engine.jobs.shell(node_id, workspace),
+            shell=shell,
             keep=keeps(kind.tools),
             report=engine.reports.tool(node_id, self.run),
             # A plan recorded before modes were read has none: the node's row decides.
@@ -159,8 +171,7 @@ class _Run:
                 else ()
             ),
         )
-        allowed = ENFORCED_SCOPES if plan["scopes"] is None else frozenset(plan["scopes"])
-        skills = kind_skills(kind.skills, allowed=allowed, workspace=workspace, made=tools)
+        skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
         # One context per node (``_jobs``): job ids stay unique across its runs; tool
         # storage (a planner's todo list) is the node's profile's.
         context = engine.jobs.context(node_id)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import tempfile
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from .._core import UserError
+from .._core.files import write_text_atomically
 from ..tools import Storage
 
 __all__ = ["FileStorage", "ScopedStorage"]
@@ -56,7 +56,7 @@ class FileStorage(Storage):
         if not isinstance(value, str):
             raise UserError(f"storage values are strings, not {type(value).__name__}")
         file = self._file(key)
-        await asyncio.to_thread(_write_atomic, file, value)
+        await asyncio.to_thread(write_text_atomically, file, value, folder_mode=0o700)
 
     async def delete(self, key: str) -> None:
         """Remove ``key`` (no error if absent)."""
@@ -81,26 +81,6 @@ def _read(file: Path) -> str | None:
         return file.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-
-
-def _write_atomic(file: Path, value: str) -> None:
-    file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(value)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, file)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    # The rename lives in the folder: flush it too, or a crash may undo the write.
-    folder = os.open(file.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 class ScopedStorage(Storage):

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import api
 from .._core import ToolError
+from .._core.files import write_text_atomically
 from ..tools import Tool, ToolContext
 from ._durable import call_key
 from ._rows import when
@@ -71,7 +70,7 @@ class Reports:
             if tier == "final":
                 finals = await self.engine.store.reports(node_id, tier="final")
                 path = self.directory(node_id) / f"final-{len(finals) + 1}.md"
-                await asyncio.to_thread(_write_atomically, path, _markdown(title, body))
+                await asyncio.to_thread(write_text_atomically, path, _markdown(title, body))
             row = await self.engine.store.add_report(
                 node_id,
                 tier=tier,
@@ -127,21 +126,6 @@ def to_report(row: Row) -> api.Report:
 def _markdown(title: str | None, body: str) -> str:
     text = body if body.endswith("\n") else body + "\n"
     return f"# {title}\n\n{text}" if title else text
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 _SCHEMA: dict[str, Any] = {

@@ -443,7 +443,8 @@ class TestBadInput:
     def test_spawn_refusals_are_tool_errors(
         self, client: httpx.Client, scripts: Any, daemon: Daemon
     ) -> None:
-        kid = scripts("dup-kid", ["kid done"])
+        # The first twin is still at work when the second spawn checks the name.
+        kid = scripts("dup-kid", [{"text": "kid done", "delay": 3}])
         model = scripts(
             "refusals",
             [

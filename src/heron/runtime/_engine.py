@@ -415,8 +415,9 @@ class Engine:
                 await asyncio.wait_for(previous.ended.wait(), 30)
         row = await self.row(node_id)
         run = row["runs"] + 1
-        await self.store.update_node(node_id, status="running", runs=run)
         await self.events.prime(node_id)
+        await self.events.repair_status(node_id, row["status"])  # lost to a SIGKILL?
+        await self.store.update_node(node_id, status="running", runs=run)
         self.events.publish(node_id, "node.status.changed", {"status": "running"})
         await self._launch(node_id, run)
 

@@ -245,6 +245,23 @@ class EventLog:
             self._stream(node_id, record)
         return event
 
+    async def repair_status(self, node_id: str, status: str) -> None:
+        """Log ``status`` (the node's status in its row) if the log lost it.
+
+        A status event published just before a SIGKILL may never have been
+        written (events are written in batches). Before the first status this
+        process publishes for the node, the last logged one is compared with the
+        row and, if they differ, the row's status is published first, so the log
+        reads as the node lived: ``dormant`` before the ``running`` of its wake-up.
+        The node must be primed.
+        """
+        if self.hub(node_id).status:
+            return  # this process published its statuses itself
+        await self.flush()  # (a hub let go while idle: what it published is in the log)
+        logged = await self._store.events(node_id, types=["node.status.changed"], last=1)
+        if not logged or logged[0]["data"].get("status") != status:
+            self.publish(node_id, "node.status.changed", {"status": status})
+
     def announce(self, node_id: str, status: str) -> None:
         """Publish ``node.status.changed`` unless it is the last status this process
         published for the node (a run recovered after a restart is running again)."""

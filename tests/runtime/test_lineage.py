@@ -242,6 +242,17 @@ class TestRevive:
         messages = row(daemon, node_id, "state")["messages_full"]
         assert messages[0]["content"] == "wake up"
 
+    def test_a_message_to_a_node_that_never_ran_comes_after_its_prompt(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("brief", ["on it"])
+        node_id = create(client, prompt="the brief", no_kickoff=True, model=model)["node_id"]
+        sent = post(client, f"/v1/nodes/{node_id}/messages", {"body": "go now"})
+        assert sent.json()["delivery"] == "woke"
+        wait_settled(client, node_id)
+        messages = row(daemon, node_id, "state")["messages_full"]
+        assert [m["content"] for m in messages[:2]] == ["the brief\n\ngo now", "on it"]
+
     def test_refusals(self, client: httpx.Client, daemon: Daemon, scripts: Any) -> None:
         done = create(client, prompt="x", model=scripts("done", ["done"]))["node_id"]
         wait_settled(client, done)

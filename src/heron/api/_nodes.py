@@ -111,7 +111,8 @@ class NodeCreateRequest(RequestModel):
     leaves unset (model, kind, profile, cwd, scopes, mode, output schema, situational
     context, root lifecycle) is copied from it too."""
     no_kickoff: bool = False
-    """Create the node without sending the first message: it waits, dormant."""
+    """Create the node without sending the first message: it waits, dormant, and reads the
+    prompt first when a message (or a revive) wakes it."""
     node_id: NodeId | None = None
     """Spawn at this exact id; a collision answers ``409 node_id_exists``."""
     prefer_warm: bool = False

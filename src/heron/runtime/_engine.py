@@ -501,9 +501,13 @@ class Engine:
     async def deliver(self, row: Row, body: str) -> api.MessageAccepted:
         """Queue ``body`` for an unsettled node and wake it unless it is running.
 
-        The caller holds :meth:`locked` and has checked the node may take it.
+        A node that never ran (``no_kickoff``) reads its prompt first. The caller
+        holds :meth:`locked` and has checked the node may take it.
         """
         node_id = row["node_id"]
+        if row["status"] != "running" and row["runs"] == 0 and row["prompt"] is not None:
+            # Created with no_kickoff: its brief was never sent, and comes first.
+            await self.store.add_message(node_id, row["prompt"])
         message_id = await self.store.add_message(node_id, body)
         if row["status"] == "running":
             return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="queued")

@@ -175,11 +175,11 @@ class Lineage:
                 await engine.store.unsettle(node_id, status="dormant")
             if deadline is not None:  # a failed node's was disarmed when it settled
                 await engine.set_deadline(node_id, deadline - time.time())
-            if row["runs"] == 0 and row["prompt"] is not None:
-                await engine.store.add_message(node_id, row["prompt"])  # never sent
             if message is not None:
-                await engine.deliver(row, message)
+                await engine.deliver(row, message)  # (the prompt first if never sent)
             else:
+                if row["runs"] == 0 and row["prompt"] is not None:
+                    await engine.store.add_message(node_id, row["prompt"])  # never sent
                 await engine.start_next_run(node_id)
         # Outcomes of children that settled while it was failed reach it now.
         await engine.orchestration.deliver_pending(node_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -99,6 +100,17 @@ def node_row(node_id: str, **extra: Any) -> dict[str, Any]:
         "output_tokens": 0,
         **extra,
     }
+
+
+def forget_tool_call_step(daemon: Daemon, node_id: str) -> None:
+    """Delete the recorded tool-call step of the node's first run (the daemon is down), as
+    if the crash came before DBOS recorded it: the restarted run calls the tool again."""
+    with sqlite3.connect(daemon.home / "heron.db") as db:
+        removed = db.execute(
+            "DELETE FROM operation_outputs WHERE workflow_uuid = ? AND function_name = ?",
+            (f"heron:{node_id}:1", "tool-call"),
+        ).rowcount
+    assert removed == 1
 
 
 def write_script(directory: Path, name: str, steps: list[Any]) -> str:

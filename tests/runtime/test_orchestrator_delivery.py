@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from .conftest import Daemon, create, wait_settled, wait_status, write_script
+from .conftest import Daemon, create, forget_tool_call_step, wait_settled, wait_status, write_script
 from .test_orchestrator import call, children, conversation, query, spawn, tool_statuses
 
 
@@ -184,12 +184,7 @@ def test_a_spawn_run_again_after_a_crash_returns_its_child(tmp_path: Path) -> No
                 time.sleep(0.05)
         daemon.kill()
         # The crash came before the spawn's step was recorded: it runs again.
-        with sqlite3.connect(daemon.home / "heron.db") as db:
-            removed = db.execute(
-                "DELETE FROM operation_outputs WHERE workflow_uuid = ? AND function_name = ?",
-                (f"heron:{parent}:1", "tool-call"),
-            ).rowcount
-        assert removed == 1
+        forget_tool_call_step(daemon, parent)
         write_script(tmp_path, "spawner", [steps[0], "All set."])
         daemon.start()
         with daemon.client() as client:

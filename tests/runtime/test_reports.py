@@ -12,7 +12,7 @@ import httpx
 
 from heron import api
 
-from .conftest import Daemon, create, wait_settled, write_script
+from .conftest import Daemon, create, forget_tool_call_step, wait_settled, write_script
 from .sse import collect
 
 
@@ -136,12 +136,7 @@ def test_a_push_run_again_after_a_crash_keeps_one_report(tmp_path: Path) -> None
                 time.sleep(0.05)
         daemon.kill()
         # The crash came before the push's step was recorded: it runs again.
-        with sqlite3.connect(daemon.home / "heron.db") as db:
-            removed = db.execute(
-                "DELETE FROM operation_outputs WHERE workflow_uuid = ? AND function_name = ?",
-                (f"heron:{node_id}:1", "tool-call"),
-            ).rowcount
-        assert removed == 1
+        forget_tool_call_step(daemon, node_id)
         write_script(tmp_path, "pusher", [steps[0], "Pushed."])
         daemon.start()
         with daemon.client() as client:

@@ -581,11 +581,12 @@ class Engine:
     async def _settle_idle(self, node_id: str, stop: Stop, status: str) -> None:
         """Settle a node no run of which is going here, and say so."""
         async with self._lock(node_id):
-            settled = await self.store.settle(node_id, failure_outcome(stop), status)
+            outcome = failure_outcome(stop)
+            settled = await self.store.settle(node_id, outcome, status)
         await self.events.prime(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": status})
         if settled:
-            await self._announce_settled(node_id, failure_outcome(stop))
+            await self._announce_settled(node_id, outcome)
         await self._disarm_if_settled(node_id)
         # Keyed on the status, not the outcome: a resident root that answered kept an
         # outcome while dormant, so closing it settles no new one (and fires no hooks).

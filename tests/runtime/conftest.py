@@ -102,6 +102,24 @@ def node_row(node_id: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _tool_call_steps(daemon: Daemon, node_id: str) -> int:
+    with sqlite3.connect(daemon.home / "heron.db") as db:
+        (count,) = db.execute(
+            "SELECT count(*) FROM operation_outputs WHERE workflow_uuid = ? AND function_name = ?",
+            (f"heron:{node_id}:1", "tool-call"),
+        ).fetchone()
+    return int(count)
+
+
+def wait_tool_call_recorded(daemon: Daemon, node_id: str, timeout: float = 30) -> None:
+    """Wait until DBOS has recorded the tool-call step of the node's first run (its
+    events come out before the step's record is written)."""
+    deadline = time.monotonic() + timeout
+    while _tool_call_steps(daemon, node_id) == 0:
+        assert time.monotonic() < deadline, f"no tool-call step recorded for {node_id}"
+        time.sleep(0.05)
+
+
 def forget_tool_call_step(daemon: Daemon, node_id: str) -> None:
     """Delete the recorded tool-call step of the node's first run (the daemon is down), as
     if the crash came before DBOS recorded it: the restarted run calls the tool again."""

@@ -12,7 +12,15 @@ from typing import Any
 
 import httpx
 
-from .conftest import Daemon, create, forget_tool_call_step, wait_settled, wait_status, write_script
+from .conftest import (
+    Daemon,
+    create,
+    forget_tool_call_step,
+    wait_settled,
+    wait_status,
+    wait_tool_call_recorded,
+    write_script,
+)
 from .test_orchestrator import call, children, conversation, query, spawn, tool_statuses
 
 
@@ -182,6 +190,7 @@ def test_a_spawn_run_again_after_a_crash_returns_its_child(tmp_path: Path) -> No
             while ("spawn-child", "ok") not in tool_statuses(daemon, parent):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+            wait_tool_call_recorded(daemon, parent)
         daemon.kill()
         # The crash came before the spawn's step was recorded: it runs again.
         forget_tool_call_step(daemon, parent)

@@ -12,7 +12,14 @@ import httpx
 
 from heron import api
 
-from .conftest import Daemon, create, forget_tool_call_step, wait_settled, write_script
+from .conftest import (
+    Daemon,
+    create,
+    forget_tool_call_step,
+    wait_settled,
+    wait_tool_call_recorded,
+    write_script,
+)
 from .sse import collect
 
 
@@ -134,6 +141,7 @@ def test_a_push_run_again_after_a_crash_keeps_one_report(tmp_path: Path) -> None
             while not client.get(f"/v1/nodes/{node_id}/reports").json():
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+            wait_tool_call_recorded(daemon, node_id)
         daemon.kill()
         # The crash came before the push's step was recorded: it runs again.
         forget_tool_call_step(daemon, node_id)

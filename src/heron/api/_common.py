@@ -32,14 +32,16 @@ def is_valid_id(value: object) -> bool:
 
 
 class WireModel(BaseModel):
-    """Base of every request and response: unknown fields are refused, not ignored."""
+    """Base of every response: immutable; fields it does not know are ignored, so a
+    client keeps reading the answers of a newer daemon that added fields."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
 
 class RequestModel(WireModel):
-    """Base of every request body: also strict, so ``0`` is not taken for ``false``
-    nor ``1`` for ``"1"`` (the body must match the published schema exactly)."""
+    """Base of every request body: unknown fields are refused, not ignored, and strict,
+    so ``0`` is not taken for ``false`` nor ``1`` for ``"1"`` (the body must match the
+    published schema exactly)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 

@@ -1,0 +1,173 @@
+"""``Heron`` and ``AsyncHeron``: the typed clients of the daemon's ``/v1`` API."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Generic
+
+from ._drivers import AsyncDriver, Driver, SyncDriver
+from ._flow import Flow
+from ._options import RequestOptions
+from ._resource import Async, M, Resource, Sync, endpoint
+from ._settings import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Settings
+from ._system import System
+
+__all__ = ["AsyncHeron", "Heron"]
+
+
+class _Client(Resource[M], Generic[M]):
+    """What both clients have: the resources, and :meth:`request` for any route."""
+
+    settings: Settings
+    """Where the daemon is and the defaults every request starts from."""
+    system: System[M]
+    """``GET /v1/status`` and ``/healthz``."""
+
+    def __init__(self, driver: Driver[M]) -> None:
+        super().__init__(driver)
+        self.settings = driver.settings
+        self.system = System(driver)
+
+    @endpoint
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        options: RequestOptions | None = None,
+        *,
+        query: Mapping[str, Any] | None = None,
+    ) -> Flow[Any]:
+        """Any route, with the same auth, retries and error mapping as the typed methods.
+
+        Returns the decoded JSON answer (``None`` for an empty one). ``path`` starts
+        with ``/`` (``/v1/...``); ``body`` is JSON-serialisable.
+        """
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"path must start with '/', got {path!r}")
+        return self._call(method, path, _JSON, query=query, body=body, options=options)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.settings.address!r})"
+
+
+_JSON: Any = Any
+"""Decode an answer as JSON, whatever it holds."""
+
+
+def _settings(
+    base_url: str | None,
+    socket_path: str | os.PathLike[str] | None,
+    home: str | os.PathLike[str] | None,
+    token: str | None,
+    timeout: float,
+    max_retries: int,
+    auto_start: bool,
+    headers: Mapping[str, str] | None,
+) -> Settings:
+    return Settings.resolve(
+        base_url=base_url,
+        socket_path=socket_path,
+        home=home,
+        token=token,
+        timeout=timeout,
+        max_retries=max_retries,
+        auto_start=auto_start,
+        headers=headers,
+    )
+
+
+class Heron(_Client[Sync]):
+    """The blocking client.
+
+    ``Heron()`` talks to the daemon on ``$HERON_HOME/heron.sock``, starting it if
+    nothing listens there; ``Heron(base_url="http://127.0.0.1:7717", token=...)``
+    to a TCP listener (``heron sys connect`` prints both). Options left out fall
+    back to ``HERON_BASE_URL``, ``HERON_SOCKET``, ``HERON_HOME`` and
+    ``HERON_TOKEN``, read once, here.
+
+    Example::
+
+        with Heron() as client:
+            outcome = client.nodes.create_and_wait(prompt="What time is it in UTC?")
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        socket_path: str | os.PathLike[str] | None = None,
+        home: str | os.PathLike[str] | None = None,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        auto_start: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        settings = _settings(
+            base_url, socket_path, home, token, timeout, max_retries, auto_start, headers
+        )
+        self._sync = SyncDriver(settings)
+        super().__init__(self._sync)
+
+    def close(self) -> None:
+        """Close the client's connections (open streams end)."""
+        self._sync.close()
+
+    def __enter__(self) -> Heron:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncHeron(_Client[Async]):
+    """The ``asyncio`` client: the same methods as :class:`Heron`, awaited.
+
+    Example::
+
+        async with AsyncHeron() as client:
+            stream = client.nodes.stream(prompt="Summarise README.md", cwd="/repo")
+            async for event in stream:
+                ...
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        socket_path: str | os.PathLike[str] | None = None,
+        home: str | os.PathLike[str] | None = None,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        auto_start: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        settings = _settings(
+            base_url, socket_path, home, token, timeout, max_retries, auto_start, headers
+        )
+        self._async = AsyncDriver(settings)
+        super().__init__(self._async)
+
+    async def aclose(self) -> None:
+        """Close the client's connections (open streams end)."""
+        await self._async.aclose()
+
+    async def __aenter__(self) -> AsyncHeron:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

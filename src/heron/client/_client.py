@@ -9,6 +9,7 @@ from typing import Any, Generic
 
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._flow import Flow
+from ._nodes import Nodes
 from ._options import RequestOptions
 from ._resource import Async, M, Resource, Sync, endpoint
 from ._settings import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Settings
@@ -22,12 +23,15 @@ class _Client(Resource[M], Generic[M]):
 
     settings: Settings
     """Where the daemon is and the defaults every request starts from."""
+    nodes: Nodes[M]
+    """Agent runs: create, watch, wait for outcomes, steer."""
     system: System[M]
     """``GET /v1/status`` and ``/healthz``."""
 
     def __init__(self, driver: Driver[M]) -> None:
         super().__init__(driver)
         self.settings = driver.settings
+        self.nodes = Nodes(driver)
         self.system = System(driver)
 
     @endpoint

@@ -6,9 +6,7 @@ import builtins
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
-
-from typing_extensions import Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from .. import api
 from ._flow import Flow, Sleep
@@ -25,6 +23,9 @@ from ._params import (
 from ._parsed import ParsedOutcome, parsed_outcome
 from ._resource import M, check_id, endpoint
 from ._stream import NodeStreams
+
+if TYPE_CHECKING:
+    from ._drivers import Driver
 
 __all__ = ["MAX_WAIT", "Nodes"]
 
@@ -83,7 +84,7 @@ class Nodes(NodeStreams[M]):
     result: Result[M]
     """``client.nodes.result``: submit a node's structured result."""
 
-    def __init__(self, driver: Any) -> None:
+    def __init__(self, driver: Driver[M]) -> None:
         super().__init__(driver)
         self.reports = Reports(driver)
         self.jobs = Jobs(driver)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing_extensions import Unpack
+from typing import Unpack
 
 from .. import api
 from ._flow import Flow

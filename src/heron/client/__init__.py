@@ -3,6 +3,13 @@
 Depends on :mod:`heron.api` (the wire models) and nothing else of Heron.
 """
 
+from ._activity import (
+    ActivityStatus,
+    ActivityStep,
+    Describe,
+    describe_tool_default,
+    follow_activity,
+)
 from ._client import AsyncHeron, Heron
 from ._errors import (
     APIConnectionError,
@@ -19,22 +26,32 @@ from ._errors import (
     UnprocessableEntityError,
 )
 from ._options import Cancel, RequestOptions
+from ._stream import AsyncNodeStream, Listener, NodeStream, Reconnect
 
 __all__ = [
     "APIConnectionError",
     "APIConnectionTimeoutError",
     "APIError",
     "APIUserAbortError",
+    "ActivityStatus",
+    "ActivityStep",
     "AsyncHeron",
+    "AsyncNodeStream",
     "AuthenticationError",
     "BadRequestError",
     "Cancel",
     "ConflictError",
+    "Describe",
     "Heron",
     "InternalServerError",
+    "Listener",
+    "NodeStream",
     "NotFoundError",
     "PermissionDeniedError",
     "RateLimitError",
+    "Reconnect",
     "RequestOptions",
     "UnprocessableEntityError",
+    "describe_tool_default",
+    "follow_activity",
 ]

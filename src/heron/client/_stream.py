@@ -13,10 +13,12 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import os
 import socket
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, Unpack, overload
 
@@ -198,6 +200,17 @@ def _shut_down(response: httpx.Response) -> None:
             pass  # already closed: nothing is blocked on it
 
 
+def _listening(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5.0)
+        try:
+            probe.connect(os.fspath(path))
+        except OSError:
+            return False
+    return True
+
+
 class NodeStream(_StreamBase):
     """A node's events, for the blocking client; iterate it, or wait for the outcome.
 
@@ -313,6 +326,11 @@ class NodeStream(_StreamBase):
         if http.is_closed:
             raise self._closed_client()
         self._last_open = open
+        socket_path = self._driver.settings.socket_path
+        if socket_path is not None and not _listening(socket_path):
+            # Asked of httpx, a refused Unix connect leaks its socket (httpcore's sync
+            # backend does not close it): a daemon that is restarting refuses many.
+            raise self._failed_read(httpx.ConnectError("connection refused"), open)
         request = self._request(http, open)
         try:
             response = _cancellable(lambda: http.send(request, stream=True), self._cancel)

@@ -82,25 +82,14 @@ def test_a_feed_joining_mid_call_shows_the_end_it_sees() -> None:
     def event(kind: str, number: int, **data: Any) -> api.NodeEvent:
         return api.parse_event(kind, {"node_id": "n1", "sequence_number": number, **data})
 
+    def failed(number: int) -> api.NodeEvent:
+        call = {"tool_call_id": "c1", "tool": "bash-run", "summary": "object with 1 field"}
+        return event("node.tool_call.completed", number, status="error", **call)
+
     events = [
         event("node.output_text.delta", 1, delta="Hi"),
-        event(
-            "node.tool_call.completed",
-            2,
-            tool_call_id="c1",
-            tool="bash-run",
-            status="error",
-            summary="object with 1 field",
-        ),
-        # A repeat of a state already shown gives no new snapshot.
-        event(
-            "node.tool_call.completed",
-            3,
-            tool_call_id="c1",
-            tool="bash-run",
-            status="error",
-            summary="object with 1 field",
-        ),
+        failed(2),
+        failed(3),  # a repeat of a state already shown gives no new snapshot
     ]
     assert [steps_of(s) for s in follow_activity(events)] == [
         [("c1", "Running a command", "failed")]

@@ -25,8 +25,9 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
+from ._node_stream import AsyncNodeStream, Listener, NodeStream
 from ._options import Cancel, RequestOptions
-from ._stream import AsyncNodeStream, Listener, NodeStream, Reconnect
+from ._stream_flow import Reconnect
 
 __all__ = [
     "APIConnectionError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import threading
@@ -12,7 +13,15 @@ from typing import Any
 import pytest
 
 from heron import api
-from heron.client import APIConnectionError, AsyncHeron, Heron, Reconnect
+from heron.client import (
+    APIConnectionError,
+    APIError,
+    AsyncHeron,
+    Heron,
+    Reconnect,
+    RequestOptions,
+)
+from heron.client._stream_flow import Emit, Open, Read, Start, stream_flow
 
 from .conftest import Daemon, write_script
 from .test_stream import EXPECTED_TYPES, TOOL_TURN, check_run
@@ -206,3 +215,88 @@ def test_a_stream_survives_a_daemon_restart(tmp_path: Path) -> None:
             assert stream.final_outcome() == settled.outcome
     finally:
         daemon.stop()
+
+
+# The flow on its own: connections scripted as bytes, performed by a tiny loop.
+
+
+def drive(connections: list[list[bytes] | Exception], attempts: int = 3) -> Any:
+    """Run a stream flow over scripted connections; (events, cursors opened, outcome)."""
+
+    def start() -> Any:
+        if False:
+            yield
+        return api.Node.model_construct(node_id="n1")
+
+    flow = stream_flow(
+        start(),
+        after=None,
+        reconnect=Reconnect(attempts=attempts, initial_delay=0.0),
+        options=RequestOptions(),
+    )
+    script = iter(connections)
+    events: list[api.NodeEvent] = []
+    opened: list[int | None] = []
+    chunks: Iterator[bytes] = iter(())
+    value: Any = None
+    thrown: BaseException | None = None
+    while True:
+        try:
+            instruction = flow.throw(thrown) if thrown is not None else flow.send(value)
+        except StopIteration as stop:
+            return events, opened, stop.value
+        value, thrown = None, None
+        if isinstance(instruction, Start):
+            try:
+                next(instruction.flow)
+            except StopIteration as stop:
+                value = stop.value
+        elif isinstance(instruction, Open):
+            opened.append(instruction.after)
+            connection = next(script)
+            if isinstance(connection, Exception):
+                thrown = connection
+            else:
+                chunks = iter(connection)
+        elif isinstance(instruction, Read):
+            value = next(chunks, b"")
+        elif isinstance(instruction, Emit):
+            events.append(instruction.event)
+
+
+def record(number: int | None, kind: str = "node.turn.started", **data: Any) -> bytes:
+    head = f"id: {number}\n" if number is not None else ""
+    body = json.dumps({"node_id": "n1", "sequence_number": number or 1, **data})
+    return f"{head}event: {kind}\ndata: {body}\n\n".encode()
+
+
+SETTLED = {"outcome": {"kind": "result", "output_text": "ok"}}
+
+
+def test_the_flow_resumes_from_what_it_emitted_and_never_repeats() -> None:
+    first = [record(None, "node.status.changed", status="running"), record(1), record(2)]
+    second = [record(1) + record(2) + record(3), record(4, "node.settled", **SETTLED)]
+    events, opened, outcome = drive([first, APIConnectionError("refused"), second])
+    assert opened == [None, 2, 2]
+    assert [getattr(e, "sequence_number", None) for e in events] == [1, 1, 2, 3, 4]
+    assert isinstance(events[0], api.NodeStatusChanged)  # made up (no id): kept
+    assert isinstance(outcome, api.NodeResult) and outcome.output_text == "ok"
+
+
+def test_the_flow_skips_unknown_types_and_ends_on_stream_error() -> None:
+    error = b'event: error\ndata: {"error":{"code":"stream_error","message":"boom"}}\n\n'
+    with pytest.raises(APIError) as raised:
+        drive([[record(1, "node.future_thing"), record(2), error]])
+    assert (raised.value.code, raised.value.message) == ("stream_error", "boom")
+    with pytest.raises(APIError) as invalid:
+        drive([[b"id: 1\nevent: node.turn.started\ndata: [1]\n\n"]])
+    assert invalid.value.code == "invalid_event"
+
+
+def test_the_flow_gives_up_after_its_budget_with_the_last_error() -> None:
+    dropped = b'event: error\ndata: {"error":{"code":"stream_dropped","message":"slow"}}\n\n'
+    with pytest.raises(APIError) as raised:
+        drive([[record(1), dropped], [dropped], [dropped]], attempts=2)
+    assert raised.value.code == "stream_dropped"
+    with pytest.raises(APIConnectionError):
+        drive([APIConnectionError("refused")] * 3, attempts=2)

@@ -88,12 +88,14 @@ class Driver(Generic[M]):
                 f"{send.method} {send.path} got no answer from the Heron daemon at {address} "
                 f"within {self.timeout(send):g} s"
             )
-        if isinstance(exc, httpx.ConnectError):
-            hint = " (start it with `heron daemon start`)" if self.settings.socket_path else ""
+        if isinstance(exc, httpx.ConnectError) and self.settings.socket_path is not None:
             return APIConnectionError(
-                f"cannot reach the Heron daemon at {address}: {exc}{hint}",
+                f"no Heron daemon answers at {address}: {exc} (start it with "
+                "`heron daemon start`, or let the client do it: auto_start=True)",
                 code="daemon_unavailable",
             )
+        if isinstance(exc, httpx.ConnectError):  # a TCP listener may be restarting: retried
+            return APIConnectionError(f"cannot connect to the Heron daemon at {address}: {exc}")
         return APIConnectionError(
             f"the connection to the Heron daemon at {address} failed during "
             f"{send.method} {send.path}: {exc or type(exc).__name__}"

@@ -132,8 +132,9 @@ def request_flow(send: Send, *, max_retries: int) -> Flow[httpx.Response]:
         response: httpx.Response | None = None
         try:
             response = yield send
-        except APIConnectionError:
-            if attempt >= retries:
+        except APIConnectionError as exc:
+            # No daemon behind the socket (and none could be started): waiting won't help.
+            if attempt >= retries or exc.code == "daemon_unavailable":
                 raise
         if response is not None:
             status = response.status_code

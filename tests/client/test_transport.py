@@ -161,6 +161,12 @@ async def test_request_returns_json_none_or_text(mode: str, server: FlakyServer)
     server.script("/html", Reply(body="<h1>docs</h1>", headers={"content-type": "text/html"}))
     assert await call(mode, server, "GET", "/json", query={"a": 1, "b": None}) == [1, {"a": None}]
     assert server.requests[-1][1] == "/json?a=1"
+    assert await call(mode, server, "GET", "/json?b=2&c=x%20y") == [1, {"a": None}]
+    assert server.requests[-1][1] == "/json?b=2&c=x%20y"
+    with pytest.raises(ValueError, match="not both"):
+        await call(mode, server, "GET", "/json?b=2", query={"a": 1})
+    with pytest.raises(ValueError, match="path"):
+        await call(mode, server, "GET", "json")
     assert await call(mode, server, "DELETE", "/empty") is None
     assert await call(mode, server, "GET", "/html") == "<h1>docs</h1>"
 

@@ -67,7 +67,7 @@ class Driver(Generic[M]):
         return http.build_request(
             send.method,
             self.settings.base_url + send.path,
-            params=query,
+            params=query or None,  # {} would wipe a query written into the path
             json=send.body,
             headers=headers,
             timeout=self.timeout(send),

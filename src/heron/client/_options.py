@@ -77,7 +77,9 @@ class Cancel:
                 done.set_result(None)
 
         def wake() -> None:
-            loop.call_soon_threadsafe(fire)
+            # The request may have ended and its loop closed since it registered this.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(fire)
 
         remove = self.add_callback(wake)
         return done, remove

@@ -23,6 +23,7 @@ from heron.client import (
     RateLimitError,
     RequestOptions,
 )
+from heron.client._flow import Flow, Sleep
 
 from .flaky import FlakyServer, Reply
 
@@ -180,14 +181,36 @@ async def test_a_cancel_already_fired_sends_nothing(mode: str, server: FlakyServ
     assert server.attempts["/x"] == 0
 
 
+def cancel_when(event: threading.Event) -> Cancel:
+    """A :class:`Cancel` a thread fires once ``event`` is set."""
+    cancel = Cancel()
+    threading.Thread(target=lambda: event.wait(10) and cancel.cancel(), daemon=True).start()
+    return cancel
+
+
+def sleeper(started: threading.Event, options: RequestOptions) -> Flow[str]:
+    """A flow that sleeps 50 s (and says so just before)."""
+    started.set()
+    yield Sleep(50, options)
+    return "slept"
+
+
+async def test_cancel_cuts_a_driver_sleep_short(mode: str, server: FlakyServer) -> None:
+    started = threading.Event()
+    options = RequestOptions(cancel=cancel_when(started))
+    async with AsyncHeron(base_url=server.url) as aclient:
+        with Heron(base_url=server.url) as client, pytest.raises(APIUserAbortError):
+            if mode == "sync":
+                await asyncio.to_thread(client._sync.run, sleeper(started, options))
+            else:
+                await aclient._async.run(sleeper(started, options))
+
+
 async def test_cancel_aborts_a_request_in_flight(mode: str, server: FlakyServer) -> None:
     server.script("/x", "hang")
-    cancel = Cancel()
-    waiter = threading.Thread(target=lambda: server.arrived.wait(10) and cancel.cancel())
-    waiter.start()
+    cancel = cancel_when(server.arrived)
     with pytest.raises(APIUserAbortError):
         await call(mode, server, "GET", "/x", options=RequestOptions(cancel=cancel))
-    waiter.join()
     # The abandoned request's connection is closed, not left to its 60 s timeout.
     assert await asyncio.to_thread(server.hung_up.wait, 10)
     assert server.attempts["/x"] == 1
@@ -196,12 +219,9 @@ async def test_cancel_aborts_a_request_in_flight(mode: str, server: FlakyServer)
 async def test_cancel_cuts_a_backoff_sleep_short(mode: str, server: FlakyServer) -> None:
     # If the cancel did not reach the sleep, the retry would get the 200 after 50 s.
     server.script("/x", Reply(status=503, headers={"retry-after": "50"}), OK)
-    cancel = Cancel()
-    waiter = threading.Thread(target=lambda: server.arrived.wait(10) and cancel.cancel())
-    waiter.start()
+    cancel = cancel_when(server.arrived)
     with pytest.raises(APIUserAbortError):
         await call(mode, server, "GET", "/x", options=RequestOptions(cancel=cancel))
-    waiter.join()
     assert server.attempts["/x"] == 1
 
 

@@ -15,6 +15,7 @@ Two things ``httpx`` does not do for us:
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Iterable
 
@@ -98,11 +99,11 @@ class _TrackedStream(httpcore.NetworkStream):
 
     def start_tls(
         self,
-        ssl_context: object,
+        ssl_context: ssl.SSLContext,
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
-        secure = self._stream.start_tls(ssl_context, server_hostname, timeout)  # type: ignore[arg-type]
+        secure = self._stream.start_tls(ssl_context, server_hostname, timeout)
         return _TrackedStream(secure, self._backend)
 
     def get_extra_info(self, info: str) -> object:
@@ -191,9 +192,9 @@ class SocketBackend(httpcore.NetworkBackend):
     def using(self, stream: _TrackedStream) -> None:
         """Record that the calling thread works on ``stream``; an error if it was aborted."""
         ident = threading.get_ident()
+        if ident not in self._workers:  # the common case, without the lock: not a worker
+            return
         with self._lock:
-            if ident not in self._workers:
-                return
             if ident in self._aborted:
                 raise httpcore.ReadError("the request was cancelled")
             self._active[ident] = stream

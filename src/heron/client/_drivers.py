@@ -9,6 +9,7 @@ Everything else — retries, backoff, parsing, compositions — is in the flows
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import threading
@@ -190,49 +191,50 @@ class SyncDriver(Driver[Sync]):
             raise APIUserAbortError()
         lock = threading.Lock()
         done = threading.Event()
+        key = object()
         box: dict[str, Any] = {}
 
         def work() -> None:
-            self.backend.worker()
             try:
+                self.backend.worker(key)
                 result: Any = self.http.send(request)
             except BaseException as exc:
                 result = exc
-            finally:
-                self.backend.release()
             with lock:
                 box["result"] = result
                 abandoned = box.get("abandoned", False)
+            self.backend.release(key)  # after the result: an abort now is a no-op
             done.set()
             if abandoned and isinstance(result, httpx.Response):
                 result.close()
 
         thread = threading.Thread(target=work, name="heron-client-request", daemon=True)
         remove = cancel.add_callback(done.set)
-        thread.start()
         try:
+            thread.start()  # inside: a Ctrl-C may land while the worker already sends
             done.wait()
         except BaseException:  # Ctrl-C: leave no request half-sent behind
-            self._abandon(thread, lock, box)
-            thread.join(_ABANDONED_JOIN)
+            # (RuntimeError: the interrupt came before the thread had started.)
+            if self._abandon(key, lock, box):
+                with contextlib.suppress(RuntimeError):
+                    thread.join(_ABANDONED_JOIN)
             raise
         finally:
             remove()
-        if self._abandon(thread, lock, box):
+        if self._abandon(key, lock, box):
             raise APIUserAbortError()
         result = box["result"]
         if isinstance(result, BaseException):
             raise result
         return result  # type: ignore[no-any-return]
 
-    def _abandon(self, thread: threading.Thread, lock: threading.Lock, box: dict[str, Any]) -> bool:
-        """Abort the worker unless it already finished; whether it was aborted."""
+    def _abandon(self, key: object, lock: threading.Lock, box: dict[str, Any]) -> bool:
+        """Abort request ``key`` unless its worker already finished; whether it was."""
         with lock:
             if "result" in box:
                 return False
             box["abandoned"] = True
-        assert thread.ident is not None
-        self.backend.abort(thread.ident)
+        self.backend.abort(key)
         return True
 
     def _sleep(self, sleep: Sleep) -> None:

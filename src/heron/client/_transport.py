@@ -126,8 +126,9 @@ class SocketBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._tcp = httpcore.SyncBackend()
         self._lock = threading.Lock()
-        self._workers: set[int] = set()
-        self._aborted: set[int] = set()
+        self._workers: dict[int, object] = {}
+        """Request key of each worker thread."""
+        self._aborted: set[object] = set()
         self._active: dict[int, _TrackedStream] = {}
 
     def connect_tcp(
@@ -176,18 +177,21 @@ class SocketBackend(httpcore.NetworkBackend):
             raise
         return tracked
 
-    def worker(self) -> None:
-        """Register the calling thread as a request worker that :meth:`abort` may stop."""
-        with self._lock:
-            self._workers.add(threading.get_ident())
-
-    def release(self) -> None:
-        """The calling worker is done: forget it."""
+    def worker(self, key: object) -> None:
+        """Register the calling thread as the worker of request ``key``, which
+        :meth:`abort` may stop (already, if it was aborted before the worker started)."""
         ident = threading.get_ident()
         with self._lock:
-            self._workers.discard(ident)
-            self._aborted.discard(ident)
-            self._active.pop(ident, None)
+            self._workers[ident] = key
+            if key in self._aborted:
+                raise httpcore.ConnectError("the request was cancelled before it started")
+
+    def release(self, key: object) -> None:
+        """Request ``key``'s worker is done: forget it."""
+        with self._lock:
+            self._workers.pop(threading.get_ident(), None)
+            self._aborted.discard(key)
+            self._active.pop(threading.get_ident(), None)
 
     def using(self, stream: _TrackedStream) -> None:
         """Record that the calling thread works on ``stream``; an error if it was aborted."""
@@ -195,19 +199,18 @@ class SocketBackend(httpcore.NetworkBackend):
         if ident not in self._workers:  # the common case, without the lock: not a worker
             return
         with self._lock:
-            if ident in self._aborted:
+            if self._workers.get(ident) in self._aborted:
                 raise httpcore.ReadError("the request was cancelled")
             self._active[ident] = stream
-        # An abort may have landed between the check and now; it shuts this stream down.
 
-    def abort(self, ident: int) -> None:
-        """Stop worker ``ident``'s request: its socket is shut down, its next I/O fails."""
+    def abort(self, key: object) -> None:
+        """Stop request ``key``: its socket is shut down, its worker's next I/O fails
+        (or its first, if it has not started yet)."""
         with self._lock:
-            if ident not in self._workers:
-                return
-            self._aborted.add(ident)
-            stream = self._active.pop(ident, None)
-        if stream is not None:
+            self._aborted.add(key)
+            idents = [ident for ident, k in self._workers.items() if k is key]
+            streams = [self._active.pop(ident) for ident in idents if ident in self._active]
+        for stream in streams:
             stream.shutdown()
 
 

@@ -178,10 +178,13 @@ class SyncDriver(Driver[Sync]):
         cancel = send.options.cancel
         if cancel is None:
             return self.http.send(request)
-        return self._cancellable(request, cancel)
+        return self.send_cancellable(request, cancel)
 
-    def _cancellable(self, request: httpx.Request, cancel: Cancel) -> httpx.Response:
-        """Send ``request`` in a worker thread so ``cancel`` (or Ctrl-C) can stop it.
+    def send_cancellable(
+        self, request: httpx.Request, cancel: Cancel, *, stream: bool = False
+    ) -> httpx.Response:
+        """Send ``request`` in a worker thread so ``cancel`` (or Ctrl-C) can stop it
+        (``APIUserAbortError``); ``stream``: the body is left to read, as ``httpx``'s.
 
         Whoever comes first decides: the worker's answer, or the cancellation — then
         the worker's socket is shut down, so it does not linger until its timeout,
@@ -197,7 +200,7 @@ class SyncDriver(Driver[Sync]):
         def work() -> None:
             try:
                 self.backend.worker(key)
-                result: Any = self.http.send(request)
+                result: Any = self.http.send(request, stream=stream)
             except BaseException as exc:
                 result = exc
             with lock:

@@ -381,7 +381,9 @@ def test_bad_ids_and_cursors_are_answered_as_json_before_streaming(
     wait_status(client, node, "completed")
 
 
-def test_parse_event_refuses_unknown_types_and_data_that_does_not_fit() -> None:
+def test_parse_event_refuses_unknown_types_and_data_that_does_not_fit_and_ignores_new_fields() -> (
+    None
+):
     base = {"node_id": "n", "sequence_number": 3}
     assert api.parse_event("node.turn.started", json.dumps(base)) == api.TurnStarted(**base)
     with pytest.raises(ValidationError):
@@ -391,7 +393,30 @@ def test_parse_event_refuses_unknown_types_and_data_that_does_not_fit() -> None:
             "node.tool_call.completed",
             {**base, "tool_call_id": "c", "tool": "t", "status": "maybe", "summary": "null"},
         )
-    with pytest.raises(ValidationError):  # a field the seed's table does not have
-        api.parse_event("node.turn.started", {**base, "duration_ms": 3})
+    # A field a newer daemon adds is ignored, so an older client keeps reading its events.
+    newer = api.parse_event("node.turn.started", {**base, "duration_ms": 3})
+    assert newer == api.TurnStarted(**base) and "duration_ms" not in newer.model_dump()
     with pytest.raises(ValueError, match="JSON object"):
         api.parse_event("node.turn.started", "[1]")
+
+
+def test_a_call_of_an_unknown_tool_is_announced_as_a_failed_step(
+    client: httpx.Client, scripts: Any
+) -> None:
+    # The agent answers such a call itself (it never reaches a tool), so the daemon
+    # announces it from the call's record: a watcher sees the step fail.
+    script = [{"tool_calls": [call("no-such-tool", x=1), call(TOOL)]}, "Done."]
+    node = create(client, scripts("unknown-tool", script))
+    wait_settled(client, node)
+    got = collect(client, node, after=0)
+    steps = [
+        (e.event, e.data["tool"], e.data.get("status"))
+        for e in got
+        if e.event.startswith("node.tool_call.")
+    ]
+    assert ("node.tool_call.started", "no-such-tool", None) in steps
+    assert ("node.tool_call.completed", "no-such-tool", "error") in steps
+    assert ("node.tool_call.completed", TOOL, "ok") in steps
+    assert len(steps) == 4  # each call announced once, the real one by its step
+    ids = {e.data["tool_call_id"] for e in got if e.event == "node.tool_call.completed"}
+    assert len(ids) == 2 and "" not in ids

@@ -14,7 +14,15 @@ from typing import Any, TypeVar
 
 from dbos import DBOS
 
-from .._core import Capabilities, ChatResponse, ChunkCallback, Message, StreamChunk, ToolSchema
+from .._core import (
+    Capabilities,
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    StreamChunk,
+    ToolSchema,
+)
+from ..agents import ToolCallRecord
 from ..agents._compaction import is_compaction_request
 from ..agents._team import current_scope
 from ..providers import Provider
@@ -168,6 +176,7 @@ class DurableToolClient(ToolClient):
         self._inner = inner
         self._node_id = node_id
         self._events = events
+        self._reached: set[str] = set()  # ids of calls that reached call_tool
 
     async def list_tools(self) -> list[ToolSchema]:
         """The inner client's tools."""
@@ -177,7 +186,30 @@ class DurableToolClient(ToolClient):
         """Run the call as a workflow step (replayed from the record after a restart)."""
         scope = current_scope()
         call_id = scope.call.id if scope is not None and scope.call is not None else ""
+        self._reached.add(call_id)
         return await self._steps.run("tool-call", self._call, call_id, name, arguments)
+
+    async def on_tool_result(self, record: ToolCallRecord) -> None:
+        """Announce a call the agent answered without reaching a tool (an unknown tool, or
+        arguments that were not valid JSON): a watcher sees it fail like any other call.
+
+        Such calls are no workflow step, so a resumed run answers them again: they are
+        announced only once the run has caught up with its record.
+        """
+        if record.id in self._reached:
+            self._reached.discard(record.id)
+            return
+        if not self._steps.caught_up.is_set():
+            return
+        common = {
+            "tool_call_id": record.id,
+            "tool": record.name,
+            "summary": shape_summary(record.arguments),
+        }
+        self._events.publish(self._node_id, "node.tool_call.started", common)
+        self._events.publish(
+            self._node_id, "node.tool_call.completed", {**common, "status": "error"}
+        )
 
     async def _call(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
         summary = shape_summary(arguments)

@@ -197,6 +197,7 @@ class _Run:
             skills=skills,
             name=node_id,
             state=plan["state"],
+            on_tool_result=client.on_tool_result,
         )
 
     async def _converse(self, agent: BaseAgent, prompt: str, active: Active, steps: Steps) -> Stop:

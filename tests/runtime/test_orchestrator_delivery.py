@@ -152,7 +152,9 @@ class TestExactlyOnce:
         self, client: httpx.Client, scripts: Any, daemon: Daemon
     ) -> None:
         flaky = scripts("flaky-parent", [{"error": "overloaded", "status": 503}])
-        parent = create(client, prompt="go", model=flaky)["node_id"]
+        # Created asleep, so it cannot fail before its child exists (no child is
+        # created under a settled parent); the message wakes it, and it fails.
+        parent = create(client, prompt="go", model=flaky, no_kickoff=True)["node_id"]
         kid = create(
             client,
             prompt="k",
@@ -160,6 +162,8 @@ class TestExactlyOnce:
             model=scripts("patient-kid", [{"text": "done while you were down", "delay": 1}]),
             outcome_delivery={"action": "message"},
         )["node_id"]
+        woke = client.post(f"/v1/nodes/{parent}/messages", json={"body": "start"})
+        assert woke.status_code == 202, woke.text
         assert wait_settled(client, parent)["node_status"] == "failed"
         wait_settled(client, kid)
         assert delivered(daemon, kid) is None  # nobody to tell: kept for a revive

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.exc import StatementError
 
 from heron.runtime._db import MIGRATIONS, create_engine, migrate
 from heron.runtime._store import DuplicateNode, Store
@@ -45,6 +46,23 @@ async def test_messages_are_claimed_once_in_order(store: Store) -> None:
     assert await store.claim_messages("a", 1, step=4) == []
     await store.add_message("a", "three")
     assert await store.claim_messages("a", 2, step=1) == ["three"]
+
+
+async def test_a_message_and_the_extra_keys_sent_with_it_are_written_together(
+    store: Store,
+) -> None:
+    # Ending a wait and queueing its message are one transaction (_orchestration).
+    await store.insert_node(row("a", extra={"waiting": {"token": "t"}, "kept": 1}), "first")
+    await store.add_message("a", "the wait is over", extra={"waiting": None})
+    node = await store.node("a")
+    assert node is not None and node["extra"] == {"kept": 1}
+    assert await store.claim_messages("a", 1, step=1) == ["first", "the wait is over"]
+    # A write that fails takes the message with it: never one without the other.
+    with pytest.raises(StatementError, match="not JSON serializable"):
+        await store.add_message("a", "lost together", extra={"waiting": object()})
+    assert await store.claim_messages("a", 2, step=1) == []
+    node = await store.node("a")
+    assert node is not None and node["extra"] == {"kept": 1}
 
 
 async def test_queue_first_puts_a_message_ahead_of_the_unread_ones(store: Store) -> None:

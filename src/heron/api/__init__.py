@@ -3,6 +3,7 @@
 Shared by the daemon (``heron.runtime``) and the client; imports nothing else from Heron.
 """
 
+from ._auth import ModelAuthReadiness, ProviderKind, ProviderReadiness
 from ._common import (
     ID_PATTERN,
     ErrorBody,
@@ -94,6 +95,7 @@ __all__ = [
     "Listener",
     "MessageAccepted",
     "MessageRequest",
+    "ModelAuthReadiness",
     "Node",
     "NodeConfigPatch",
     "NodeCreateRequest",
@@ -118,6 +120,8 @@ __all__ = [
     "Profile",
     "ProfileEnsureRequest",
     "PromoteRequest",
+    "ProviderKind",
+    "ProviderReadiness",
     "Recycled",
     "Report",
     "ReportPushed",

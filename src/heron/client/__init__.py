@@ -19,6 +19,15 @@ from ._errors import (
     UnprocessableEntityError,
 )
 from ._options import Cancel, RequestOptions
+from ._params import (
+    ForkParams,
+    NodeConfigParams,
+    NodeCreateParams,
+    ParseParams,
+    ProfileEnsureParams,
+)
+from ._parsed import ParsedFailure, ParsedOutcome, ParsedResult
+from ._system import AuthStatus
 
 __all__ = [
     "APIConnectionError",
@@ -26,14 +35,23 @@ __all__ = [
     "APIError",
     "APIUserAbortError",
     "AsyncHeron",
+    "AuthStatus",
     "AuthenticationError",
     "BadRequestError",
     "Cancel",
     "ConflictError",
+    "ForkParams",
     "Heron",
     "InternalServerError",
+    "NodeConfigParams",
+    "NodeCreateParams",
     "NotFoundError",
+    "ParseParams",
+    "ParsedFailure",
+    "ParsedOutcome",
+    "ParsedResult",
     "PermissionDeniedError",
+    "ProfileEnsureParams",
     "RateLimitError",
     "RequestOptions",
     "UnprocessableEntityError",

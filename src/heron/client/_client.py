@@ -11,9 +11,10 @@ from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._flow import Flow
 from ._nodes import Nodes
 from ._options import RequestOptions
+from ._profiles import Profiles
 from ._resource import Async, M, Resource, Sync, endpoint
 from ._settings import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Settings
-from ._system import System
+from ._system import Auth, System
 
 __all__ = ["AsyncHeron", "Heron"]
 
@@ -27,12 +28,18 @@ class _Client(Resource[M], Generic[M]):
     """Agent runs: create, watch, wait for outcomes, steer."""
     system: System[M]
     """``GET /v1/status`` and ``/healthz``."""
+    profiles: Profiles[M]
+    """The profiles an application's nodes run under."""
+    auth: Auth[M]
+    """How this client authenticates, and which model providers the daemon can use."""
 
     def __init__(self, driver: Driver[M]) -> None:
         super().__init__(driver)
         self.settings = driver.settings
         self.nodes = Nodes(driver)
         self.system = System(driver)
+        self.profiles = Profiles(driver)
+        self.auth = Auth(driver)
 
     @endpoint
     def request(

@@ -9,14 +9,20 @@ from pydantic import BaseModel
 
 from .. import api
 
-__all__ = ["NodeCreateParams", "create_body"]
+__all__ = [
+    "ForkParams",
+    "NodeConfigParams",
+    "NodeCreateParams",
+    "ParseParams",
+    "ProfileEnsureParams",
+    "create_body",
+    "model_body",
+]
 
 
-class NodeCreateParams(TypedDict, total=False):
-    """``POST /v1/nodes``: every field is optional (see :class:`heron.api.NodeCreateRequest`).
-
-    ``output_schema`` also takes a pydantic model class (its JSON schema is sent).
-    """
+class ParseParams(TypedDict, total=False):
+    """The fields of a create other than ``output_schema`` (``client.nodes.parse`` takes
+    that one as its own argument); see :class:`NodeCreateParams`."""
 
     prompt: str
     """The run's entire brief."""
@@ -34,8 +40,6 @@ class NodeCreateParams(TypedDict, total=False):
     """Ambient context kept out of the visible prompt."""
     deadline: str
     """Wall clock from spawn (``1h30m``); expiry cancels the node with ``deadline_exceeded``."""
-    output_schema: str | Mapping[str, Any] | type[BaseModel]
-    """The JSON schema the result must satisfy: a JSON string, a schema, or a model class."""
     root: bool
     """No parent, no subscription (what an application's run is; the default)."""
     root_lifecycle: Literal["terminal", "resident"]
@@ -66,6 +70,16 @@ class NodeCreateParams(TypedDict, total=False):
     """Arm outcome delivery at birth (``{action, payload?}``)."""
 
 
+class NodeCreateParams(ParseParams, total=False):
+    """``POST /v1/nodes``: every field is optional (see :class:`heron.api.NodeCreateRequest`).
+
+    ``output_schema`` also takes a pydantic model class (its JSON schema is sent).
+    """
+
+    output_schema: str | Mapping[str, Any] | type[BaseModel]
+    """The JSON schema the result must satisfy: a JSON string, a schema, or a model class."""
+
+
 def create_body(
     params: NodeCreateParams | api.NodeCreateRequest | Mapping[str, Any] | None,
     fields: Mapping[str, Any],
@@ -75,17 +89,7 @@ def create_body(
     ``node_id``/``parent``/``creator``/``fork_from`` ids are checked (``TypeError``)."""
     from ._resource import check_id
 
-    if isinstance(params, api.NodeCreateRequest):
-        body: dict[str, Any] = params.model_dump(mode="json", exclude_unset=True)
-    elif params is None:
-        body = {}
-    elif isinstance(params, Mapping):
-        body = dict(params)
-    else:
-        raise TypeError(
-            f"create params must be a mapping or api.NodeCreateRequest, not {type(params).__name__}"
-        )
-    body.update(fields)
+    body = model_body(params, api.NodeCreateRequest, fields)
     schema = body.get("output_schema")
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         body["output_schema"] = schema.model_json_schema()
@@ -94,4 +98,71 @@ def create_body(
     for key in ("node_id", "parent", "creator", "fork_from"):
         if body.get(key) is not None:
             check_id(body[key], key.replace("_", " "))
+    return body
+
+
+class NodeConfigParams(TypedDict, total=False):
+    """``PATCH /v1/nodes/{id}/config``: the fields to change (see
+    :class:`heron.api.NodeConfigPatch`); fields left out stay as they are."""
+
+    model: str | None
+    """New model override (a provider spec), from the next turn on."""
+    name: str | None
+    """New display label."""
+    description: str | None
+    """New display description."""
+    deadline: str | None
+    """New deadline counted from now (``1h30m``)."""
+
+
+class ForkParams(TypedDict, total=False):
+    """``POST /v1/nodes/{id}/fork``: how the fork differs from its original (see
+    :class:`heron.api.ForkRequest`; its ``node_id`` is ``new_node_id`` here)."""
+
+    prompt: str
+    """A first message for the fork: it runs at once (without one it waits, dormant)."""
+    name: str
+    """The fork's display label."""
+    description: str
+    """The fork's display description."""
+    model: str
+    """A different model for the fork (a provider spec)."""
+    deadline: str
+    """A deadline for the fork, counted from now (``1h30m``)."""
+    new_node_id: str
+    """Fork to this exact id (a collision answers ``409 node_id_exists``)."""
+    no_kickoff: bool
+    """Keep the fork dormant even with a ``prompt``."""
+
+
+class ProfileEnsureParams(TypedDict, total=False):
+    """``POST /v1/profiles/ensure``: fields given replace the stored ones (``None`` clears
+    one); fields left out keep their stored value."""
+
+    description: str | None
+    """What the profile is for."""
+    default_kind: str | None
+    """The kind its nodes take when a create names none (a known kind)."""
+    default_model: str | None
+    """The model its nodes use when neither the create nor their kind names one."""
+
+
+def model_body(
+    params: Mapping[str, Any] | BaseModel | None,
+    model: type[BaseModel],
+    fields: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The JSON body from a params mapping or request ``model`` plus keyword fields
+    (keywords win); ``TypeError`` for anything else as ``params``."""
+    if isinstance(params, model):
+        body: dict[str, Any] = params.model_dump(mode="json", exclude_unset=True)
+    elif params is None:
+        body = {}
+    elif isinstance(params, Mapping):
+        body = dict(params)
+    else:
+        raise TypeError(
+            f"params must be a mapping or api.{model.__name__}, not {type(params).__name__}"
+        )
+    body.update(fields)
     return body

@@ -15,7 +15,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -483,8 +483,13 @@ class Engine:
 
     # -- actions -----------------------------------------------------------------
 
-    async def message(self, node_id: str, body: str) -> api.MessageAccepted:
-        """Queue ``body`` for the node: a dormant node wakes, a running one reads it next turn."""
+    async def message(
+        self, node_id: str, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> api.MessageAccepted:
+        """Queue ``body`` for the node: a dormant node wakes, a running one reads it next turn.
+
+        ``extra`` keys are set on the node in the transaction that queues the message.
+        """
         async with self._lock(node_id):
             row = await self.row(node_id)
             if row["status"] in SETTLED:
@@ -496,9 +501,11 @@ class Engine:
             self.lineage.check_not_relaunching(node_id)
             if row["status"] != "running":
                 self.worktrees.check_usable(row)  # a removed worktree: no new run
-            return await self.deliver(row, body)
+            return await self.deliver(row, body, extra=extra)
 
-    async def deliver(self, row: Row, body: str) -> api.MessageAccepted:
+    async def deliver(
+        self, row: Row, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> api.MessageAccepted:
         """Queue ``body`` for an unsettled node and wake it unless it is running.
 
         A node that never ran (``no_kickoff``) reads its prompt first. The caller
@@ -508,7 +515,7 @@ class Engine:
         if row["status"] != "running" and row["runs"] == 0 and row["prompt"] is not None:
             # Created with no_kickoff: its brief was never sent, and comes first.
             await self.store.add_message(node_id, row["prompt"])
-        message_id = await self.store.add_message(node_id, body)
+        message_id = await self.store.add_message(node_id, body, extra=extra)
         if row["status"] == "running":
             return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="queued")
         await self._wake(node_id)

@@ -38,7 +38,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -367,12 +367,12 @@ class Orchestration:
         outcomes = {c: await self.engine.store.outcome(c) for c in children}
         if not timed_out and any(o is None for o in outcomes.values()):
             return
-        await self.engine.store.merge_extra(node_id, waiting=None)
         if not timed_out:
             timer = self._timers.pop(node_id, None)
             if timer is not None:
                 timer.cancel()
         if row["status"] in SETTLED:
+            await self.engine.store.merge_extra(node_id, waiting=None)
             return
         if timed_out:
             head = "[heron] Your wait for your children timed out."
@@ -381,9 +381,13 @@ class Orchestration:
         blocks = [head]
         limit = outcome_limit(len(children))
         for child in children:
+            # Claimed by the wait's token: asking again after a crash wins again.
             taken = await self._take(child, "wait", token)
             blocks.append(answer(child, taken, limit))
-        await self._send(node_id, "\n\n".join(blocks))
+        # The wait ends in the transaction that queues its message: a daemon dying in
+        # between neither loses the message nor sends it twice (a restart ends it again).
+        if not await self._send(node_id, "\n\n".join(blocks), extra={"waiting": None}):
+            await self.engine.store.merge_extra(node_id, waiting=None)
 
     # -- delivery ------------------------------------------------------------
 
@@ -423,10 +427,13 @@ class Orchestration:
                 # The parent settled meanwhile: give the claim back for a revive.
                 await self.engine.store.merge_extra(node_id, delivered=None)
 
-    async def _send(self, node_id: str, text: str) -> bool:
-        """Message the node; ``False`` if it settled in the meantime (nobody left to tell)."""
+    async def _send(
+        self, node_id: str, text: str, *, extra: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Message the node (setting ``extra`` keys with it); ``False`` if it settled in the
+        meantime (nobody left to tell)."""
         try:
-            await self.engine.message(node_id, text)
+            await self.engine.message(node_id, text, extra=extra)
         except ApiError as exc:
             log.info("outcome not delivered to %s: %s", node_id, exc.message)
             return False

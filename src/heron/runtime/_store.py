@@ -120,16 +120,20 @@ class Store(ReportRows):
 
     def _merge_extra(self, node_id: str, values: Mapping[str, Any]) -> None:
         with self.engine.begin() as conn:
-            where = nodes.c.node_id == node_id
-            # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN).
-            query = sa.select(nodes.c.extra).where(where).with_for_update()
-            extra = dict(conn.execute(query).scalar() or {})
-            for key, value in values.items():
-                if value is None:
-                    extra.pop(key, None)
-                else:
-                    extra[key] = value
-            conn.execute(nodes.update().where(where).values(extra=extra, updated_at=time.time()))
+            self._merge_extra_in(conn, node_id, values)
+
+    @staticmethod
+    def _merge_extra_in(conn: sa.Connection, node_id: str, values: Mapping[str, Any]) -> None:
+        where = nodes.c.node_id == node_id
+        # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN).
+        query = sa.select(nodes.c.extra).where(where).with_for_update()
+        extra = dict(conn.execute(query).scalar() or {})
+        for key, value in values.items():
+            if value is None:
+                extra.pop(key, None)
+            else:
+                extra[key] = value
+        conn.execute(nodes.update().where(where).values(extra=extra, updated_at=time.time()))
 
     async def claim_delivery(
         self, node_id: str, settled_at: float, how: str, by: str | None = None
@@ -229,15 +233,24 @@ class Store(ReportRows):
 
     # -- messages ---------------------------------------------------------
 
-    async def add_message(self, node_id: str, body: str) -> int:
-        """Queue a message for a node; returns its id."""
-        return await self._run(self._add_message, node_id, body)
+    async def add_message(
+        self, node_id: str, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> int:
+        """Queue a message for a node; returns its id.
 
-    def _add_message(self, node_id: str, body: str) -> int:
+        ``extra`` keys are set on the node (as :meth:`merge_extra` does) in the same
+        transaction: a message that ends a state (a wait) is queued exactly when the
+        state ends, even if the daemon dies right after.
+        """
+        return await self._run(self._add_message, node_id, body, extra)
+
+    def _add_message(self, node_id: str, body: str, extra: Mapping[str, Any] | None) -> int:
         with self.engine.begin() as conn:
             result = conn.execute(
                 messages.insert().values(node_id=node_id, body=body, created_at=time.time())
             )
+            if extra:
+                self._merge_extra_in(conn, node_id, extra)
             key = result.inserted_primary_key
             assert key is not None
             return int(key[0])

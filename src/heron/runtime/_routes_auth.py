@@ -1,0 +1,130 @@
+"""Model authentication readiness: ``GET /v1/model-auth/readiness``."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI
+
+from .. import api
+from ._engine import Engine
+from ._routing import errors
+
+__all__ = ["add_auth_routes", "provider_readiness", "readiness"]
+
+_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+}
+"""The environment variable holding each hosted provider's API key."""
+
+_ORDER: tuple[api.ProviderKind, ...] = (
+    "local",
+    "openai",
+    "anthropic",
+    "deepseek",
+    "ollama",
+    "scripted",
+)
+
+
+def _local(model: str) -> tuple[bool, str]:
+    """The embedded (or named) GGUF file present and llama.cpp importable."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False, "llama_cpp is not installed (pip install llama-cpp-python)"
+    chosen = model or os.environ.get("HERON_LOCAL_MODEL", "").strip()
+    if chosen:
+        path = Path(chosen).expanduser()
+    else:
+        from ..providers.local import default_model_path
+
+        try:
+            path = default_model_path()
+        except Exception as exc:  # UserError: the embedded model's package is missing
+            return False, str(exc)
+    if not path.is_file():
+        return False, f"model file not found: {path}"
+    return True, f"model file {path}"
+
+
+def _hosted(kind: str) -> tuple[bool, str]:
+    variable = _KEYS[kind]
+    if os.environ.get(variable, "").strip():
+        return True, f"{variable} is set"
+    return False, f"{variable} is not set in the daemon's environment"
+
+
+def _ollama(model: str | None) -> tuple[bool, str]:
+    host = os.environ.get("OLLAMA_HOST", "").strip()
+    if not host:
+        return False, "OLLAMA_HOST is not set in the daemon's environment"
+    if model is not None and not model:
+        return False, "ollama needs a model name: ollama:MODEL"
+    return True, f"OLLAMA_HOST is {_without_userinfo(host)}"
+
+
+def _without_userinfo(host: str) -> str:
+    """``host`` without a ``user:password@`` part (a proxy's credentials)."""
+    parts = urlsplit(host if "//" in host else f"//{host}")
+    if "@" not in parts.netloc:
+        return host
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl().removeprefix("//")
+
+
+def _scripted(path: str | None) -> tuple[bool, str]:
+    if path is None:
+        return True, "plays the script file a spec names (scripted:FILE.json)"
+    if not path:
+        return False, "scripted needs a file: scripted:FILE.json"
+    if not Path(path).expanduser().is_file():
+        return False, f"script file not found: {path}"
+    return True, f"script file {path}"
+
+
+def _check(kind: str, model: str | None) -> tuple[bool, str]:
+    """Whether provider ``kind`` is usable (for ``model`` when a spec names one)."""
+    if kind == "local":
+        return _local(model or "")
+    if kind in _KEYS:
+        return _hosted(kind)
+    if kind == "ollama":
+        return _ollama(model)
+    if kind == "scripted":
+        return _scripted(model)
+    return False, f"unknown provider {kind!r}: use one of {', '.join(_ORDER)}"
+
+
+def provider_readiness() -> list[api.ProviderReadiness]:
+    """Every provider kind's readiness, from the daemon's environment (no key's value)."""
+    readiness = []
+    for kind in _ORDER:
+        ready, detail = _check(kind, None)
+        readiness.append(api.ProviderReadiness(provider=kind, ready=ready, detail=detail))
+    return readiness
+
+
+def readiness(default: str) -> api.ModelAuthReadiness:
+    """The readiness of every provider and of the ``default`` spec."""
+    kind, _, model = default.strip().partition(":")
+    ready, detail = _check(kind.strip().lower(), model.strip())
+    return api.ModelAuthReadiness(
+        default_provider=default,
+        default_ready=ready,
+        default_detail=detail,
+        providers=provider_readiness(),
+    )
+
+
+def add_auth_routes(app: FastAPI, engine: Engine) -> None:
+    """Serve ``GET /v1/model-auth/readiness``."""
+
+    @app.get("/v1/model-auth/readiness", tags=["model-auth"], responses=errors())
+    async def model_auth_readiness() -> api.ModelAuthReadiness:
+        """Which model providers the daemon can use now (API keys set in its environment,
+        the local model present, Ollama's host configured), and whether its default
+        provider is one of them. Never shows a key."""
+        return readiness(engine.providers.default)

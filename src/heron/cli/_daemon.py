@@ -151,7 +151,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 @daemon_app.command("start")
 def start(listen: ListenOption = None) -> None:
-    """Start the daemon in the background and return once it answers (= ``--detach``)."""
+    """Start the daemon in the background and return once it answers (what --detach does)."""
     from ..runtime import RuntimeConfig
 
     config = _config(listen)
@@ -262,6 +262,7 @@ def status(
     else $HERON_HOME/heron.sock. Exit status: 0 running, 1 not running or an error.
     """
     from ..client import APIConnectionError, APIError, Heron
+    from ._nodes import api_error_text
 
     try:
         client = Heron(auto_start=False)
@@ -272,11 +273,11 @@ def status(
             info = client.system.status()
         except APIConnectionError as exc:
             if exc.code != "daemon_unavailable":
-                raise _fail(f"{exc.code}: {exc.message}") from None
+                raise _fail(api_error_text(exc)) from None
             _say(f"no Heron daemon is running at {client.settings.address}")
             raise typer.Exit(1) from None
         except APIError as exc:
-            raise _fail(f"{exc.code}: {exc.message}") from None
+            raise _fail(api_error_text(exc)) from None
     if as_json:
         typer.echo(info.model_dump_json(indent=2))
         return

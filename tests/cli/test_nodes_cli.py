@@ -152,6 +152,11 @@ def test_api_errors_are_one_line_with_their_code(client: Heron, scripts: Scripts
     assert missing.err.startswith("heron: error: node_not_found: ")
     assert "Traceback" not in missing.err
 
+    for command in ("watch", "outcome", "message", "revive"):
+        args = ["nodes", command, "no-such-node", *(["hi"] if command == "message" else [])]
+        unknown = heron(*args)
+        assert unknown.code == 1 and unknown.err.startswith("heron: error: node_not_found: ")
+
     debug = heron("--debug", "nodes", "get", "no-such-node")
     assert debug.code == 1 and "Traceback" in debug.err and "NotFoundError" in debug.err
 

@@ -221,7 +221,7 @@ def create(
     profile: Annotated[str | None, typer.Option(help="Profile: store, memory, purview.")] = None,
     cwd: Annotated[
         Path | None,
-        typer.Option(help="Working directory [default: the current one].", show_default=False),
+        typer.Option(help="Working directory (default: the current one).", show_default=False),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Display label.")] = None,
     deadline: Annotated[
@@ -248,7 +248,7 @@ def create(
 ) -> None:
     """Create a node (an agent run on the daemon) on PROMPT.
 
-    With --watch the exit status is watch's: 0 result, 2 failure, 1 error.
+    With --watch the exit status is watch's: 0 result, 2 failure, 130 Ctrl-C, 1 error.
     """
     if not prompt.strip():
         _fail(ctx, "the prompt is empty")

@@ -6,7 +6,9 @@ import builtins
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
+
+from typing_extensions import TypeVar
 
 from .. import api
 from ._flow import Flow, Sleep
@@ -29,7 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_WAIT", "Nodes"]
 
-T = TypeVar("T")
+T = TypeVar("T", default=Any)
+"""``parse``'s result type: the model class given, ``Any`` for a JSON schema (so a
+schema mapping or string needs no annotation under ``mypy --strict``)."""
 
 MAX_WAIT = 25
 """The longest one ``outcome`` long poll may be held open, in seconds."""

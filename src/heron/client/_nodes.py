@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 from typing_extensions import TypeVar
 
 from .. import api
-from ._flow import Flow, Sleep
+from ._errors import APIConnectionError, APIError
+from ._flow import Flow, Sleep, retry_delay
 from ._node_parts import Jobs, Reports, Result, Worktree
 from ._options import RequestOptions
 from ._params import (
@@ -40,6 +41,9 @@ MAX_WAIT = 25
 
 _POLL_MARGIN = 10.0
 """Seconds a long poll's request timeout allows beyond its ``wait`` (a busy daemon)."""
+
+_OUTAGE_STATUSES = frozenset({429, 502, 503, 504})
+"""Answers a wait rides out like a refused connection: the daemon busy or briefly away."""
 
 _MAX_WAIT_SECONDS = 7 * 86400
 """The longest ``timeout_seconds`` of ``POST …/wait`` (a week)."""
@@ -170,9 +174,13 @@ class Nodes(NodeStreams[M]):
         ``options.cancel`` (``APIUserAbortError``), or with a ``deadline`` on create
         (the daemon cancels the run). Stopping the wait never stops the node: use
         :meth:`cancel` for that.
+
+        Nodes outlive the daemon, so the wait rides out a daemon restart or outage
+        (no connection, ``429``, ``502``-``504``): it keeps asking, backing off up
+        to 8 s between tries, until the daemon answers again or the wait's own
+        bound ends it. Any other error answer is raised.
         """
-        path = _path(node_id, "/outcome")
-        return self._wait(path, _check_timeout(timeout), options, None)
+        return self._wait(check_id(node_id), _check_timeout(timeout), options, None)
 
     @endpoint
     def create_and_wait(
@@ -421,13 +429,15 @@ class Nodes(NodeStreams[M]):
 
     def _wait(
         self,
-        path: str,
+        node_id: str,
         timeout: float | None,
         options: RequestOptions | None,
         deadline: float | None,
     ) -> Flow[api.NodeOutcome]:
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
+        path = _path(node_id, "/outcome")
+        outage = 0  # polls in a row the daemon did not answer
         while True:
             wait = MAX_WAIT
             if deadline is not None:
@@ -436,7 +446,26 @@ class Nodes(NodeStreams[M]):
                 if wait == 0 and remaining > 0:
                     # Less than a second left: wait it out, then ask one last time.
                     yield Sleep(remaining, options or RequestOptions())
-            poll = yield from self._poll(path, wait, options)
+            try:
+                poll = yield from self._poll(path, wait, options)
+            except APIError as exc:
+                if not (isinstance(exc, APIConnectionError) or exc.status in _OUTAGE_STATUSES):
+                    raise
+                # The daemon restarting or briefly away: nodes are durable, so a wait
+                # with no bound of its own rides it out, backing off, until it answers.
+                pause = retry_delay(outage, None)
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError(
+                            f"node {node_id} has not settled within {timeout:g} s as far as "
+                            f"the daemon could say: it is unreachable ({exc})"
+                        ) from exc
+                    pause = min(pause, remaining)
+                yield Sleep(pause, options or RequestOptions())
+                outage += 1
+                continue
+            outage = 0
             if poll.state == "settled" and poll.outcome is not None:
                 return poll.outcome
             if deadline is not None and time.monotonic() >= deadline:
@@ -452,7 +481,7 @@ class Nodes(NodeStreams[M]):
         node: api.Node = yield from self._call(
             "POST", "/v1/nodes", api.Node, body=body, options=options
         )
-        return (yield from self._wait(_path(node.node_id, "/outcome"), timeout, options, deadline))
+        return (yield from self._wait(node.node_id, timeout, options, deadline))
 
     def _parse(
         self,

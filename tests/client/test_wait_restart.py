@@ -1,0 +1,81 @@
+"""``wait_for_outcome`` rides out a daemon restart (nodes outlive the daemon), and its
+own bounds — a timeout, a cancellation — still end it while the daemon is away."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.runtime.conftest import Daemon, write_script
+
+from heron import api
+from heron.client import APIUserAbortError, Cancel, NotFoundError, RequestOptions
+
+from ._both import MODES, on_client
+
+# While the daemon is away the blocking client's connects are refused, and httpcore's
+# sync backend drops (does not close) the socket of a refused Unix connect: its
+# finaliser closes it with a ResourceWarning, which the warnings-are-errors config
+# would turn into a failure of whichever later test the garbage collector runs in.
+pytestmark = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
+
+
+@pytest.fixture(autouse=True)
+def _collect_dropped_sockets() -> Iterator[None]:
+    """Finalise those sockets here, under this module's warning filter."""
+    yield
+    gc.collect()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon of this module's own: its tests stop and restart it."""
+    home = tmp_path_factory.mktemp("heron-home")
+    default = write_script(home, "default", ["Hello from the default script."])
+    process = Daemon(home, {"HERON_PROVIDER": default}).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_wait_rides_out_a_daemon_restart_and_its_own_bounds_still_hold(
+    mode: str, daemon: Daemon, scripts: Any
+) -> None:
+    async with on_client(mode, daemon) as on:
+        model = scripts("after", ["answered after the restart"])
+        node = await on(lambda c: c.nodes.create(prompt="x", model=model, no_kickoff=True))
+        with pytest.raises(NotFoundError):  # an error answer is not an outage
+            await on(lambda c: c.nodes.wait_for_outcome("no-such-node"))
+        waiting = asyncio.create_task(on(lambda c: c.nodes.wait_for_outcome(node.node_id)))
+        try:
+            await asyncio.to_thread(daemon.stop)
+            try:
+                # While the daemon is away, a timeout and a cancel still end a wait;
+                # together they outlast the retries of one GET (0.5 s, then 1 s).
+                with pytest.raises(TimeoutError, match="unreachable"):
+                    await on(lambda c: c.nodes.wait_for_outcome(node.node_id, timeout=1.5))
+                cancel = Cancel()
+                timer = threading.Timer(1.0, cancel.cancel)
+                timer.start()
+                try:
+                    with pytest.raises(APIUserAbortError):
+                        options = RequestOptions(cancel=cancel)
+                        await on(lambda c: c.nodes.wait_for_outcome(node.node_id, options=options))
+                finally:
+                    timer.cancel()
+                assert not waiting.done(), waiting.exception()
+            finally:
+                await asyncio.to_thread(daemon.start)
+            await on(lambda c: c.nodes.message(node.node_id, "go on"))
+            outcome = await asyncio.wait_for(waiting, 60)
+        finally:
+            waiting.cancel()
+        assert isinstance(outcome, api.NodeResult)
+        assert outcome.output_text == "answered after the restart"

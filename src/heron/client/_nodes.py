@@ -201,7 +201,7 @@ class Nodes(NodeStreams[M]):
                 print(outcome.output_text)
         """
         body = create_body(params, fields)
-        return self._create_and_wait(body, _check_timeout(timeout), options)
+        return self._outcome_of(body, _check_timeout(timeout), options)
 
     @endpoint
     def parse(
@@ -217,9 +217,11 @@ class Nodes(NodeStreams[M]):
         """Create a node that must submit a result matching ``output_schema``, wait, and
         return the outcome with ``output_parsed`` typed.
 
-        ``output_schema`` is a pydantic model class (``output_parsed`` is then an
-        instance of it, validated from ``structured_result``) or a JSON schema (a
-        mapping or JSON string: ``output_parsed`` is the raw value).
+        ``output_schema`` is a class pydantic can validate — a model, a dataclass, a
+        ``TypedDict`` (``output_parsed`` is then validated from ``structured_result``
+        as that class) — or a JSON schema (a mapping or JSON string: ``output_parsed``
+        is the raw value). A result the class refuses beyond its JSON schema (a
+        validator) raises ``pydantic.ValidationError``, noting the node's id.
         ``output_parsed`` is set exactly when ``kind == "result"``; a decline or a
         failure comes back as a value with ``output_parsed`` ``None``::
 
@@ -232,13 +234,10 @@ class Nodes(NodeStreams[M]):
             if run.kind == "result":
                 print(run.output_parsed.version)
         """
-        if not (
-            isinstance(output_schema, str | Mapping)
-            or (isinstance(output_schema, type) and hasattr(output_schema, "model_json_schema"))
-        ):
+        if not isinstance(output_schema, type | str | Mapping):
             raise TypeError(
-                "output_schema must be a pydantic model class, a JSON schema mapping or a "
-                f"JSON string, not {output_schema!r}"
+                "output_schema must be a class (a pydantic model, a dataclass ...), a JSON "
+                f"schema mapping or a JSON string, not {output_schema!r}"
             )
         body = create_body(params, {**fields, "output_schema": output_schema})
         return self._parse(body, output_schema, _check_timeout(timeout), options)
@@ -476,12 +475,19 @@ class Nodes(NodeStreams[M]):
 
     def _create_and_wait(
         self, body: dict[str, Any], timeout: float | None, options: RequestOptions | None
-    ) -> Flow[api.NodeOutcome]:
+    ) -> Flow[tuple[str, api.NodeOutcome]]:
         deadline = None if timeout is None else time.monotonic() + timeout
         node: api.Node = yield from self._call(
             "POST", "/v1/nodes", api.Node, body=body, options=options
         )
-        return (yield from self._wait(node.node_id, timeout, options, deadline))
+        outcome = yield from self._wait(node.node_id, timeout, options, deadline)
+        return node.node_id, outcome
+
+    def _outcome_of(
+        self, body: dict[str, Any], timeout: float | None, options: RequestOptions | None
+    ) -> Flow[api.NodeOutcome]:
+        _, outcome = yield from self._create_and_wait(body, timeout, options)
+        return outcome
 
     def _parse(
         self,
@@ -490,5 +496,5 @@ class Nodes(NodeStreams[M]):
         timeout: float | None,
         options: RequestOptions | None,
     ) -> Flow[Any]:
-        outcome = yield from self._create_and_wait(body, timeout, options)
-        return parsed_outcome(outcome, schema)
+        node_id, outcome = yield from self._create_and_wait(body, timeout, options)
+        return parsed_outcome(outcome, schema, node_id)

@@ -13,6 +13,7 @@ from tests.runtime.conftest import Daemon
 
 from heron.client import AsyncHeron, Heron
 from heron.client._resource import Resource, endpoint
+from heron.client._stream import _streaming
 
 from ._both import On, on_client
 
@@ -86,8 +87,10 @@ async def test_both_clients_have_the_same_resources_and_methods(
                 ), where
                 assert method.__doc__ and method.__doc__ == other.__doc__, where
                 assert not inspect.iscoroutinefunction(method), where
-                # Written once: every request method is an endpoint of the class.
-                assert isinstance(inspect.getattr_static(type(resource), name), endpoint), where
+                # Written once: every request method is an endpoint of the class (streams:
+                # one builder whose plan both clients' stream objects run).
+                written_once = (endpoint, _streaming)
+                assert isinstance(inspect.getattr_static(type(resource), name), written_once), where
     finally:
         await aclient.aclose()
 

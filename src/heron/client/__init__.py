@@ -3,6 +3,13 @@
 Depends on :mod:`heron.api` (the wire models) and nothing else of Heron.
 """
 
+from ._activity import (
+    ActivityStatus,
+    ActivityStep,
+    Describe,
+    describe_tool_default,
+    follow_activity,
+)
 from ._client import AsyncHeron, Heron
 from ._errors import (
     APIConnectionError,
@@ -18,6 +25,7 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
+from ._node_stream import AsyncNodeStream, Listener, NodeStream
 from ._options import Cancel, RequestOptions
 from ._params import (
     ForkParams,
@@ -27,6 +35,7 @@ from ._params import (
     ProfileEnsureParams,
 )
 from ._parsed import ParsedFailure, ParsedOutcome, ParsedResult
+from ._stream_flow import Reconnect
 from ._system import AuthStatus
 
 __all__ = [
@@ -34,17 +43,23 @@ __all__ = [
     "APIConnectionTimeoutError",
     "APIError",
     "APIUserAbortError",
+    "ActivityStatus",
+    "ActivityStep",
     "AsyncHeron",
+    "AsyncNodeStream",
     "AuthStatus",
     "AuthenticationError",
     "BadRequestError",
     "Cancel",
     "ConflictError",
+    "Describe",
     "ForkParams",
     "Heron",
     "InternalServerError",
+    "Listener",
     "NodeConfigParams",
     "NodeCreateParams",
+    "NodeStream",
     "NotFoundError",
     "ParseParams",
     "ParsedFailure",
@@ -53,6 +68,9 @@ __all__ = [
     "PermissionDeniedError",
     "ProfileEnsureParams",
     "RateLimitError",
+    "Reconnect",
     "RequestOptions",
     "UnprocessableEntityError",
+    "describe_tool_default",
+    "follow_activity",
 ]

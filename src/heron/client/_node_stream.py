@@ -1,0 +1,528 @@
+"""The stream objects: :class:`NodeStream` (blocking) and :class:`AsyncNodeStream`.
+
+They perform the instructions of a stream's flow (:mod:`._stream_flow`): run the
+create or retrieve, open the route, read bytes, sleep before a reconnection. What
+to do with the bytes — resume, de-duplicate, end — is decided in the flow, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import os
+import socket
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import httpx
+
+from .. import api
+from ._drivers import AsyncDriver, Driver, SyncDriver, _cancellable, race
+from ._errors import APIError, APIUserAbortError, error_from_response
+from ._flow import Flow, Send, Sleep
+from ._options import Cancel, RequestOptions
+from ._stream_flow import (
+    EVENT_TYPES,
+    Emit,
+    Open,
+    Read,
+    Ready,
+    Reconnect,
+    Start,
+    StreamFlow,
+    StreamInstruction,
+    stream_flow,
+)
+
+__all__ = ["AsyncNodeStream", "Listener", "NodeStream", "Plan"]
+
+Listener: TypeAlias = Callable[[Any], object]
+"""Called with each event of the type it listens to (an async stream awaits what it returns
+when that is awaitable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a stream builder decided: how to get the node, and where to start."""
+
+    start: Callable[[RequestOptions], Flow[api.Node]]
+    """Builds the create (or retrieve) flow, given the options the stream sends with."""
+    after: int | None
+    """Where the first connection starts (``None``: join as the daemon sees fit)."""
+    reconnect: Reconnect
+    """The reconnection budget."""
+    options: RequestOptions
+    """The caller's options."""
+
+
+class _StreamBase:
+    """What both streams share: listeners, state, and aborting."""
+
+    def __init__(self, driver: Driver[Any], plan: Plan) -> None:
+        self._driver = driver
+        self._cancel = Cancel()  # abort() and the caller's own cancellation both fire it
+        options = dataclasses.replace(plan.options, cancel=self._cancel)
+        self._options = options
+        self._flow: StreamFlow = stream_flow(
+            plan.start(options), after=plan.after, reconnect=plan.reconnect, options=options
+        )
+        self._listeners: dict[str, list[Listener]] = {}
+        self._node: api.Node | None = None
+        self._outcome: api.NodeOutcome | None = None
+        self._error: BaseException | None = None
+        self._finished = False
+        self._value: Any = None
+        self._thrown: BaseException | None = None
+        self._response: httpx.Response | None = None
+        user_cancel = plan.options.cancel
+        self._forget_user_cancel = (
+            user_cancel.add_callback(self.abort) if user_cancel is not None else None
+        )
+
+    def on(self, type: str, listener: Listener) -> Any:
+        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event)
+        as the stream reads it, before iteration yields it; returns the stream."""
+        self._check_listener(type, listener)
+        self._listeners.setdefault(type, []).append(listener)
+        return self
+
+    def off(self, type: str, listener: Listener) -> Any:
+        """Stop calling ``listener`` for ``type`` (a no-op if it was not registered);
+        returns the stream."""
+        self._check_listener(type, listener)
+        registered = self._listeners.get(type, [])
+        if listener in registered:
+            registered.remove(listener)
+        return self
+
+    def _check_listener(self, type: str, listener: Listener) -> None:
+        if type != "*" and type not in EVENT_TYPES:
+            raise ValueError(
+                f"unknown event type {type!r}: one of {', '.join(sorted(EVENT_TYPES))}, or '*'"
+            )
+        if not callable(listener):
+            raise TypeError(f"a listener must be callable, got {listener!r}")
+
+    def _listeners_of(self, event: api.NodeEvent) -> list[Listener]:
+        return [*self._listeners.get(event.type, ()), *self._listeners.get("*", ())]
+
+    @property
+    def aborted(self) -> bool:
+        """Whether :meth:`abort` was called (or the caller's cancellation fired)."""
+        return self._cancel.cancelled
+
+    def abort(self) -> None:
+        """Disconnect, leaving the node alone (it keeps running). Iteration and
+        ``final_outcome()`` in progress or to come raise ``APIUserAbortError``.
+        Safe from any thread, and a no-op once the stream has ended."""
+        self._cancel.cancel()
+        response = self._response
+        if response is not None:
+            _shut_down(response)
+
+    def _step(self) -> StreamInstruction | None:
+        """The flow's next instruction; ``None`` once it has ended (outcome or error)."""
+        if self._finished:
+            if self._error is not None:
+                raise self._error
+            return None
+        value, thrown = self._value, self._thrown
+        self._value, self._thrown = None, None
+        if self._cancel.cancelled and thrown is None:
+            thrown = APIUserAbortError("the stream was aborted")
+        try:
+            if thrown is not None:
+                return self._flow.throw(thrown)
+            return self._flow.send(value)
+        except StopIteration as stop:
+            self._outcome = stop.value
+            self._end(None)
+            return None
+        except BaseException as exc:
+            self._end(exc)
+            raise
+
+    def _end(self, error: BaseException | None) -> None:
+        self._finished, self._error = True, error
+        self._flow.close()
+        if self._forget_user_cancel is not None:
+            self._forget_user_cancel()
+        self._close_response()
+
+    def _close_response(self) -> None:
+        """Let go of the current response (its connection is not reused: it may be mid-body)."""
+        raise NotImplementedError
+
+    def _request(self, http: httpx.Client | httpx.AsyncClient, open: Open) -> httpx.Request:
+        """The request opening the stream (``client_closed`` if the client was closed)."""
+        if http.is_closed:
+            raise APIError(0, "client_closed", "the client was closed: its streams have ended")
+        self._last_open = open
+        send = Send(
+            method="GET",
+            path=f"/v1/nodes/{open.node_id}/events",
+            query={"after": open.after},
+            options=self._options,
+        )
+        request = self._driver.build(http, send)
+        request.headers["accept"] = "text/event-stream"
+        # Connecting and the answer's head are bounded; reading the body is not: an idle
+        # stream sends a keepalive every 15 s, a quiet node may say nothing for hours.
+        timeout = httpx.Timeout(self._driver.timeout(send), read=None)
+        request.extensions["timeout"] = timeout.as_dict()
+        return request
+
+    def _failed_read(self, exc: httpx.HTTPError, open: Open) -> APIError:
+        if self._cancel.cancelled:
+            return APIUserAbortError("the stream was aborted")
+        send = Send(method="GET", path=f"/v1/nodes/{open.node_id}/events")
+        return self._driver.connection_error(exc, send)
+
+
+def _shut_down(response: httpx.Response) -> None:
+    """Shut the response's socket down: a read blocked on it (in any thread) wakes at once."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed: nothing is blocked on it
+
+
+def _listening(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5.0)
+        try:
+            probe.connect(os.fspath(path))
+        except OSError:
+            return False
+    return True
+
+
+class NodeStream(_StreamBase):
+    """A node's events, for the blocking client; iterate it, or wait for the outcome.
+
+    Example::
+
+        stream = client.nodes.stream(prompt="Fix the failing test", cwd="/repo")
+        stream.on("node.output_text.delta", lambda e: print(e.delta, end=""))
+        outcome = stream.final_outcome()
+
+    Iteration yields the typed :data:`heron.api.NodeEvent` values, ``stream_gap``
+    errors included (the stream goes on after them); it ends after ``node.settled``.
+    Use it from one thread at a time; :meth:`abort` may come from any thread.
+    """
+
+    _driver: SyncDriver
+
+    def __init__(self, driver: SyncDriver, plan: Plan) -> None:
+        super().__init__(driver, plan)
+        self._lock = threading.RLock()
+        self._chunks: Iterator[bytes] | None = None
+
+    @property
+    def node(self) -> api.Node:
+        """The created (or retrieved) node; the first access creates it and blocks until then."""
+        with self._lock:
+            while self._node is None:
+                instruction = self._step()
+                if instruction is None:
+                    raise APIUserAbortError("the stream ended before its node was known")
+                self._perform(instruction)
+            return self._node
+
+    def __iter__(self) -> Iterator[api.NodeEvent]:
+        return self
+
+    def __next__(self) -> api.NodeEvent:
+        with self._lock:
+            while True:
+                instruction = self._step()
+                if instruction is None:
+                    raise StopIteration
+                if isinstance(instruction, Emit):
+                    for listener in self._listeners_of(instruction.event):
+                        listener(instruction.event)
+                    return instruction.event
+                self._perform(instruction)
+
+    def final_outcome(self) -> api.NodeOutcome:
+        """Read on to ``node.settled`` (listeners still see every event) and return its
+        outcome; raises the stream's error (``APIUserAbortError`` after :meth:`abort`)."""
+        for _ in self:
+            pass
+        with self._lock:
+            if self._outcome is None:
+                self._step()  # raises the error that ended the stream
+                raise APIUserAbortError("the stream ended without an outcome")
+            return self._outcome
+
+    def on(self, type: str, listener: Listener) -> NodeStream:
+        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event) as
+        the stream reads it, before iteration yields it; returns the stream."""
+        if inspect.iscoroutinefunction(listener):
+            raise TypeError("a blocking stream cannot await a listener: use AsyncHeron")
+        super().on(type, listener)
+        return self
+
+    def off(self, type: str, listener: Listener) -> NodeStream:
+        """Stop calling ``listener`` for ``type``; returns the stream."""
+        super().off(type, listener)
+        return self
+
+    def close(self) -> None:
+        """Disconnect if still reading (like :meth:`abort`); a no-op once ended."""
+        if not self._finished:
+            self.abort()
+
+    def __enter__(self) -> NodeStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _perform(self, instruction: StreamInstruction) -> None:
+        try:
+            self._value = self._do(instruction)
+        except Exception as exc:  # the flow decides: resume, or end the stream with it
+            self._thrown = exc
+
+    def _do(self, instruction: StreamInstruction) -> Any:
+        if isinstance(instruction, Start):
+            return self._driver.run(instruction.flow)
+        if isinstance(instruction, Ready):
+            self._node = instruction.node
+            return None
+        if isinstance(instruction, Sleep):
+            if self._cancel.wait(instruction.seconds):
+                raise APIUserAbortError("the stream was aborted")
+            return None
+        if isinstance(instruction, Open):
+            return self._open(instruction)
+        if isinstance(instruction, Read):
+            return self._read()
+        raise AssertionError(f"unexpected instruction {instruction!r}")
+
+    def _open(self, open: Open) -> None:
+        self._close_response()
+        http = self._driver.http
+        request = self._request(http, open)
+        socket_path = self._driver.settings.socket_path
+        if socket_path is not None and not _listening(socket_path):
+            # Asked of httpx, a refused Unix connect leaks its socket (httpcore's sync
+            # backend does not close it): a daemon that is restarting refuses many.
+            raise self._failed_read(httpx.ConnectError("connection refused"), open)
+        try:
+            response = _cancellable(lambda: http.send(request, stream=True), self._cancel)
+        except httpx.HTTPError as exc:
+            raise self._failed_read(exc, open) from None
+        if response.status_code >= 400:
+            try:
+                body = response.read()
+            except httpx.HTTPError as exc:
+                raise self._failed_read(exc, open) from None
+            finally:
+                response.close()
+            raise error_from_response(response.status_code, body, response.headers)
+        self._response = response
+        self._chunks = response.iter_bytes()
+        if self._cancel.cancelled:  # aborted while the head arrived: wake no one, just end
+            raise APIUserAbortError("the stream was aborted")
+
+    def _read(self) -> bytes:
+        assert self._chunks is not None
+        try:
+            chunk = next(self._chunks, b"")
+        except httpx.HTTPError as exc:
+            raise self._failed_read(exc, self._last_open) from None
+        if self._cancel.cancelled:
+            raise APIUserAbortError("the stream was aborted")
+        return chunk
+
+    def _close_response(self) -> None:
+        response, self._response, self._chunks = self._response, None, None
+        if response is not None:
+            _shut_down(response)
+            response.close()
+
+
+class AsyncNodeStream(_StreamBase):
+    """A node's events, for the ``asyncio`` client.
+
+    Example::
+
+        stream = aclient.nodes.stream(prompt="Summarise README.md", cwd="/repo")
+        node = await stream.node
+        async for event in stream:
+            if event.type == "node.output_text.delta":
+                print(event.delta, end="")
+
+    Listeners may be coroutine functions (awaited in turn). Iteration ends after
+    ``node.settled``; ``stream_gap`` errors are yielded and the stream goes on.
+    """
+
+    _driver: AsyncDriver
+
+    def __init__(self, driver: AsyncDriver, plan: Plan) -> None:
+        super().__init__(driver, plan)
+        self._lock = asyncio.Lock()
+        self._chunks: AsyncIterator[bytes] | None = None
+
+    @property
+    def node(self) -> Awaitable[api.Node]:
+        """Await it for the created (or retrieved) node (the first await creates it)."""
+        return self._resolve_node()
+
+    async def _resolve_node(self) -> api.Node:
+        async with self._lock:
+            while self._node is None:
+                instruction = await self._astep()
+                if instruction is None:
+                    raise APIUserAbortError("the stream ended before its node was known")
+                await self._perform(instruction)
+            return self._node
+
+    def __aiter__(self) -> AsyncIterator[api.NodeEvent]:
+        return self
+
+    async def __anext__(self) -> api.NodeEvent:
+        async with self._lock:
+            while True:
+                instruction = await self._astep()
+                if instruction is None:
+                    raise StopAsyncIteration
+                if isinstance(instruction, Emit):
+                    for listener in self._listeners_of(instruction.event):
+                        result = listener(instruction.event)
+                        if inspect.isawaitable(result):
+                            await result
+                    return instruction.event
+                await self._perform(instruction)
+
+    async def final_outcome(self) -> api.NodeOutcome:
+        """Read on to ``node.settled`` (listeners still see every event) and return its
+        outcome; raises the stream's error (``APIUserAbortError`` after :meth:`abort`)."""
+        async for _ in self:
+            pass
+        if self._outcome is None:
+            self._step()  # raises the error that ended the stream
+            raise APIUserAbortError("the stream ended without an outcome")
+        return self._outcome
+
+    def on(self, type: str, listener: Listener) -> AsyncNodeStream:
+        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event) as
+        the stream reads it, before iteration yields it; returns the stream."""
+        super().on(type, listener)
+        return self
+
+    def off(self, type: str, listener: Listener) -> AsyncNodeStream:
+        """Stop calling ``listener`` for ``type``; returns the stream."""
+        super().off(type, listener)
+        return self
+
+    async def aclose(self) -> None:
+        """Disconnect if still reading (like :meth:`abort`), and let go of the connection."""
+        if not self._finished:
+            self.abort()
+            async with self._lock:
+                await self._release()
+
+    async def __aenter__(self) -> AsyncNodeStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _perform(self, instruction: StreamInstruction) -> None:
+        try:
+            self._value = await self._do(instruction)
+        except asyncio.CancelledError:
+            # The consumer's task was cancelled mid-instruction: the stream cannot pick
+            # that instruction up again, so it ends as if aborted.
+            self.abort()
+            await self._release()
+            raise
+        except Exception as exc:  # the flow decides: resume, or end the stream with it
+            self._thrown = exc
+
+    async def _astep(self) -> StreamInstruction | None:
+        try:
+            return self._step()
+        finally:
+            if self._finished:
+                await self._release()
+
+    async def _do(self, instruction: StreamInstruction) -> Any:
+        if isinstance(instruction, Start):
+            return await self._driver.run(instruction.flow)
+        if isinstance(instruction, Ready):
+            self._node = instruction.node
+            return None
+        if isinstance(instruction, Sleep):
+            await race(asyncio.sleep(instruction.seconds), self._cancel)
+            return None
+        if isinstance(instruction, Open):
+            return await self._open(instruction)
+        if isinstance(instruction, Read):
+            return await self._read()
+        raise AssertionError(f"unexpected instruction {instruction!r}")
+
+    async def _open(self, open: Open) -> None:
+        await self._release()
+        http = self._driver.http
+        request = self._request(http, open)
+        try:
+            response = await race(http.send(request, stream=True), self._cancel)
+        except httpx.HTTPError as exc:
+            raise self._failed_read(exc, open) from None
+        if response.status_code >= 400:
+            try:
+                body = await response.aread()
+            except httpx.HTTPError as exc:
+                raise self._failed_read(exc, open) from None
+            finally:
+                await response.aclose()
+            raise error_from_response(response.status_code, body, response.headers)
+        self._response = response
+        self._chunks = response.aiter_bytes()
+        if self._cancel.cancelled:
+            raise APIUserAbortError("the stream was aborted")
+
+    async def _read(self) -> bytes:
+        assert self._chunks is not None
+        try:
+            chunk = await anext(self._chunks, b"")
+        except httpx.HTTPError as exc:
+            raise self._failed_read(exc, self._last_open) from None
+        if self._cancel.cancelled:
+            raise APIUserAbortError("the stream was aborted")
+        return chunk
+
+    def _close_response(self) -> None:
+        # Closing an async response needs an await: _release does it; here the socket
+        # is only shut down so nothing stays connected.
+        if self._response is not None:
+            _shut_down(self._response)
+
+    async def _release(self) -> None:
+        response, self._response, self._chunks = self._response, None, None
+        if response is not None:
+            _shut_down(response)
+            await response.aclose()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,13 @@ from heron import api
 from heron.client import (
     APIUserAbortError,
     AsyncHeron,
-    Cancel,
     ConflictError,
     Heron,
     NotFoundError,
-    RequestOptions,
     UnprocessableEntityError,
 )
 
-from ._both import MODES, On, on_client
+from ._both import MODES, On, cancel_after, on_client
 
 
 @pytest.fixture(params=MODES)
@@ -136,15 +133,8 @@ async def test_wait_for_outcome_gives_up_at_its_timeout_and_the_node_keeps_runni
 
 async def test_a_cancel_stops_the_wait_not_the_node(on: On, scripts: Any) -> None:
     node = await on(lambda c: c.nodes.create(prompt="x", model=scripts("held", [SLOW])))
-    cancel = Cancel()
-    timer = threading.Timer(0.5, cancel.cancel)
-    timer.start()
-    try:
-        with pytest.raises(APIUserAbortError):
-            options = RequestOptions(cancel=cancel)
-            await on(lambda c: c.nodes.wait_for_outcome(node.node_id, options=options))
-    finally:
-        timer.cancel()
+    with cancel_after(0.5) as options, pytest.raises(APIUserAbortError):
+        await on(lambda c: c.nodes.wait_for_outcome(node.node_id, options=options))
     assert (await on(lambda c: c.nodes.retrieve(node.node_id))).status == "running"
     await on(lambda c: c.nodes.cancel(node.node_id))
 

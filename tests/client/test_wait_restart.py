@@ -1,21 +1,22 @@
 """``wait_for_outcome`` rides out a daemon restart (nodes outlive the daemon), and its
-own bounds — a timeout, a cancellation — still end it while the daemon is away."""
+own bounds — a timeout, a cancellation — still end it while the daemon is away.
+
+The ``daemon`` fixture is module-scoped: this module stops and restarts its own."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon, write_script
+from tests.runtime.conftest import Daemon
 
 from heron import api
-from heron.client import APIUserAbortError, Cancel, NotFoundError, RequestOptions
+from heron.client import APIUserAbortError, NotFoundError
 
-from ._both import MODES, on_client
+from ._both import MODES, cancel_after, on_client
 
 # While the daemon is away the blocking client's connects are refused, and httpcore's
 # sync backend drops (does not close) the socket of a refused Unix connect: its
@@ -29,18 +30,6 @@ def _collect_dropped_sockets() -> Iterator[None]:
     """Finalise those sockets here, under this module's warning filter."""
     yield
     gc.collect()
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """A daemon of this module's own: its tests stop and restart it."""
-    home = tmp_path_factory.mktemp("heron-home")
-    default = write_script(home, "default", ["Hello from the default script."])
-    process = Daemon(home, {"HERON_PROVIDER": default}).start()
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 @pytest.mark.slow
@@ -61,15 +50,8 @@ async def test_a_wait_rides_out_a_daemon_restart_and_its_own_bounds_still_hold(
                 # together they outlast the retries of one GET (0.5 s, then 1 s).
                 with pytest.raises(TimeoutError, match="unreachable"):
                     await on(lambda c: c.nodes.wait_for_outcome(node.node_id, timeout=1.5))
-                cancel = Cancel()
-                timer = threading.Timer(1.0, cancel.cancel)
-                timer.start()
-                try:
-                    with pytest.raises(APIUserAbortError):
-                        options = RequestOptions(cancel=cancel)
-                        await on(lambda c: c.nodes.wait_for_outcome(node.node_id, options=options))
-                finally:
-                    timer.cancel()
+                with cancel_after(1.0) as options, pytest.raises(APIUserAbortError):
+                    await on(lambda c: c.nodes.wait_for_outcome(node.node_id, options=options))
                 assert not waiting.done(), waiting.exception()
             finally:
                 await asyncio.to_thread(daemon.start)

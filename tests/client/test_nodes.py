@@ -4,6 +4,7 @@ through both clients against a real daemon."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -106,6 +107,8 @@ async def test_outcome_polls_once_and_wait_for_outcome_settles(on: On, scripts: 
     assert outcome.kind == "result" and outcome.output_text == "done"
     poll = await on(lambda c: c.nodes.outcome(node.node_id, wait=25))
     assert poll.state == "settled" and poll.outcome == outcome
+    unbounded = await on(lambda c: c.nodes.wait_for_outcome(node.node_id, timeout=math.inf))
+    assert unbounded == outcome
 
 
 @pytest.mark.parametrize("wait", [-1, 26, 1.5, True, "5", None])

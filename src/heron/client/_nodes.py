@@ -66,7 +66,8 @@ def _check_timeout(timeout: object) -> float | None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    return float(timeout)
+    # math.inf reads as "no bound" (as for asyncio): the same as None.
+    return None if math.isinf(timeout) else float(timeout)
 
 
 def _optional(**fields: Any) -> dict[str, Any] | None:

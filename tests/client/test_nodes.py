@@ -203,6 +203,8 @@ async def test_fork_copies_the_conversation_to_a_new_node(on: On, scripts: Any) 
     assert caught.value.code == "node_id_exists"
     with pytest.raises(TypeError, match="invalid new node id"):
         await on(lambda c: c.nodes.fork(node.node_id, new_node_id="-bad"))
+    with pytest.raises(TypeError, match="the fork's id twice"):
+        await on(lambda c: c.nodes.fork(node.node_id, {"node_id": "a1", "new_node_id": "b1"}))
 
 
 BAD_IDS: list[Any] = ["", "-leading-dash", "has space", "a/b", "../up", "x" * 129, 42]

@@ -317,7 +317,13 @@ class Nodes(NodeStreams[M]):
         body = model_body(params, api.ForkRequest, {})
         given = dict(fields)
         if "new_node_id" in body:
-            body["node_id"] = body.pop("new_node_id")
+            renamed = body.pop("new_node_id")
+            if body.get("node_id", renamed) != renamed:
+                raise TypeError(
+                    "params name the fork's id twice, differently: give new_node_id only "
+                    "(node_id is its name in an api.ForkRequest)"
+                )
+            body["node_id"] = renamed
         if "new_node_id" in given:
             given["node_id"] = given.pop("new_node_id")
         body.update(given)

@@ -12,7 +12,7 @@ from typing_extensions import TypeVar
 
 from .. import api
 from ._errors import APIConnectionError, APIError
-from ._flow import Flow, Sleep, retry_delay
+from ._flow import Flow, Sleep, retry_after, retry_delay
 from ._node_parts import Jobs, Reports, Result, Worktree
 from ._options import RequestOptions
 from ._params import (
@@ -44,6 +44,9 @@ _POLL_MARGIN = 10.0
 
 _OUTAGE_STATUSES = frozenset({429, 502, 503, 504})
 """Answers a wait rides out like a refused connection: the daemon busy or briefly away."""
+
+_MAX_PAUSE = 8.0
+"""The longest pause between a wait's tries while the daemon is away (no Retry-After)."""
 
 _MAX_WAIT_SECONDS = 7 * 86400
 """The longest ``timeout_seconds`` of ``POST …/wait`` (a week)."""
@@ -459,7 +462,10 @@ class Nodes(NodeStreams[M]):
                     raise
                 # The daemon restarting or briefly away: nodes are durable, so a wait
                 # with no bound of its own rides it out, backing off, until it answers.
-                pause = retry_delay(outage, None)
+                # A Retry-After is honoured (a long one too: the wait has no hurry of
+                # its own), else backoff; the deadline below caps either.
+                after = retry_after(exc.headers.get("retry-after"))
+                pause = after if after is not None else retry_delay(outage, None) or _MAX_PAUSE
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:

@@ -6,8 +6,6 @@ The ``daemon`` fixture is module-scoped: this module stops and restarts its own.
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,19 +15,6 @@ from heron import api
 from heron.client import APIUserAbortError, NotFoundError
 
 from ._both import MODES, cancel_after, on_client
-
-# While the daemon is away the blocking client's connects are refused, and httpcore's
-# sync backend drops (does not close) the socket of a refused Unix connect: its
-# finaliser closes it with a ResourceWarning, which the warnings-are-errors config
-# would turn into a failure of whichever later test the garbage collector runs in.
-pytestmark = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
-
-
-@pytest.fixture(autouse=True)
-def _collect_dropped_sockets() -> Iterator[None]:
-    """Finalise those sockets here, under this module's warning filter."""
-    yield
-    gc.collect()
 
 
 @pytest.mark.slow

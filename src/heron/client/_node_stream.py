@@ -79,10 +79,10 @@ class _StreamBase:
         self._value: Any = None
         self._thrown: BaseException | None = None
         self._response: httpx.Response | None = None
+        self._forget_user_cancel: Callable[[], None] | None = None
         user_cancel = plan.options.cancel
-        self._forget_user_cancel = (
-            user_cancel.add_callback(self.abort) if user_cancel is not None else None
-        )
+        if user_cancel is not None:  # already cancelled: abort() runs at once, ending it
+            self._forget_user_cancel = user_cancel.add_callback(self.abort)
 
     def on(self, type: str, listener: Listener) -> Any:
         """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event)
@@ -124,6 +124,17 @@ class _StreamBase:
         response = self._response
         if response is not None:
             _shut_down(response)
+        self._release_idle()
+
+    def _release_idle(self) -> None:
+        """End an aborted stream nobody is reading, so its connection goes back to the
+        client's pool now (a reader blocked in a read ends it itself, once woken)."""
+        raise NotImplementedError
+
+    def _abort_now(self) -> None:
+        """End the stream as aborted (called with the stream's lock held)."""
+        if not self._finished:
+            self._end(APIUserAbortError("the stream was aborted"))
 
     def _step(self) -> StreamInstruction | None:
         """The flow's next instruction; ``None`` once it has ended (outcome or error)."""
@@ -223,9 +234,9 @@ class NodeStream(_StreamBase):
     _driver: SyncDriver
 
     def __init__(self, driver: SyncDriver, plan: Plan) -> None:
-        super().__init__(driver, plan)
         self._lock = threading.RLock()
         self._chunks: Iterator[bytes] | None = None
+        super().__init__(driver, plan)
 
     @property
     def node(self) -> api.Node:
@@ -278,9 +289,18 @@ class NodeStream(_StreamBase):
         return self
 
     def close(self) -> None:
-        """Disconnect if still reading (like :meth:`abort`); a no-op once ended."""
+        """Disconnect if still reading (like :meth:`abort`) and let go of the connection;
+        a no-op once ended."""
         if not self._finished:
             self.abort()
+
+    def _release_idle(self) -> None:
+        # Not blocking: a reader in another thread holds the lock until its read wakes.
+        if self._lock.acquire(blocking=False):
+            try:
+                self._abort_now()
+            finally:
+                self._lock.release()
 
     def __enter__(self) -> NodeStream:
         return self
@@ -376,9 +396,11 @@ class AsyncNodeStream(_StreamBase):
     _driver: AsyncDriver
 
     def __init__(self, driver: AsyncDriver, plan: Plan) -> None:
-        super().__init__(driver, plan)
         self._lock = asyncio.Lock()
         self._chunks: AsyncIterator[bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop its responses belong to
+        self._releasing: asyncio.Future[None] | None = None
+        super().__init__(driver, plan)
 
     @property
     def node(self) -> Awaitable[api.Node]:
@@ -436,8 +458,31 @@ class AsyncNodeStream(_StreamBase):
         """Disconnect if still reading (like :meth:`abort`), and let go of the connection."""
         if not self._finished:
             self.abort()
-            async with self._lock:
-                await self._release()
+            await self._release_when_idle()
+
+    def _release_idle(self) -> None:
+        # abort() cannot await the response's closing: a task on the response's own loop
+        # does it once no reader holds the lock (a woken reader releases it itself).
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._response is None:
+            return
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._schedule_release()
+        else:
+            loop.call_soon_threadsafe(self._schedule_release)
+
+    def _schedule_release(self) -> None:
+        if self._releasing is None:  # kept: a task nobody references may be collected
+            self._releasing = asyncio.ensure_future(self._release_when_idle())
+
+    async def _release_when_idle(self) -> None:
+        async with self._lock:
+            self._abort_now()
+            await self._release()
 
     async def __aenter__(self) -> AsyncNodeStream:
         return self
@@ -486,6 +531,7 @@ class AsyncNodeStream(_StreamBase):
 
     async def _open(self, open: Open) -> None:
         await self._release()
+        self._loop = asyncio.get_running_loop()
         http = self._driver.http
         request = self._request(http, open)
         try:

@@ -4,6 +4,8 @@ and the two stream classes kept in step."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +19,9 @@ from heron.client import (
     NodeStream,
     Reconnect,
 )
+
+from .conftest import Daemon, write_script
+from .test_stream import functions_on_stack, wait_for
 
 POOL = 100
 """httpx's default connection limit: a stream that keeps its connection after ending
@@ -52,3 +57,63 @@ async def test_aborted_async_streams_give_their_connections_back(
     assert node.status == "dormant"
     with pytest.raises(APIUserAbortError):
         await anext(kept[0])
+
+
+# Over TCP: the token is sent, and abort wakes a blocked read on a TCP socket.
+
+TOKEN = "stream-tcp-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def tcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of a daemon on a free loopback port, guarded by ``TOKEN``."""
+    base = tmp_path_factory.mktemp("heron-stream-tcp")
+    default = write_script(base, "default", ["Default."])
+    daemon = Daemon(base / "home", {"HERON_PROVIDER": default, "HERON_TOKEN": TOKEN})
+    daemon.start("--listen", "127.0.0.1:0")
+    try:
+        with daemon.client() as http:
+            listeners = http.get("/v1/status").json()["listeners"]
+        (address,) = [item["address"] for item in listeners if item["kind"] == "tcp"]
+        yield f"http://{address}"
+    finally:
+        daemon.stop()
+
+
+def test_sync_abort_over_tcp_wakes_a_blocked_read(tcp_url: str, tmp_path: Any) -> None:
+    model = write_script(tmp_path, "tcp", ["x"])
+    with Heron(base_url=tcp_url, token=TOKEN) as client:
+        stream = client.nodes.stream(prompt="W.", model=model, no_kickoff=True)
+        assert isinstance(next(stream), api.NodeStatusChanged)
+        got: list[BaseException] = []
+
+        def consume() -> None:
+            try:
+                stream.final_outcome()
+            except BaseException as exc:
+                got.append(exc)
+
+        thread = threading.Thread(target=consume)
+        thread.start()
+        wait_for(lambda: "_read" in functions_on_stack(thread))
+        stream.abort()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert len(got) == 1 and isinstance(got[0], APIUserAbortError)
+        assert client.nodes.retrieve(stream.node.node_id).status == "dormant"
+
+
+async def test_async_abort_over_tcp(tcp_url: str, tmp_path: Any) -> None:
+    model = write_script(tmp_path, "atcp", ["x"])
+    async with AsyncHeron(base_url=tcp_url, token=TOKEN) as client:
+        stream = client.nodes.stream(prompt="W.", model=model, no_kickoff=True)
+        assert isinstance(await anext(stream), api.NodeStatusChanged)
+        pending = asyncio.ensure_future(stream.final_outcome())
+        for _ in range(20):  # let it get to its read: nothing arrives on a dormant node
+            await asyncio.sleep(0)
+        assert not pending.done()
+        stream.abort()
+        with pytest.raises(APIUserAbortError):
+            await asyncio.wait_for(pending, 10)
+        node = await stream.node
+        assert (await client.nodes.retrieve(node.node_id)).status == "dormant"

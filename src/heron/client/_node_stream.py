@@ -199,9 +199,11 @@ def _shut_down(response: httpx.Response) -> None:
     """Shut the response's socket down: a read blocked on it (in any thread) wakes at once."""
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
-    if isinstance(sock, socket.socket):
+    # A socket.socket, or (asyncio over TCP) the transport's TransportSocket wrapper.
+    shutdown = getattr(sock, "shutdown", None)
+    if callable(shutdown):
         try:
-            sock.shutdown(socket.SHUT_RDWR)
+            shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # already closed: nothing is blocked on it
 

@@ -59,6 +59,19 @@ async def test_aborted_async_streams_give_their_connections_back(
         await anext(kept[0])
 
 
+async def test_an_async_listener_may_await_the_node(aclient: AsyncHeron, scripts: Any) -> None:
+    stream = aclient.nodes.stream(prompt="Go.", model=scripts("anode", ["Hi."]))
+    seen: list[str] = []
+
+    async def on_settled(event: api.NodeSettled) -> None:
+        seen.append((await stream.node).node_id)  # the stream's lock is held right now
+
+    stream.on("node.settled", on_settled)
+    outcome = await asyncio.wait_for(stream.final_outcome(), 20)
+    assert isinstance(outcome, api.NodeResult)
+    assert seen == [(await stream.node).node_id]
+
+
 # Over TCP: the token is sent, and abort wakes a blocked read on a TCP socket.
 
 TOKEN = "stream-tcp-token-0123456789"

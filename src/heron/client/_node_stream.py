@@ -410,6 +410,8 @@ class AsyncNodeStream(_StreamBase):
         return self._resolve_node()
 
     async def _resolve_node(self) -> api.Node:
+        if self._node is not None:  # known: no lock (a listener awaiting it runs under it)
+            return self._node
         async with self._lock:
             while self._node is None:
                 instruction = await self._astep()

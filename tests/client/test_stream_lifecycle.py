@@ -4,6 +4,7 @@ and the two stream classes kept in step."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -21,11 +22,23 @@ from heron.client import (
 )
 
 from .conftest import Daemon, write_script
-from .test_stream import functions_on_stack, wait_for
+from .test_stream import STEPS, functions_on_stack, wait_for
 
 POOL = 100
 """httpx's default connection limit: a stream that keeps its connection after ending
 holds one of these until the client closes."""
+
+
+def test_node_creates_without_opening_so_several_runs_start_at_once(
+    client: Heron, scripts: Any
+) -> None:
+    streams = [client.nodes.stream(prompt="Go.", model=scripts(f"many{i}", STEPS)) for i in (1, 2)]
+    nodes = [stream.node for stream in streams]  # both created before either is read
+    assert client.system.status().event_streams.readers == 0
+    for node in nodes:
+        assert client.nodes.retrieve(node.node_id).status in ("running", "completed")
+    outcomes = [stream.final_outcome() for stream in streams]
+    assert all(isinstance(o, api.NodeResult) for o in outcomes)
 
 
 def test_closed_streams_give_their_connections_back(client: Heron, scripts: Any) -> None:
@@ -130,3 +143,35 @@ async def test_async_abort_over_tcp(tcp_url: str, tmp_path: Any) -> None:
             await asyncio.wait_for(pending, 10)
         node = await stream.node
         assert (await client.nodes.retrieve(node.node_id)).status == "dormant"
+
+
+# The two classes in step.
+
+_OWN = {"close", "aclose", "__enter__", "__exit__", "__aenter__", "__aexit__"}
+_ITERATION = {"NodeStream": ("__iter__", "__next__"), "AsyncNodeStream": ("__aiter__", "__anext__")}
+
+
+def public(cls: type[Any]) -> dict[str, Any]:
+    return {
+        name: getattr(cls, name)
+        for name in dir(cls)
+        if not name.startswith("_") and name not in _OWN
+    }
+
+
+def test_both_stream_classes_have_the_same_public_members() -> None:
+    sync, async_ = public(NodeStream), public(AsyncNodeStream)
+    assert (
+        sorted(sync) == sorted(async_) == ["abort", "aborted", "final_outcome", "node", "off", "on"]
+    )
+    for name, member in sync.items():
+        other = async_[name]
+        assert (member.__doc__ or "").strip() and (other.__doc__ or "").strip(), name
+        if callable(member):
+            params = list(inspect.signature(member).parameters)
+            assert params == list(inspect.signature(other).parameters), name
+    assert inspect.iscoroutinefunction(AsyncNodeStream.final_outcome)
+    assert inspect.iscoroutinefunction(AsyncNodeStream.aclose)
+    for cls in (NodeStream, AsyncNodeStream):
+        for name in _ITERATION[cls.__name__]:
+            assert hasattr(cls, name)

@@ -7,7 +7,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, get_args, get_overloads, get_type_hints
 
 import pytest
 
@@ -17,6 +17,7 @@ from heron.client import (
     AsyncHeron,
     AsyncNodeStream,
     Heron,
+    Listener,
     NodeStream,
     Reconnect,
 )
@@ -175,3 +176,23 @@ def test_both_stream_classes_have_the_same_public_members() -> None:
     for cls in (NodeStream, AsyncNodeStream):
         for name in _ITERATION[cls.__name__]:
             assert hasattr(cls, name)
+
+
+def test_on_and_off_are_typed_per_event_type() -> None:
+    """One overload per event type gives its listener that event's model (checked here at
+    run time, so a new event type cannot be left out), then one for any string."""
+    models = {
+        get_args(model.model_fields["type"].annotation)[0]: model
+        for model in get_args(get_args(api.NodeEvent)[0])
+    }
+    for method in (NodeStream.on, NodeStream.off):
+        typed: dict[str, Any] = {}
+        overloads = get_overloads(method)
+        for overload in overloads[:-1]:
+            hints = get_type_hints(overload)
+            (event_type,) = get_args(hints["type"])
+            (listener_arg,), _ = get_args(hints["listener"])
+            typed[event_type] = listener_arg
+        assert typed == models
+        last = get_type_hints(overloads[-1], include_extras=True)
+        assert last["type"] is str and last["listener"] == Listener

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any
 
 import httpx
 
@@ -25,9 +25,9 @@ from .. import api
 from ._drivers import AsyncDriver, Driver, SyncDriver, _cancellable, race
 from ._errors import APIError, APIUserAbortError, error_from_response
 from ._flow import Flow, Send, Sleep
+from ._listeners import Listener, Listeners
 from ._options import Cancel, RequestOptions
 from ._stream_flow import (
-    EVENT_TYPES,
     Emit,
     Open,
     Read,
@@ -40,10 +40,6 @@ from ._stream_flow import (
 )
 
 __all__ = ["AsyncNodeStream", "Listener", "NodeStream", "Plan"]
-
-Listener: TypeAlias = Callable[[Any], object]
-"""Called with each event of the type it listens to (an async stream awaits what it returns
-when that is awaitable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +56,11 @@ class Plan:
     """The caller's options."""
 
 
-class _StreamBase:
+class _StreamBase(Listeners):
     """What both streams share: listeners, state, and aborting."""
 
     def __init__(self, driver: Driver[Any], plan: Plan) -> None:
+        super().__init__()
         self._driver = driver
         self._cancel = Cancel()  # abort() and the caller's own cancellation both fire it
         options = dataclasses.replace(plan.options, cancel=self._cancel)
@@ -71,7 +68,6 @@ class _StreamBase:
         self._flow: StreamFlow = stream_flow(
             plan.start(options), after=plan.after, reconnect=plan.reconnect, options=options
         )
-        self._listeners: dict[str, list[Listener]] = {}
         self._node: api.Node | None = None
         self._outcome: api.NodeOutcome | None = None
         self._error: BaseException | None = None
@@ -83,33 +79,6 @@ class _StreamBase:
         user_cancel = plan.options.cancel
         if user_cancel is not None:  # already cancelled: abort() runs at once, ending it
             self._forget_user_cancel = user_cancel.add_callback(self.abort)
-
-    def on(self, type: str, listener: Listener) -> Any:
-        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event)
-        as the stream reads it, before iteration yields it; returns the stream."""
-        self._check_listener(type, listener)
-        self._listeners.setdefault(type, []).append(listener)
-        return self
-
-    def off(self, type: str, listener: Listener) -> Any:
-        """Stop calling ``listener`` for ``type`` (a no-op if it was not registered);
-        returns the stream."""
-        self._check_listener(type, listener)
-        registered = self._listeners.get(type, [])
-        if listener in registered:
-            registered.remove(listener)
-        return self
-
-    def _check_listener(self, type: str, listener: Listener) -> None:
-        if type != "*" and type not in EVENT_TYPES:
-            raise ValueError(
-                f"unknown event type {type!r}: one of {', '.join(sorted(EVENT_TYPES))}, or '*'"
-            )
-        if not callable(listener):
-            raise TypeError(f"a listener must be callable, got {listener!r}")
-
-    def _listeners_of(self, event: api.NodeEvent) -> list[Listener]:
-        return [*self._listeners.get(event.type, ()), *self._listeners.get("*", ())]
 
     @property
     def aborted(self) -> bool:
@@ -277,18 +246,10 @@ class NodeStream(_StreamBase):
                 raise APIUserAbortError("the stream ended without an outcome")
             return self._outcome
 
-    def on(self, type: str, listener: Listener) -> NodeStream:
-        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event) as
-        the stream reads it, before iteration yields it; returns the stream."""
+    def _check_listener(self, type: str, listener: object) -> None:
         if inspect.iscoroutinefunction(listener):
             raise TypeError("a blocking stream cannot await a listener: use AsyncHeron")
-        super().on(type, listener)
-        return self
-
-    def off(self, type: str, listener: Listener) -> NodeStream:
-        """Stop calling ``listener`` for ``type``; returns the stream."""
-        super().off(type, listener)
-        return self
+        super()._check_listener(type, listener)
 
     def close(self) -> None:
         """Disconnect if still reading (like :meth:`abort`) and let go of the connection;
@@ -446,17 +407,6 @@ class AsyncNodeStream(_StreamBase):
             self._step()  # raises the error that ended the stream
             raise APIUserAbortError("the stream ended without an outcome")
         return self._outcome
-
-    def on(self, type: str, listener: Listener) -> AsyncNodeStream:
-        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event) as
-        the stream reads it, before iteration yields it; returns the stream."""
-        super().on(type, listener)
-        return self
-
-    def off(self, type: str, listener: Listener) -> AsyncNodeStream:
-        """Stop calling ``listener`` for ``type``; returns the stream."""
-        super().off(type, listener)
-        return self
 
     async def aclose(self) -> None:
         """Disconnect if still reading (like :meth:`abort`), and let go of the connection."""

@@ -217,14 +217,17 @@ def test_a_dormant_node_shows_its_status_and_a_failed_tool_call(
 
 
 def test_sync_abort_from_another_thread_wakes_a_blocked_read(client: Heron, scripts: Any) -> None:
-    stream = client.nodes.stream(prompt="Wait.", model=scripts("abort", ["x"]), no_kickoff=True)
+    abort_a_blocked_read(client, scripts("abort", ["x"]))
+
+
+def abort_a_blocked_read(client: Heron, model: str) -> None:
+    """Abort, from this thread, a stream another thread is blocked reading."""
+    stream = client.nodes.stream(prompt="Wait.", model=model, no_kickoff=True)
     first = next(stream)  # the dormant node's status; the next read blocks
     assert isinstance(first, api.NodeStatusChanged)
-    reading = threading.Event()
     got: list[BaseException] = []
 
     def consume() -> None:
-        reading.set()
         try:
             stream.final_outcome()
         except BaseException as exc:
@@ -232,7 +235,6 @@ def test_sync_abort_from_another_thread_wakes_a_blocked_read(client: Heron, scri
 
     thread = threading.Thread(target=consume)
     thread.start()
-    assert reading.wait(10)
     # The consumer is blocked reading a quiet stream (a dormant node says nothing).
     wait_for(lambda: "_read" in functions_on_stack(thread))
     stream.abort()
@@ -246,7 +248,12 @@ def test_sync_abort_from_another_thread_wakes_a_blocked_read(client: Heron, scri
 
 
 async def test_async_abort_ends_a_pending_read(aclient: AsyncHeron, scripts: Any) -> None:
-    stream = aclient.nodes.stream(prompt="W.", model=scripts("aabort", ["x"]), no_kickoff=True)
+    await abort_a_pending_read(aclient, scripts("aabort", ["x"]))
+
+
+async def abort_a_pending_read(aclient: AsyncHeron, model: str) -> None:
+    """Abort a stream a task is waiting on."""
+    stream = aclient.nodes.stream(prompt="W.", model=model, no_kickoff=True)
     assert isinstance(await anext(stream), api.NodeStatusChanged)
     pending = asyncio.ensure_future(stream.final_outcome())
     for _ in range(20):  # let it get to its read: nothing arrives on a dormant node

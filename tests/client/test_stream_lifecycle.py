@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 from collections.abc import Iterator
 from typing import Any, get_args, get_overloads, get_type_hints
 
@@ -23,7 +22,7 @@ from heron.client import (
 )
 
 from .conftest import Daemon, write_script
-from .test_stream import STEPS, functions_on_stack, wait_for
+from .test_stream import STEPS, abort_a_blocked_read, abort_a_pending_read
 
 POOL = 100
 """httpx's default connection limit: a stream that keeps its connection after ending
@@ -108,42 +107,13 @@ def tcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_sync_abort_over_tcp_wakes_a_blocked_read(tcp_url: str, tmp_path: Any) -> None:
-    model = write_script(tmp_path, "tcp", ["x"])
     with Heron(base_url=tcp_url, token=TOKEN) as client:
-        stream = client.nodes.stream(prompt="W.", model=model, no_kickoff=True)
-        assert isinstance(next(stream), api.NodeStatusChanged)
-        got: list[BaseException] = []
-
-        def consume() -> None:
-            try:
-                stream.final_outcome()
-            except BaseException as exc:
-                got.append(exc)
-
-        thread = threading.Thread(target=consume)
-        thread.start()
-        wait_for(lambda: "_read" in functions_on_stack(thread))
-        stream.abort()
-        thread.join(10)
-        assert not thread.is_alive()
-        assert len(got) == 1 and isinstance(got[0], APIUserAbortError)
-        assert client.nodes.retrieve(stream.node.node_id).status == "dormant"
+        abort_a_blocked_read(client, write_script(tmp_path, "tcp", ["x"]))
 
 
-async def test_async_abort_over_tcp(tcp_url: str, tmp_path: Any) -> None:
-    model = write_script(tmp_path, "atcp", ["x"])
+async def test_async_abort_over_tcp_ends_a_pending_read(tcp_url: str, tmp_path: Any) -> None:
     async with AsyncHeron(base_url=tcp_url, token=TOKEN) as client:
-        stream = client.nodes.stream(prompt="W.", model=model, no_kickoff=True)
-        assert isinstance(await anext(stream), api.NodeStatusChanged)
-        pending = asyncio.ensure_future(stream.final_outcome())
-        for _ in range(20):  # let it get to its read: nothing arrives on a dormant node
-            await asyncio.sleep(0)
-        assert not pending.done()
-        stream.abort()
-        with pytest.raises(APIUserAbortError):
-            await asyncio.wait_for(pending, 10)
-        node = await stream.node
-        assert (await client.nodes.retrieve(node.node_id)).status == "dormant"
+        await abort_a_pending_read(client, write_script(tmp_path, "atcp", ["x"]))
 
 
 # The two classes in step.

@@ -199,7 +199,8 @@ class NodeStream(_StreamBase):
 
     Iteration yields the typed :data:`heron.api.NodeEvent` values, ``stream_gap``
     errors included (the stream goes on after them); it ends after ``node.settled``.
-    Use it from one thread at a time; :meth:`abort` may come from any thread.
+    Use it from one thread at a time; :meth:`abort` may come from any thread. A stream
+    left before its end holds a connection: use ``with`` or :meth:`close`.
     """
 
     _driver: SyncDriver
@@ -354,6 +355,9 @@ class AsyncNodeStream(_StreamBase):
 
     Listeners may be coroutine functions (awaited in turn). Iteration ends after
     ``node.settled``; ``stream_gap`` errors are yielded and the stream goes on.
+    Cancelling a task blocked in the stream (``asyncio.wait_for`` timing out, say)
+    ends the stream as :meth:`abort` does. A stream left before its end holds a
+    connection: use ``async with``, :meth:`aclose` or :meth:`abort`.
     """
 
     _driver: AsyncDriver

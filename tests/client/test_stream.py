@@ -177,6 +177,31 @@ def test_events_of_a_settled_node_replay_and_end(client: Heron, scripts: Any) ->
     assert future[1:] == live
 
 
+def test_events_joining_mid_run_get_the_reports_and_completed_messages(
+    client: Heron, scripts: Any
+) -> None:
+    push = {"tier": "progress", "title": "Step", "body": "Halfway."}
+    steps = [
+        {"text": "First message.", "tool_calls": [{"name": "push-report", "arguments": push}]},
+        {"text": "Last words.", "delay": 1.5},
+    ]
+    with client.nodes.stream(prompt="Go.", model=scripts("join", steps)) as first:
+        turns = 0
+        for event in first:  # until the second turn is under way
+            turns += event.type == "node.turn.started"
+            if turns == 2:
+                break
+        node_id = first.node.node_id
+    joined = list(client.nodes.events(node_id))
+    # The seed: the report, then the earlier completed message (numbered before it).
+    report, done = joined[0], joined[1]
+    assert isinstance(report, api.ReportPushed) and report.report.body == "Halfway."
+    assert isinstance(done, api.OutputTextDone) and done.text == "First message."
+    assert done.sequence_number < report.sequence_number
+    assert "".join(e.delta for e in joined if isinstance(e, api.OutputTextDelta)) == "Last words."
+    assert isinstance(joined[-1], api.NodeSettled)
+
+
 async def test_async_events_of_a_settled_node(aclient: AsyncHeron, scripts: Any) -> None:
     stream = aclient.nodes.stream(prompt="Go.", model=scripts("asettled", ["Done."]))
     outcome = await stream.final_outcome()

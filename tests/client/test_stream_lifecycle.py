@@ -85,6 +85,27 @@ async def test_an_async_listener_may_await_the_node(aclient: AsyncHeron, scripts
     assert seen == [(await stream.node).node_id]
 
 
+async def test_an_async_listener_reading_its_own_stream_is_refused(
+    aclient: AsyncHeron, scripts: Any
+) -> None:
+    stream = aclient.nodes.stream(prompt="Go.", model=scripts("aself", ["Hi."]))
+
+    async def on_delta(event: api.OutputTextDelta) -> None:
+        await stream.final_outcome()  # would wait for the lock its own task holds
+
+    stream.on("node.output_text.delta", on_delta)
+    with pytest.raises(RuntimeError, match="cannot read its own stream"):
+        await asyncio.wait_for(stream.final_outcome(), 20)
+    closing = aclient.nodes.stream(prompt="Go.", model=scripts("aclose", ["Hi."]))
+
+    async def close(event: api.NodeEvent) -> None:
+        await closing.aclose()  # allowed: the stream ends once the listener returns
+
+    closing.on("node.status.changed", close)
+    with pytest.raises(APIUserAbortError):
+        await asyncio.wait_for(closing.final_outcome(), 20)
+
+
 # Over TCP: the token is sent, and abort wakes a blocked read on a TCP socket.
 
 TOKEN = "stream-tcp-token-0123456789"

@@ -367,6 +367,7 @@ class AsyncNodeStream(_StreamBase):
         self._chunks: AsyncIterator[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop its responses belong to
         self._releasing: asyncio.Future[None] | None = None
+        self._reader: asyncio.Task[Any] | None = None  # the task running listeners, if any
         super().__init__(driver, plan)
 
     @property
@@ -377,6 +378,7 @@ class AsyncNodeStream(_StreamBase):
     async def _resolve_node(self) -> api.Node:
         if self._node is not None:  # known: no lock (a listener awaiting it runs under it)
             return self._node
+        self._not_from_a_listener()
         async with self._lock:
             while self._node is None:
                 instruction = await self._astep()
@@ -389,18 +391,31 @@ class AsyncNodeStream(_StreamBase):
         return self
 
     async def __anext__(self) -> api.NodeEvent:
+        self._not_from_a_listener()
         async with self._lock:
             while True:
                 instruction = await self._astep()
                 if instruction is None:
                     raise StopAsyncIteration
                 if isinstance(instruction, Emit):
-                    for listener in self._listeners_of(instruction.event):
-                        result = listener(instruction.event)
-                        if inspect.isawaitable(result):
-                            await result
+                    self._reader = asyncio.current_task()
+                    try:
+                        for listener in self._listeners_of(instruction.event):
+                            result = listener(instruction.event)
+                            if inspect.isawaitable(result):
+                                await result
+                    finally:
+                        self._reader = None
                     return instruction.event
                 await self._perform(instruction)
+
+    def _not_from_a_listener(self) -> None:
+        """Refuse to wait for the lock a listener's own task holds (it would wait forever)."""
+        if self._reader is not None and self._reader is asyncio.current_task():
+            raise RuntimeError(
+                "a listener cannot read its own stream (it would wait for itself): "
+                "iterate or await final_outcome() outside the listener"
+            )
 
     async def final_outcome(self) -> api.NodeOutcome:
         """Read on to ``node.settled`` (listeners still see every event) and return its
@@ -416,7 +431,8 @@ class AsyncNodeStream(_StreamBase):
         """Disconnect if still reading (like :meth:`abort`), and let go of the connection."""
         if not self._finished:
             self.abort()
-            await self._release_when_idle()
+            if self._reader is not asyncio.current_task():  # a listener: the stream ends after it
+                await self._release_when_idle()
 
     def _release_idle(self) -> None:
         # abort() cannot await the response's closing: a task on the response's own loop

@@ -9,6 +9,7 @@ import heron
 import heron._core.errors
 import heron.agents
 import heron.api
+import heron.client
 import heron.mcp
 import heron.providers
 import heron.runtime
@@ -20,6 +21,7 @@ PUBLIC_MODULES = [
     heron,
     heron.agents,
     heron.api,
+    heron.client,
     heron.mcp,
     heron.providers,
     heron.runtime,
@@ -109,6 +111,34 @@ def test_the_wire_models_import_nothing_else_of_heron() -> None:
                 assert not outside, f"{path.name} imports {'.' * node.level}{node.module}"
             elif isinstance(node, ast.Import):
                 assert not any(a.name.startswith("heron") for a in node.names), path.name
+
+
+def test_the_client_imports_only_the_wire_models_of_heron() -> None:
+    # heron.client ships to applications: the SDK and the daemon must stay out of it.
+    import ast
+    from pathlib import Path
+
+    for path in Path(heron.client.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level == 0:
+                    outside = module.startswith("heron") and not (
+                        module == "heron.api" or module.startswith("heron.api.")
+                    )
+                else:
+                    outside = node.level > 2 or (
+                        node.level == 2 and module != "api" and not module.startswith("api.")
+                    )
+                    if node.level == 2 and not module:
+                        outside = any(a.name != "api" for a in node.names)
+                assert not outside, f"{path.name} imports {'.' * node.level}{module}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    name = alias.name
+                    assert not name.startswith("heron") or name.startswith("heron.api"), (
+                        f"{path.name} imports {name}"
+                    )
 
 
 def test_version_is_a_string() -> None:

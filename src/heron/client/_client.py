@@ -53,11 +53,20 @@ class _Client(Resource[M], Generic[M]):
     ) -> Flow[Any]:
         """Any route, with the same auth, retries and error mapping as the typed methods.
 
-        Returns the decoded JSON answer (``None`` for an empty one). ``path`` starts
-        with ``/`` (``/v1/...``); ``body`` is JSON-serialisable.
+        Returns the decoded JSON answer (``None`` for an empty one, the text of a
+        non-JSON one). ``path`` starts with ``/`` (``/v1/...``); ``body`` is
+        JSON-serialisable; ``GET``/``HEAD``/``DELETE`` are retried like every read.
+
+        Example::
+
+            nodes = client.request("GET", "/v1/nodes", query={"status": "running"})
         """
-        if not isinstance(path, str) or not path.startswith("/"):
-            raise ValueError(f"path must start with '/', got {path!r}")
+        if not isinstance(method, str) or not method.isalpha():
+            raise ValueError(f"method must be an HTTP method such as 'GET', got {method!r}")
+        if not isinstance(path, str) or not path.startswith("/") or path.startswith("//"):
+            raise ValueError(f"path must start with a single '/', got {path!r}")
+        if any(c in path for c in "?#") and query is not None:
+            raise ValueError("pass the query in the path or as query=, not both")
         return self._call(method, path, _JSON, query=query, body=body, options=options)
 
     def __repr__(self) -> str:

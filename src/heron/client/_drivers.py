@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import os
 import threading
 from collections.abc import Awaitable
 from importlib import metadata
@@ -17,13 +19,15 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
+from ._autostart import start_daemon
 from ._errors import APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError
 from ._flow import Flow, Send, Sleep
 from ._options import Cancel
 from ._resource import Async, M, Sync
-from ._settings import Settings, start_daemon
+from ._settings import Settings
+from ._transport import SocketBackend, async_transport, sync_transport
 
-__all__ = ["AsyncDriver", "Driver", "SyncDriver"]
+__all__ = ["AsyncDriver", "Driver", "SyncDriver", "race"]
 
 T = TypeVar("T")
 
@@ -32,6 +36,9 @@ try:
 except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
     _VERSION = "0"
 
+_ABANDONED_JOIN = 5.0
+"""Seconds a Ctrl-C'd request's worker gets to notice its socket was shut down."""
+
 
 class Driver(Generic[M]):
     """What both shells share: settings, request building and error mapping."""
@@ -39,8 +46,19 @@ class Driver(Generic[M]):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
+    @property
+    def uds(self) -> str | None:
+        """The Unix socket path for the transport, or ``None`` over TCP."""
+        path = self.settings.socket_path
+        return None if path is None else os.fspath(path)
+
     def build(self, http: httpx.Client | httpx.AsyncClient, send: Send) -> httpx.Request:
-        """The ``httpx`` request for ``send``, with auth, default headers and its timeout."""
+        """The ``httpx`` request for ``send``: auth, default headers, its timeout.
+
+        Headers are lower-cased and merged client defaults < client ``headers`` <
+        the call's ``options.headers``, so a streaming ``GET`` passes
+        ``{"accept": "text/event-stream"}`` to replace the JSON ``accept``.
+        """
         headers = {"user-agent": f"heron-client/{_VERSION}", "accept": "application/json"}
         if self.settings.token:
             headers["authorization"] = f"Bearer {self.settings.token}"
@@ -50,7 +68,7 @@ class Driver(Generic[M]):
         return http.build_request(
             send.method,
             self.settings.base_url + send.path,
-            params=query,
+            params=query or None,  # {} would wipe a query written into the path
             json=send.body,
             headers=headers,
             timeout=self.timeout(send),
@@ -71,19 +89,24 @@ class Driver(Generic[M]):
                 f"{send.method} {send.path} got no answer from the Heron daemon at {address} "
                 f"within {self.timeout(send):g} s"
             )
-        if isinstance(exc, httpx.ConnectError):
-            hint = " (start it with `heron daemon start`)" if self.settings.socket_path else ""
+        if isinstance(exc, httpx.ConnectError) and self.settings.socket_path is not None:
             return APIConnectionError(
-                f"cannot reach the Heron daemon at {address}: {exc}{hint}",
+                f"no Heron daemon answers at {address}: {exc} (start it with "
+                "`heron daemon start`, or let the client do it: auto_start=True)",
                 code="daemon_unavailable",
             )
+        if isinstance(exc, httpx.ConnectError):  # a TCP listener may be restarting: retried
+            return APIConnectionError(f"cannot connect to the Heron daemon at {address}: {exc}")
         return APIConnectionError(
             f"the connection to the Heron daemon at {address} failed during "
             f"{send.method} {send.path}: {exc or type(exc).__name__}"
         )
 
     def should_start(self, exc: httpx.HTTPError) -> bool:
-        """Whether ``exc`` means a cold Unix socket this client may start a daemon behind."""
+        """Whether ``exc`` means a cold Unix socket this client may start a daemon behind.
+
+        Only a failed *connect* counts: nothing was sent, so even a ``POST`` may go again.
+        """
         return (
             self.settings.auto_start
             and self.settings.socket_path is not None
@@ -109,28 +132,33 @@ class SyncDriver(Driver[Sync]):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
+        self.backend = SocketBackend()
+        https = settings.base_url.startswith("https:")
         self.http = httpx.Client(
-            transport=httpx.HTTPTransport(**settings.transport_kwargs()),  # type: ignore[arg-type]
+            transport=sync_transport(self.backend, uds=self.uds, https=https),
             timeout=settings.timeout,
         )
 
     def run(self, flow: Flow[T]) -> T:
-        """Drive ``flow`` to its result."""
+        """Drive ``flow`` to its result; every :class:`APIError` goes back into the flow."""
         value: Any = None
         error: BaseException | None = None
-        while True:
-            try:
-                instruction = _step(flow, value, error)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
-            try:
-                if isinstance(instruction, Sleep):
-                    self._sleep(instruction)
-                else:
-                    value = self.perform(instruction)
-            except APIConnectionError as exc:
-                error = exc  # the flow decides whether to retry
+        try:
+            while True:
+                try:
+                    instruction = _step(flow, value, error)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                value, error = None, None
+                try:
+                    if isinstance(instruction, Sleep):
+                        self._sleep(instruction)
+                    else:
+                        value = self.perform(instruction)
+                except APIError as exc:
+                    error = exc  # the flow decides: retry, or let it out
+        finally:
+            flow.close()  # a Ctrl-C between steps still runs the flow's cleanup
 
     def perform(self, send: Send) -> httpx.Response:
         """One attempt (starting a cold daemon first if need be)."""
@@ -139,7 +167,6 @@ class SyncDriver(Driver[Sync]):
         except httpx.HTTPError as exc:
             if not self.should_start(exc):
                 raise self.connection_error(exc, send) from None
-        # Nothing was sent: the connection was refused, so even a POST may go again.
         start_daemon(self.settings)
         try:
             return self._send(send)
@@ -147,11 +174,71 @@ class SyncDriver(Driver[Sync]):
             raise self.connection_error(exc, send) from None
 
     def _send(self, send: Send) -> httpx.Response:
-        cancel = send.options.cancel
         request = self.build(self.http, send)
+        cancel = send.options.cancel
         if cancel is None:
             return self.http.send(request)
-        return _cancellable(lambda: self.http.send(request), cancel)
+        return self.send_cancellable(request, cancel)
+
+    def send_cancellable(
+        self, request: httpx.Request, cancel: Cancel, *, stream: bool = False
+    ) -> httpx.Response:
+        """Send ``request`` in a worker thread so ``cancel`` (or Ctrl-C) can stop it
+        (``APIUserAbortError``); ``stream``: the body is left to read, as ``httpx``'s.
+
+        Whoever comes first decides: the worker's answer, or the cancellation — then
+        the worker's socket is shut down, so it does not linger until its timeout,
+        and a response that arrives anyway is closed by the worker.
+        """
+        if cancel.cancelled:
+            raise APIUserAbortError()
+        lock = threading.Lock()
+        done = threading.Event()
+        key = object()
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                self.backend.worker(key)
+                result: Any = self.http.send(request, stream=stream)
+            except BaseException as exc:
+                result = exc
+            with lock:
+                box["result"] = result
+                abandoned = box.get("abandoned", False)
+            self.backend.release(key)  # after the result: an abort now is a no-op
+            done.set()
+            if abandoned and isinstance(result, httpx.Response):
+                result.close()
+
+        thread = threading.Thread(target=work, name="heron-client-request", daemon=True)
+        remove = cancel.add_callback(done.set)
+        try:
+            thread.start()  # inside: a Ctrl-C may land while the worker already sends
+            done.wait()
+        except BaseException:  # Ctrl-C: leave no request half-sent behind
+            # (RuntimeError: the interrupt came before the thread had started.)
+            if self._abandon(key, lock, box):
+                with contextlib.suppress(RuntimeError):
+                    thread.join(_ABANDONED_JOIN)
+            raise
+        finally:
+            remove()
+        if self._abandon(key, lock, box):
+            raise APIUserAbortError()
+        result = box["result"]
+        if isinstance(result, BaseException):
+            raise result
+        return result  # type: ignore[no-any-return]
+
+    def _abandon(self, key: object, lock: threading.Lock, box: dict[str, Any]) -> bool:
+        """Abort request ``key`` unless its worker already finished; whether it was."""
+        with lock:
+            if "result" in box:
+                return False
+            box["abandoned"] = True
+        self.backend.abort(key)
+        return True
 
     def _sleep(self, sleep: Sleep) -> None:
         cancel = sleep.options.cancel
@@ -165,79 +252,47 @@ class SyncDriver(Driver[Sync]):
         self.http.close()
 
 
-def _cancellable(send: Any, cancel: Cancel) -> httpx.Response:
-    """Run a blocking ``send()`` in a worker thread so ``cancel`` can interrupt the wait.
-
-    A cancelled request is left to finish in its thread (nothing can stop a
-    blocking read from outside); its response is closed there.
-    """
-    if cancel.cancelled:
-        raise APIUserAbortError()
-    done = threading.Event()
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["response"] = send()
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
-            if cancel.cancelled and "response" in box:
-                box["response"].close()
-
-    remove = cancel.add_callback(done.set)
-    thread = threading.Thread(target=work, name="heron-client-request", daemon=True)
-    thread.start()
-    try:
-        done.wait()
-    finally:
-        remove()
-    if "error" in box:
-        raise box["error"]
-    if "response" in box and not cancel.cancelled:
-        return box["response"]  # type: ignore[no-any-return]
-    raise APIUserAbortError()
-
-
 class AsyncDriver(Driver[Async]):
     """Performs flows on the running event loop with an ``httpx.AsyncClient``."""
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.http = httpx.AsyncClient(
-            transport=httpx.AsyncHTTPTransport(**settings.transport_kwargs()),  # type: ignore[arg-type]
-            timeout=settings.timeout,
+            transport=async_transport(uds=self.uds), timeout=settings.timeout
         )
 
     async def run(self, flow: Flow[T]) -> T:
-        """Drive ``flow`` to its result."""
+        """Drive ``flow`` to its result; every :class:`APIError` goes back into the flow."""
         value: Any = None
         error: BaseException | None = None
-        while True:
-            try:
-                instruction = _step(flow, value, error)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
-            try:
-                if isinstance(instruction, Sleep):
-                    await race(asyncio.sleep(instruction.seconds), instruction.options.cancel)
-                else:
-                    value = await self.perform(instruction)
-            except APIConnectionError as exc:
-                error = exc
+        try:
+            while True:
+                try:
+                    instruction = _step(flow, value, error)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                value, error = None, None
+                try:
+                    if isinstance(instruction, Sleep):
+                        await race(asyncio.sleep(instruction.seconds), instruction.options.cancel)
+                    else:
+                        value = await self.perform(instruction)
+                except APIError as exc:
+                    error = exc
+        finally:
+            flow.close()  # a cancelled task still runs the flow's cleanup
 
     async def perform(self, send: Send) -> httpx.Response:
         """One attempt (starting a cold daemon first if need be)."""
+        cancel = send.options.cancel
         try:
-            return await race(self.http.send(self.build(self.http, send)), send.options.cancel)
+            return await race(self.http.send(self.build(self.http, send)), cancel)
         except httpx.HTTPError as exc:
             if not self.should_start(exc):
                 raise self.connection_error(exc, send) from None
-        await race(asyncio.to_thread(start_daemon, self.settings), send.options.cancel)
+        await race(asyncio.to_thread(start_daemon, self.settings), cancel)
         try:
-            return await race(self.http.send(self.build(self.http, send)), send.options.cancel)
+            return await race(self.http.send(self.build(self.http, send)), cancel)
         except httpx.HTTPError as exc:
             raise self.connection_error(exc, send) from None
 
@@ -247,28 +302,41 @@ class AsyncDriver(Driver[Async]):
 
 
 async def race(work: Awaitable[T], cancel: Cancel | None) -> T:
-    """Await ``work``, or raise ``APIUserAbortError`` as soon as ``cancel`` fires."""
+    """Await ``work``, or raise ``APIUserAbortError`` as soon as ``cancel`` fires.
+
+    The losing side is cancelled *and awaited*, so httpx closes the connection of an
+    abandoned request before this returns; a cancellation of the caller's own task
+    propagates as ``CancelledError`` (after the same cleanup), never converted.
+    """
     if cancel is None:
         return await work
-    task = asyncio.ensure_future(work)
     if cancel.cancelled:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, APIError, httpx.HTTPError):
-            await task
+        if inspect.iscoroutine(work):
+            work.close()  # never started: nothing to clean up, and no "never awaited" warning
         raise APIUserAbortError()
+    task: asyncio.Future[T] = asyncio.ensure_future(work)
     fired, remove = cancel.future()
-    waiting: set[asyncio.Future[Any]] = {task, fired}
+    either: set[asyncio.Future[Any]] = {task, fired}
     try:
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
-        task.cancel()
+        await _settle(task)
         raise
     finally:
         remove()
         fired.cancel()
     if task.done():
         return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await _settle(task)
     raise APIUserAbortError()
+
+
+async def _settle(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task``, wait for its cleanup, and drop whatever it ended with."""
+    task.cancel()
+    await asyncio.wait({task})
+    if task.cancelled() or task.exception() is not None:
+        return
+    result = task.result()
+    if isinstance(result, httpx.Response):
+        await result.aclose()  # it won after all, too late: close it

@@ -115,7 +115,13 @@ class InternalServerError(APIError):
 
 
 class APIConnectionError(APIError):
-    """No response: the connection was refused or reset, or no daemon listens there."""
+    """No response: the connection was refused or reset, or no daemon listens there.
+
+    ``code`` says which: ``daemon_unavailable`` (nothing answers on the Unix socket
+    and no daemon could be started there: not retried), ``connection_error`` (refused
+    over TCP, reset, cut mid-answer: retried for ``GET``/``HEAD``/``DELETE``), or
+    ``timeout`` (:class:`APIConnectionTimeoutError`).
+    """
 
     def __init__(self, message: str, code: str = "connection_error", details: Any = None) -> None:
         super().__init__(0, code, message, details)

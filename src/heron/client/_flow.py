@@ -24,12 +24,14 @@ from ._errors import APIConnectionError, error_from_response
 from ._options import RequestOptions
 
 __all__ = [
+    "MAX_RETRY_AFTER",
     "RETRIED_METHODS",
     "Flow",
     "Send",
     "Sleep",
     "parse_as",
     "request_flow",
+    "retry_after",
     "retry_delay",
 ]
 
@@ -40,7 +42,8 @@ RETRIED_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 
 _INITIAL_DELAY = 0.5
 _MAX_DELAY = 8.0
-_MAX_RETRY_AFTER = 60.0
+MAX_RETRY_AFTER = 60.0
+"""The longest ``Retry-After`` (seconds) a retry waits out."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,42 +79,49 @@ Flow: TypeAlias = Generator[Instruction, Any, T]
 """A generator of instructions returning ``T``."""
 
 
-def retry_delay(attempt: int, response: httpx.Response | None) -> float:
-    """Seconds to wait before retry number ``attempt + 1``.
+def retry_delay(attempt: int, response: httpx.Response | None) -> float | None:
+    """Seconds to wait before retry number ``attempt + 1``; ``None``: do not retry.
 
-    ``Retry-After`` (seconds or an HTTP date) wins when the daemon sends one
-    (capped at a minute); otherwise exponential backoff from 0.5 s, capped at
-    8 s, with up to 25 % jitter so many clients do not retry in step.
+    ``Retry-After`` (seconds or an HTTP date) wins when the daemon sends one; one
+    asking for more than a minute is not waited out — the error goes to the caller,
+    whose ``headers`` say when to come back. Otherwise exponential backoff from
+    0.5 s, capped at 8 s, with up to 25 % jitter so many clients do not retry in step.
     """
     if response is not None:
-        after = _retry_after(response.headers.get("retry-after"))
+        after = retry_after(response.headers.get("retry-after"))
         if after is not None:
-            return after
+            return after if after <= MAX_RETRY_AFTER else None
     delay: float = min(_INITIAL_DELAY * 2.0**attempt, _MAX_DELAY)
     return delay * (1 - 0.25 * random.random())
 
 
-def _retry_after(value: str | None) -> float | None:
-    if not value:
+def retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` header as seconds from now (0 for a date past); ``None`` if
+    absent or unreadable."""
+    if value is None or not value.strip():
         return None
     try:
         seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
-        if parsed is None or parsed.tzinfo is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if parsed.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is not one
             return None
         seconds = parsed.timestamp() - time.time()
     if math.isnan(seconds):
         return None
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
+    return max(seconds, 0.0)
 
 
 def request_flow(send: Send, *, max_retries: int) -> Flow[httpx.Response]:
     """Send one request, retrying a ``GET``/``HEAD``/``DELETE`` when that is safe.
 
     ``max_retries`` is the client's default (the call's ``options`` may override it).
-    Returns the successful response; raises the :class:`APIError` for an error
-    answer, or the connection error once retries are spent.
+    Returns the successful (2xx) response; raises the :class:`APIError` for any
+    other answer, or the connection error once retries are spent. ``POST``/``PATCH``
+    are sent once: a create whose answer was lost may have spawned already.
     """
     options = send.options
     retries = options.max_retries if options.max_retries is not None else max_retries
@@ -119,22 +129,25 @@ def request_flow(send: Send, *, max_retries: int) -> Flow[httpx.Response]:
         retries = 0
     attempt = 0
     while True:
+        response: httpx.Response | None = None
         try:
-            response: httpx.Response = yield send
-        except APIConnectionError:
-            if attempt >= retries:
+            response = yield send
+        except APIConnectionError as exc:
+            # No daemon behind the socket (and none could be started): waiting won't help.
+            if attempt >= retries or exc.code == "daemon_unavailable":
                 raise
-            yield Sleep(retry_delay(attempt, None), options)
-            attempt += 1
-            continue
-        status = response.status_code
-        if status < 400:
-            return response
-        if attempt < retries and (status == 429 or status >= 500):
-            yield Sleep(retry_delay(attempt, response), options)
-            attempt += 1
-            continue
-        raise error_from_response(status, response.content, response.headers)
+        if response is not None:
+            status = response.status_code
+            if 200 <= status < 300:
+                return response
+            if attempt >= retries or not (status == 429 or status >= 500):
+                raise error_from_response(status, response.content, response.headers)
+        delay = retry_delay(attempt, response)
+        if delay is None:
+            assert response is not None
+            raise error_from_response(response.status_code, response.content, response.headers)
+        yield Sleep(delay, options)
+        attempt += 1
 
 
 _adapters: dict[Any, TypeAdapter[Any]] = {}
@@ -142,9 +155,15 @@ _adapters: dict[Any, TypeAdapter[Any]] = {}
 
 def parse_as(kind: Any, response: httpx.Response) -> Any:
     """The response's JSON body validated as ``kind`` (a model class or a type such as
-    ``list[Node]``); ``None`` for an empty body when ``kind`` is ``None``."""
+    ``list[Node]``); ``None`` when ``kind`` is ``None``.
+
+    ``kind`` ``Any`` (what ``client.request`` asks for) takes whatever came: the decoded
+    JSON, ``None`` for an empty body, the text of a body that is not JSON (``/docs``).
+    """
     if kind is None or (kind is Any and not response.content):
         return None
+    if kind is Any and "json" not in response.headers.get("content-type", "json"):
+        return response.text
     adapter = _adapters.get(kind)
     if adapter is None:
         adapter = _adapters[kind] = TypeAdapter(kind)

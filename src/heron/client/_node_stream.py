@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from .. import api
-from ._drivers import AsyncDriver, Driver, SyncDriver, _cancellable, race
+from ._drivers import AsyncDriver, Driver, SyncDriver, race
 from ._errors import APIError, APIUserAbortError, error_from_response
 from ._flow import Flow, Send, Sleep
 from ._listeners import Listener, Listeners
@@ -309,7 +309,7 @@ class NodeStream(_StreamBase):
             # backend does not close it): a daemon that is restarting refuses many.
             raise self._failed_read(httpx.ConnectError("connection refused"), open)
         try:
-            response = _cancellable(lambda: http.send(request, stream=True), self._cancel)
+            response = self._driver.send_cancellable(request, self._cancel, stream=True)
         except httpx.HTTPError as exc:
             raise self._failed_read(exc, open) from None
         if response.status_code >= 400:

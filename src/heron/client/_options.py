@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ._settings import check_retries, check_timeout
+
 __all__ = ["Cancel", "RequestOptions"]
 
 
@@ -75,7 +77,9 @@ class Cancel:
                 done.set_result(None)
 
         def wake() -> None:
-            loop.call_soon_threadsafe(fire)
+            # The request may have ended and its loop closed since it registered this.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(fire)
 
         remove = self.add_callback(wake)
         return done, remove
@@ -99,9 +103,12 @@ class RequestOptions:
     """A cancellation that aborts the call (it raises ``APIUserAbortError``)."""
 
     def __post_init__(self) -> None:
-        if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        if self.max_retries is not None and (
-            isinstance(self.max_retries, bool) or self.max_retries < 0
-        ):
-            raise ValueError(f"max_retries must be 0 or more, got {self.max_retries!r}")
+        if self.timeout is not None:
+            check_timeout(self.timeout)
+        if self.max_retries is not None:
+            check_retries(self.max_retries)
+        if not isinstance(self.headers, Mapping):
+            raise TypeError(f"headers must be a mapping, not {type(self.headers).__name__}")
+        if self.cancel is not None and not isinstance(self.cancel, Cancel):
+            kind = type(self.cancel).__name__
+            raise TypeError(f"cancel must be a heron.client.Cancel, not {kind}")

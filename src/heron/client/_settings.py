@@ -1,43 +1,31 @@
 """Where the daemon is and how to reach it: constructor arguments, then the environment.
 
 ``HERON_BASE_URL``, ``HERON_SOCKET``, ``HERON_HOME`` and ``HERON_TOKEN`` are read
-once, when a client is constructed. A client on the Unix socket starts the daemon
-itself when nothing listens there (``auto_start``).
+once, when a client is constructed; changing them later changes nothing for it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
+import ipaddress
 import json
+import math
 import os
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
-from ._errors import APIConnectionError
-
-__all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "Settings", "start_daemon"]
+__all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "SOCKET_HOST", "Settings"]
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds a request may take unless the call or the client says otherwise."""
 DEFAULT_MAX_RETRIES = 2
 """Retries of a ``GET``/``HEAD``/``DELETE`` unless the call or the client says otherwise."""
-START_TIMEOUT = 60.0
-"""Seconds a started daemon has to answer ``/healthz``."""
 
-_RACE_GRACE = 10.0
-"""Seconds to wait for a daemon someone else is starting when ours could not start."""
-
-_SOCKET_HOST = "http://heron"
+SOCKET_HOST = "http://heron"
 """The base URL of requests over the Unix socket (the host is never resolved)."""
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -50,7 +38,7 @@ class Settings:
     """The Unix socket, or ``None`` over TCP."""
     home: Path
     """The daemon's directory (where an auto-started daemon keeps its files)."""
-    token: str | None
+    token: str | None = field(repr=False)
     """Bearer token sent on every request (the TCP listener requires it)."""
     timeout: float
     """Default seconds per request."""
@@ -60,6 +48,8 @@ class Settings:
     """Start the daemon when the Unix socket is cold."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """Headers sent on every request."""
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The environment as it was at construction (an auto-started daemon inherits it)."""
 
     @classmethod
     def resolve(
@@ -77,40 +67,43 @@ class Settings:
         """Settings from arguments, falling back to the environment (read now, once).
 
         An explicit ``base_url`` or ``socket_path`` wins; otherwise ``HERON_BASE_URL``,
-        then ``HERON_SOCKET``, then ``$HERON_HOME/heron.sock`` (``~/.heron``).
-        ``TypeError`` if both ``base_url`` and ``socket_path`` are given.
+        then ``HERON_SOCKET`` (unless ``home`` is passed), then ``home/heron.sock``
+        with ``home`` defaulting to ``$HERON_HOME``, else ``~/.heron``. Without a
+        ``token``, ``HERON_TOKEN``; without that either, the token ``heron sys
+        connect`` stored in ``home/connect.json`` when ``base_url`` is that listener.
+        ``TypeError`` if both ``base_url`` and ``socket_path`` are given;
+        ``ValueError`` for a bad URL, timeout or retry count.
         """
         if base_url is not None and socket_path is not None:
             raise TypeError("pass base_url (TCP) or socket_path (Unix socket), not both")
-        if isinstance(timeout, bool) or not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if isinstance(max_retries, bool) or max_retries < 0:
-            raise ValueError(f"max_retries must be 0 or more, got {max_retries!r}")
-        env = os.environ
+        env = dict(os.environ)
         home_path = Path(home or env.get("HERON_HOME") or Path.home() / ".heron").expanduser()
-        token = token if token is not None else (env.get("HERON_TOKEN") or None)
+        if token is None:
+            token = env.get("HERON_TOKEN") or None
+        elif not isinstance(token, str) or not token or any(c in token for c in "\r\n"):
+            raise ValueError("token must be a non-empty string on one line")
         if base_url is None and socket_path is None:
             base_url = env.get("HERON_BASE_URL") or None
             if base_url is None:
-                socket_path = env.get("HERON_SOCKET") or home_path / "heron.sock"
-        common = {
-            "home": home_path,
-            "timeout": float(timeout),
-            "max_retries": max_retries,
-            "headers": dict(headers or {}),
-        }
+                socket_path = (None if home else env.get("HERON_SOCKET")) or (
+                    home_path / "heron.sock"
+                )
+        url = SOCKET_HOST
         if base_url is not None:
-            url = _check_base_url(base_url)
+            url = check_base_url(base_url)
             if token is None:
-                token = _stored_token(home_path, url)
-            return cls(base_url=url, socket_path=None, token=token, auto_start=False, **common)  # type: ignore[arg-type]
-        assert socket_path is not None
+                token = stored_token(home_path, url)
+            auto_start = False  # a TCP listener is someone else's daemon: never start one
         return cls(
-            base_url=_SOCKET_HOST,
-            socket_path=Path(socket_path).expanduser(),
+            base_url=url,
+            socket_path=None if socket_path is None else Path(socket_path).expanduser(),
+            home=home_path,
             token=token,
-            auto_start=auto_start,
-            **common,  # type: ignore[arg-type]
+            timeout=check_timeout(timeout),
+            max_retries=check_retries(max_retries),
+            auto_start=bool(auto_start),
+            headers=dict(headers or {}),
+            environ=env,
         )
 
     @property
@@ -118,108 +111,79 @@ class Settings:
         """Where the daemon is, for messages: ``unix:/path`` or the base URL."""
         return f"unix:{self.socket_path}" if self.socket_path is not None else self.base_url
 
-    def transport_kwargs(self) -> dict[str, object]:
-        """Keyword arguments for ``httpx.HTTPTransport`` / ``AsyncHTTPTransport``."""
-        if self.socket_path is not None:
-            return {"uds": os.fspath(self.socket_path)}
-        return {}
+
+def check_timeout(value: object) -> float:
+    """``value`` as seconds if it is a positive finite number; ``ValueError`` otherwise."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"timeout must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
-def _check_base_url(value: str) -> str:
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+def check_retries(value: object) -> int:
+    """``value`` if it is a whole number from 0; ``ValueError`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_retries must be a whole number, 0 or more, got {value!r}")
+    return value
+
+
+def check_base_url(value: object) -> str:
+    """``value`` without a trailing ``/`` if it is an ``http(s)://host[:port][/prefix]`` URL."""
+    example = "an http(s) URL such as http://127.0.0.1:7717"
+    if not isinstance(value, str):
+        raise ValueError(f"base_url must be {example}, got {value!r}")
+    text = value.strip()
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"base_url has a bad port: {value!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise ValueError(f"base_url must be {example}, got {value!r}")
+    if parts.query or parts.fragment or parts.username or parts.password:
         raise ValueError(
-            f"base_url must be an http(s) URL such as http://127.0.0.1:7717, got {value!r}"
+            f"base_url takes no query, fragment or credentials (pass token=...), got {value!r}"
         )
-    return value.strip().rstrip("/")
+    return text.rstrip("/")
 
 
-def _stored_token(home: Path, base_url: str) -> str | None:
-    """The token ``heron sys connect`` stored for this address, if it is that address."""
+def stored_token(home: Path, base_url: str) -> str | None:
+    """The token ``heron sys connect`` stored in ``home/connect.json``, if ``base_url``
+    is that listener: plain http, the same port, and the same host (a wildcard
+    listener counts as its loopback addresses only — the token never leaves the machine
+    because a listener binds every interface)."""
     try:
         data = json.loads((home / "connect.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("token"), str):
         return None
-    listen = str(data.get("listen", ""))
+    listen_host, _, listen_port = str(data.get("listen", "")).rpartition(":")
     parts = urlsplit(base_url)
-    stored_host, _, stored_port = listen.rpartition(":")
-    if parts.port is not None and str(parts.port) == stored_port:
-        if stored_host.strip("[]") in (parts.hostname, "0.0.0.0", "::"):
-            return str(data["token"])
+    if parts.scheme != "http" or parts.port is None or str(parts.port) != listen_port:
+        return None
+    if _same_host(listen_host.strip("[]"), parts.hostname or ""):
+        return str(data["token"])
     return None
 
 
-_start_lock = threading.Lock()
+def _same_host(listen_host: str, url_host: str) -> bool:
+    listen, url = _address(listen_host), _address(url_host)
+    if listen is not None and listen.is_unspecified:  # 0.0.0.0 or ::
+        return url is not None and url.is_loopback
+    if listen is None or url is None:
+        return listen_host.lower() == url_host.lower()
+    return listen == url or (listen.is_loopback and url.is_loopback)
 
 
-def start_daemon(settings: Settings) -> None:
-    """Start the daemon for ``settings`` and wait until it answers ``/healthz``.
-
-    Runs ``python -m heron daemon --detach`` with this client's ``HERON_HOME`` and
-    socket. Several clients (threads or processes) finding the socket cold at once
-    start one daemon: a file lock beside the socket serialises them, and whoever
-    comes second finds it healthy. :class:`APIConnectionError`
-    (``daemon_unavailable``) if it does not come up, with the end of its log.
-    """
-    assert settings.socket_path is not None
-    if _healthy(settings.socket_path):
-        return
-    settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with _start_lock, _file_lock(settings.home / "client-start.lock"):
-        if _healthy(settings.socket_path):
-            return
-        env = dict(os.environ)
-        env["HERON_HOME"] = os.fspath(settings.home)
-        env["HERON_SOCKET"] = os.fspath(settings.socket_path)
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "heron", "daemon", "--detach"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=START_TIMEOUT + 10,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise APIConnectionError(
-                f"could not start the Heron daemon: {exc}", code="daemon_unavailable"
-            ) from None
-        if done.returncode == 0 and _healthy(settings.socket_path):
-            return
-        # `--detach` also fails when a daemon already runs (one another program
-        # started a moment ago): what counts is whether the socket answers soon.
-        deadline = time.monotonic() + _RACE_GRACE
-        while time.monotonic() < deadline:
-            if _healthy(settings.socket_path):
-                return
-            time.sleep(0.05)
-        output = (done.stderr or done.stdout or b"").decode("utf-8", "replace").strip()
-        raise APIConnectionError(
-            f"the Heron daemon did not come up on {settings.socket_path}: "
-            f"{output[-2000:] or f'exit status {done.returncode}'}",
-            code="daemon_unavailable",
-        )
-
-
-def _healthy(socket_path: Path) -> bool:
-    if not socket_path.exists():
-        return False
-    transport = httpx.HTTPTransport(uds=os.fspath(socket_path))
-    with (
-        contextlib.suppress(httpx.HTTPError),
-        httpx.Client(transport=transport, timeout=2.0) as http,
-    ):
-        return http.get(f"{_SOCKET_HOST}/healthz").status_code == 200
-    return False
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    if host.lower() in _LOOPBACK_NAMES:
+        return ipaddress.ip_address("127.0.0.1")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None

@@ -177,6 +177,31 @@ def test_events_of_a_settled_node_replay_and_end(client: Heron, scripts: Any) ->
     assert future[1:] == live
 
 
+def test_events_joining_mid_run_get_the_reports_and_completed_messages(
+    client: Heron, scripts: Any
+) -> None:
+    push = {"tier": "progress", "title": "Step", "body": "Halfway."}
+    steps = [
+        {"text": "First message.", "tool_calls": [{"name": "push-report", "arguments": push}]},
+        {"text": "Last words.", "delay": 1.5},
+    ]
+    with client.nodes.stream(prompt="Go.", model=scripts("join", steps)) as first:
+        turns = 0
+        for event in first:  # until the second turn is under way
+            turns += event.type == "node.turn.started"
+            if turns == 2:
+                break
+        node_id = first.node.node_id
+    joined = list(client.nodes.events(node_id))
+    # The seed: the report, then the earlier completed message (numbered before it).
+    report, done = joined[0], joined[1]
+    assert isinstance(report, api.ReportPushed) and report.report.body == "Halfway."
+    assert isinstance(done, api.OutputTextDone) and done.text == "First message."
+    assert done.sequence_number < report.sequence_number
+    assert "".join(e.delta for e in joined if isinstance(e, api.OutputTextDelta)) == "Last words."
+    assert isinstance(joined[-1], api.NodeSettled)
+
+
 async def test_async_events_of_a_settled_node(aclient: AsyncHeron, scripts: Any) -> None:
     stream = aclient.nodes.stream(prompt="Go.", model=scripts("asettled", ["Done."]))
     outcome = await stream.final_outcome()
@@ -217,14 +242,17 @@ def test_a_dormant_node_shows_its_status_and_a_failed_tool_call(
 
 
 def test_sync_abort_from_another_thread_wakes_a_blocked_read(client: Heron, scripts: Any) -> None:
-    stream = client.nodes.stream(prompt="Wait.", model=scripts("abort", ["x"]), no_kickoff=True)
+    abort_a_blocked_read(client, scripts("abort", ["x"]))
+
+
+def abort_a_blocked_read(client: Heron, model: str) -> None:
+    """Abort, from this thread, a stream another thread is blocked reading."""
+    stream = client.nodes.stream(prompt="Wait.", model=model, no_kickoff=True)
     first = next(stream)  # the dormant node's status; the next read blocks
     assert isinstance(first, api.NodeStatusChanged)
-    reading = threading.Event()
     got: list[BaseException] = []
 
     def consume() -> None:
-        reading.set()
         try:
             stream.final_outcome()
         except BaseException as exc:
@@ -232,7 +260,6 @@ def test_sync_abort_from_another_thread_wakes_a_blocked_read(client: Heron, scri
 
     thread = threading.Thread(target=consume)
     thread.start()
-    assert reading.wait(10)
     # The consumer is blocked reading a quiet stream (a dormant node says nothing).
     wait_for(lambda: "_read" in functions_on_stack(thread))
     stream.abort()
@@ -246,7 +273,12 @@ def test_sync_abort_from_another_thread_wakes_a_blocked_read(client: Heron, scri
 
 
 async def test_async_abort_ends_a_pending_read(aclient: AsyncHeron, scripts: Any) -> None:
-    stream = aclient.nodes.stream(prompt="W.", model=scripts("aabort", ["x"]), no_kickoff=True)
+    await abort_a_pending_read(aclient, scripts("aabort", ["x"]))
+
+
+async def abort_a_pending_read(aclient: AsyncHeron, model: str) -> None:
+    """Abort a stream a task is waiting on."""
+    stream = aclient.nodes.stream(prompt="W.", model=model, no_kickoff=True)
     assert isinstance(await anext(stream), api.NodeStatusChanged)
     pending = asyncio.ensure_future(stream.final_outcome())
     for _ in range(20):  # let it get to its read: nothing arrives on a dormant node

@@ -283,6 +283,31 @@ def test_the_flow_resumes_from_what_it_emitted_and_never_repeats() -> None:
     assert isinstance(outcome, api.NodeResult) and outcome.output_text == "ok"
 
 
+def test_the_flow_keeps_a_joiners_seed_whose_numbers_go_down() -> None:
+    # A mid-run joiner gets the reports pushed so far, then the run's completed messages
+    # (numbered before the reports): nothing in one connection is a repeat.
+    report = {
+        "report": {
+            "report_id": 1,
+            "node_id": "n1",
+            "tier": "progress",
+            "title": "Step",
+            "body": "b",
+            "path": None,
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+    }
+    seed = [
+        record(8, "node.report.pushed", **report),
+        record(6, "node.output_text.done", text="First."),
+        record(9),
+    ]
+    later = [record(7) + record(9) + record(10, "node.settled", **SETTLED)]
+    events, opened, _ = drive([seed, later])
+    assert opened == [None, 9]
+    assert [getattr(e, "sequence_number", None) for e in events] == [8, 6, 9, 10]
+
+
 def test_the_flow_skips_unknown_types_and_ends_on_stream_error() -> None:
     error = b'event: error\ndata: {"error":{"code":"stream_error","message":"boom"}}\n\n'
     with pytest.raises(APIError) as raised:

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any
 
 import httpx
 
@@ -25,9 +25,9 @@ from .. import api
 from ._drivers import AsyncDriver, Driver, SyncDriver, race
 from ._errors import APIError, APIUserAbortError, error_from_response
 from ._flow import Flow, Send, Sleep
+from ._listeners import Listener, Listeners
 from ._options import Cancel, RequestOptions
 from ._stream_flow import (
-    EVENT_TYPES,
     Emit,
     Open,
     Read,
@@ -40,10 +40,6 @@ from ._stream_flow import (
 )
 
 __all__ = ["AsyncNodeStream", "Listener", "NodeStream", "Plan"]
-
-Listener: TypeAlias = Callable[[Any], object]
-"""Called with each event of the type it listens to (an async stream awaits what it returns
-when that is awaitable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +56,11 @@ class Plan:
     """The caller's options."""
 
 
-class _StreamBase:
+class _StreamBase(Listeners):
     """What both streams share: listeners, state, and aborting."""
 
     def __init__(self, driver: Driver[Any], plan: Plan) -> None:
+        super().__init__()
         self._driver = driver
         self._cancel = Cancel()  # abort() and the caller's own cancellation both fire it
         options = dataclasses.replace(plan.options, cancel=self._cancel)
@@ -71,7 +68,6 @@ class _StreamBase:
         self._flow: StreamFlow = stream_flow(
             plan.start(options), after=plan.after, reconnect=plan.reconnect, options=options
         )
-        self._listeners: dict[str, list[Listener]] = {}
         self._node: api.Node | None = None
         self._outcome: api.NodeOutcome | None = None
         self._error: BaseException | None = None
@@ -79,37 +75,10 @@ class _StreamBase:
         self._value: Any = None
         self._thrown: BaseException | None = None
         self._response: httpx.Response | None = None
+        self._forget_user_cancel: Callable[[], None] | None = None
         user_cancel = plan.options.cancel
-        self._forget_user_cancel = (
-            user_cancel.add_callback(self.abort) if user_cancel is not None else None
-        )
-
-    def on(self, type: str, listener: Listener) -> Any:
-        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event)
-        as the stream reads it, before iteration yields it; returns the stream."""
-        self._check_listener(type, listener)
-        self._listeners.setdefault(type, []).append(listener)
-        return self
-
-    def off(self, type: str, listener: Listener) -> Any:
-        """Stop calling ``listener`` for ``type`` (a no-op if it was not registered);
-        returns the stream."""
-        self._check_listener(type, listener)
-        registered = self._listeners.get(type, [])
-        if listener in registered:
-            registered.remove(listener)
-        return self
-
-    def _check_listener(self, type: str, listener: Listener) -> None:
-        if type != "*" and type not in EVENT_TYPES:
-            raise ValueError(
-                f"unknown event type {type!r}: one of {', '.join(sorted(EVENT_TYPES))}, or '*'"
-            )
-        if not callable(listener):
-            raise TypeError(f"a listener must be callable, got {listener!r}")
-
-    def _listeners_of(self, event: api.NodeEvent) -> list[Listener]:
-        return [*self._listeners.get(event.type, ()), *self._listeners.get("*", ())]
+        if user_cancel is not None:  # already cancelled: abort() runs at once, ending it
+            self._forget_user_cancel = user_cancel.add_callback(self.abort)
 
     @property
     def aborted(self) -> bool:
@@ -124,6 +93,17 @@ class _StreamBase:
         response = self._response
         if response is not None:
             _shut_down(response)
+        self._release_idle()
+
+    def _release_idle(self) -> None:
+        """End an aborted stream nobody is reading, so its connection goes back to the
+        client's pool now (a reader blocked in a read ends it itself, once woken)."""
+        raise NotImplementedError
+
+    def _abort_now(self) -> None:
+        """End the stream as aborted (called with the stream's lock held)."""
+        if not self._finished:
+            self._end(APIUserAbortError("the stream was aborted"))
 
     def _step(self) -> StreamInstruction | None:
         """The flow's next instruction; ``None`` once it has ended (outcome or error)."""
@@ -188,9 +168,11 @@ def _shut_down(response: httpx.Response) -> None:
     """Shut the response's socket down: a read blocked on it (in any thread) wakes at once."""
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
-    if isinstance(sock, socket.socket):
+    # A socket.socket, or (asyncio over TCP) the transport's TransportSocket wrapper.
+    shutdown = getattr(sock, "shutdown", None)
+    if callable(shutdown):
         try:
-            sock.shutdown(socket.SHUT_RDWR)
+            shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # already closed: nothing is blocked on it
 
@@ -217,15 +199,16 @@ class NodeStream(_StreamBase):
 
     Iteration yields the typed :data:`heron.api.NodeEvent` values, ``stream_gap``
     errors included (the stream goes on after them); it ends after ``node.settled``.
-    Use it from one thread at a time; :meth:`abort` may come from any thread.
+    Use it from one thread at a time; :meth:`abort` may come from any thread. A stream
+    left before its end holds a connection: use ``with`` or :meth:`close`.
     """
 
     _driver: SyncDriver
 
     def __init__(self, driver: SyncDriver, plan: Plan) -> None:
-        super().__init__(driver, plan)
         self._lock = threading.RLock()
         self._chunks: Iterator[bytes] | None = None
+        super().__init__(driver, plan)
 
     @property
     def node(self) -> api.Node:
@@ -264,23 +247,24 @@ class NodeStream(_StreamBase):
                 raise APIUserAbortError("the stream ended without an outcome")
             return self._outcome
 
-    def on(self, type: str, listener: Listener) -> NodeStream:
-        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event) as
-        the stream reads it, before iteration yields it; returns the stream."""
+    def _check_listener(self, type: str, listener: object) -> None:
         if inspect.iscoroutinefunction(listener):
             raise TypeError("a blocking stream cannot await a listener: use AsyncHeron")
-        super().on(type, listener)
-        return self
-
-    def off(self, type: str, listener: Listener) -> NodeStream:
-        """Stop calling ``listener`` for ``type``; returns the stream."""
-        super().off(type, listener)
-        return self
+        super()._check_listener(type, listener)
 
     def close(self) -> None:
-        """Disconnect if still reading (like :meth:`abort`); a no-op once ended."""
+        """Disconnect if still reading (like :meth:`abort`) and let go of the connection;
+        a no-op once ended."""
         if not self._finished:
             self.abort()
+
+    def _release_idle(self) -> None:
+        # Not blocking: a reader in another thread holds the lock until its read wakes.
+        if self._lock.acquire(blocking=False):
+            try:
+                self._abort_now()
+            finally:
+                self._lock.release()
 
     def __enter__(self) -> NodeStream:
         return self
@@ -371,14 +355,20 @@ class AsyncNodeStream(_StreamBase):
 
     Listeners may be coroutine functions (awaited in turn). Iteration ends after
     ``node.settled``; ``stream_gap`` errors are yielded and the stream goes on.
+    Cancelling a task blocked in the stream (``asyncio.wait_for`` timing out, say)
+    ends the stream as :meth:`abort` does. A stream left before its end holds a
+    connection: use ``async with``, :meth:`aclose` or :meth:`abort`.
     """
 
     _driver: AsyncDriver
 
     def __init__(self, driver: AsyncDriver, plan: Plan) -> None:
-        super().__init__(driver, plan)
         self._lock = asyncio.Lock()
         self._chunks: AsyncIterator[bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop its responses belong to
+        self._releasing: asyncio.Future[None] | None = None
+        self._reader: asyncio.Task[Any] | None = None  # the task running listeners, if any
+        super().__init__(driver, plan)
 
     @property
     def node(self) -> Awaitable[api.Node]:
@@ -386,6 +376,9 @@ class AsyncNodeStream(_StreamBase):
         return self._resolve_node()
 
     async def _resolve_node(self) -> api.Node:
+        if self._node is not None:  # known: no lock (a listener awaiting it runs under it)
+            return self._node
+        self._not_from_a_listener()
         async with self._lock:
             while self._node is None:
                 instruction = await self._astep()
@@ -398,18 +391,31 @@ class AsyncNodeStream(_StreamBase):
         return self
 
     async def __anext__(self) -> api.NodeEvent:
+        self._not_from_a_listener()
         async with self._lock:
             while True:
                 instruction = await self._astep()
                 if instruction is None:
                     raise StopAsyncIteration
                 if isinstance(instruction, Emit):
-                    for listener in self._listeners_of(instruction.event):
-                        result = listener(instruction.event)
-                        if inspect.isawaitable(result):
-                            await result
+                    self._reader = asyncio.current_task()
+                    try:
+                        for listener in self._listeners_of(instruction.event):
+                            result = listener(instruction.event)
+                            if inspect.isawaitable(result):
+                                await result
+                    finally:
+                        self._reader = None
                     return instruction.event
                 await self._perform(instruction)
+
+    def _not_from_a_listener(self) -> None:
+        """Refuse to wait for the lock a listener's own task holds (it would wait forever)."""
+        if self._reader is not None and self._reader is asyncio.current_task():
+            raise RuntimeError(
+                "a listener cannot read its own stream (it would wait for itself): "
+                "iterate or await final_outcome() outside the listener"
+            )
 
     async def final_outcome(self) -> api.NodeOutcome:
         """Read on to ``node.settled`` (listeners still see every event) and return its
@@ -421,23 +427,36 @@ class AsyncNodeStream(_StreamBase):
             raise APIUserAbortError("the stream ended without an outcome")
         return self._outcome
 
-    def on(self, type: str, listener: Listener) -> AsyncNodeStream:
-        """Call ``listener(event)`` for every event of ``type`` (``"*"``: every event) as
-        the stream reads it, before iteration yields it; returns the stream."""
-        super().on(type, listener)
-        return self
-
-    def off(self, type: str, listener: Listener) -> AsyncNodeStream:
-        """Stop calling ``listener`` for ``type``; returns the stream."""
-        super().off(type, listener)
-        return self
-
     async def aclose(self) -> None:
         """Disconnect if still reading (like :meth:`abort`), and let go of the connection."""
         if not self._finished:
             self.abort()
-            async with self._lock:
-                await self._release()
+            if self._reader is not asyncio.current_task():  # a listener: the stream ends after it
+                await self._release_when_idle()
+
+    def _release_idle(self) -> None:
+        # abort() cannot await the response's closing: a task on the response's own loop
+        # does it once no reader holds the lock (a woken reader releases it itself).
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._response is None:
+            return
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._schedule_release()
+        else:
+            loop.call_soon_threadsafe(self._schedule_release)
+
+    def _schedule_release(self) -> None:
+        if self._releasing is None:  # kept: a task nobody references may be collected
+            self._releasing = asyncio.ensure_future(self._release_when_idle())
+
+    async def _release_when_idle(self) -> None:
+        async with self._lock:
+            self._abort_now()
+            await self._release()
 
     async def __aenter__(self) -> AsyncNodeStream:
         return self
@@ -486,6 +505,7 @@ class AsyncNodeStream(_StreamBase):
 
     async def _open(self, open: Open) -> None:
         await self._release()
+        self._loop = asyncio.get_running_loop()
         http = self._driver.http
         request = self._request(http, open)
         try:

@@ -2,8 +2,12 @@
 
 Both return at once, without network I/O: the node is created (or retrieved)
 when the stream is first used — ``stream.node``, iteration or
-``final_outcome()``. The stream objects are in :mod:`._node_stream`; the logic
-(resume, de-duplication, errors) is one flow (:mod:`._stream_flow`).
+``final_outcome()`` — as the ``.stream()`` helpers of other Python SDKs open
+nothing before use. Nothing is lost by the wait: the stream starts at the
+node's first event (the daemon keeps them). ``stream.node`` alone creates the
+node without opening its events, for starting several runs at once. The
+stream objects are in :mod:`._node_stream`; the logic (resume,
+de-duplication, errors) is one flow (:mod:`._stream_flow`).
 """
 
 from __future__ import annotations
@@ -75,11 +79,15 @@ class NodeStreams(Resource[M]):
         """Create a node (``POST /v1/nodes``, never retried) and stream its events from
         the first one.
 
-        Returns at once; the node is created when the stream is first used
-        (``stream.node``, iteration, ``final_outcome()``). ``options`` apply to the
-        create and to opening the stream — its ``timeout`` too, but never to reading
-        it (a stream has no wall-clock limit). ``reconnect`` bounds resuming after a
-        dropped connection (default: :class:`Reconnect`).
+        Returns at once and sends nothing: the node is created when the stream is
+        first used (``stream.node``, iteration, ``final_outcome()``), so a stream that
+        is never used creates no node, and create errors surface where you use it.
+        ``stream.node`` creates the node without opening its events: touch it to start
+        several runs before reading any (``nodes = [s.node for s in streams]``).
+        Events are replayed from the first one however late you read. ``options``
+        apply to the create and to opening the stream — its ``timeout`` too, but
+        never to reading it (a stream has no wall-clock limit). ``reconnect`` bounds
+        resuming after a dropped connection (default: :class:`Reconnect`).
         """
         body = create_body(params, fields)
         return Plan(

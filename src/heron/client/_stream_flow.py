@@ -150,6 +150,9 @@ def stream_flow(
     failures = 0
     while True:
         progressed = False
+        # Repeats are only possible across connections: within one, numbers may go down
+        # (a mid-run joiner gets the reports, then the earlier completed messages).
+        resumed = seen
         try:
             yield Open(node.node_id, seen if seen is not None else after)
             decoder = SSEDecoder()
@@ -171,9 +174,9 @@ def stream_flow(
                         continue
                     if record.id is not None:
                         number = _number(record, node.node_id)
-                        if seen is not None and number <= seen:
+                        if resumed is not None and number <= resumed:
                             continue  # already emitted before a reconnect
-                        seen = number
+                        seen = number if seen is None else max(seen, number)
                         progressed = True
                     yield Emit(event)
                     if isinstance(event, api.NodeSettled):

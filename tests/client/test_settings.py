@@ -3,6 +3,7 @@ started behind a cold socket — once, however many clients find it cold."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -181,7 +182,7 @@ def test_an_unreadable_connect_file_gives_no_token(tmp_path: Path, content: str)
 
 async def test_auto_start_false_fails_at_once_and_starts_nothing(tmp_path: Path) -> None:
     with Heron(home=tmp_path, auto_start=False) as client, pytest.raises(APIConnectionError) as e:
-        client.system.health()
+        await asyncio.to_thread(client.system.health)
     async with AsyncHeron(home=tmp_path, auto_start=False) as aclient:
         with pytest.raises(APIConnectionError) as async_error:
             await aclient.system.health()

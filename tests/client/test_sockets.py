@@ -3,6 +3,7 @@ half-open, and both drivers perform the same flow the same way."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import signal
@@ -166,7 +167,7 @@ async def test_both_drivers_perform_the_same_flow_the_same_way(
     unix_server.script("/sync", *script)
     unix_server.script("/async", *script)
     with Heron(socket_path=unix_server.unix, auto_start=False) as client:
-        sync_seen = client._sync.run(parity_flow("/sync"))
+        sync_seen = await asyncio.to_thread(client._sync.run, parity_flow("/sync"))
     async with AsyncHeron(socket_path=unix_server.unix, auto_start=False) as aclient:
         async_seen = await aclient._async.run(parity_flow("/async"))
     assert sync_seen == async_seen == [200, 0]

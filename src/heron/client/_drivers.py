@@ -75,7 +75,8 @@ class Driver(Generic[M]):
         )
 
     def timeout(self, send: Send) -> float:
-        """Seconds ``send`` may take: the call's, else the client's, at least its floor."""
+        """Seconds each step of ``send`` may wait (connect, write, each read): the call's,
+        else the client's, at least its floor."""
         seconds = send.options.timeout or self.settings.timeout
         if send.min_timeout is not None:
             seconds = max(seconds, send.min_timeout)

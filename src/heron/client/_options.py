@@ -95,7 +95,11 @@ class RequestOptions:
     headers: Mapping[str, str] = field(default_factory=dict)
     """Extra headers for the request (they override the client's own)."""
     timeout: float | None = None
-    """Seconds the request may take (default: the client's ``timeout``)."""
+    """Seconds each step of the request may wait — connecting, sending, and each wait
+    for more of the answer — before ``APIConnectionTimeoutError`` (default: the client's
+    ``timeout``). It bounds a stall, not the whole call: an answer that keeps arriving
+    may take longer, and each retry waits afresh. For a deadline on the whole call,
+    fire a :class:`Cancel` from a timer."""
     max_retries: int | None = None
     """Retries of a ``GET``/``HEAD``/``DELETE`` after a connection error, 429 or 5xx
     (default: the client's ``max_retries``). ``POST``/``PATCH`` are never retried."""

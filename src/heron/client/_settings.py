@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "SOCKET_HOST", "Settings"]
 
 DEFAULT_TIMEOUT = 60.0
-"""Seconds a request may take unless the call or the client says otherwise."""
+"""Seconds each step of a request (connect, send, each read) may wait unless the call
+or the client says otherwise (see ``RequestOptions.timeout``)."""
 DEFAULT_MAX_RETRIES = 2
 """Retries of a ``GET``/``HEAD``/``DELETE`` unless the call or the client says otherwise."""
 
@@ -41,7 +42,7 @@ class Settings:
     token: str | None = field(repr=False)
     """Bearer token sent on every request (the TCP listener requires it)."""
     timeout: float
-    """Default seconds per request."""
+    """Default seconds each step of a request may wait (see ``RequestOptions.timeout``)."""
     max_retries: int
     """Default retries of a ``GET``/``HEAD``/``DELETE``."""
     auto_start: bool

@@ -149,6 +149,17 @@ def test_sys_connect_turns_tcp_on_in_a_running_daemon(heron: Heron) -> None:
         assert response.json()["pid"] == second
         assert client.get("/v1/status").status_code == 401
 
+    # The typed client, so the CLI, reaches it with HERON_BASE_URL and the stored token.
+    heron.env["HERON_BASE_URL"] = address[1]
+    status = heron("daemon", "status")
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.startswith(f"heron daemon is running (pid {second})\n")
+    assert f"tcp 127.0.0.1:{port} (bearer token)" in status.stdout
+    listed = heron("nodes", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []
+    del heron.env["HERON_BASE_URL"]
+
     # Running it again keeps the token; --rotate issues a new one.
     same = heron("sys", "connect", "--listen", f"127.0.0.1:{port}")
     assert f"token:   {token[1]}" in same.stdout

@@ -23,6 +23,7 @@ from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
 from ._daemon import daemon_app, sys_app
+from ._nodes import nodes_app
 from ._view import LiveView
 
 __all__ = ["app", "main"]
@@ -260,6 +261,7 @@ def chat(
 
 
 app.add_typer(daemon_app, name="daemon")
+app.add_typer(nodes_app, name="nodes")
 app.add_typer(sys_app, name="sys")
 
 

@@ -1,4 +1,4 @@
-"""``heron daemon`` (run, ``--detach``, ``stop``) and ``heron sys connect``."""
+"""``heron daemon`` (run, ``start``, ``stop``, ``status``) and ``heron sys connect``."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from ..api import SystemStatus
 
 __all__ = ["daemon_app", "sys_app"]
 
@@ -61,6 +64,11 @@ def daemon(
 ) -> None:
     """Run the daemon on $HERON_HOME/heron.sock (and TCP with --listen)."""
     if ctx.invoked_subcommand is not None:
+        if listen is not None or detach:
+            # Silently dropping them would start a daemon the caller did not ask for.
+            raise _fail(
+                f"give the options after the command: heron daemon {ctx.invoked_subcommand} ..."
+            )
         return
     from ..runtime import RuntimeConfig
 
@@ -139,6 +147,16 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+@daemon_app.command("start")
+def start(listen: ListenOption = None) -> None:
+    """Start the daemon in the background and return once it answers (what --detach does)."""
+    from ..runtime import RuntimeConfig
+
+    config = _config(listen)
+    assert isinstance(config, RuntimeConfig)
+    _detach(config, listen)
 
 
 @daemon_app.command("stop")
@@ -227,3 +245,85 @@ def _cannot_listen(home: Path, host: str, port: int) -> str | None:
         except OSError as exc:
             return exc.strerror or str(exc)
     return None
+
+
+_STATUS_ORDER = ("running", "dormant", "interrupted", "completed", "failed", "cancelled")
+"""Node statuses in the order ``heron daemon status`` lists them (unknown ones follow)."""
+
+
+@daemon_app.command("status")
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print GET /v1/status as JSON.")] = False,
+) -> None:
+    """Whether a daemon runs: pid, version, uptime, listeners and node counts.
+
+    It never starts one. Reaches the daemon as every client does: HERON_BASE_URL
+    (with HERON_TOKEN or the token `heron sys connect` stored), else HERON_SOCKET,
+    else $HERON_HOME/heron.sock. Exit status: 0 running, 1 not running or an error.
+    """
+    from ..client import APIConnectionError, APIError, Heron
+    from ._nodes import api_error_text
+
+    try:
+        client = Heron(auto_start=False)
+    except (TypeError, ValueError) as exc:  # a malformed HERON_BASE_URL, say
+        raise _fail(str(exc)) from None
+    with client:
+        try:
+            info = client.system.status()
+        except APIConnectionError as exc:
+            if exc.code != "daemon_unavailable":
+                raise _fail(api_error_text(exc)) from None
+            _say(f"no Heron daemon is running at {client.settings.address}")
+            raise typer.Exit(1) from None
+        except APIError as exc:
+            raise _fail(api_error_text(exc)) from None
+    if as_json:
+        typer.echo(info.model_dump_json(indent=2))
+        return
+    for line in status_lines(info):
+        _say(line)
+
+
+def status_lines(info: SystemStatus) -> list[str]:
+    """``heron daemon status`` as lines of text."""
+    since = info.started_at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    listeners = [
+        f"{item.kind} {item.address} ({'bearer token' if item.auth == 'bearer' else 'filesystem'})"
+        for item in info.listeners
+    ] or ["(none)"]
+    lines = [
+        f"heron daemon is running (pid {info.pid})",
+        f"  version    {info.version}",
+        f"  uptime     {duration(info.uptime_seconds)} (since {since})",
+        f"  listening  {listeners[0]}",
+        *(f"             {more}" for more in listeners[1:]),
+        f"  nodes      {node_counts(info.nodes)}",
+        f"  database   {info.database}",
+        f"  provider   {info.provider}",
+    ]
+    return lines
+
+
+def node_counts(counts: dict[str, int]) -> str:
+    """``2 running · 1 dormant (3 in all)``; statuses with no node are left out."""
+    order = [*_STATUS_ORDER, *sorted(set(counts) - set(_STATUS_ORDER))]
+    parts = [f"{counts[name]} {name}" for name in order if counts.get(name)]
+    if not parts:
+        return "none"
+    return f"{' · '.join(parts)} ({sum(counts.values())} in all)"
+
+
+def duration(seconds: float) -> str:
+    """A span for people: ``12s``, ``4m 05s``, ``3h 12m``, ``2d 03h``."""
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"

@@ -1,0 +1,575 @@
+"""``heron nodes``: create, list, watch and steer the daemon's nodes with the typed client.
+
+Every command talks to the daemon through :class:`heron.client.Heron` (never HTTP
+of its own), so it reaches it as any client does: ``HERON_BASE_URL`` (+ token),
+``HERON_SOCKET`` or ``$HERON_HOME/heron.sock``, starting a daemon on a cold socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast, get_args
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .. import api
+from ._view import _one_line
+from ._watch import NodeView, outcome_lines
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..client import APIError, ForkParams, Heron, NodeCreateParams
+
+__all__ = ["api_error_text", "nodes_app"]
+
+T = TypeVar("T")
+
+EXIT_FAILURE_OUTCOME = 2
+"""Exit status of ``outcome``/``watch`` when the node settled with a failure."""
+EXIT_PENDING = 3
+"""Exit status of ``outcome`` when the node has not settled yet."""
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C stopped the watching (128 + SIGINT, as shells report it)."""
+
+_EXIT_HELP = (
+    "Exit status: 0 the node settled with a result; 2 it settled with a failure; "
+    "1 an error (an unknown node, no daemon)"
+)
+
+nodes_app = typer.Typer(
+    help="Nodes: durable agent runs on the daemon (create, list, watch, steer).",
+    no_args_is_help=True,
+)
+
+NodeIdArg = Annotated[str, typer.Argument(metavar="ID", help="The node's id.", show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the daemon's answer as JSON.")]
+
+
+# -- plumbing ------------------------------------------------------------------
+
+
+def _fail(ctx: typer.Context, message: str) -> NoReturn:
+    if ctx.obj and ctx.obj.get("debug"):
+        traceback.print_exc()
+    Console(stderr=True, highlight=False).print(
+        Text(f"heron: error: {message}", style="red"), soft_wrap=True
+    )
+    raise typer.Exit(1)
+
+
+def api_error_text(exc: APIError) -> str:
+    """``code: message``, with the fields a ``422 invalid_request`` names."""
+    text = f"{exc.code}: {exc.message}"
+    details = exc.details
+    if exc.code == "invalid_request" and isinstance(details, list):
+        problems = [
+            f"{'.'.join(str(part) for part in item.get('loc', [])[1:]) or 'body'}: "
+            f"{item.get('msg', '')}"
+            for item in details[:3]
+            if isinstance(item, dict)
+        ]
+        if problems:
+            text += f" ({'; '.join(problems)})"
+    return text
+
+
+def _with_client(ctx: typer.Context, action: Callable[[Heron], T]) -> T:
+    """Run ``action`` on a client; an API error becomes ``heron: error: code: message``."""
+    from ..client import APIError, Heron
+
+    try:
+        client = Heron()
+    except (TypeError, ValueError) as exc:  # a malformed HERON_BASE_URL, say
+        _fail(ctx, str(exc))
+    with client:
+        try:
+            return action(client)
+        except APIError as exc:
+            _fail(ctx, api_error_text(exc))
+        except KeyboardInterrupt:
+            _fail(ctx, "interrupted")
+
+
+def _check_id(ctx: typer.Context, value: str, what: str = "node id") -> str:
+    if not api.is_valid_id(value):
+        _fail(
+            ctx,
+            f"invalid {what} {value!r}: 1-128 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit",
+        )
+    return value
+
+
+def _console() -> Console:
+    return Console(highlight=False)
+
+
+def _say(text: str, style: str | None = None) -> None:
+    _console().print(Text(text, style=style or ""), soft_wrap=True)
+
+
+def _print_json(value: BaseModel | list[api.Node]) -> None:
+    if isinstance(value, list):
+        data: Any = [item.model_dump(mode="json") for item in value]
+    else:
+        data = value.model_dump(mode="json")
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _label(node: api.Node, width: int = 48) -> str:
+    """The node's name, else the start of its prompt."""
+    return _one_line(node.name or node.prompt or "", width) or "-"
+
+
+# -- watching ------------------------------------------------------------------
+
+
+def _watch(client: Heron, node_id: str, after: int | None) -> int:
+    """Render the node's events until it settles; the exit status to end with."""
+    console = _console()
+    view = NodeView(console, node_id)
+    try:
+        with client.nodes.events(node_id, after=after) as stream:
+            for event in stream:
+                view.feed(event)
+    except KeyboardInterrupt:
+        # Leaving the `with` disconnected the stream; the node never hears of it.
+        view.close()
+        resume = f" --after {view.last_sequence}" if view.last_sequence else ""
+        console.print(
+            Text(
+                f"stopped watching; node {node_id} keeps running "
+                f"(heron nodes watch {node_id}{resume} to watch again)",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
+        return EXIT_INTERRUPTED
+    finally:
+        view.close()
+    if view.outcome is None:  # the stream raises when it cannot go on: this is a daemon fault
+        Console(stderr=True, highlight=False).print(
+            Text(f"heron: error: the stream of node {node_id} ended before it settled", "red")
+        )
+        return 1
+    _summary(client, console, node_id)
+    return 0 if isinstance(view.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME
+
+
+def _summary(client: Heron, console: Console, node_id: str) -> None:
+    """``n-1 · completed · 2 turns · tokens 120 in / 30 out`` after the outcome."""
+    node = client.nodes.retrieve(node_id)
+    line = f"{node.node_id} · {node.status} · {_count(node.turns, 'turn')} · "
+    line += f"tokens {node.input_tokens} in / {node.output_tokens} out"
+    console.print(Text(line, style="dim"), soft_wrap=True)
+
+
+# -- commands ------------------------------------------------------------------
+
+
+def _schema(ctx: typer.Context, value: str | None) -> dict[str, Any] | None:
+    """``--schema``: a file holding a JSON schema, or the schema itself as JSON."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    source = f"--schema file {path}"
+    text = value
+    if not value.lstrip().startswith("{") and path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(ctx, f"cannot read {source}: {exc}")
+    else:
+        source = "--schema"
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = "" if source != "--schema" else " (and no such file)"
+        _fail(ctx, f"{source} is not valid JSON{hint}: {exc}")
+    if not isinstance(schema, dict):
+        _fail(ctx, f"{source} must hold a JSON object (a JSON schema)")
+    return schema
+
+
+@nodes_app.command("create")
+def create(
+    ctx: typer.Context,
+    prompt: Annotated[str, typer.Argument(help="The node's brief: its first message.")],
+    model: Annotated[
+        str | None, typer.Option(help="Model (provider spec), e.g. openai:gpt-4o.")
+    ] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="Persona (the profile's default if unset).")
+    ] = None,
+    profile: Annotated[str | None, typer.Option(help="Profile: store, memory, purview.")] = None,
+    cwd: Annotated[
+        Path | None,
+        typer.Option(help="Working directory (default: the current one).", show_default=False),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Display label.")] = None,
+    deadline: Annotated[
+        str | None, typer.Option(help="Wall clock from now, e.g. 1h30m; expiry cancels it.")
+    ] = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(help="JSON schema the result must satisfy: a FILE or the JSON itself."),
+    ] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option("--scope", help="Allow only this scope (repeat for more); default: all."),
+    ] = None,
+    node_id: Annotated[
+        str | None, typer.Option("--node-id", help="Create at this id (retry-safe).")
+    ] = None,
+    no_kickoff: Annotated[
+        bool, typer.Option("--no-kickoff", help="Create it dormant: it reads PROMPT when woken.")
+    ] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Then watch it until it settles (as `watch`).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a node (an agent run on the daemon) on PROMPT.
+
+    With --watch the exit status is watch's: 0 result, 2 failure, 130 Ctrl-C, 1 error.
+    """
+    if not prompt.strip():
+        _fail(ctx, "the prompt is empty")
+    if watch and as_json:
+        _fail(ctx, "--watch draws the run; --json prints the created node: choose one")
+    if node_id is not None:
+        _check_id(ctx, node_id)
+    body: dict[str, Any] = {
+        "prompt": prompt,
+        "cwd": os.fspath((cwd or Path.cwd()).expanduser().resolve()),
+        "model": model,
+        "kind": kind,
+        "profile": profile,
+        "name": name,
+        "deadline": deadline,
+        "output_schema": _schema(ctx, schema),
+        "scopes": scope or None,
+        "node_id": node_id,
+    }
+    body = {key: value for key, value in body.items() if value is not None}
+    if no_kickoff:
+        body["no_kickoff"] = True
+
+    def go(client: Heron) -> int:
+        node = client.nodes.create(cast("NodeCreateParams", body))  # the daemon checks it
+        if as_json:
+            _print_json(node)
+            return 0
+        _say(f"created node {node.node_id} ({node.status})")
+        if not watch:
+            _say(f"watch it: heron nodes watch {node.node_id}", "dim")
+            return 0
+        return _watch(client, node.node_id, None)
+
+    raise typer.Exit(_with_client(ctx, go))
+
+
+_STATUSES: tuple[str, ...] = get_args(api.NodeStatus)
+
+
+def _status(value: str) -> str:
+    if value not in _STATUSES:
+        raise typer.BadParameter(f"{value!r} is none of {', '.join(_STATUSES)}")
+    return value
+
+
+@nodes_app.command("list")
+def list_(
+    ctx: typer.Context,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            parser=_status,
+            help=f"Only nodes with this status (repeat for more): {', '.join(_STATUSES)}.",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the nodes, oldest first: id, status, name (or prompt), created, turns."""
+
+    def go(client: Heron) -> None:
+        wanted = cast("list[api.NodeStatus]", status or [])
+        nodes = client.nodes.list(status=wanted or None)
+        if as_json:
+            _print_json(nodes)
+            return
+        if not nodes:
+            _say("no nodes" + (f" with status {', '.join(status)}" if status else ""))
+            return
+        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+        table.add_column("ID", no_wrap=True)
+        table.add_column("STATUS", no_wrap=True)
+        table.add_column("NAME / PROMPT", overflow="ellipsis", no_wrap=True)
+        table.add_column("CREATED", no_wrap=True)
+        table.add_column("TURNS", justify="right")
+        for node in nodes:
+            table.add_row(
+                node.node_id,
+                Text(node.status, style=_STATUS_STYLE.get(node.status, "")),
+                _label(node),
+                _when(node.created_at),
+                str(node.turns),
+            )
+        _console().print(table)
+
+    _with_client(ctx, go)
+
+
+_STATUS_STYLE = {
+    "running": "cyan",
+    "dormant": "blue",
+    "interrupted": "yellow",
+    "completed": "green",
+    "failed": "red",
+    "cancelled": "magenta",
+}
+"""How ``list`` colours each status."""
+
+
+def _node_lines(node: api.Node) -> list[tuple[str, str]]:
+    """The fields ``get`` shows, as (label, value) pairs; unset ones are left out."""
+    rows: list[tuple[str, str | None]] = [
+        ("id", node.node_id),
+        ("status", node.status),
+        ("name", node.name),
+        ("prompt", _one_line(node.prompt, 200) if node.prompt else None),
+        ("model", node.model),
+        ("kind", node.kind),
+        ("profile", node.profile),
+        ("cwd", node.cwd + (" (pinned)" if node.pin_cwd else "") if node.cwd else None),
+        ("mode", f"{node.mode}, {'root' if node.root else 'child'} ({node.root_lifecycle})"),
+        ("parent", node.parent),
+        ("forked from", node.forked_from),
+        ("scopes", ", ".join(node.scopes) if node.scopes is not None else None),
+        ("schema", "the result must satisfy an output schema" if node.has_output_schema else None),
+        ("worktree", node.worktree.path if node.worktree else None),
+        ("created", _when(node.created_at)),
+        ("updated", _when(node.updated_at)),
+        ("deadline", _when(node.deadline_at) if node.deadline_at else None),
+        ("settled", _when(node.settled_at) if node.settled_at else None),
+        ("work", f"{_count(node.runs, 'run')} · {_count(node.turns, 'turn')}"),
+        ("tokens", f"{node.input_tokens} in / {node.output_tokens} out"),
+    ]
+    return [(label, value) for label, value in rows if value is not None]
+
+
+@nodes_app.command("get")
+def get(ctx: typer.Context, node_id: NodeIdArg, as_json: JsonOption = False) -> None:
+    """Show one node."""
+    _check_id(ctx, node_id)
+
+    def go(client: Heron) -> None:
+        node = client.nodes.retrieve(node_id)
+        if as_json:
+            _print_json(node)
+            return
+        width = max(len(label) for label, _ in _node_lines(node))
+        for label, value in _node_lines(node):
+            _say(f"{label:<{width}}  {value}")
+
+    _with_client(ctx, go)
+
+
+@nodes_app.command("watch", epilog=f"{_EXIT_HELP}; 130 stopped by Ctrl-C.")
+def watch(
+    ctx: typer.Context,
+    node_id: NodeIdArg,
+    after: Annotated[
+        int | None,
+        typer.Option(min=0, help="Start after this event number (default: from the start)."),
+    ] = None,
+) -> None:
+    """Watch a node's work live until it settles: text, tool steps, reports, the outcome.
+
+    Ctrl-C stops watching; the node keeps running.
+    """
+    _check_id(ctx, node_id)
+    raise typer.Exit(_with_client(ctx, lambda client: _watch(client, node_id, after)))
+
+
+@nodes_app.command("outcome", epilog=f"{_EXIT_HELP}; 3 not settled yet.")
+def outcome(
+    ctx: typer.Context,
+    node_id: NodeIdArg,
+    wait: Annotated[
+        int,
+        typer.Option(help="Wait up to this many seconds (0-25) for the node to settle."),
+    ] = 0,
+    follow: Annotated[
+        bool, typer.Option("--follow", help="Wait as long as it takes (Ctrl-C stops waiting).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """How a node settled: its result, or why it failed."""
+    _check_id(ctx, node_id)
+    if not 0 <= wait <= 25:
+        _fail(ctx, f"--wait must be 0 to 25 seconds, got {wait} (use --follow to wait longer)")
+    if follow and wait:
+        _fail(ctx, "--wait and --follow do not go together")
+
+    def go(client: Heron) -> int:
+        if follow:
+            try:
+                settled: api.NodeOutcome | None = client.nodes.wait_for_outcome(node_id)
+            except KeyboardInterrupt:
+                _say(f"stopped waiting; node {node_id} keeps running", "yellow")
+                return EXIT_INTERRUPTED
+            status = None
+        else:
+            poll = client.nodes.outcome(node_id, wait=wait)
+            settled, status = poll.outcome, poll.node_status
+            if as_json:
+                _print_json(poll)
+        if settled is None:
+            if not as_json:
+                _say(f"pending: node {node_id} is {status}")
+            return EXIT_PENDING
+        if as_json and follow:
+            typer.echo(json.dumps(settled.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        elif not as_json:
+            console = _console()
+            for line in outcome_lines(settled):
+                console.print(line, soft_wrap=True)
+        return 0 if isinstance(settled, api.NodeResult) else EXIT_FAILURE_OUTCOME
+
+    raise typer.Exit(_with_client(ctx, go))
+
+
+@nodes_app.command("message")
+def message(
+    ctx: typer.Context,
+    node_id: NodeIdArg,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The message.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Send a node a message: a dormant node wakes; a running one reads it next turn."""
+    _check_id(ctx, node_id)
+    if not text.strip():
+        _fail(ctx, "the message is empty")
+
+    def go(client: Heron) -> None:
+        accepted = client.nodes.message(node_id, text)
+        if as_json:
+            _print_json(accepted)
+        elif accepted.delivery == "woke":
+            _say(f"message {accepted.message_id} sent: node {node_id} woke to read it")
+        else:
+            _say(f"message {accepted.message_id} queued: node {node_id} reads it next turn")
+
+    _with_client(ctx, go)
+
+
+def _node_action(
+    ctx: typer.Context,
+    node_id: str,
+    as_json: bool,
+    call: Callable[[Heron], api.Node],
+    done: str,
+) -> None:
+    """Run an action on ``node_id`` answering a node; print that node as JSON, or
+    ``done`` with its id and status."""
+    _check_id(ctx, node_id)
+
+    def go(client: Heron) -> None:
+        node = call(client)
+        if as_json:
+            _print_json(node)
+        else:
+            _say(done.format(id=node.node_id, status=node.status))
+
+    _with_client(ctx, go)
+
+
+@nodes_app.command("interrupt")
+def interrupt(ctx: typer.Context, node_id: NodeIdArg, as_json: JsonOption = False) -> None:
+    """Stop the node's current turn and keep the node (revive or message it to go on)."""
+    _node_action(
+        ctx,
+        node_id,
+        as_json,
+        lambda c: c.nodes.interrupt(node_id),
+        "node {id} interrupted ({status})",
+    )
+
+
+@nodes_app.command("cancel")
+def cancel(
+    ctx: typer.Context,
+    node_id: NodeIdArg,
+    reason: Annotated[str | None, typer.Option(help="Why, recorded on its outcome.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel a node and the subtree it owns, for good."""
+    _node_action(
+        ctx,
+        node_id,
+        as_json,
+        lambda c: c.nodes.cancel(node_id, reason=reason),
+        "node {id} cancelled ({status})",
+    )
+
+
+@nodes_app.command("fork")
+def fork(
+    ctx: typer.Context,
+    node_id: NodeIdArg,
+    prompt: Annotated[
+        str | None, typer.Option(help="A first message for the fork (it runs at once).")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="The fork's display label.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fork a node: a new node with a copy of its conversation and settings.
+
+    Without --prompt the fork waits, dormant, for a message.
+    """
+    fields = {key: value for key, value in (("prompt", prompt), ("name", name)) if value}
+    _node_action(
+        ctx,
+        node_id,
+        as_json,
+        lambda c: c.nodes.fork(node_id, cast("ForkParams", fields)),
+        f"forked {node_id} into node {{id}} ({{status}})",
+    )
+
+
+@nodes_app.command("revive")
+def revive(
+    ctx: typer.Context,
+    node_id: NodeIdArg,
+    message: Annotated[
+        str | None, typer.Option(help="What the revived run reads first (default: go on).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revive a settled or interrupted node: it runs again from where it stopped."""
+    _node_action(
+        ctx,
+        node_id,
+        as_json,
+        lambda c: c.nodes.revive(node_id, message=message),
+        "node {id} revived ({status})",
+    )

@@ -1,0 +1,217 @@
+"""Rendering a node's event stream in the terminal, as ``heron run`` renders a run.
+
+Text is written as it arrives; each tool step shows a spinner while it runs (on a
+terminal) and ends as one ``✓``/``✗`` line; pushed reports, status changes worth
+knowing and the settled outcome follow in order. The renderer only consumes
+:mod:`heron.api` events, so it is fed from a live stream or a recorded list alike.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+from .. import api
+from ._view import _one_line
+
+__all__ = ["NodeView", "outcome_lines"]
+
+_STATUS_NOTES = {
+    "dormant": "waiting for a message (heron nodes message {id} TEXT)",
+    "interrupted": "interrupted: its turn was stopped (heron nodes revive {id} to go on)",
+}
+"""Statuses worth a line of their own while watching; the others show in the outcome."""
+
+
+@dataclass(slots=True)
+class _Step:
+    """A tool call that started and has not completed yet."""
+
+    tool: str
+    """The tool's name."""
+    summary: str
+    """The shape of its arguments."""
+
+
+def _step_text(tool: str, summary: str) -> str:
+    return f"{tool} ({summary})" if summary else tool
+
+
+class NodeView:
+    """Draws a node's events on ``console``; :attr:`outcome` once ``node.settled`` came.
+
+    On a terminal running tool steps spin in a live region below the text; elsewhere
+    (a pipe, a file) nothing is redrawn and only the finished ``✓``/``✗`` lines appear.
+    """
+
+    def __init__(self, console: Console, node_id: str) -> None:
+        self.console = console
+        self.node_id = node_id
+        self.outcome: api.NodeOutcome | None = None
+        """How the node settled (``None`` until its ``node.settled`` event)."""
+        self.last_sequence: int | None = None
+        """The number of the last event drawn (resume after it with ``--after``)."""
+        self._running: dict[str, _Step] = {}
+        self._live: Live | None = None
+        self._column = 0
+        self._message = ""  # the assistant text drawn since its last ``done``
+        self._last_text = ""  # the last complete assistant message
+
+    # -- writing ---------------------------------------------------------------
+
+    def _write(self, text: str, style: str | None = None) -> None:
+        if not text:
+            return
+        self._stop_live()  # a partial line cannot be drawn above a live region
+        self.console.print(Text(text, style=style or ""), end="", soft_wrap=True)
+        last_break = text.rfind("\n")
+        self._column = len(text) - last_break - 1 if last_break >= 0 else self._column + len(text)
+
+    def _line(self, line: Text) -> None:
+        """Print ``line`` on a line of its own (above the spinners, if they run)."""
+        if self._column:
+            self._write("\n")
+        self.console.print(line, soft_wrap=True)
+
+    # -- the live region of running steps --------------------------------------
+
+    def _spinners(self) -> Group:
+        return Group(
+            *(
+                Spinner("dots", Text(_step_text(step.tool, step.summary), style="cyan"))
+                for step in self._running.values()
+            )
+        )
+
+    def _refresh_live(self) -> None:
+        if not self.console.is_terminal:
+            return
+        if not self._running:
+            self._stop_live()
+            return
+        if self._live is None:
+            if self._column:
+                self._write("\n")
+            self._live = Live(
+                self._spinners(), console=self.console, transient=True, refresh_per_second=12.5
+            )
+            self._live.start()
+        else:
+            self._live.update(self._spinners())
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+
+    # -- events ------------------------------------------------------------------
+
+    def feed(self, event: api.NodeEvent) -> None:
+        """Draw one event."""
+        if not isinstance(event, api.StreamError):
+            self.last_sequence = event.sequence_number
+        if isinstance(event, api.OutputTextDelta):
+            self._message += event.delta
+            self._write(event.delta)
+        elif isinstance(event, api.OutputTextDone):
+            self._text_done(event.text)
+        elif isinstance(event, api.ToolCallStarted):
+            self._running[event.tool_call_id] = _Step(event.tool, event.summary)
+            self._refresh_live()
+        elif isinstance(event, api.ToolCallCompleted):
+            self._tool_done(event)
+        elif isinstance(event, api.ReportPushed):
+            self._report(event.report)
+        elif isinstance(event, api.NodeStatusChanged):
+            note = _STATUS_NOTES.get(event.status)
+            if note is not None:
+                self._line(Text(f"· {note.format(id=self.node_id)}", style="dim"))
+        elif isinstance(event, api.NodeSettled):
+            self._settled(event.outcome)
+        elif isinstance(event, api.StreamError):
+            self._stream_error(event.error)
+        # Turn boundaries draw nothing: text and tool lines already show the work.
+
+    def _text_done(self, text: str) -> None:
+        # Replayed from the daemon's log, a message comes without its deltas; after a
+        # gap, only part of it was drawn. Draw what is missing.
+        if text.startswith(self._message):
+            self._write(text[len(self._message) :])
+        elif text and not self._message:
+            self._write(text)
+        if self._column:
+            self._write("\n")
+        self._message = ""
+        self._last_text = text
+
+    def _tool_done(self, event: api.ToolCallCompleted) -> None:
+        step = self._running.pop(event.tool_call_id, None) or _Step(event.tool, event.summary)
+        ok = event.status == "ok"
+        line = Text("  ✓ " if ok else "  ✗ ", style="green" if ok else "red")
+        line.append(_step_text(step.tool, step.summary), style="cyan" if ok else "red")
+        if not ok:
+            line.append(" failed", style="red")
+        self._line(line)
+        self._refresh_live()
+
+    def _report(self, report: api.Report) -> None:
+        head = Text(f"▍ report · {report.tier}", style="magenta")
+        if report.title:
+            head.append(f" · {report.title}", style="bold")
+        self._line(head)
+        for body_line in report.body.rstrip().splitlines():
+            self._line(Text(f"  {body_line}"))
+        if report.path:
+            self._line(Text(f"  (written to {report.path})", style="dim"))
+
+    def _stream_error(self, error: api.StreamErrorBody) -> None:
+        if error.code == "stream_gap":
+            self._message = ""  # the text before the gap is no prefix of what follows
+            self._line(Text(f"· {error.message}", style="yellow"))
+        else:
+            self._line(Text(f"· stream: {error.code}: {error.message}", style="yellow"))
+
+    def _settled(self, outcome: api.NodeOutcome) -> None:
+        self.outcome = outcome
+        self.close()
+        for line in outcome_lines(outcome, shown_text=self._last_text):
+            self._line(line)
+
+    def close(self) -> None:
+        """Stop the spinners and end the current line (call when watching stops)."""
+        self._stop_live()
+        if self._column:
+            self._write("\n")
+
+
+def outcome_lines(outcome: api.NodeOutcome, *, shown_text: str = "") -> list[Text]:
+    """How a node settled, as lines: ``✓ completed`` and the result, or ``✗ failed`` and why.
+
+    The result's text is left out when it is ``shown_text`` (already on screen).
+    """
+    if isinstance(outcome, api.NodeResult):
+        lines = [Text("✓ completed", style="bold green")]
+        if outcome.structured_result is not None:
+            dumped = json.dumps(outcome.structured_result, indent=2, ensure_ascii=False)
+            lines += [Text(line) for line in dumped.splitlines()]
+        elif outcome.output_text and outcome.output_text.strip() != shown_text.strip():
+            lines += [Text(line) for line in outcome.output_text.splitlines()]
+        if outcome.final_report_path:
+            lines.append(Text(f"final report: {outcome.final_report_path}", style="dim"))
+        return lines
+    head = Text(f"✗ failed: {outcome.reason}", style="bold red")
+    lines = [head]
+    if outcome.declined is not None:
+        declined = outcome.declined
+        code = f" [{declined.code}]" if declined.code else ""
+        retry = " (retryable)" if declined.retryable else ""
+        lines.append(Text(f"declined{code}: {_one_line(declined.reason, 400)}{retry}", style="red"))
+    elif outcome.detail is not None:
+        kind = f"{outcome.detail.error_type}: " if outcome.detail.error_type else ""
+        lines.append(Text(f"{kind}{outcome.detail.message}", style="red"))
+    return lines

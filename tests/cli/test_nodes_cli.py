@@ -1,0 +1,400 @@
+"""``heron nodes ...`` against a real daemon, found through ``HERON_HOME`` as a shell would.
+
+Commands run in process (Typer's ``CliRunner``); the one that needs a real
+terminal signal (Ctrl-C while watching) runs ``heron`` as a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.client.conftest import Daemon, client, daemon, scripts
+from typer.testing import CliRunner
+
+from heron import api
+from heron.cli import app
+from heron.client import Heron
+
+__all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
+
+Scripts = Any
+
+
+@pytest.fixture(autouse=True)
+def on_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The CLI reaches the shared daemon through ``HERON_HOME``, from a fresh directory."""
+    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN", "FORCE_COLOR"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HERON_HOME", str(daemon.home))
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.chdir(tmp_path)
+
+
+class Done:
+    """What one ``heron`` invocation did."""
+
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self) -> str:
+        return f"Done({self.code}, out={self.out!r}, err={self.err!r})"
+
+
+def heron(*args: str) -> Done:
+    result = CliRunner().invoke(app, list(args), prog_name="heron")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # an escaped exception is a bug, not an outcome
+    return Done(result.exit_code, result.stdout, result.stderr)
+
+
+def created(done: Done) -> str:
+    match = re.match(r"created node (\S+) \(", done.out)
+    assert done.code == 0 and match, done
+    return match[1]
+
+
+def settle(client: Heron, node_id: str) -> api.NodeOutcome:
+    return client.nodes.wait_for_outcome(node_id, timeout=60)
+
+
+def wait_status(client: Heron, node_id: str, status: str) -> api.Node:
+    deadline = time.monotonic() + 30
+    while (node := client.nodes.retrieve(node_id)).status != status:
+        assert time.monotonic() < deadline, f"{node_id} is {node.status}, not {status}"
+        time.sleep(0.02)
+    return node
+
+
+# -- create, get, list -----------------------------------------------------------
+
+
+def test_create_sends_every_option_and_get_shows_the_node(
+    client: Heron, scripts: Scripts, tmp_path: Path
+) -> None:
+    model = scripts("quiet", ["Done."])
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}}))
+    done = heron(
+        "nodes", "create", "Count the files.", "--model", model, "--name", "counter",
+        "--deadline", "1h", "--schema", str(schema), "--scope", "ask", "--scope", "act",
+        "--node-id", "cli-counter", "--no-kickoff",
+    )  # fmt: skip
+    assert done.out == (
+        "created node cli-counter (dormant)\nwatch it: heron nodes watch cli-counter\n"
+    )
+    node = client.nodes.retrieve("cli-counter")
+    assert (node.prompt, node.name, node.model) == ("Count the files.", "counter", model)
+    assert node.cwd == str(tmp_path.resolve())  # the current directory by default
+    assert node.scopes == ["ask", "act"] and node.has_output_schema
+    assert node.deadline_at is not None and node.status == "dormant"
+
+    shown = heron("nodes", "get", "cli-counter")
+    assert shown.code == 0
+    assert re.search(r"^id +cli-counter$", shown.out, re.M)
+    assert re.search(r"^status +dormant$", shown.out, re.M)
+    assert re.search(r"^prompt +Count the files\.$", shown.out, re.M)
+    assert re.search(rf"^cwd +{re.escape(str(tmp_path.resolve()))}$", shown.out, re.M)
+    assert re.search(r"^scopes +ask, act$", shown.out, re.M)
+
+    as_json = heron("nodes", "get", "cli-counter", "--json")
+    assert json.loads(as_json.out) == client.nodes.retrieve("cli-counter").model_dump(mode="json")
+
+
+def test_create_json_prints_the_created_node(client: Heron, scripts: Scripts) -> None:
+    done = heron("nodes", "create", "Hi", "--model", scripts("hi", ["Hello."]), "--json")
+    node = json.loads(done.out)
+    assert done.code == 0 and node["prompt"] == "Hi"
+    assert client.nodes.retrieve(node["node_id"]).node_id == node["node_id"]
+
+
+def test_an_inline_schema_is_sent_and_a_bad_one_creates_nothing(
+    client: Heron, scripts: Scripts
+) -> None:
+    model = scripts("s", ["x"])
+    inline = heron("nodes", "create", "go", "--model", model, "--no-kickoff", "--json",
+                   "--schema", '{"type": "object"}')  # fmt: skip
+    assert json.loads(inline.out)["has_output_schema"] is True
+    before = len(client.nodes.list())
+    for schema, problem in [
+        ("{not json", "--schema is not valid JSON (and no such file)"),
+        ("[1, 2]", "--schema must hold a JSON object"),
+    ]:
+        done = heron("nodes", "create", "go", "--model", model, "--schema", schema)
+        assert done.code == 1 and done.err.startswith(f"heron: error: {problem}"), done
+    assert len(client.nodes.list()) == before
+
+
+def test_api_errors_are_one_line_with_their_code(client: Heron, scripts: Scripts) -> None:
+    model = scripts("s", ["x"])
+    first = heron("nodes", "create", "a", "--model", model, "--node-id", "cli-dup")
+    assert first.code == 0
+    again = heron("nodes", "create", "a", "--model", model, "--node-id", "cli-dup")
+    assert again.code == 1
+    assert again.err.startswith("heron: error: node_id_exists: ") and again.err.count("\n") == 1
+
+    bad = heron("nodes", "create", "a", "--model", model, "--deadline", "soon")
+    assert bad.code == 1
+    assert bad.err.startswith("heron: error: invalid_request: the request does not match")
+    assert "(deadline: " in bad.err
+
+    missing = heron("nodes", "get", "no-such-node")
+    assert missing.code == 1
+    assert missing.err.startswith("heron: error: node_not_found: ")
+    assert "Traceback" not in missing.err
+
+    for command in ("watch", "outcome", "message", "revive"):
+        args = ["nodes", command, "no-such-node", *(["hi"] if command == "message" else [])]
+        unknown = heron(*args)
+        assert unknown.code == 1 and unknown.err.startswith("heron: error: node_not_found: ")
+
+    debug = heron("--debug", "nodes", "get", "no-such-node")
+    assert debug.code == 1 and "Traceback" in debug.err and "NotFoundError" in debug.err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["get", "bad id"],
+        ["watch", "../etc"],
+        ["outcome", "a/b"],
+        ["message", "--", "-x", "hi"],  # an id that looks like an option comes after `--`
+        ["interrupt", "a b"],
+        ["cancel", "a b"],
+        ["fork", "a b"],
+        ["revive", "a b"],
+        ["create", "go", "--node-id", "no way"],
+    ],
+)
+def test_an_invalid_id_is_refused_before_anything_is_sent(args: list[str]) -> None:
+    done = heron("nodes", *args)
+    assert done.code == 1, done
+    assert re.match(r"heron: error: invalid node id '.*': 1-128 letters", done.err), done
+
+
+def test_list_is_a_table_filtered_by_status(client: Heron, scripts: Scripts) -> None:
+    model = scripts("s", ["Listed."])
+    done_id = created(heron("nodes", "create", "List me please", "--model", model))
+    settle(client, done_id)
+    asleep = created(heron("nodes", "create", "Sleep", "--model", model, "--no-kickoff",
+                           "--name", "sleeper"))  # fmt: skip
+
+    table = heron("nodes", "list")
+    assert table.code == 0
+    header, *rows = table.out.splitlines()
+    assert header.split() == ["ID", "STATUS", "NAME", "/", "PROMPT", "CREATED", "TURNS"]
+    by_id = {row.split()[0]: row for row in rows}
+    assert re.match(
+        rf"{done_id} +completed +List me please +\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d +1$",
+        by_id[done_id],
+    )
+    assert re.match(rf"{asleep} +dormant +sleeper ", by_id[asleep])
+
+    dormant = heron("nodes", "list", "--status", "dormant")
+    ids = {row.split()[0] for row in dormant.out.splitlines()[1:]}
+    assert asleep in ids and done_id not in ids
+
+    listed = json.loads(heron("nodes", "list", "--json", "--status", "completed").out)
+    assert done_id in {node["node_id"] for node in listed}
+    assert {node["status"] for node in listed} == {"completed"}
+
+    wrong = heron("nodes", "list", "--status", "asleep")
+    assert wrong.code == 2 and "'asleep' is none of running, dormant" in wrong.err
+
+
+# -- watch -------------------------------------------------------------------------
+
+TOOLS_SCRIPT: list[Any] = [
+    {
+        "text": "Reading two things.",
+        "tool_calls": [
+            {"name": "fs-read-file", "arguments": {"path": "/no/such/file.txt"}},
+            {"name": "get-current-time", "arguments": {}},
+        ],
+    },
+    {
+        "tool_calls": [
+            {
+                "name": "push-report",
+                "arguments": {"tier": "milestone", "title": "Halfway", "body": "One read failed."},
+            }
+        ]
+    },
+    "All done.",
+]
+
+
+def test_create_watch_draws_text_tool_steps_reports_and_the_outcome(
+    client: Heron, scripts: Scripts
+) -> None:
+    done = heron("nodes", "create", "Read", "--model", scripts("tools", TOOLS_SCRIPT), "--watch")
+    assert done.code == 0, done
+    node_id = created(done)
+    lines = done.out.splitlines()
+    start = lines.index("Reading two things.")
+    # The two calls run side by side: either may finish first.
+    assert sorted(lines[start + 1 : start + 3]) == [
+        "  ✓ get-current-time (object with 0 fields)",
+        "  ✗ fs-read-file (object with 1 field) failed",
+    ]
+    report = lines.index("▍ report · milestone · Halfway")
+    assert lines[report + 1] == "  One read failed."
+    assert lines[-3:-1] == ["All done.", "✓ completed"]
+    assert re.fullmatch(rf"{node_id} · completed · 3 turns · tokens \d+ in / \d+ out", lines[-1])
+
+    # Watched again once settled, the run replays from the daemon's log (no text deltas
+    # there): each message is drawn once, and the exit status is the outcome's.
+    again = heron("nodes", "watch", node_id)
+    assert again.code == 0
+    assert again.out.count("Reading two things.") == 1 and again.out.count("All done.") == 1
+    assert "failed" in again.out and "✓ completed" in again.out
+
+
+def test_watch_of_a_failing_node_exits_2_with_the_reason(client: Heron, scripts: Scripts) -> None:
+    model = scripts("boom", [{"error": "the model fell over", "status": 500}])
+    node_id = created(heron("nodes", "create", "Fail", "--model", model))
+    done = heron("nodes", "watch", node_id)
+    assert done.code == 2, done
+    assert "✗ failed: provider_error" in done.out
+    assert "the model fell over" in done.out
+
+
+def test_watch_after_skips_what_was_seen(client: Heron, scripts: Scripts) -> None:
+    clock = {"name": "get-current-time", "arguments": {}}
+    model = scripts("two", [{"text": "First.", "tool_calls": [clock]}, "Second."])
+    node_id = created(heron("nodes", "create", "Go", "--model", model))
+    settle(client, node_id)
+    with client.nodes.events(node_id, after=0) as stream:
+        first = next(e.sequence_number for e in stream if isinstance(e, api.OutputTextDone))
+    tail = heron("nodes", "watch", node_id, "--after", str(first))
+    assert tail.code == 0, tail
+    assert "First." not in tail.out
+    assert "✓ get-current-time" in tail.out and "Second." in tail.out
+
+
+# -- outcome -----------------------------------------------------------------------
+
+
+def test_outcome_exit_statuses(client: Heron, scripts: Scripts) -> None:
+    ok = created(heron("nodes", "create", "Hi", "--model", scripts("ok", ["Fine."])))
+    settle(client, ok)
+    result = heron("nodes", "outcome", ok)
+    assert (result.code, result.out) == (0, "✓ completed\nFine.\n")
+    poll = json.loads(heron("nodes", "outcome", ok, "--json").out)
+    assert poll["state"] == "settled" and poll["outcome"]["output_text"] == "Fine."
+
+    slow = scripts("slow", [{"text": "Late.", "delay": 3}])
+    pending_id = created(heron("nodes", "create", "Hi", "--model", slow))
+    pending = heron("nodes", "outcome", pending_id)
+    assert (pending.code, pending.out) == (3, f"pending: node {pending_id} is running\n")
+    followed = heron("nodes", "outcome", pending_id, "--follow")
+    assert (followed.code, followed.out) == (0, "✓ completed\nLate.\n")
+
+    failing = scripts("fail", [{"error": "no model today", "status": 500}])
+    failed_id = created(heron("nodes", "create", "Hi", "--model", failing))
+    failed = heron("nodes", "outcome", failed_id, "--wait", "25")
+    assert failed.code == 2
+    assert failed.out.startswith("✗ failed: provider_error\n")
+
+    assert "--follow" in heron("nodes", "outcome", ok, "--wait", "26").err
+    both = heron("nodes", "outcome", ok, "--wait", "3", "--follow")
+    assert both.code == 1 and "do not go together" in both.err
+    assert "2 it settled with a failure" in heron("nodes", "outcome", "--help").out
+
+
+# -- steering ----------------------------------------------------------------------
+
+
+def test_message_wakes_a_dormant_node(client: Heron, scripts: Scripts) -> None:
+    node_id = created(heron("nodes", "create", "Wait", "--model", scripts("m", ["Got it."]),
+                            "--no-kickoff"))  # fmt: skip
+    done = heron("nodes", "message", node_id, "Here you go")
+    assert done.code == 0
+    assert re.fullmatch(rf"message \d+ sent: node {node_id} woke to read it\n", done.out)
+    assert isinstance(settle(client, node_id), api.NodeResult)
+    empty = heron("nodes", "message", node_id, "  ")
+    assert empty.code == 1 and "the message is empty" in empty.err
+
+
+def test_interrupt_revive_cancel_and_fork(client: Heron, scripts: Scripts) -> None:
+    slow = scripts("slow", [{"text": "Slow.", "delay": 30}])
+    node_id = created(heron("nodes", "create", "Work", "--model", slow))
+    wait_status(client, node_id, "running")
+
+    stopped = heron("nodes", "interrupt", node_id)
+    assert stopped.out == f"node {node_id} interrupted (interrupted)\n", stopped
+
+    revived = heron("nodes", "revive", node_id, "--message", "go on")
+    assert revived.out == f"node {node_id} revived (running)\n", revived
+
+    cancelled = heron("nodes", "cancel", node_id, "--reason", "enough", "--json")
+    assert cancelled.code == 0 and json.loads(cancelled.out)["status"] == "cancelled"
+    outcome = heron("nodes", "outcome", node_id)
+    assert outcome.code == 2 and outcome.out.startswith("✗ failed: cancelled\n")
+    assert "enough" in outcome.out
+
+    late = heron("nodes", "interrupt", node_id)
+    assert late.code == 1 and re.match(r"heron: error: node_\w+: ", late.err), late
+
+    forked = heron("nodes", "fork", node_id, "--prompt", "Again", "--name", "twin")
+    match = re.fullmatch(rf"forked {node_id} into node (\S+) \((running|dormant)\)\n", forked.out)
+    assert forked.code == 0 and match, forked
+    fork = client.nodes.retrieve(match[1])
+    assert fork.forked_from == node_id and fork.name == "twin" and fork.prompt == "Again"
+    assert heron("nodes", "cancel", match[1]).out == f"node {match[1]} cancelled (cancelled)\n"
+
+
+# -- Ctrl-C ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_watching_and_leaves_the_node_running(
+    daemon: Daemon, client: Heron, scripts: Scripts
+) -> None:
+    clock = {"name": "get-current-time", "arguments": {}}
+    model = scripts("slow", [{"text": "Thinking hard.", "tool_calls": [clock]}, {"delay": 60}])
+    node = client.nodes.create(prompt="Go", model=model, cwd=str(daemon.home))
+    env = {**os.environ, "HERON_HOME": str(daemon.home)}
+    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN"):
+        env.pop(variable, None)
+    lines: list[str] = []
+    seen = threading.Event()
+    with subprocess.Popen(
+        [sys.executable, "-m", "heron", "nodes", "watch", node.node_id],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as watcher:
+
+        def read() -> None:
+            assert watcher.stdout is not None
+            for line in watcher.stdout:
+                lines.append(line)
+                if "Thinking hard." in line:
+                    seen.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            assert seen.wait(60), lines
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(30) == 130
+            reader.join(10)
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+    out = "".join(lines)
+    assert f"stopped watching; node {node.node_id} keeps running" in out
+    assert f"heron nodes watch {node.node_id} --after " in out
+    assert client.nodes.retrieve(node.node_id).status == "running"
+    client.nodes.cancel(node.node_id)

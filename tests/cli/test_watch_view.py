@@ -1,0 +1,165 @@
+"""The node watch renderer on recorded event lists: exact text, spinners only on a terminal."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console
+
+from heron import api
+from heron.cli._watch import NodeView, outcome_lines
+
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def events(*records: tuple[str, dict[str, Any]]) -> list[api.NodeEvent]:
+    """Typed events numbered from 1, as the daemon's stream sends them."""
+    return [
+        api.parse_event(kind, {"node_id": "n1", "sequence_number": number, **data})
+        for number, (kind, data) in enumerate(records, start=1)
+    ]
+
+
+def render(recorded: list[api.NodeEvent], *, terminal: bool = False) -> tuple[str, NodeView]:
+    out = io.StringIO()
+    console = Console(file=out, width=100, force_terminal=terminal, color_system=None)
+    view = NodeView(console, "n1")
+    for event in recorded:
+        view.feed(event)
+    view.close()
+    return out.getvalue(), view
+
+
+def started(call: str, tool: str) -> tuple[str, dict[str, Any]]:
+    return "node.tool_call.started", {"tool_call_id": call, "tool": tool, "summary": "object"}
+
+
+def completed(call: str, tool: str, status: str) -> tuple[str, dict[str, Any]]:
+    data = {"tool_call_id": call, "tool": tool, "summary": "object", "status": status}
+    return "node.tool_call.completed", data
+
+
+RUN = events(
+    ("node.status.changed", {"status": "running"}),
+    ("node.turn.started", {}),
+    ("node.output_text.delta", {"delta": "Let me "}),
+    ("node.output_text.delta", {"delta": "look."}),
+    ("node.output_text.done", {"text": "Let me look."}),
+    started("c1", "fs-read"),
+    started("c2", "bash"),
+    completed("c2", "bash", "error"),
+    completed("c1", "fs-read", "ok"),
+    ("node.turn.completed", {}),
+    (
+        "node.report.pushed",
+        {
+            "report": {
+                "report_id": 7,
+                "node_id": "n1",
+                "tier": "milestone",
+                "title": "Read it",
+                "body": "Two lines\nof report.",
+                "path": None,
+                "created_at": "2026-11-30T12:00:00Z",
+            }
+        },
+    ),
+    ("node.output_text.delta", {"delta": "It says hi."}),
+    ("node.output_text.done", {"text": "It says hi."}),
+    ("node.settled", {"outcome": {"kind": "result", "output_text": "It says hi."}}),
+)
+
+
+def test_a_run_reads_as_text_tool_lines_report_and_outcome() -> None:
+    text, view = render(RUN)
+    assert text == (
+        "Let me look.\n"
+        "  ✗ bash (object) failed\n"
+        "  ✓ fs-read (object)\n"
+        "▍ report · milestone · Read it\n"
+        "  Two lines\n"
+        "  of report.\n"
+        "It says hi.\n"
+        "✓ completed\n"
+    )
+    assert isinstance(view.outcome, api.NodeResult)
+    assert view.last_sequence == len(RUN)
+    assert not any(frame in text for frame in SPINNER_FRAMES)
+
+
+def test_on_a_terminal_running_steps_spin_then_end_as_check_lines() -> None:
+    text, _ = render(RUN, terminal=True)
+    assert any(frame in text for frame in SPINNER_FRAMES)
+    assert "✗ bash (object) failed" in text and "✓ fs-read (object)" in text
+    assert text.rstrip().endswith("✓ completed")
+
+
+def test_a_replayed_message_without_deltas_is_drawn_once() -> None:
+    replay = events(
+        ("node.output_text.done", {"text": "First answer."}),
+        ("node.output_text.delta", {"delta": "Sec"}),
+        ("node.output_text.done", {"text": "Second answer."}),
+    )
+    text, _ = render(replay)
+    # The second message's start was seen; only the rest is drawn after it.
+    assert text == "First answer.\nSecond answer.\n"
+
+
+def test_a_gap_is_said_and_the_next_message_drawn_whole() -> None:
+    gapped = [
+        *events(("node.output_text.delta", {"delta": "Half a"})),
+        api.parse_event(
+            "error",
+            {"error": {"code": "stream_gap", "message": "events 2-4 were missed"}},
+        ),
+        api.parse_event(
+            "node.output_text.done", {"node_id": "n1", "sequence_number": 5, "text": "Whole."}
+        ),
+    ]
+    text, view = render(gapped)
+    assert text == "Half a\n· events 2-4 were missed\nWhole.\n"
+    assert view.last_sequence == 5
+
+
+def test_a_dormant_node_says_how_to_wake_it() -> None:
+    text, view = render(events(("node.status.changed", {"status": "dormant"})))
+    assert text == "· waiting for a message (heron nodes message n1 TEXT)\n"
+    assert view.outcome is None
+
+
+def lines(outcome: dict[str, Any]) -> list[str]:
+    settled = api.parse_event(
+        "node.settled", {"node_id": "n1", "sequence_number": 1, "outcome": outcome}
+    )
+    assert isinstance(settled, api.NodeSettled)
+    return [line.plain for line in outcome_lines(settled.outcome)]
+
+
+def test_outcomes_say_the_result_or_why_it_failed() -> None:
+    assert lines({"kind": "result", "structured_result": {"name": "heron", "n": 2}}) == [
+        "✓ completed",
+        "{",
+        '  "name": "heron",',
+        '  "n": 2',
+        "}",
+    ]
+    assert lines({"kind": "result", "output_text": "Done.", "final_report_path": "/tmp/r.md"}) == [
+        "✓ completed",
+        "Done.",
+        "final report: /tmp/r.md",
+    ]
+    assert lines(
+        {
+            "kind": "failure",
+            "reason": "declined",
+            "declined": {"reason": "no access", "code": "perm", "retryable": True},
+        }
+    ) == ["✗ failed: declined", "declined [perm]: no access (retryable)"]
+    assert lines(
+        {
+            "kind": "failure",
+            "reason": "provider_error",
+            "detail": {"message": "HTTP 500 from the model", "error_type": "ProviderError"},
+        }
+    ) == ["✗ failed: provider_error", "ProviderError: HTTP 500 from the model"]

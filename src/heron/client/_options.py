@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ._settings import check_retries, check_timeout
+from ._settings import check_headers, check_retries, check_timeout
 
 __all__ = ["Cancel", "RequestOptions"]
 
@@ -111,8 +111,7 @@ class RequestOptions:
             check_timeout(self.timeout)
         if self.max_retries is not None:
             check_retries(self.max_retries)
-        if not isinstance(self.headers, Mapping):
-            raise TypeError(f"headers must be a mapping, not {type(self.headers).__name__}")
+        check_headers(self.headers)
         if self.cancel is not None and not isinstance(self.cancel, Cancel):
             kind = type(self.cancel).__name__
             raise TypeError(f"cancel must be a heron.client.Cancel, not {kind}")

@@ -198,3 +198,28 @@ def test_a_huge_non_json_error_body_is_cut_short() -> None:
         repr(error)
         == f"InternalServerError(status=500, code='http_500', message={error.message!r})"
     )
+
+
+@pytest.mark.parametrize(
+    ("reply", "where"),
+    [
+        (Reply(body="<html>Welcome to nginx</html>"), "the body: Invalid JSON"),
+        (Reply(body={"node_id": "n1"}), "status: Field required"),
+    ],
+)
+async def test_a_success_that_is_not_the_route_s_answer_is_invalid_response(
+    server: FlakyServer, reply: Reply, where: str
+) -> None:
+    # Not a raw pydantic ValidationError naming neither the request nor the daemon.
+    server.script("/v1/nodes/n1", reply)
+    with Heron(base_url=server.url) as client, pytest.raises(APIError) as sync_error:
+        await asyncio.to_thread(client.nodes.retrieve, "n1")
+    async with AsyncHeron(base_url=server.url) as aclient:
+        with pytest.raises(APIError) as async_error:
+            await aclient.nodes.retrieve("n1")
+    for error in (sync_error.value, async_error.value):
+        assert type(error) is APIError
+        assert (error.status, error.code) == (200, "invalid_response")
+        assert error.message.startswith("GET /v1/nodes/n1 answered 200 with a body that is not")
+        assert where in error.message
+        assert error.details

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import struct
 import threading
 from collections import Counter
@@ -58,10 +59,12 @@ Step = Reply | str
 
 
 class FlakyServer:
-    """The server, on ``127.0.0.1:0`` (or a Unix socket), run by a thread's own loop."""
+    """The server, on ``127.0.0.1:0`` (or a Unix socket), run by a thread's own loop;
+    over TLS with ``tls`` (a server context)."""
 
-    def __init__(self, unix: Path | None = None) -> None:
+    def __init__(self, unix: Path | None = None, *, tls: ssl.SSLContext | None = None) -> None:
         self.unix = unix
+        self.tls = tls
         self.scripts: dict[str, list[Step]] = {}
         self.attempts: Counter[str] = Counter()
         self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
@@ -78,8 +81,9 @@ class FlakyServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:PORT`` (``https`` over TLS)."""
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def script(self, path: str, *steps: Step) -> None:
         """Answer requests to ``path`` with ``steps`` in turn (the last one repeats)."""
@@ -95,7 +99,7 @@ class FlakyServer:
         if self.unix is not None:
             self._server = await asyncio.start_unix_server(self._serve, path=str(self.unix))
         else:
-            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
             self.port = self._server.sockets[0].getsockname()[1]
 
     def stop(self) -> None:

@@ -3,6 +3,7 @@ its socket and, for 401, over TCP), the failing-on-purpose server for the rest."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ def test_a_malformed_id_in_the_path_is_400(client: Heron) -> None:
 
 async def test_an_unknown_node_is_404_on_both_clients(client: Heron, aclient: AsyncHeron) -> None:
     with pytest.raises(NotFoundError) as sync_error:
-        client.request("GET", "/v1/nodes/no-such-node/outcome")
+        await asyncio.to_thread(client.request, "GET", "/v1/nodes/no-such-node/outcome")
     with pytest.raises(NotFoundError) as async_error:
         await aclient.request("GET", "/v1/nodes/no-such-node/outcome")
     for error in (sync_error.value, async_error.value):
@@ -52,7 +53,7 @@ async def test_an_unknown_node_is_404_on_both_clients(client: Heron, aclient: As
 
 async def test_a_duplicate_node_id_is_409(client: Heron, aclient: AsyncHeron, scripts: Any) -> None:
     body = {"node_id": "client-dup-1", "prompt": "hi", "model": scripts("dup", ["done"])}
-    created = client.request("POST", "/v1/nodes", body)
+    created = await asyncio.to_thread(client.request, "POST", "/v1/nodes", body)
     assert created["node_id"] == "client-dup-1"
     with pytest.raises(ConflictError) as caught:
         await aclient.request("POST", "/v1/nodes", body)
@@ -99,7 +100,7 @@ async def test_tcp_without_the_right_token_is_401(
     monkeypatch.delenv("HERON_TOKEN", raising=False)
     settings: dict[str, Any] = {"base_url": base_url, "token": token, "home": tmp_path}
     with Heron(**settings) as client, pytest.raises(AuthenticationError) as sync_error:
-        client.system.status()
+        await asyncio.to_thread(client.system.status)
     async with AsyncHeron(**settings) as aclient:
         with pytest.raises(AuthenticationError) as async_error:
             await aclient.system.status()
@@ -111,7 +112,7 @@ async def test_tcp_without_the_right_token_is_401(
 async def test_tcp_with_the_token_works_on_both_clients(tcp_daemon: tuple[Daemon, str]) -> None:
     daemon, base_url = tcp_daemon
     with Heron(base_url=base_url, token=TOKEN) as client:
-        pid = client.system.status().pid
+        pid = (await asyncio.to_thread(client.system.status)).pid
     async with AsyncHeron(base_url=base_url + "/", token=TOKEN) as aclient:
         assert (await aclient.system.status()).pid == pid
     assert daemon.process is not None and pid == daemon.process.pid
@@ -179,7 +180,7 @@ async def test_each_status_maps_to_its_class(
     server.script("/e", reply)
     no_retry = RequestOptions(max_retries=0)
     with Heron(base_url=server.url) as client, pytest.raises(kind) as sync_error:
-        client.request("GET", "/e", options=no_retry)
+        await asyncio.to_thread(client.request, "GET", "/e", options=no_retry)
     async with AsyncHeron(base_url=server.url) as aclient:
         with pytest.raises(kind) as async_error:
             await aclient.request("GET", "/e", options=no_retry)
@@ -197,3 +198,28 @@ def test_a_huge_non_json_error_body_is_cut_short() -> None:
         repr(error)
         == f"InternalServerError(status=500, code='http_500', message={error.message!r})"
     )
+
+
+@pytest.mark.parametrize(
+    ("reply", "where"),
+    [
+        (Reply(body="<html>Welcome to nginx</html>"), "the body: Invalid JSON"),
+        (Reply(body={"node_id": "n1"}), "status: Field required"),
+    ],
+)
+async def test_a_success_that_is_not_the_route_s_answer_is_invalid_response(
+    server: FlakyServer, reply: Reply, where: str
+) -> None:
+    # Not a raw pydantic ValidationError naming neither the request nor the daemon.
+    server.script("/v1/nodes/n1", reply)
+    with Heron(base_url=server.url) as client, pytest.raises(APIError) as sync_error:
+        await asyncio.to_thread(client.nodes.retrieve, "n1")
+    async with AsyncHeron(base_url=server.url) as aclient:
+        with pytest.raises(APIError) as async_error:
+            await aclient.nodes.retrieve("n1")
+    for error in (sync_error.value, async_error.value):
+        assert type(error) is APIError
+        assert (error.status, error.code) == (200, "invalid_response")
+        assert error.message.startswith("GET /v1/nodes/n1 answered 200 with a body that is not")
+        assert where in error.message
+        assert error.details

@@ -3,6 +3,7 @@ docstrings, and the same results for the same scenario."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,7 +100,7 @@ async def test_an_async_method_returns_an_awaitable_and_a_sync_one_its_result(
     daemon: Daemon,
 ) -> None:
     with Heron(socket_path=daemon.socket, auto_start=False) as sync:
-        assert sync.system.health().ok is True
+        assert (await asyncio.to_thread(sync.system.health)).ok is True
     async with AsyncHeron(socket_path=daemon.socket, auto_start=False) as aclient:
         pending = aclient.system.health()
         assert inspect.isawaitable(pending)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -115,11 +116,11 @@ def check_models(status: AuthStatus) -> None:
 
 async def test_auth_status_over_the_socket_and_over_tcp(keyed: Daemon) -> None:
     with Heron(socket_path=keyed.socket, auto_start=False) as sync:
-        status = sync.auth.status()
+        status = await asyncio.to_thread(sync.auth.status)
         assert status.method == "filesystem" and status.address == f"unix:{keyed.socket}"
-        assert status.version == sync.system.health().version
+        assert status.version == (await asyncio.to_thread(sync.system.health)).version
         check_models(status)
-    url = tcp_url(keyed)
+    url = await asyncio.to_thread(tcp_url, keyed)
     async with AsyncHeron(base_url=url, token=TOKEN) as client:
         remote = await client.auth.status()
         assert remote.method == "bearer" and remote.address == url

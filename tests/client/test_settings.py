@@ -3,6 +3,7 @@ started behind a cold socket — once, however many clients find it cold."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -138,6 +139,34 @@ def test_a_bad_max_retries_is_a_value_error(retries: Any) -> None:
         RequestOptions(max_retries=retries)
 
 
+@pytest.mark.parametrize(
+    ("headers", "error"),
+    [
+        ({"x-a": "a\nb"}, ValueError),
+        ({"x-a": "a\r\nX-Evil: 1"}, ValueError),
+        ({"bad name": "v"}, ValueError),
+        ({"": "v"}, ValueError),
+        ({"x-a": 5}, TypeError),
+        ([("x-a", "v")], TypeError),
+    ],
+)
+def test_bad_headers_are_refused_before_anything_is_sent(
+    headers: Any, error: type[Exception]
+) -> None:
+    # Sent, they failed as a "connection error" and a GET was retried with backoff.
+    with pytest.raises(error, match="header"):
+        Heron(base_url="http://127.0.0.1:1", headers=headers)
+    with pytest.raises(error, match="header"):
+        RequestOptions(headers=headers)
+
+
+def test_good_headers_pass_unchanged() -> None:
+    headers = {"X-Trace-Id": "a1\tb2", "accept": "text/event-stream"}
+    assert RequestOptions(headers=headers).headers == headers
+    with Heron(base_url="http://127.0.0.1:1", headers=headers) as client:
+        assert client.settings.headers == headers
+
+
 def test_a_token_must_be_one_line() -> None:
     with pytest.raises(ValueError, match="token"):
         Heron(base_url="http://127.0.0.1:1", token="a\r\nX-Evil: 1")
@@ -181,7 +210,7 @@ def test_an_unreadable_connect_file_gives_no_token(tmp_path: Path, content: str)
 
 async def test_auto_start_false_fails_at_once_and_starts_nothing(tmp_path: Path) -> None:
     with Heron(home=tmp_path, auto_start=False) as client, pytest.raises(APIConnectionError) as e:
-        client.system.health()
+        await asyncio.to_thread(client.system.health)
     async with AsyncHeron(home=tmp_path, auto_start=False) as aclient:
         with pytest.raises(APIConnectionError) as async_error:
             await aclient.system.health()

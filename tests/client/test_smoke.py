@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from heron.client import AsyncHeron, Heron, NotFoundError
 
 
@@ -17,4 +19,4 @@ def test_sync_client_reads_status_and_maps_a_404(client: Heron) -> None:
 
 async def test_async_client_reads_the_same_status(aclient: AsyncHeron, client: Heron) -> None:
     status = await aclient.system.status()
-    assert status.pid == client.system.status().pid
+    assert status.pid == (await asyncio.to_thread(client.system.status)).pid

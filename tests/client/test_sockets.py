@@ -3,6 +3,7 @@ half-open, and both drivers perform the same flow the same way."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import signal
@@ -166,7 +167,7 @@ async def test_both_drivers_perform_the_same_flow_the_same_way(
     unix_server.script("/sync", *script)
     unix_server.script("/async", *script)
     with Heron(socket_path=unix_server.unix, auto_start=False) as client:
-        sync_seen = client._sync.run(parity_flow("/sync"))
+        sync_seen = await asyncio.to_thread(client._sync.run, parity_flow("/sync"))
     async with AsyncHeron(socket_path=unix_server.unix, auto_start=False) as aclient:
         async_seen = await aclient._async.run(parity_flow("/async"))
     assert sync_seen == async_seen == [200, 0]
@@ -175,3 +176,22 @@ async def test_both_drivers_perform_the_same_flow_the_same_way(
         (m, ["sync"], b) for m, t, b in requests if t == ["async"]
     ]
     assert unix_server.attempts == {"/sync": 3, "/async": 3}
+
+
+def test_a_pooled_connection_numbered_past_1023_is_reused(unix_server: FlakyServer) -> None:
+    # A busy process has many files open; select() refuses descriptors past FD_SETSIZE,
+    # and the pool asks whether an idle connection is readable before each reuse.
+    unix_server.script("/x", Reply(body={"ok": True}))
+    assert unix_server.unix is not None
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        with Heron(socket_path=unix_server.unix, auto_start=False) as client:
+            assert client.request("GET", "/x") == {"ok": True}
+            assert client.request("GET", "/x") == {"ok": True}
+            pool = client._sync.http._transport._pool
+            assert len(pool.connections) == 1  # the second request reused the first's
+            sock = pool.connections[0]._connection._network_stream.get_extra_info("socket")
+            assert isinstance(sock, socket.socket) and sock.fileno() > 1024
+    finally:
+        for fd in filler:
+            os.close(fd)

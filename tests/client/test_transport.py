@@ -268,3 +268,17 @@ def test_cancel_is_idempotent_and_runs_late_callbacks_at_once() -> None:
     remove()
     assert calls == ["early", "late"]
     assert cancel.cancelled and cancel.wait(0)
+
+
+async def test_a_blocking_call_inside_a_running_loop_is_refused(server: FlakyServer) -> None:
+    # It would freeze every other task on the loop (here: nothing else could run while
+    # it waits); the error names the way out, and nothing was sent.
+    server.script("/x", OK)
+    with Heron(base_url=server.url) as client:
+        with pytest.raises(RuntimeError, match=r"use AsyncHeron .*asyncio\.to_thread"):
+            client.request("GET", "/x")
+        with pytest.raises(RuntimeError, match="running event loop"):
+            client.nodes.retrieve("n1")
+        assert server.requests == []
+        # The same call from a worker thread (no loop there) goes through.
+        assert await asyncio.to_thread(client.request, "GET", "/x") == {"ok": True}

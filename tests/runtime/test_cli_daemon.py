@@ -256,3 +256,15 @@ def test_an_unreachable_database_is_one_error_line_without_the_password(heron: H
     assert "s3cret" not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
     assert not (heron.home / "heron.sock").exists()
+
+
+@pytest.mark.parametrize("where", ["missing/heron.sock", "x" * 120 + ".sock"])
+def test_a_socket_path_that_cannot_be_bound_is_one_error_line(heron: Heron, where: str) -> None:
+    # A directory that does not exist, or a path past AF_UNIX's ~107 bytes.
+    socket_path = heron.home.parent / where
+    heron.env["HERON_SOCKET"] = str(socket_path)
+    done = heron("daemon")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"heron: error: cannot listen on {socket_path}: ")
+    assert "Traceback" not in done.stderr
+    assert not heron.pid_file.exists()

@@ -33,7 +33,30 @@ class _Client(Resource[M], Generic[M]):
     auth: Auth[M]
     """How this client authenticates, and which model providers the daemon can use."""
 
-    def __init__(self, driver: Driver[M]) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        socket_path: str | os.PathLike[str] | None = None,
+        home: str | os.PathLike[str] | None = None,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        auto_start: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        driver = self._connect(
+            Settings.resolve(
+                base_url=base_url,
+                socket_path=socket_path,
+                home=home,
+                token=token,
+                timeout=timeout,
+                max_retries=max_retries,
+                auto_start=auto_start,
+                headers=headers,
+            )
+        )
         super().__init__(driver)
         self.settings = driver.settings
         self.nodes = Nodes(driver)
@@ -69,34 +92,16 @@ class _Client(Resource[M], Generic[M]):
             raise ValueError("pass the query in the path or as query=, not both")
         return self._call(method, path, _JSON, query=query, body=body, options=options)
 
+    def _connect(self, settings: Settings) -> Driver[M]:
+        """The driver of this kind of client (it owns the connections)."""
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.settings.address!r})"
 
 
 _JSON: Any = Any
 """Decode an answer as JSON, whatever it holds."""
-
-
-def _settings(
-    base_url: str | None,
-    socket_path: str | os.PathLike[str] | None,
-    home: str | os.PathLike[str] | None,
-    token: str | None,
-    timeout: float,
-    max_retries: int,
-    auto_start: bool,
-    headers: Mapping[str, str] | None,
-) -> Settings:
-    return Settings.resolve(
-        base_url=base_url,
-        socket_path=socket_path,
-        home=home,
-        token=token,
-        timeout=timeout,
-        max_retries=max_retries,
-        auto_start=auto_start,
-        headers=headers,
-    )
 
 
 class Heron(_Client[Sync]):
@@ -114,23 +119,11 @@ class Heron(_Client[Sync]):
             outcome = client.nodes.create_and_wait(prompt="What time is it in UTC?")
     """
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        socket_path: str | os.PathLike[str] | None = None,
-        home: str | os.PathLike[str] | None = None,
-        token: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        auto_start: bool = True,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        settings = _settings(
-            base_url, socket_path, home, token, timeout, max_retries, auto_start, headers
-        )
+    _sync: SyncDriver
+
+    def _connect(self, settings: Settings) -> SyncDriver:
         self._sync = SyncDriver(settings)
-        super().__init__(self._sync)
+        return self._sync
 
     def close(self) -> None:
         """Close the client's connections (open streams end)."""
@@ -159,23 +152,11 @@ class AsyncHeron(_Client[Async]):
                 ...
     """
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        socket_path: str | os.PathLike[str] | None = None,
-        home: str | os.PathLike[str] | None = None,
-        token: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        auto_start: bool = True,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        settings = _settings(
-            base_url, socket_path, home, token, timeout, max_retries, auto_start, headers
-        )
+    _async: AsyncDriver
+
+    def _connect(self, settings: Settings) -> AsyncDriver:
         self._async = AsyncDriver(settings)
-        super().__init__(self._async)
+        return self._async
 
     async def aclose(self) -> None:
         """Close the client's connections (open streams end)."""

@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import os
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
@@ -21,7 +21,7 @@ import httpx
 
 from ._autostart import start_daemon
 from ._errors import APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError
-from ._flow import Flow, Send, Sleep
+from ._flow import Flow, Instruction, Send, Sleep
 from ._options import Cancel
 from ._resource import Async, M, Sync
 from ._settings import Settings
@@ -75,7 +75,8 @@ class Driver(Generic[M]):
         )
 
     def timeout(self, send: Send) -> float:
-        """Seconds ``send`` may take: the call's, else the client's, at least its floor."""
+        """Seconds each step of ``send`` may wait (connect, write, each read): the call's,
+        else the client's, at least its floor."""
         seconds = send.options.timeout or self.settings.timeout
         if send.min_timeout is not None:
             seconds = max(seconds, send.min_timeout)
@@ -120,11 +121,51 @@ def _query_value(value: Any) -> Any:
     return value
 
 
-def _step(flow: Flow[Any], value: Any, error: BaseException | None) -> Any:
-    """Advance ``flow``; raises ``StopIteration`` when it returns."""
-    if error is not None:
-        return flow.throw(error)
-    return flow.send(value)
+class _Steps(Generic[T]):
+    """What both drivers' loops share: feeding ``flow`` each instruction's outcome.
+
+    Iterating gives the flow's instructions; before the next one, the flow is sent
+    :attr:`value` or thrown :attr:`error` (whichever the driver set), and when it
+    returns, its value is :attr:`result`. Leaving the ``with`` block closes the flow,
+    so a Ctrl-C or a cancelled task between steps still runs its cleanup.
+    """
+
+    def __init__(self, flow: Flow[T]) -> None:
+        self.flow = flow
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.result: T
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return self
+
+    def __next__(self) -> Instruction:
+        value, error = self.value, self.error
+        self.value, self.error = None, None
+        try:
+            return self.flow.throw(error) if error is not None else self.flow.send(value)
+        except StopIteration as stop:
+            self.result = stop.value
+            raise StopIteration from None
+
+    def __enter__(self) -> _Steps[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.flow.close()
+
+
+def refuse_in_event_loop() -> None:
+    """``RuntimeError`` if this thread runs an event loop: a blocking call would freeze it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "a blocking Heron call cannot run inside a running event loop: it would stop every "
+        "other task until it returns; use AsyncHeron and await it, or run the blocking "
+        "call in a thread (await asyncio.to_thread(...))"
+    )
 
 
 class SyncDriver(Driver[Sync]):
@@ -141,24 +182,17 @@ class SyncDriver(Driver[Sync]):
 
     def run(self, flow: Flow[T]) -> T:
         """Drive ``flow`` to its result; every :class:`APIError` goes back into the flow."""
-        value: Any = None
-        error: BaseException | None = None
-        try:
-            while True:
-                try:
-                    instruction = _step(flow, value, error)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                value, error = None, None
+        refuse_in_event_loop()
+        with _Steps(flow) as steps:
+            for instruction in steps:
                 try:
                     if isinstance(instruction, Sleep):
                         self._sleep(instruction)
                     else:
-                        value = self.perform(instruction)
+                        steps.value = self.perform(instruction)
                 except APIError as exc:
-                    error = exc  # the flow decides: retry, or let it out
-        finally:
-            flow.close()  # a Ctrl-C between steps still runs the flow's cleanup
+                    steps.error = exc  # the flow decides: retry, or let it out
+            return steps.result
 
     def perform(self, send: Send) -> httpx.Response:
         """One attempt (starting a cold daemon first if need be)."""
@@ -190,6 +224,7 @@ class SyncDriver(Driver[Sync]):
         the worker's socket is shut down, so it does not linger until its timeout,
         and a response that arrives anyway is closed by the worker.
         """
+        refuse_in_event_loop()
         if cancel.cancelled:
             raise APIUserAbortError()
         lock = threading.Lock()
@@ -263,24 +298,16 @@ class AsyncDriver(Driver[Async]):
 
     async def run(self, flow: Flow[T]) -> T:
         """Drive ``flow`` to its result; every :class:`APIError` goes back into the flow."""
-        value: Any = None
-        error: BaseException | None = None
-        try:
-            while True:
-                try:
-                    instruction = _step(flow, value, error)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                value, error = None, None
+        with _Steps(flow) as steps:
+            for instruction in steps:
                 try:
                     if isinstance(instruction, Sleep):
                         await race(asyncio.sleep(instruction.seconds), instruction.options.cancel)
                     else:
-                        value = await self.perform(instruction)
+                        steps.value = await self.perform(instruction)
                 except APIError as exc:
-                    error = exc
-        finally:
-            flow.close()  # a cancelled task still runs the flow's cleanup
+                    steps.error = exc
+            return steps.result
 
     async def perform(self, send: Send) -> httpx.Response:
         """One attempt (starting a cold daemon first if need be)."""

@@ -19,6 +19,9 @@ underneath: the daemon refused the request, or it could not be reached::
 
 Branch on ``code``: it is the stable, machine-readable identity of an error
 (``node_id_exists``, ``node_not_found``, ``daemon_unavailable``, ``stream_dropped``).
+A success whose body is not what the route returns (a proxy's page, another server)
+is a plain ``APIError`` with code ``invalid_response`` and the validation errors as
+``details``.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 import httpx
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
-from ._errors import APIConnectionError, error_from_response
+from ._errors import APIConnectionError, APIError, error_from_response
 from ._options import RequestOptions
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Flow",
     "Send",
     "Sleep",
+    "invalid_response",
     "parse_as",
     "request_flow",
     "retry_after",
@@ -167,4 +168,27 @@ def parse_as(kind: Any, response: httpx.Response) -> Any:
     adapter = _adapters.get(kind)
     if adapter is None:
         adapter = _adapters[kind] = TypeAdapter(kind)
-    return adapter.validate_json(response.content)
+    try:
+        return adapter.validate_json(response.content)
+    except ValidationError as exc:
+        raise invalid_response(kind, response, exc) from exc
+
+
+def invalid_response(kind: Any, response: httpx.Response, exc: ValidationError) -> APIError:
+    """The :class:`APIError` (``invalid_response``) for a success whose body is not a
+    ``kind``: a proxy's page, another server, a daemon of another version."""
+    try:
+        what = f"{response.request.method} {response.request.url.path}"
+    except RuntimeError:  # a response built without its request
+        what = "the request"
+    name = getattr(kind, "__name__", None) or repr(kind)
+    problem = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in problem["loc"]) or "the body"
+    return APIError(
+        response.status_code,
+        "invalid_response",
+        f"{what} answered {response.status_code} with a body that is not a valid {name} "
+        f"({where}: {problem['msg']}); is this a Heron daemon of this version?",
+        exc.errors(include_url=False),
+        response.headers,
+    )

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ._settings import check_retries, check_timeout
+from ._settings import check_headers, check_retries, check_timeout
 
 __all__ = ["Cancel", "RequestOptions"]
 
@@ -95,7 +95,11 @@ class RequestOptions:
     headers: Mapping[str, str] = field(default_factory=dict)
     """Extra headers for the request (they override the client's own)."""
     timeout: float | None = None
-    """Seconds the request may take (default: the client's ``timeout``)."""
+    """Seconds each step of the request may wait — connecting, sending, and each wait
+    for more of the answer — before ``APIConnectionTimeoutError`` (default: the client's
+    ``timeout``). It bounds a stall, not the whole call: an answer that keeps arriving
+    may take longer, and each retry waits afresh. For a deadline on the whole call,
+    fire a :class:`Cancel` from a timer."""
     max_retries: int | None = None
     """Retries of a ``GET``/``HEAD``/``DELETE`` after a connection error, 429 or 5xx
     (default: the client's ``max_retries``). ``POST``/``PATCH`` are never retried."""
@@ -107,8 +111,7 @@ class RequestOptions:
             check_timeout(self.timeout)
         if self.max_retries is not None:
             check_retries(self.max_retries)
-        if not isinstance(self.headers, Mapping):
-            raise TypeError(f"headers must be a mapping, not {type(self.headers).__name__}")
+        check_headers(self.headers)
         if self.cancel is not None and not isinstance(self.cancel, Cancel):
             kind = type(self.cancel).__name__
             raise TypeError(f"cancel must be a heron.client.Cancel, not {kind}")

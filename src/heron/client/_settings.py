@@ -10,6 +10,7 @@ import ipaddress
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,8 @@ from urllib.parse import urlsplit
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "SOCKET_HOST", "Settings"]
 
 DEFAULT_TIMEOUT = 60.0
-"""Seconds a request may take unless the call or the client says otherwise."""
+"""Seconds each step of a request (connect, send, each read) may wait unless the call
+or the client says otherwise (see ``RequestOptions.timeout``)."""
 DEFAULT_MAX_RETRIES = 2
 """Retries of a ``GET``/``HEAD``/``DELETE`` unless the call or the client says otherwise."""
 
@@ -41,7 +43,7 @@ class Settings:
     token: str | None = field(repr=False)
     """Bearer token sent on every request (the TCP listener requires it)."""
     timeout: float
-    """Default seconds per request."""
+    """Default seconds each step of a request may wait (see ``RequestOptions.timeout``)."""
     max_retries: int
     """Default retries of a ``GET``/``HEAD``/``DELETE``."""
     auto_start: bool
@@ -102,7 +104,7 @@ class Settings:
             timeout=check_timeout(timeout),
             max_retries=check_retries(max_retries),
             auto_start=bool(auto_start),
-            headers=dict(headers or {}),
+            headers=check_headers(headers or {}),
             environ=env,
         )
 
@@ -122,6 +124,27 @@ def check_timeout(value: object) -> float:
     ):
         raise ValueError(f"timeout must be a positive number of seconds, got {value!r}")
     return float(value)
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP header name (RFC 9110 ``token``)."""
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What a header value may not hold: control characters other than tab (CR, LF, NUL ...)."""
+
+
+def check_headers(value: object) -> dict[str, str]:
+    """``value`` as a dict if it maps header names to one-line string values;
+    ``TypeError`` / ``ValueError`` otherwise (caught here, not retried as a send failure)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"headers must be a mapping, not {type(value).__name__}")
+    for name, text in value.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise TypeError(f"header names and values must be strings, got {name!r}: {text!r}")
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"invalid header name {name!r}")
+        if _BAD_VALUE.search(text):
+            raise ValueError(f"header {name!r} has a control character in its value")
+    return dict(value)
 
 
 def check_retries(value: object) -> int:

@@ -14,6 +14,7 @@ Two things ``httpx`` does not do for us:
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 import threading
@@ -70,13 +71,16 @@ class _UnixStream(httpcore.NetworkStream):
 
 
 def _is_readable(sock: socket.socket) -> bool:
-    """Whether an idle connection has data or EOF waiting (then it cannot be reused)."""
-    import select
+    """Whether an idle connection has data or EOF waiting (then it cannot be reused).
 
+    ``poll``, not ``select``: select refuses descriptors past 1023, which a busy
+    process's connections easily are.
+    """
     if sock.fileno() < 0:
         return True
-    readable, _, _ = select.select([sock], [], [], 0)
-    return bool(readable)
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class _TrackedStream(httpcore.NetworkStream):

@@ -41,6 +41,9 @@ def _unix_socket(path: os.PathLike[str] | str) -> socket.socket:
     old = os.umask(0o177)  # born 0600: no window where others could connect
     try:
         sock.bind(path)
+    except OSError as exc:  # no such directory, not writable, path too long: one line
+        sock.close()
+        raise DaemonError(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old)
     os.chmod(path, 0o600)

@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import os
 import threading
+import weakref
 from collections.abc import Awaitable, Iterator
 from importlib import metadata
 from typing import Any, Generic, TypeVar
@@ -174,6 +175,8 @@ class SyncDriver(Driver[Sync]):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.backend = SocketBackend()
+        self.streams: weakref.WeakSet[Any] = weakref.WeakSet()
+        """Node streams with an open response (``NodeStream``), aborted by :meth:`close`."""
         https = settings.base_url.startswith("https:")
         self.http = httpx.Client(
             transport=sync_transport(self.backend, uds=self.uds, https=https),
@@ -283,7 +286,10 @@ class SyncDriver(Driver[Sync]):
             raise APIUserAbortError()
 
     def close(self) -> None:
-        """Close the connections."""
+        """Close the connections; open streams end, a read blocked in another thread too
+        (closing a socket does not wake a read waiting on it: shutting it down does)."""
+        for stream in list(self.streams):
+            stream.abort()
         self.http.close()
 
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import os
 import socket
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -177,17 +175,6 @@ def _shut_down(response: httpx.Response) -> None:
             pass  # already closed: nothing is blocked on it
 
 
-def _listening(path: Path) -> bool:
-    """Whether something accepts connections on the Unix socket ``path``."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(5.0)
-        try:
-            probe.connect(os.fspath(path))
-        except OSError:
-            return False
-    return True
-
-
 class NodeStream(_StreamBase):
     """A node's events, for the blocking client; iterate it, or wait for the outcome.
 
@@ -303,11 +290,6 @@ class NodeStream(_StreamBase):
         self._close_response()
         http = self._driver.http
         request = self._request(http, open)
-        socket_path = self._driver.settings.socket_path
-        if socket_path is not None and not _listening(socket_path):
-            # Asked of httpx, a refused Unix connect leaks its socket (httpcore's sync
-            # backend does not close it): a daemon that is restarting refuses many.
-            raise self._failed_read(httpx.ConnectError("connection refused"), open)
         try:
             response = self._driver.send_cancellable(request, self._cancel, stream=True)
         except httpx.HTTPError as exc:
@@ -322,6 +304,7 @@ class NodeStream(_StreamBase):
             raise error_from_response(response.status_code, body, response.headers)
         self._response = response
         self._chunks = response.iter_bytes()
+        self._driver.streams.add(self)  # closing the client aborts it, even mid-read
         if self._cancel.cancelled:  # aborted while the head arrived: wake no one, just end
             raise APIUserAbortError("the stream was aborted")
 
@@ -337,6 +320,7 @@ class NodeStream(_StreamBase):
 
     def _close_response(self) -> None:
         response, self._response, self._chunks = self._response, None, None
+        self._driver.streams.discard(self)
         if response is not None:
             _shut_down(response)
             response.close()

@@ -43,6 +43,9 @@ async def test_a_model_class_parses_the_result_into_an_instance(on: On, scripts:
     assert run.kind == "result"
     assert run.output_parsed == Package(name="heron", version="0.1.0")
     assert run.structured_result == {"name": "heron", "version": "0.1.0"}
+    # The node parse made is named, so it can be reached afterwards.
+    node = await on(lambda c: c.nodes.retrieve(run.node_id))
+    assert node.status == "completed" and node.has_output_schema
 
 
 async def test_a_json_schema_gives_the_raw_value(on: On, scripts: Any) -> None:
@@ -72,6 +75,7 @@ async def test_a_decline_is_returned_with_no_parsed_output(on: On, scripts: Any)
     assert isinstance(run, ParsedFailure) and isinstance(run, api.NodeFailure)
     assert run.kind == "failure" and run.reason == "declined" and run.output_parsed is None
     assert run.declined == api.Declined(reason="no repo", code="no_repo", retryable=False)
+    assert (await on(lambda c: c.nodes.retrieve(run.node_id))).status == "failed"
 
 
 async def test_a_provider_failure_is_returned_with_its_detail(on: On, scripts: Any) -> None:

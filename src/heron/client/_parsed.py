@@ -18,9 +18,11 @@ T = TypeVar("T")
 class ParsedResult(api.NodeResult, Generic[T]):
     """A node that finished with its result, parsed (``kind == "result"``).
 
-    Every field of :class:`heron.api.NodeResult`, plus ``output_parsed``.
+    Every field of :class:`heron.api.NodeResult`, plus ``node_id`` and ``output_parsed``.
     """
 
+    node_id: str
+    """The node that ran (``parse`` made it: this is how to reach it afterwards)."""
     output_parsed: T
     """``structured_result`` as the schema's type: an instance of the class given
     (a model, a dataclass ...), the raw JSON value for a JSON schema."""
@@ -29,9 +31,12 @@ class ParsedResult(api.NodeResult, Generic[T]):
 class ParsedFailure(api.NodeFailure):
     """A node that did not produce its result (``kind == "failure"``; narrow on ``reason``).
 
-    Every field of :class:`heron.api.NodeFailure`; ``output_parsed`` is always ``None``.
+    Every field of :class:`heron.api.NodeFailure`, plus ``node_id``; ``output_parsed`` is
+    always ``None``.
     """
 
+    node_id: str
+    """The node that ran (revive it, read its reports, fork it)."""
     output_parsed: Literal[None] = None
     """Always ``None``: there is no result to parse."""
 
@@ -60,7 +65,7 @@ def parsed_outcome(
     (a ``pydantic.ValidationError`` naming the node if the result does not fit it),
     else the raw ``structured_result``."""
     if isinstance(outcome, api.NodeFailure):
-        return ParsedFailure(**dict(outcome))
+        return ParsedFailure(**dict(outcome), node_id=node_id)
     value = outcome.structured_result
     if isinstance(schema, type):
         try:
@@ -72,4 +77,4 @@ def parsed_outcome(
                 f"client.nodes.outcome({node_id!r})"
             )
             raise
-    return ParsedResult[Any](**dict(outcome), output_parsed=value)
+    return ParsedResult[Any](**dict(outcome), node_id=node_id, output_parsed=value)

@@ -37,7 +37,10 @@ def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
 def conversation(daemon: Daemon, node_id: str) -> str:
     """The node's saved conversation (its messages and tool results) as JSON text."""
     ((state,),) = query(daemon, "SELECT state FROM heron_nodes WHERE node_id = ?", node_id)
-    return json.dumps(json.loads(state)["messages_full"])
+    saved = json.loads(state) if state else None
+    if saved is None:
+        return ""  # its first run has not saved a conversation yet
+    return json.dumps(saved["messages_full"])
 
 
 def tool_statuses(daemon: Daemon, node_id: str) -> list[tuple[str, str]]:

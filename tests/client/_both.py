@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from tests.runtime.conftest import Daemon
 
-from heron.client import AsyncHeron, Heron
+from heron.client import AsyncHeron, Cancel, Heron, RequestOptions
 
-__all__ = ["MODES", "On", "on_client"]
+__all__ = ["MODES", "On", "cancel_after", "on_client"]
 
 MODES = ["sync", "async"]
 """The two clients a test runs through."""
@@ -52,3 +53,15 @@ async def on_client(mode: str, daemon: Daemon) -> AsyncIterator[On]:
     else:
         async with AsyncHeron(**kwargs) as client:
             yield On(client)
+
+
+@contextlib.contextmanager
+def cancel_after(seconds: float) -> Iterator[RequestOptions]:
+    """Options whose cancellation fires ``seconds`` from now (from a timer thread)."""
+    cancel = Cancel()
+    timer = threading.Timer(seconds, cancel.cancel)
+    timer.start()
+    try:
+        yield RequestOptions(cancel=cancel)
+    finally:
+        timer.cancel()

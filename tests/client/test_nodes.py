@@ -4,8 +4,8 @@ through both clients against a real daemon."""
 from __future__ import annotations
 
 import json
+import math
 import os
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +17,13 @@ from heron import api
 from heron.client import (
     APIUserAbortError,
     AsyncHeron,
-    Cancel,
     ConflictError,
     Heron,
     NotFoundError,
-    RequestOptions,
     UnprocessableEntityError,
 )
 
-from ._both import MODES, On, on_client
+from ._both import MODES, On, cancel_after, on_client
 
 
 @pytest.fixture(params=MODES)
@@ -109,6 +107,8 @@ async def test_outcome_polls_once_and_wait_for_outcome_settles(on: On, scripts: 
     assert outcome.kind == "result" and outcome.output_text == "done"
     poll = await on(lambda c: c.nodes.outcome(node.node_id, wait=25))
     assert poll.state == "settled" and poll.outcome == outcome
+    unbounded = await on(lambda c: c.nodes.wait_for_outcome(node.node_id, timeout=math.inf))
+    assert unbounded == outcome
 
 
 @pytest.mark.parametrize("wait", [-1, 26, 1.5, True, "5", None])
@@ -136,15 +136,8 @@ async def test_wait_for_outcome_gives_up_at_its_timeout_and_the_node_keeps_runni
 
 async def test_a_cancel_stops_the_wait_not_the_node(on: On, scripts: Any) -> None:
     node = await on(lambda c: c.nodes.create(prompt="x", model=scripts("held", [SLOW])))
-    cancel = Cancel()
-    timer = threading.Timer(0.5, cancel.cancel)
-    timer.start()
-    try:
-        with pytest.raises(APIUserAbortError):
-            options = RequestOptions(cancel=cancel)
-            await on(lambda c: c.nodes.wait_for_outcome(node.node_id, options=options))
-    finally:
-        timer.cancel()
+    with cancel_after(0.5) as options, pytest.raises(APIUserAbortError):
+        await on(lambda c: c.nodes.wait_for_outcome(node.node_id, options=options))
     assert (await on(lambda c: c.nodes.retrieve(node.node_id))).status == "running"
     await on(lambda c: c.nodes.cancel(node.node_id))
 
@@ -210,6 +203,8 @@ async def test_fork_copies_the_conversation_to_a_new_node(on: On, scripts: Any) 
     assert caught.value.code == "node_id_exists"
     with pytest.raises(TypeError, match="invalid new node id"):
         await on(lambda c: c.nodes.fork(node.node_id, new_node_id="-bad"))
+    with pytest.raises(TypeError, match="the fork's id twice"):
+        await on(lambda c: c.nodes.fork(node.node_id, {"node_id": "a1", "new_node_id": "b1"}))
 
 
 BAD_IDS: list[Any] = ["", "-leading-dash", "has space", "a/b", "../up", "x" * 129, 42]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -93,13 +94,47 @@ class Picky(pydantic.BaseModel):
         return value
 
 
-async def test_a_result_the_class_rejects_is_a_validation_error(on: On, scripts: Any) -> None:
+async def test_a_result_the_class_rejects_is_a_validation_error_naming_the_node(
+    on: On, scripts: Any
+) -> None:
     model = scripts("picky", [submit({"name": "anonymous"})])
-    with pytest.raises(pydantic.ValidationError, match="a real name"):
-        await on(lambda c: c.nodes.parse(prompt="r", model=model, output_schema=Picky))
+    with pytest.raises(pydantic.ValidationError, match="a real name") as caught:
+        params = {"prompt": "r", "model": model, "node_id": f"picky-{on.mode}"}
+        await on(lambda c: c.nodes.parse(params, output_schema=Picky))
+    # The run is over: the error says where its result is kept.
+    assert caught.value.__notes__ == [
+        f"node picky-{on.mode} submitted this result; read it unparsed with "
+        f"client.nodes.outcome('picky-{on.mode}')"
+    ]
+    poll = await on(lambda c: c.nodes.outcome(f"picky-{on.mode}"))
+    assert poll.outcome is not None and poll.outcome.kind == "result"
+    assert poll.outcome.structured_result == {"name": "anonymous"}
 
 
-@pytest.mark.parametrize("schema", [int, 3, None, Package(name="a", version="1")])
+@dataclasses.dataclass
+class Release:
+    """A dataclass schema: pydantic validates it like a model."""
+
+    tag: str
+    assets: list[str]
+
+
+async def test_any_class_pydantic_validates_is_a_schema(on: On, scripts: Any) -> None:
+    # The daemon enforces the dataclass's JSON schema: the first submission goes back.
+    model = scripts("release", [submit({"tag": "v1"}), submit({"tag": "v1", "assets": ["a"]})])
+    run = await on(lambda c: c.nodes.parse(prompt="r", model=model, output_schema=Release))
+    assert run.kind == "result" and run.output_parsed == Release(tag="v1", assets=["a"])
+    count = await on(
+        lambda c: c.nodes.parse(prompt="n", model=scripts("n", [submit(7)]), output_schema=int)
+    )
+    assert count.kind == "result" and count.output_parsed == 7
+
+
+class Opaque:
+    """A class pydantic has no schema for."""
+
+
+@pytest.mark.parametrize("schema", [Opaque, 3, None, Package(name="a", version="1")])
 async def test_an_output_schema_of_the_wrong_type_is_refused_locally(on: On, schema: Any) -> None:
     with pytest.raises(TypeError, match="output_schema"):
         await on(lambda c: c.nodes.parse(prompt="r", output_schema=schema))

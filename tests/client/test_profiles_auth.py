@@ -130,7 +130,7 @@ async def test_auth_status_over_the_socket_and_over_tcp(keyed: Daemon) -> None:
 
 
 async def test_a_default_provider_that_is_not_ready_says_why(
-    on: On, keyed: Daemon, tmp_path: Path
+    on: On, keyed: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The route's answer for a default spec the daemon cannot use (read as the
     # daemon reads them: a bad script path is known only once a node uses it).
@@ -141,4 +141,8 @@ async def test_a_default_provider_that_is_not_ready_says_why(
     missing = readiness(f"scripted:{tmp_path / 'gone.json'}")
     assert not missing.default_ready and "gone.json" in missing.default_detail
     assert not readiness("ollama:").default_ready
+    # Without OLLAMA_HOST the provider uses Ollama's default address: still usable.
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    local = readiness("ollama:qwen3")
+    assert local.default_ready and "localhost:11434" in local.default_detail
     assert not readiness("nonsense:x").default_ready

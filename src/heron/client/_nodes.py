@@ -6,10 +6,13 @@ import builtins
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
+
+from typing_extensions import TypeVar
 
 from .. import api
-from ._flow import Flow, Sleep
+from ._errors import APIConnectionError, APIError
+from ._flow import Flow, Sleep, retry_after, retry_delay
 from ._node_parts import Jobs, Reports, Result, Worktree
 from ._options import RequestOptions
 from ._params import (
@@ -29,13 +32,21 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_WAIT", "Nodes"]
 
-T = TypeVar("T")
+T = TypeVar("T", default=Any)
+"""``parse``'s result type: the model class given, ``Any`` for a JSON schema (so a
+schema mapping or string needs no annotation under ``mypy --strict``)."""
 
 MAX_WAIT = 25
 """The longest one ``outcome`` long poll may be held open, in seconds."""
 
 _POLL_MARGIN = 10.0
 """Seconds a long poll's request timeout allows beyond its ``wait`` (a busy daemon)."""
+
+_OUTAGE_STATUSES = frozenset({429, 502, 503, 504})
+"""Answers a wait rides out like a refused connection: the daemon busy or briefly away."""
+
+_MAX_PAUSE = 8.0
+"""The longest pause between a wait's tries while the daemon is away (no Retry-After)."""
 
 _MAX_WAIT_SECONDS = 7 * 86400
 """The longest ``timeout_seconds`` of ``POST …/wait`` (a week)."""
@@ -58,7 +69,8 @@ def _check_timeout(timeout: object) -> float | None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    return float(timeout)
+    # math.inf reads as "no bound" (as for asyncio): the same as None.
+    return None if math.isinf(timeout) else float(timeout)
 
 
 def _optional(**fields: Any) -> dict[str, Any] | None:
@@ -166,9 +178,13 @@ class Nodes(NodeStreams[M]):
         ``options.cancel`` (``APIUserAbortError``), or with a ``deadline`` on create
         (the daemon cancels the run). Stopping the wait never stops the node: use
         :meth:`cancel` for that.
+
+        Nodes outlive the daemon, so the wait rides out a daemon restart or outage
+        (no connection, ``429``, ``502``-``504``): it keeps asking, backing off up
+        to 8 s between tries, until the daemon answers again or the wait's own
+        bound ends it. Any other error answer is raised.
         """
-        path = _path(node_id, "/outcome")
-        return self._wait(path, _check_timeout(timeout), options, None)
+        return self._wait(check_id(node_id), _check_timeout(timeout), options, None)
 
     @endpoint
     def create_and_wait(
@@ -189,7 +205,7 @@ class Nodes(NodeStreams[M]):
                 print(outcome.output_text)
         """
         body = create_body(params, fields)
-        return self._create_and_wait(body, _check_timeout(timeout), options)
+        return self._outcome_of(body, _check_timeout(timeout), options)
 
     @endpoint
     def parse(
@@ -205,9 +221,11 @@ class Nodes(NodeStreams[M]):
         """Create a node that must submit a result matching ``output_schema``, wait, and
         return the outcome with ``output_parsed`` typed.
 
-        ``output_schema`` is a pydantic model class (``output_parsed`` is then an
-        instance of it, validated from ``structured_result``) or a JSON schema (a
-        mapping or JSON string: ``output_parsed`` is the raw value).
+        ``output_schema`` is a class pydantic can validate — a model, a dataclass, a
+        ``TypedDict`` (``output_parsed`` is then validated from ``structured_result``
+        as that class) — or a JSON schema (a mapping or JSON string: ``output_parsed``
+        is the raw value). A result the class refuses beyond its JSON schema (a
+        validator) raises ``pydantic.ValidationError``, noting the node's id.
         ``output_parsed`` is set exactly when ``kind == "result"``; a decline or a
         failure comes back as a value with ``output_parsed`` ``None``::
 
@@ -220,13 +238,10 @@ class Nodes(NodeStreams[M]):
             if run.kind == "result":
                 print(run.output_parsed.version)
         """
-        if not (
-            isinstance(output_schema, str | Mapping)
-            or (isinstance(output_schema, type) and hasattr(output_schema, "model_json_schema"))
-        ):
+        if not isinstance(output_schema, type | str | Mapping):
             raise TypeError(
-                "output_schema must be a pydantic model class, a JSON schema mapping or a "
-                f"JSON string, not {output_schema!r}"
+                "output_schema must be a class (a pydantic model, a dataclass ...), a JSON "
+                f"schema mapping or a JSON string, not {output_schema!r}"
             )
         body = create_body(params, {**fields, "output_schema": output_schema})
         return self._parse(body, output_schema, _check_timeout(timeout), options)
@@ -305,7 +320,13 @@ class Nodes(NodeStreams[M]):
         body = model_body(params, api.ForkRequest, {})
         given = dict(fields)
         if "new_node_id" in body:
-            body["node_id"] = body.pop("new_node_id")
+            renamed = body.pop("new_node_id")
+            if body.get("node_id", renamed) != renamed:
+                raise TypeError(
+                    "params name the fork's id twice, differently: give new_node_id only "
+                    "(node_id is its name in an api.ForkRequest)"
+                )
+            body["node_id"] = renamed
         if "new_node_id" in given:
             given["node_id"] = given.pop("new_node_id")
         body.update(given)
@@ -417,13 +438,15 @@ class Nodes(NodeStreams[M]):
 
     def _wait(
         self,
-        path: str,
+        node_id: str,
         timeout: float | None,
         options: RequestOptions | None,
         deadline: float | None,
     ) -> Flow[api.NodeOutcome]:
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
+        path = _path(node_id, "/outcome")
+        outage = 0  # polls in a row the daemon did not answer
         while True:
             wait = MAX_WAIT
             if deadline is not None:
@@ -432,7 +455,29 @@ class Nodes(NodeStreams[M]):
                 if wait == 0 and remaining > 0:
                     # Less than a second left: wait it out, then ask one last time.
                     yield Sleep(remaining, options or RequestOptions())
-            poll = yield from self._poll(path, wait, options)
+            try:
+                poll = yield from self._poll(path, wait, options)
+            except APIError as exc:
+                if not (isinstance(exc, APIConnectionError) or exc.status in _OUTAGE_STATUSES):
+                    raise
+                # The daemon restarting or briefly away: nodes are durable, so a wait
+                # with no bound of its own rides it out, backing off, until it answers.
+                # A Retry-After is honoured (a long one too: the wait has no hurry of
+                # its own), else backoff; the deadline below caps either.
+                after = retry_after(exc.headers.get("retry-after"))
+                pause = after if after is not None else retry_delay(outage, None) or _MAX_PAUSE
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError(
+                            f"node {node_id} has not settled within {timeout:g} s as far as "
+                            f"the daemon could say: it is unreachable ({exc})"
+                        ) from exc
+                    pause = min(pause, remaining)
+                yield Sleep(pause, options or RequestOptions())
+                outage += 1
+                continue
+            outage = 0
             if poll.state == "settled" and poll.outcome is not None:
                 return poll.outcome
             if deadline is not None and time.monotonic() >= deadline:
@@ -443,12 +488,19 @@ class Nodes(NodeStreams[M]):
 
     def _create_and_wait(
         self, body: dict[str, Any], timeout: float | None, options: RequestOptions | None
-    ) -> Flow[api.NodeOutcome]:
+    ) -> Flow[tuple[str, api.NodeOutcome]]:
         deadline = None if timeout is None else time.monotonic() + timeout
         node: api.Node = yield from self._call(
             "POST", "/v1/nodes", api.Node, body=body, options=options
         )
-        return (yield from self._wait(_path(node.node_id, "/outcome"), timeout, options, deadline))
+        outcome = yield from self._wait(node.node_id, timeout, options, deadline)
+        return node.node_id, outcome
+
+    def _outcome_of(
+        self, body: dict[str, Any], timeout: float | None, options: RequestOptions | None
+    ) -> Flow[api.NodeOutcome]:
+        _, outcome = yield from self._create_and_wait(body, timeout, options)
+        return outcome
 
     def _parse(
         self,
@@ -457,5 +509,5 @@ class Nodes(NodeStreams[M]):
         timeout: float | None,
         options: RequestOptions | None,
     ) -> Flow[Any]:
-        outcome = yield from self._create_and_wait(body, timeout, options)
-        return parsed_outcome(outcome, schema)
+        node_id, outcome = yield from self._create_and_wait(body, timeout, options)
+        return parsed_outcome(outcome, schema, node_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PydanticUserError, TypeAdapter
 
 from .. import api
 
@@ -17,6 +17,7 @@ __all__ = [
     "ProfileEnsureParams",
     "create_body",
     "model_body",
+    "schema_adapter",
 ]
 
 
@@ -73,11 +74,12 @@ class ParseParams(TypedDict, total=False):
 class NodeCreateParams(ParseParams, total=False):
     """``POST /v1/nodes``: every field is optional (see :class:`heron.api.NodeCreateRequest`).
 
-    ``output_schema`` also takes a pydantic model class (its JSON schema is sent).
+    ``output_schema`` also takes a class pydantic can validate — a model, a dataclass,
+    a ``TypedDict`` — and sends its JSON schema.
     """
 
-    output_schema: str | Mapping[str, Any] | type[BaseModel]
-    """The JSON schema the result must satisfy: a JSON string, a schema, or a model class."""
+    output_schema: str | Mapping[str, Any] | type[Any]
+    """The JSON schema the result must satisfy: a JSON string, a schema, or a class."""
 
 
 def create_body(
@@ -85,14 +87,14 @@ def create_body(
     fields: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The JSON body of a create from a params mapping or model plus keyword fields
-    (keywords win). A model class as ``output_schema`` becomes its JSON schema; the
+    (keywords win). A class as ``output_schema`` becomes its JSON schema; the
     ``node_id``/``parent``/``creator``/``fork_from`` ids are checked (``TypeError``)."""
     from ._resource import check_id
 
     body = model_body(params, api.NodeCreateRequest, fields)
     schema = body.get("output_schema")
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        body["output_schema"] = schema.model_json_schema()
+    if isinstance(schema, type):
+        body["output_schema"] = schema_adapter(schema).json_schema()
     elif isinstance(schema, Mapping):
         body["output_schema"] = dict(schema)
     for key in ("node_id", "parent", "creator", "fork_from"):
@@ -145,6 +147,18 @@ class ProfileEnsureParams(TypedDict, total=False):
     """The kind its nodes take when a create names none (a known kind)."""
     default_model: str | None
     """The model its nodes use when neither the create nor their kind names one."""
+
+
+def schema_adapter(cls: type[Any]) -> TypeAdapter[Any]:
+    """The pydantic adapter of an ``output_schema`` class; ``TypeError`` for a class
+    pydantic cannot validate (nothing is sent then)."""
+    try:
+        return TypeAdapter(cls)
+    except PydanticUserError as exc:  # PydanticSchemaGenerationError is one
+        raise TypeError(
+            f"output_schema {cls.__qualname__} is not a class pydantic can validate "
+            f"(a model, a dataclass, a TypedDict ...): {exc}"
+        ) from None
 
 
 def model_body(

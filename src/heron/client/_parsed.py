@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
-from pydantic import BaseModel
+from pydantic import ValidationError
 
 from .. import api
+from ._params import schema_adapter
 
 __all__ = ["ParsedFailure", "ParsedOutcome", "ParsedResult", "parsed_outcome"]
 
@@ -21,8 +22,8 @@ class ParsedResult(api.NodeResult, Generic[T]):
     """
 
     output_parsed: T
-    """``structured_result`` as the schema's type: a model instance for a model class,
-    the raw JSON value for a JSON schema."""
+    """``structured_result`` as the schema's type: an instance of the class given
+    (a model, a dataclass ...), the raw JSON value for a JSON schema."""
 
 
 class ParsedFailure(api.NodeFailure):
@@ -53,13 +54,22 @@ ParsedOutcome: TypeAlias = ParsedResult[T] | ParsedFailure
 def parsed_outcome(
     outcome: api.NodeResult | api.NodeFailure,
     schema: type[Any] | Mapping[str, Any] | str,
+    node_id: str,
 ) -> ParsedResult[Any] | ParsedFailure:
-    """``outcome`` with ``output_parsed``: validated as ``schema`` when it is a pydantic
-    model class (a ``pydantic.ValidationError`` if the result does not fit the class),
+    """``outcome`` with ``output_parsed``: validated as ``schema`` when it is a class
+    (a ``pydantic.ValidationError`` naming the node if the result does not fit it),
     else the raw ``structured_result``."""
     if isinstance(outcome, api.NodeFailure):
         return ParsedFailure(**dict(outcome))
     value = outcome.structured_result
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        value = schema.model_validate(value)
+    if isinstance(schema, type):
+        try:
+            value = schema_adapter(schema).validate_python(value)
+        except ValidationError as exc:
+            # The run is over and its result kept: say where to find it.
+            exc.add_note(
+                f"node {node_id} submitted this result; read it unparsed with "
+                f"client.nodes.outcome({node_id!r})"
+            )
+            raise
     return ParsedResult[Any](**dict(outcome), output_parsed=value)

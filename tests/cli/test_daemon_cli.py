@@ -171,3 +171,27 @@ def test_start_status_stop(cli: _Cli) -> None:
     assert stopped.returncode == 1
     assert stopped.stdout.startswith("no Heron daemon is running at unix:")
     assert not (cli.home / "heron.sock").exists()  # status did not start one
+
+
+def test_node_commands_that_only_look_never_start_a_daemon(cli: _Cli) -> None:
+    for args in (["list"], ["get", "n-1"], ["watch", "n-1"], ["outcome", "n-1"], ["cancel", "n-1"]):
+        done = cli("nodes", *args)
+        assert done.returncode == 1, done
+        assert done.stderr == (
+            f"heron: error: no Heron daemon is running at unix:{cli.home / 'heron.sock'} "
+            "(start one: heron daemon start)\n"
+        )
+    assert not cli.home.exists()  # nothing was started (a started daemon creates its home)
+
+
+@pytest.mark.slow
+def test_create_starts_a_daemon_and_says_so_on_stderr(cli: _Cli) -> None:
+    done = cli("nodes", "create", "Hi", "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(
+        f"heron: no daemon was running at unix:{cli.home / 'heron.sock'}: starting one\n"
+    )
+    assert json.loads(done.stdout)["prompt"] == "Hi"  # stdout stays the JSON alone
+    assert (cli.home / "heron.pid").exists()
+    again = cli("nodes", "list")
+    assert again.returncode == 0 and again.stderr == ""  # running now: nothing to say

@@ -6,12 +6,15 @@ terminal signal (Ctrl-C while watching) runs ``heron`` as a subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -259,11 +262,64 @@ def test_create_watch_draws_text_tool_steps_reports_and_the_outcome(
     assert "failed" in again.out and "✓ completed" in again.out
 
 
-def test_watch_of_a_failing_node_exits_2_with_the_reason(client: Heron, scripts: Scripts) -> None:
+class LateStreams:
+    """A Unix-socket relay to the daemon that holds a node's event stream request back
+    until that node has finished a tool call: a watcher that joins late, every time."""
+
+    def __init__(self, daemon: Daemon, path: Path, client: Heron) -> None:
+        self.daemon, self.client = daemon, client
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                near, _ = self.server.accept()
+                far = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                far.connect(str(self.daemon.socket))
+                threading.Thread(target=self._pump, args=(far, near, False), daemon=True).start()
+                threading.Thread(target=self._pump, args=(near, far, True), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
+        with contextlib.suppress(OSError), source, sink:
+            while chunk := source.recv(65536):
+                asked = re.search(rb"GET /v1/nodes/([^/ ]+)/events", chunk) if requests else None
+                if asked is not None:
+                    with self.client.nodes.events(asked[1].decode(), after=0) as stream:
+                        next(e for e in stream if isinstance(e, api.ToolCallCompleted))
+                sink.sendall(chunk)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_create_watch_draws_the_first_turn_even_when_it_joins_late(
+    daemon: Daemon, client: Heron, scripts: Scripts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Joined without a cursor, a running node's finished tool steps are not sent
+    # again: a fresh node is watched from its first event.
+    clock = {"name": "get-current-time", "arguments": {}}
+    model = scripts(
+        "quick", [{"text": "Quick.", "tool_calls": [clock]}, {"text": "Slow.", "delay": 1}]
+    )
+    relay = LateStreams(daemon, Path(tempfile.mkdtemp(dir="/tmp")) / "late.sock", client)
+    monkeypatch.setenv("HERON_SOCKET", str(relay.server.getsockname()))
+    try:
+        done = heron("nodes", "create", "Go", "--model", model, "--watch")
+    finally:
+        relay.close()
+    assert done.code == 0, done
+    lines = done.out.splitlines()
+    assert lines[1:4] == ["Quick.", "  ✓ get-current-time (object with 0 fields)", "Slow."], done
+
+
+def test_watch_of_a_failing_node_exits_3_with_the_reason(client: Heron, scripts: Scripts) -> None:
     model = scripts("boom", [{"error": "the model fell over", "status": 500}])
     node_id = created(heron("nodes", "create", "Fail", "--model", model))
     done = heron("nodes", "watch", node_id)
-    assert done.code == 2, done
+    assert done.code == 3, done  # not 2: that is a usage error's
     assert "✗ failed: provider_error" in done.out
     assert "the model fell over" in done.out
 
@@ -295,20 +351,34 @@ def test_outcome_exit_statuses(client: Heron, scripts: Scripts) -> None:
     slow = scripts("slow", [{"text": "Late.", "delay": 3}])
     pending_id = created(heron("nodes", "create", "Hi", "--model", slow))
     pending = heron("nodes", "outcome", pending_id)
-    assert (pending.code, pending.out) == (3, f"pending: node {pending_id} is running\n")
+    assert (pending.code, pending.out) == (4, f"pending: node {pending_id} is running\n")
     followed = heron("nodes", "outcome", pending_id, "--follow")
     assert (followed.code, followed.out) == (0, "✓ completed\nLate.\n")
 
     failing = scripts("fail", [{"error": "no model today", "status": 500}])
     failed_id = created(heron("nodes", "create", "Hi", "--model", failing))
     failed = heron("nodes", "outcome", failed_id, "--wait", "25")
-    assert failed.code == 2
+    assert failed.code == 3
     assert failed.out.startswith("✗ failed: provider_error\n")
 
     assert "--follow" in heron("nodes", "outcome", ok, "--wait", "26").err
     both = heron("nodes", "outcome", ok, "--wait", "3", "--follow")
     assert both.code == 1 and "do not go together" in both.err
-    assert "2 it settled with a failure" in heron("nodes", "outcome", "--help").out
+    # A usage error keeps Click's 2, which no outcome shares.
+    assert heron("nodes", "outcome", ok, "--wait", "soon").code == 2
+    shown = " ".join(heron("nodes", "outcome", "--help").out.split())
+    assert "3 it settled with a failure" in shown and "4 not settled yet" in shown
+    assert "2 a usage error" in shown
+
+
+def test_outcome_follow_json_is_the_poll_as_without_follow(client: Heron, scripts: Scripts) -> None:
+    slow = scripts("slow", [{"text": "Late.", "delay": 1}])
+    node_id = created(heron("nodes", "create", "Hi", "--model", slow))
+    followed = heron("nodes", "outcome", node_id, "--follow", "--json")
+    assert followed.code == 0, followed
+    polled = heron("nodes", "outcome", node_id, "--json")
+    assert json.loads(followed.out) == json.loads(polled.out)
+    assert json.loads(followed.out)["outcome"]["output_text"] == "Late."
 
 
 # -- steering ----------------------------------------------------------------------
@@ -339,7 +409,7 @@ def test_interrupt_revive_cancel_and_fork(client: Heron, scripts: Scripts) -> No
     cancelled = heron("nodes", "cancel", node_id, "--reason", "enough", "--json")
     assert cancelled.code == 0 and json.loads(cancelled.out)["status"] == "cancelled"
     outcome = heron("nodes", "outcome", node_id)
-    assert outcome.code == 2 and outcome.out.startswith("✗ failed: cancelled\n")
+    assert outcome.code == 3 and outcome.out.startswith("✗ failed: cancelled\n")
     assert "enough" in outcome.out
 
     late = heron("nodes", "interrupt", node_id)

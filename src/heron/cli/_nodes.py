@@ -2,7 +2,10 @@
 
 Every command talks to the daemon through :class:`heron.client.Heron` (never HTTP
 of its own), so it reaches it as any client does: ``HERON_BASE_URL`` (+ token),
-``HERON_SOCKET`` or ``$HERON_HOME/heron.sock``, starting a daemon on a cold socket.
+``HERON_SOCKET`` or ``$HERON_HOME/heron.sock``. Only the commands that set work
+going (``create``, ``message``, ``fork``, ``revive``) start a daemon on a cold
+socket, and say so on stderr: a daemon resumes the runs it left, so ``list`` or
+``get`` starting one would set nodes running behind the user's back.
 """
 
 from __future__ import annotations
@@ -33,16 +36,19 @@ __all__ = ["api_error_text", "nodes_app"]
 
 T = TypeVar("T")
 
-EXIT_FAILURE_OUTCOME = 2
-"""Exit status of ``outcome``/``watch`` when the node settled with a failure."""
-EXIT_PENDING = 3
+EXIT_ERROR = 1
+"""Exit status of an error: an unknown or invalid node, no daemon, a refused request."""
+EXIT_FAILURE_OUTCOME = 3
+"""Exit status of ``outcome``/``watch`` when the node settled with a failure (not 2:
+that is Click's status for a usage error, which a script must tell apart)."""
+EXIT_PENDING = 4
 """Exit status of ``outcome`` when the node has not settled yet."""
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C stopped the watching (128 + SIGINT, as shells report it)."""
 
 _EXIT_HELP = (
-    "Exit status: 0 the node settled with a result; 2 it settled with a failure; "
-    "1 an error (an unknown node, no daemon)"
+    f"Exit status: 0 the node settled with a result; {EXIT_FAILURE_OUTCOME} it settled "
+    f"with a failure; {EXIT_ERROR} an error (an unknown node, no daemon); 2 a usage error"
 )
 
 nodes_app = typer.Typer(
@@ -63,7 +69,7 @@ def _fail(ctx: typer.Context, message: str) -> NoReturn:
     Console(stderr=True, highlight=False).print(
         Text(f"heron: error: {message}", style="red"), soft_wrap=True
     )
-    raise typer.Exit(1)
+    raise typer.Exit(EXIT_ERROR)
 
 
 def api_error_text(exc: APIError) -> str:
@@ -82,21 +88,54 @@ def api_error_text(exc: APIError) -> str:
     return text
 
 
-def _with_client(ctx: typer.Context, action: Callable[[Heron], T]) -> T:
-    """Run ``action`` on a client; an API error becomes ``heron: error: code: message``."""
+def _with_client(ctx: typer.Context, action: Callable[[Heron], T], *, start: bool = False) -> T:
+    """Run ``action`` on a client; an API error becomes ``heron: error: code: message``.
+
+    With ``start``, a cold Unix socket gets a daemon started (said on stderr);
+    without it, the command fails saying none runs. The client itself never starts
+    one: a daemon that dies mid-command is an error, not silently replaced.
+    """
     from ..client import APIError, Heron
 
     try:
-        client = Heron()
+        client = Heron(auto_start=False)
     except (TypeError, ValueError) as exc:  # a malformed HERON_BASE_URL, say
         _fail(ctx, str(exc))
     with client:
         try:
+            _ensure_daemon(ctx, client, start)
             return action(client)
         except APIError as exc:
             _fail(ctx, api_error_text(exc))
         except KeyboardInterrupt:
             _fail(ctx, "interrupted")
+
+
+def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
+    """Make sure a daemon answers on ``client``'s Unix socket, starting one if ``start``."""
+    from ..client import APIConnectionError, Heron
+
+    if client.settings.socket_path is None:
+        return  # a TCP listener is someone else's daemon: never started from here
+    try:
+        client.system.health()
+        return
+    except APIConnectionError as exc:
+        if exc.code != "daemon_unavailable":
+            raise
+    address = client.settings.address
+    if not start:
+        _fail(ctx, f"no Heron daemon is running at {address} (start one: heron daemon start)")
+    Console(stderr=True, highlight=False).print(
+        Text(f"heron: no daemon was running at {address}: starting one", style="yellow"),
+        soft_wrap=True,
+    )
+    with Heron(socket_path=client.settings.socket_path, home=client.settings.home) as starter:
+        starter.system.health()  # a cold socket: the client starts the daemon, waits for it
+    Console(stderr=True, highlight=False).print(
+        Text("heron: daemon started (heron daemon stop stops it)", style="yellow"),
+        soft_wrap=True,
+    )
 
 
 def _check_id(ctx: typer.Context, value: str, what: str = "node id") -> str:
@@ -248,7 +287,8 @@ def create(
 ) -> None:
     """Create a node (an agent run on the daemon) on PROMPT.
 
-    With --watch the exit status is watch's: 0 result, 2 failure, 130 Ctrl-C, 1 error.
+    With --watch the exit status is watch's: 0 result, 3 failure, 130 Ctrl-C, 1 error.
+    Starts a daemon (and says so on stderr) when none is running.
     """
     if not prompt.strip():
         _fail(ctx, "the prompt is empty")
@@ -281,9 +321,11 @@ def create(
         if not watch:
             _say(f"watch it: heron nodes watch {node.node_id}", "dim")
             return 0
-        return _watch(client, node.node_id, None)
+        # From the start: joined later, a running node's finished tool steps are not
+        # sent again, and the first turn may be over by the time the stream opens.
+        return _watch(client, node.node_id, 0)
 
-    raise typer.Exit(_with_client(ctx, go))
+    raise typer.Exit(_with_client(ctx, go, start=True))
 
 
 _STATUSES: tuple[str, ...] = get_args(api.NodeStatus)
@@ -410,7 +452,9 @@ def watch(
     raise typer.Exit(_with_client(ctx, lambda client: _watch(client, node_id, after)))
 
 
-@nodes_app.command("outcome", epilog=f"{_EXIT_HELP}; 3 not settled yet.")
+@nodes_app.command(
+    "outcome", epilog=f"{_EXIT_HELP}; {EXIT_PENDING} not settled yet; 130 stopped by Ctrl-C."
+)
 def outcome(
     ctx: typer.Context,
     node_id: NodeIdArg,
@@ -431,29 +475,25 @@ def outcome(
         _fail(ctx, "--wait and --follow do not go together")
 
     def go(client: Heron) -> int:
-        if follow:
-            try:
-                settled: api.NodeOutcome | None = client.nodes.wait_for_outcome(node_id)
-            except KeyboardInterrupt:
-                _say(f"stopped waiting; node {node_id} keeps running", "yellow")
-                return EXIT_INTERRUPTED
-            status = None
+        poll = client.nodes.outcome(node_id, wait=wait)
+        try:
+            # --follow long-polls the same route, so --json prints the same shape.
+            while follow and poll.outcome is None:
+                poll = client.nodes.outcome(node_id, wait=25)
+        except KeyboardInterrupt:
+            _say(f"stopped waiting; node {node_id} keeps running", "yellow")
+            return EXIT_INTERRUPTED
+        if as_json:
+            _print_json(poll)
+        elif poll.outcome is None:
+            _say(f"pending: node {node_id} is {poll.node_status}")
         else:
-            poll = client.nodes.outcome(node_id, wait=wait)
-            settled, status = poll.outcome, poll.node_status
-            if as_json:
-                _print_json(poll)
-        if settled is None:
-            if not as_json:
-                _say(f"pending: node {node_id} is {status}")
-            return EXIT_PENDING
-        if as_json and follow:
-            typer.echo(json.dumps(settled.model_dump(mode="json"), indent=2, ensure_ascii=False))
-        elif not as_json:
             console = _console()
-            for line in outcome_lines(settled):
+            for line in outcome_lines(poll.outcome):
                 console.print(line, soft_wrap=True)
-        return 0 if isinstance(settled, api.NodeResult) else EXIT_FAILURE_OUTCOME
+        if poll.outcome is None:
+            return EXIT_PENDING
+        return 0 if isinstance(poll.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME
 
     raise typer.Exit(_with_client(ctx, go))
 
@@ -479,7 +519,7 @@ def message(
         else:
             _say(f"message {accepted.message_id} queued: node {node_id} reads it next turn")
 
-    _with_client(ctx, go)
+    _with_client(ctx, go, start=True)
 
 
 def _node_action(
@@ -488,9 +528,12 @@ def _node_action(
     as_json: bool,
     call: Callable[[Heron], api.Node],
     done: str,
+    *,
+    start: bool = False,
 ) -> None:
     """Run an action on ``node_id`` answering a node; print that node as JSON, or
-    ``done`` with its id and status."""
+    ``done`` with its id and status. ``start``: the action sets work going, so a
+    daemon is started if none runs."""
     _check_id(ctx, node_id)
 
     def go(client: Heron) -> None:
@@ -500,7 +543,7 @@ def _node_action(
         else:
             _say(done.format(id=node.node_id, status=node.status))
 
-    _with_client(ctx, go)
+    _with_client(ctx, go, start=start)
 
 
 @nodes_app.command("interrupt")
@@ -553,6 +596,7 @@ def fork(
         as_json,
         lambda c: c.nodes.fork(node_id, cast("ForkParams", fields)),
         f"forked {node_id} into node {{id}} ({{status}})",
+        start=True,
     )
 
 
@@ -572,4 +616,5 @@ def revive(
         as_json,
         lambda c: c.nodes.revive(node_id, message=message),
         "node {id} revived ({status})",
+        start=True,
     )

@@ -245,8 +245,9 @@ def test_sync_abort_from_another_thread_wakes_a_blocked_read(client: Heron, scri
     abort_a_blocked_read(client, scripts("abort", ["x"]))
 
 
-def abort_a_blocked_read(client: Heron, model: str) -> None:
-    """Abort, from this thread, a stream another thread is blocked reading."""
+def abort_a_blocked_read(client: Heron, model: str, stop: Any = None) -> None:
+    """Abort, from this thread, a stream another thread is blocked reading (with
+    ``stop()``, by default the stream's own ``abort()``)."""
     stream = client.nodes.stream(prompt="Wait.", model=model, no_kickoff=True)
     first = next(stream)  # the dormant node's status; the next read blocks
     assert isinstance(first, api.NodeStatusChanged)
@@ -262,14 +263,14 @@ def abort_a_blocked_read(client: Heron, model: str) -> None:
     thread.start()
     # The consumer is blocked reading a quiet stream (a dormant node says nothing).
     wait_for(lambda: "_read" in functions_on_stack(thread))
-    stream.abort()
+    (stop or stream.abort)()
     thread.join(10)
     assert not thread.is_alive()
     assert len(got) == 1 and isinstance(got[0], APIUserAbortError)
     with pytest.raises(APIUserAbortError):
         next(stream)
-    # The node was left alone.
-    assert client.nodes.retrieve(stream.node.node_id).status == "dormant"
+    if stop is None:  # the node was left alone
+        assert client.nodes.retrieve(stream.node.node_id).status == "dormant"
 
 
 async def test_async_abort_ends_a_pending_read(aclient: AsyncHeron, scripts: Any) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 from collections.abc import Iterator
 from typing import Any, get_args, get_overloads, get_type_hints
 
@@ -23,13 +22,7 @@ from heron.client import (
 )
 
 from .conftest import Daemon, write_script
-from .test_stream import (
-    STEPS,
-    abort_a_blocked_read,
-    abort_a_pending_read,
-    functions_on_stack,
-    wait_for,
-)
+from .test_stream import STEPS, abort_a_blocked_read, abort_a_pending_read
 
 POOL = 100
 """httpx's default connection limit: a stream that keeps its connection after ending
@@ -201,20 +194,4 @@ def test_closing_the_client_wakes_a_stream_read_blocked_in_another_thread(
 ) -> None:
     # Closing a socket does not wake a read waiting on it: close() aborts its open streams.
     client = Heron(socket_path=daemon.socket, auto_start=False)
-    stream = client.nodes.stream(prompt="Wait.", model=scripts("close", ["x"]), no_kickoff=True)
-    assert isinstance(next(stream), api.NodeStatusChanged)  # dormant: the next read blocks
-    got: list[BaseException] = []
-
-    def consume() -> None:
-        try:
-            stream.final_outcome()
-        except BaseException as exc:
-            got.append(exc)
-
-    thread = threading.Thread(target=consume)
-    thread.start()
-    wait_for(lambda: "_read" in functions_on_stack(thread))
-    client.close()
-    thread.join(10)
-    assert not thread.is_alive(), "the reader still blocks after client.close()"
-    assert len(got) == 1 and isinstance(got[0], APIUserAbortError)
+    abort_a_blocked_read(client, scripts("close", ["x"]), stop=client.close)

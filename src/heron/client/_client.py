@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any, Generic
 
+from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._flow import Flow
 from ._nodes import Nodes
@@ -104,7 +104,7 @@ _JSON: Any = Any
 """Decode an answer as JSON, whatever it holds."""
 
 
-class Heron(_Client[Sync]):
+class Heron(_Client[Sync], Closing):
     """The blocking client.
 
     ``Heron()`` talks to the daemon on ``$HERON_HOME/heron.sock``, starting it if
@@ -129,19 +129,8 @@ class Heron(_Client[Sync]):
         """Close the client's connections (open streams end)."""
         self._sync.close()
 
-    def __enter__(self) -> Heron:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncHeron(_Client[Async]):
+class AsyncHeron(_Client[Async], AsyncClosing):
     """The ``asyncio`` client: the same methods as :class:`Heron`, awaited.
 
     Example::
@@ -161,14 +150,3 @@ class AsyncHeron(_Client[Async]):
     async def aclose(self) -> None:
         """Close the client's connections (open streams end)."""
         await self._async.aclose()
-
-    async def __aenter__(self) -> AsyncHeron:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

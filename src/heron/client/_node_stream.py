@@ -14,12 +14,12 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import httpx
 
 from .. import api
+from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver, race
 from ._errors import APIError, APIUserAbortError, error_from_response
 from ._flow import Flow, Send, Sleep
@@ -175,7 +175,7 @@ def _shut_down(response: httpx.Response) -> None:
             pass  # already closed: nothing is blocked on it
 
 
-class NodeStream(_StreamBase):
+class NodeStream(_StreamBase, Closing):
     """A node's events, for the blocking client; iterate it, or wait for the outcome.
 
     Example::
@@ -253,17 +253,6 @@ class NodeStream(_StreamBase):
             finally:
                 self._lock.release()
 
-    def __enter__(self) -> NodeStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def _perform(self, instruction: StreamInstruction) -> None:
         try:
             self._value = self._do(instruction)
@@ -326,7 +315,7 @@ class NodeStream(_StreamBase):
             response.close()
 
 
-class AsyncNodeStream(_StreamBase):
+class AsyncNodeStream(_StreamBase, AsyncClosing):
     """A node's events, for the ``asyncio`` client.
 
     Example::
@@ -441,17 +430,6 @@ class AsyncNodeStream(_StreamBase):
         async with self._lock:
             self._abort_now()
             await self._release()
-
-    async def __aenter__(self) -> AsyncNodeStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _perform(self, instruction: StreamInstruction) -> None:
         try:

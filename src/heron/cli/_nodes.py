@@ -113,7 +113,8 @@ def _with_client(ctx: typer.Context, action: Callable[[Heron], T], *, start: boo
 
 def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
     """Make sure a daemon answers on ``client``'s Unix socket, starting one if ``start``."""
-    from ..client import APIConnectionError, Heron
+    from ..client import APIConnectionError
+    from ..client._autostart import start_daemon
 
     if client.settings.socket_path is None:
         return  # a TCP listener is someone else's daemon: never started from here
@@ -130,8 +131,7 @@ def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
         Text(f"heron: no daemon was running at {address}: starting one", style="yellow"),
         soft_wrap=True,
     )
-    with Heron(socket_path=client.settings.socket_path, home=client.settings.home) as starter:
-        starter.system.health()  # a cold socket: the client starts the daemon, waits for it
+    start_daemon(client.settings)  # what the client does on a cold socket; waits for it
     Console(stderr=True, highlight=False).print(
         Text("heron: daemon started (heron daemon stop stops it)", style="yellow"),
         soft_wrap=True,
@@ -139,13 +139,13 @@ def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
 
 
 def _check_id(ctx: typer.Context, value: str, what: str = "node id") -> str:
-    if not api.is_valid_id(value):
-        _fail(
-            ctx,
-            f"invalid {what} {value!r}: 1-128 letters, digits, '_', '.' or '-', "
-            "starting with a letter or digit",
-        )
-    return value
+    """``value``, or one error line (the client's own check, before any client is built)."""
+    from ..client._resource import check_id
+
+    try:
+        return check_id(value, what)
+    except TypeError as exc:
+        _fail(ctx, str(exc))
 
 
 def _console() -> Console:

@@ -8,10 +8,9 @@ import functools
 import json
 import os
 import tempfile
-import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,7 +23,7 @@ from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
 from ._daemon import daemon_app, sys_app
 from ._nodes import nodes_app
-from ._view import LiveView
+from ._view import LiveView, fail
 
 __all__ = ["app", "main"]
 
@@ -86,23 +85,15 @@ def _options(
     ctx.obj = {"debug": debug}
 
 
-def _fail(message: str, debug: bool) -> NoReturn:
-    if debug:
-        traceback.print_exc()
-    error = Text(f"heron: error: {message}", style="red")
-    Console(stderr=True, highlight=False).print(error, soft_wrap=True)
-    raise typer.Exit(1)
-
-
 def _guarded(ctx: typer.Context, action: Callable[[], T]) -> T:
     """Run ``action``; expected failures become one readable line and exit code 1."""
     debug = bool(ctx.obj and ctx.obj.get("debug"))
     try:
         return action()
     except (HeronError, OSError) as exc:
-        _fail(str(exc) or type(exc).__name__, debug)
+        fail(str(exc) or type(exc).__name__, debug=debug)
     except KeyboardInterrupt:
-        _fail("interrupted", debug)
+        fail("interrupted", debug=debug)
 
 
 def _load_state(path: Path | None) -> dict[str, Any] | None:

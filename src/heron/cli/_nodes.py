@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
-from ._view import _one_line
+from ._view import _one_line, fail
 from ._watch import NodeView, outcome_lines
 
 if TYPE_CHECKING:
@@ -64,12 +63,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the daemon's ans
 
 
 def _fail(ctx: typer.Context, message: str) -> NoReturn:
-    if ctx.obj and ctx.obj.get("debug"):
-        traceback.print_exc()
-    Console(stderr=True, highlight=False).print(
-        Text(f"heron: error: {message}", style="red"), soft_wrap=True
-    )
-    raise typer.Exit(EXIT_ERROR)
+    fail(message, debug=bool(ctx.obj and ctx.obj.get("debug")))
 
 
 def api_error_text(exc: APIError) -> str:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import traceback
+from typing import Any, NoReturn
 
+import typer
 from rich.console import Console
 from rich.text import Text
 
 from .._core import StreamChunk, ToolCall
 from ..agents import RunResult
 
-__all__ = ["LiveView", "summary_line"]
+__all__ = ["LiveView", "fail", "summary_line"]
 
 _RESULT_WIDTH = 100
 
@@ -106,3 +108,13 @@ def summary_line(result: RunResult[Any]) -> str:
     if result.stop_reason not in (None, "end_turn", "tool_stop"):
         parts.append(f"stopped: {result.stop_reason}")
     return " · ".join(parts)
+
+
+def fail(message: str, *, debug: bool = False) -> NoReturn:
+    """Print ``heron: error: message`` on stderr (after the traceback with ``--debug``)
+    and exit with status 1."""
+    if debug:
+        traceback.print_exc()
+    error = Text(f"heron: error: {message}", style="red")
+    Console(stderr=True, highlight=False).print(error, soft_wrap=True)
+    raise typer.Exit(1)

@@ -9,7 +9,8 @@ events a step publishes come from inside it, so a replayed step publishes none.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+import contextlib
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
 from dbos import DBOS
@@ -201,27 +202,26 @@ class DurableToolClient(ToolClient):
             return
         if not self._steps.caught_up.is_set():
             return
-        common = {
-            "tool_call_id": record.id,
-            "tool": record.name,
-            "summary": shape_summary(record.arguments),
-        }
-        self._events.publish(self._node_id, "node.tool_call.started", common)
-        self._events.publish(
-            self._node_id, "node.tool_call.completed", {**common, "status": "error"}
-        )
+        with self._announced(record.id, record.name, record.arguments):
+            pass  # answered by the agent itself, as an error
 
     async def _call(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
-        summary = shape_summary(arguments)
-        common = {"tool_call_id": call_id, "tool": name, "summary": summary}
-        self._events.publish(self._node_id, "node.tool_call.started", common)
-        status = "error"  # unless the call returns a result that is not an error
-        try:
+        with self._announced(call_id, name, arguments) as step:
             result = await self._inner.call_tool(name, arguments)
-            status = "error" if result.is_error else "ok"
-        finally:
-            # A call that raised or was cancelled is completed too, as an error.
-            self._events.publish(
-                self._node_id, "node.tool_call.completed", {**common, "status": status}
-            )
+            step["status"] = "error" if result.is_error else "ok"
         return result
+
+    @contextlib.contextmanager
+    def _announced(
+        self, call_id: str, name: str, arguments: dict[str, Any]
+    ) -> Iterator[dict[str, str]]:
+        """``node.tool_call.started`` now, ``node.tool_call.completed`` on the way out
+        with the ``status`` the block set: ``error`` unless it says otherwise, so a call
+        that raised or was cancelled is completed too, as an error."""
+        common = {"tool_call_id": call_id, "tool": name, "summary": shape_summary(arguments)}
+        step = {"status": "error"}
+        self._events.publish(self._node_id, "node.tool_call.started", common)
+        try:
+            yield step
+        finally:
+            self._events.publish(self._node_id, "node.tool_call.completed", {**common, **step})

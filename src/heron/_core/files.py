@@ -3,28 +3,53 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
-__all__ = ["write_text_atomically"]
+__all__ = ["TEMPORARY_PREFIX", "write_bytes_atomically", "write_text_atomically"]
+
+TEMPORARY_PREFIX = ".tmp-"
+"""How the temporary files of a write in progress are named (then renamed or removed)."""
 
 
 def write_text_atomically(path: Path, text: str, *, folder_mode: int = 0o777) -> None:
-    """Write ``text`` to ``path`` through a synced temporary file renamed over it.
+    """Write ``text`` to ``path`` (mode 0600) through a synced temporary file renamed over it.
 
     Missing parent folders are made with ``folder_mode``; the folder is synced
     after the rename too, or a crash could undo the write.
     """
     path.parent.mkdir(mode=folder_mode, parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    write_bytes_atomically(path, text.encode("utf-8"), mode=0o600)
+
+
+def write_bytes_atomically(
+    path: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None = None
+) -> None:
+    """Write ``data`` to ``path`` through a synced temporary file in its folder, renamed
+    over it; the folder must exist.
+
+    The file gets ``mode`` (and ``owner``'s uid and gid when given and allowed). On
+    any failure the temporary file is removed and ``path`` keeps its old content.
+    """
+    temporary = path.parent / f"{TEMPORARY_PREFIX}{path.name[:64]}-{secrets.token_hex(4)}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if owner is not None and owner != (os.getuid(), os.getgid()):
+                try:
+                    os.fchown(fd, *owner)
+                except PermissionError:
+                    pass  # not ours to give away: the file stays the writer's
+            os.fchmod(fd, mode)  # after fchown, which may clear set-id bits
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:

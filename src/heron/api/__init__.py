@@ -32,6 +32,18 @@ from ._events import (
     TurnStarted,
     parse_event,
 )
+from ._files import (
+    BashRequest,
+    BashResult,
+    FileEncoding,
+    FileEntry,
+    FileEntryType,
+    FileList,
+    FilePeek,
+    FileTargetType,
+    FileWriteRequest,
+    FileWritten,
+)
 from ._jobs import Job, JobStatus
 from ._kinds import Kind, KindList, KindProblem
 from ._lineage import (
@@ -78,6 +90,8 @@ from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
     "ID_PATTERN",
+    "BashRequest",
+    "BashResult",
     "CloseRequest",
     "DeclineRequest",
     "Declined",
@@ -85,6 +99,14 @@ __all__ = [
     "ErrorBody",
     "ErrorResponse",
     "EventStreamStats",
+    "FileEncoding",
+    "FileEntry",
+    "FileEntryType",
+    "FileList",
+    "FilePeek",
+    "FileTargetType",
+    "FileWriteRequest",
+    "FileWritten",
     "ForkRequest",
     "Health",
     "Job",

@@ -18,9 +18,11 @@ from starlette.types import ASGIApp
 from .. import __version__, api
 from ._engine import Engine
 from ._errors import ApiError
+from ._files import WRITE_BODY_LIMIT
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
 from ._routes_auth import add_auth_routes
 from ._routes_events import add_event_routes
+from ._routes_files import add_bash_routes, add_files_routes
 from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
@@ -53,6 +55,8 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_orchestration_routes,
     add_report_routes,
     add_auth_routes,
+    add_files_routes,
+    add_bash_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 
@@ -186,7 +190,13 @@ def build_app(engine: Engine) -> FastAPI:
 
 def wrap(app: ASGIApp, *, token: str | None, max_body_bytes: int) -> ASGIApp:
     """``app`` behind the body limit, TCP bearer auth and (with a token) CORS."""
-    wrapped: ASGIApp = BodyLimit(app, max_body_bytes)
+    # A legal file write's JSON can be larger than the daemon's limit: that route
+    # gets room enough, and itself refuses content over its own limit.
+    wrapped: ASGIApp = BodyLimit(
+        app,
+        max_body_bytes,
+        {"/v1/files/write": max(max_body_bytes, WRITE_BODY_LIMIT)},
+    )
     wrapped = BearerAuth(wrapped, token)
     if token:
         # A browser reaches the daemon only over TCP, where the token is the credential.

@@ -24,6 +24,7 @@ from dbos import DBOS, SetWorkflowID
 
 from .. import __version__ as version
 from .. import api
+from ._bash import Commands
 from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
@@ -105,6 +106,7 @@ class Engine:
         self.warm = WarmPool(self)
         self.reports = Reports(self)
         self.orchestration = Orchestration(self)
+        self.bash = Commands(self)  # /v1/bash: the commands running for requests
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -155,6 +157,7 @@ class Engine:
         """
         global _ENGINE
         self.orchestration.stop()  # first: no wait timeout fires into a stopping engine
+        await self.bash.aclose()  # commands never outlive the daemon
         for handle in self._deadlines.values():
             handle.cancel()
         # DBOS first: no step finishes (and publishes) after the events are written.

@@ -91,20 +91,25 @@ class BearerAuth:
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with 413, declared or streamed."""
+    """Refuse request bodies over ``limit`` bytes with 413, declared or streamed.
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    ``per_path`` sets another limit for the routes at those exact paths.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, per_path: dict[str, int] | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.per_path = dict(per_path or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.per_path.get(scope.get("path", ""), self.limit)
         for name, value in scope["headers"]:
             if name == b"content-length":
-                if not value.isdigit() or int(value) > self.limit:
-                    await self._too_large(send)
+                if not value.isdigit() or int(value) > limit:
+                    await self._too_large(send, limit)
                     return
                 break
         received = 0
@@ -115,8 +120,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise BodyTooLarge(self.limit)
+                if received > limit:
+                    raise BodyTooLarge(limit)
             return message
 
         async def tracking(message: Message) -> None:
@@ -130,10 +135,10 @@ class BodyLimit:
         except BodyTooLarge:
             # Raised where no handler turned it into the answer (the app had not started one).
             if not started:
-                await self._too_large(send)
+                await self._too_large(send, limit)
 
-    async def _too_large(self, send: Send) -> None:
-        error = BodyTooLarge(self.limit)
+    async def _too_large(self, send: Send, limit: int) -> None:
+        error = BodyTooLarge(limit)
         body = error_body(error.code, error.detail, error.details)
         await _reply(send, 413, body, [(b"connection", b"close")])
 

@@ -13,11 +13,14 @@ __all__ = ["ACTION", "READ", "WITH_BODY", "NodeIdPath", "Wait", "errors"]
 _STATUS_TEXT = {
     400: "Malformed request: the body is not JSON, or an id is not a valid id",
     401: "Missing or wrong bearer token (TCP listener only)",
+    403: "The daemon's user may not do that (a file's permissions)",
     404: "No such node (or other resource)",
     409: "The node's state does not allow it, or its id is taken",
     413: "Request body over the daemon's limit",
     415: "The body is not JSON (send Content-Type: application/json)",
     422: "The request does not match the schema",
+    503: "The daemon is stopping",
+    507: "No space left on the device",
 }
 
 

@@ -183,6 +183,15 @@ async def _serve_locked(
         on_ready(listeners)
 
     server.startup = startup  # type: ignore[method-assign]
+    original_shutdown = server.shutdown
+
+    async def shutdown(sockets: list[socket.socket] | None = None) -> None:
+        # Killed first, their requests answer at once rather than holding the
+        # graceful shutdown until it gives up on them.
+        await engine.bash.aclose()
+        await original_shutdown(sockets=sockets)
+
+    server.shutdown = shutdown  # type: ignore[method-assign]
     try:
         await server.serve(sockets=sockets)
     finally:

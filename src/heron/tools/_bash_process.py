@@ -124,6 +124,17 @@ async def _read_end(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTranspor
     return reader, transport
 
 
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write ``data`` to the process's standard input and close it."""
+    pipe = process.stdin
+    assert pipe is not None
+    # A command that exits (or closes its input) without reading it all is no error.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        pipe.write(data)
+        await pipe.drain()
+    pipe.close()
+
+
 OutputSink = Callable[[Stream, str], None]
 LineSink = Callable[[Stream, tuple[str, ...]], Awaitable[None]]
 """Receives the complete lines of each chunk read, at once; used only while ``wants_lines()``."""
@@ -164,6 +175,7 @@ class ShellProcess:
         # would live as long as the process.
         self._context = contextvars.copy_context()
         self._exit = self._task(self._watch_exit())
+        self._feeder: asyncio.Task[None] | None = None
         _live_groups.add(self.pid)
 
     @classmethod
@@ -177,8 +189,13 @@ class ShellProcess:
         on_output: OutputSink,
         on_line: LineSink | None = None,
         wants_lines: Callable[[], bool] = lambda: True,
+        stdin: bytes | None = None,
     ) -> ShellProcess:
-        """Start ``command``; an ``OSError`` if the shell or ``cwd`` cannot be used."""
+        """Start ``command``; an ``OSError`` if the shell or ``cwd`` cannot be used.
+
+        ``stdin`` is fed to its standard input, then closed (``None``: it reads end
+        of file at once).
+        """
         # Pipes of our own rather than asyncio's: the read ends are ours to
         # close, so a descendant that escaped the group and holds the write end
         # cannot keep a caller waiting.
@@ -189,7 +206,7 @@ class ShellProcess:
                 shell,
                 "-c",
                 command,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                 stdout=out_write,
                 stderr=err_write,
                 cwd=cwd,
@@ -207,7 +224,12 @@ class ShellProcess:
             "stdout": await _read_end(out_read),
             "stderr": await _read_end(err_read),
         }
-        return cls(process, pipes, on_output=on_output, on_line=on_line, wants_lines=wants_lines)
+        shell_process = cls(
+            process, pipes, on_output=on_output, on_line=on_line, wants_lines=wants_lines
+        )
+        if stdin is not None:
+            shell_process._feeder = shell_process._task(_feed(process, stdin))
+        return shell_process
 
     def read_output(self) -> None:
         """Start passing output on (held back until then, so a start event can go first)."""
@@ -306,6 +328,8 @@ class ShellProcess:
         """SIGKILL the group without waiting: for cancellation, which cannot wait."""
         _signal_group(self.pid, signal.SIGKILL)
         self.close_output()
+        if self._feeder is not None:
+            self._feeder.cancel()
 
     def leftovers(self) -> bool:
         """Whether processes of the group still run after the shell exited."""
@@ -325,6 +349,9 @@ class ShellProcess:
         """Stop reading and wait until the readers have let go."""
         self.close_output()
         await asyncio.gather(*self._pumps, return_exceptions=True)
+        if self._feeder is not None:
+            self._feeder.cancel()
+            await asyncio.gather(self._feeder, return_exceptions=True)
         if not self._exit.done():
             self._exit.cancel()
             await asyncio.gather(self._exit, return_exceptions=True)

@@ -1,0 +1,207 @@
+"""``POST /v1/bash`` on a real daemon: exits as values, timeouts, caps, and no process
+outliving its request."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import Daemon, write_script
+
+MIB = 1024 * 1024
+
+
+def bash(client: httpx.Client, command: str, cwd: Path | str, **body: Any) -> httpx.Response:
+    return client.post("/v1/bash", json={"command": command, "cwd": str(cwd), **body})
+
+
+def ok(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()["error"]
+    assert body["code"] == code, body
+    return body
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def wait_gone(pid: int, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} still runs"
+        time.sleep(0.02)
+
+
+def wait_pid(file: Path, seconds: float = 15) -> int:
+    """The pid a command wrote to ``file`` (once it has)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        text = file.read_text().strip() if file.exists() else ""
+        if text.endswith("."):
+            return int(text[:-1])
+        assert time.monotonic() < deadline, f"no pid in {file}"
+        time.sleep(0.02)
+
+
+def test_a_non_zero_exit_is_an_answer(client: httpx.Client, tmp_path: Path) -> None:
+    body = ok(bash(client, "echo out; echo err >&2; exit 3", tmp_path))
+    assert body["exit_code"] == 3 and body["signal"] is None
+    assert body["stdout"] == "out\n" and body["stderr"] == "err\n"
+    assert body["timed_out"] is False and body["truncated"] is False
+    assert body["stdout_truncated"] is False and body["stderr_truncated"] is False
+    assert body["duration_ms"] >= 0
+
+
+def test_cwd_env_and_stdin(client: httpx.Client, tmp_path: Path) -> None:
+    body = ok(
+        bash(
+            client,
+            'pwd; echo "$GREETING"; cat',
+            tmp_path,
+            env={"GREETING": "héllo"},
+            stdin="from stdin\n",
+        )
+    )
+    assert body["stdout"] == f"{tmp_path}\nhéllo\nfrom stdin\n"
+    assert body["exit_code"] == 0
+    # Without stdin, a reader gets end of file at once.
+    assert ok(bash(client, "cat; echo done", tmp_path))["stdout"] == "done\n"
+
+
+def test_a_signal_is_reported(client: httpx.Client, tmp_path: Path) -> None:
+    body = ok(bash(client, "kill -TERM $$", tmp_path))
+    assert body["exit_code"] is None and body["signal"] == "SIGTERM"
+
+
+def test_output_is_capped_per_stream(client: httpx.Client, tmp_path: Path) -> None:
+    command = "head -c 3000000 /dev/zero | tr '\\0' a; echo tail >&2"
+    body = ok(bash(client, command, tmp_path))
+    assert len(body["stdout"]) == MIB and set(body["stdout"]) == {"a"}
+    assert body["stdout_truncated"] is True and body["truncated"] is True
+    assert body["stderr"] == "tail\n" and body["stderr_truncated"] is False
+    assert body["exit_code"] == 0  # the rest was read (drained), so the writer never blocked
+
+
+def test_bytes_that_are_not_utf8_become_replacement_characters(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    body = ok(bash(client, "printf 'caf\\xe9\\n'", tmp_path))
+    assert body["stdout"] == "caf\ufffd\n"
+
+
+def test_a_timeout_kills_the_command_and_its_children(client: httpx.Client, tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    command = f"sleep 600 & echo $!. > {pid_file}; wait"
+    started = time.monotonic()
+    body = ok(bash(client, command, tmp_path, timeout=0.5))
+    assert time.monotonic() - started < 10
+    assert body["timed_out"] is True
+    assert body["exit_code"] is None and body["signal"] in ("SIGTERM", "SIGKILL")
+    wait_gone(wait_pid(pid_file))
+
+
+def test_what_a_command_leaves_running_is_stopped_when_it_exits(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "left.pid"
+    body = ok(bash(client, f"sleep 600 >/dev/null 2>&1 & echo $!. > {pid_file}", tmp_path))
+    assert body["exit_code"] == 0 and body["timed_out"] is False
+    wait_gone(wait_pid(pid_file))
+
+
+@pytest.mark.parametrize(
+    ("cwd", "reason"),
+    [
+        ("relative/dir", "relative"),
+        ("/tmp/../tmp", "'..'"),
+        ("/no/such/directory", "does not exist"),
+    ],
+)
+def test_bad_cwd(client: httpx.Client, cwd: str, reason: str) -> None:
+    body = error(bash(client, "true", cwd), 422, "invalid_cwd")
+    assert reason in body["message"]
+
+
+def test_cwd_that_is_a_file(client: httpx.Client, tmp_path: Path) -> None:
+    file = tmp_path / "f"
+    file.write_text("")
+    assert "not a directory" in error(bash(client, "true", file), 422, "invalid_cwd")["message"]
+
+
+def test_bad_requests(client: httpx.Client, tmp_path: Path) -> None:
+    error(bash(client, "true", tmp_path, timeout=3601), 422, "invalid_request")
+    error(bash(client, "true", tmp_path, timeout=0), 422, "invalid_request")
+    error(bash(client, "", tmp_path), 422, "invalid_request")
+    error(client.post("/v1/bash", json={"command": "true"}), 422, "invalid_request")
+    error(bash(client, "echo a\0b", tmp_path), 422, "invalid_command")
+    error(bash(client, "true", tmp_path, env={"A=B": "x"}), 422, "invalid_env")
+    error(bash(client, "true", tmp_path, env={"A": "x\0"}), 422, "invalid_env")
+
+
+def test_a_client_disconnect_kills_the_command(daemon: Daemon, tmp_path: Path) -> None:
+    pid_file = tmp_path / "orphan.pid"
+    body = json.dumps(
+        {"command": f"sleep 600 & echo $!. > {pid_file}; wait", "cwd": str(tmp_path)}
+    ).encode()
+    head = (
+        "POST /v1/bash HTTP/1.1\r\nHost: heron\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+        raw.connect(str(daemon.socket))
+        raw.sendall(head + body)
+        pid = wait_pid(pid_file)
+        assert alive(pid)
+    # The connection is closed, the request unanswered: the command goes with it.
+    wait_gone(pid)
+
+
+@pytest.mark.slow
+def test_a_stopping_daemon_kills_running_commands(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    own = Daemon(home, {"HERON_PROVIDER": write_script(home, "s", ["ok"])}).start()
+    pid_file = tmp_path / "running.pid"
+    answers: list[httpx.Response | BaseException] = []
+    try:
+        with own.client(timeout=60) as client:
+
+            def call() -> None:
+                try:
+                    answers.append(bash(client, f"sleep 600 & echo $!. > {pid_file}; wait", home))
+                except httpx.HTTPError as exc:
+                    answers.append(exc)
+
+            worker = threading.Thread(target=call)
+            worker.start()
+            pid = wait_pid(pid_file)
+            started = time.monotonic()
+            own.stop()
+            assert time.monotonic() - started < 10
+            worker.join(timeout=30)
+    finally:
+        own.stop()
+    wait_gone(pid)
+    assert len(answers) == 1
+    answer = answers[0]
+    assert isinstance(answer, httpx.Response), answer
+    error(answer, 503, "daemon_stopping")

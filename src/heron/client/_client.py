@@ -8,6 +8,7 @@ from typing import Any, Generic
 
 from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
+from ._files import Bash, Files
 from ._flow import Flow
 from ._nodes import Nodes
 from ._options import RequestOptions
@@ -32,6 +33,10 @@ class _Client(Resource[M], Generic[M]):
     """The profiles an application's nodes run under."""
     auth: Auth[M]
     """How this client authenticates, and which model providers the daemon can use."""
+    files: Files[M]
+    """Files on the daemon's host, by absolute path: read, write (atomically), list."""
+    bash: Bash[M]
+    """One command on the daemon's host, run to its end."""
 
     def __init__(
         self,
@@ -63,6 +68,8 @@ class _Client(Resource[M], Generic[M]):
         self.system = System(driver)
         self.profiles = Profiles(driver)
         self.auth = Auth(driver)
+        self.files = Files(driver)
+        self.bash = Bash(driver)
 
     @endpoint
     def request(

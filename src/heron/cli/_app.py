@@ -22,6 +22,7 @@ from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
 from ._daemon import daemon_app, sys_app
+from ._files import bash, files_app
 from ._nodes import nodes_app
 from ._view import LiveView, fail
 
@@ -254,6 +255,8 @@ def chat(
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(nodes_app, name="nodes")
 app.add_typer(sys_app, name="sys")
+app.add_typer(files_app, name="files")
+app.command("bash")(bash)
 
 
 def main() -> None:

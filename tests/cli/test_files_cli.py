@@ -6,23 +6,13 @@ import base64
 import json
 from pathlib import Path
 
-import pytest
-from tests.client.conftest import Daemon, daemon
+from tests.cli.test_nodes_cli import on_daemon
+from tests.client.conftest import daemon
 from typer.testing import CliRunner
 
 from heron.cli import app
 
-__all__ = ["daemon"]  # the shared daemon fixture, used here too
-
-
-@pytest.fixture(autouse=True)
-def on_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The CLI reaches the shared daemon through ``HERON_HOME``, from a fresh directory."""
-    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN", "FORCE_COLOR"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("HERON_HOME", str(daemon.home))
-    monkeypatch.setenv("COLUMNS", "160")
-    monkeypatch.chdir(tmp_path)
+__all__ = ["daemon", "on_daemon"]  # the shared fixtures: the daemon, reached by HERON_HOME
 
 
 class Done:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.runtime.conftest import Daemon
+from tests.runtime.test_bash import alive
 
 from heron import api
 from heron.client import (
@@ -30,15 +31,6 @@ MIB = 1024 * 1024
 async def on(request: pytest.FixtureRequest, daemon: Daemon) -> AsyncIterator[On]:
     async with on_client(request.param, daemon) as client:
         yield client
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 async def test_write_read_and_list_round_trip(on: On, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from .conftest import Daemon, write_script
+from .test_files import error
 
 MIB = 1024 * 1024
 
@@ -25,13 +26,6 @@ def bash(client: httpx.Client, command: str, cwd: Path | str, **body: Any) -> ht
 def ok(response: httpx.Response) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
-    return body
-
-
-def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()["error"]
-    assert body["code"] == code, body
     return body
 
 

@@ -115,6 +115,7 @@ def test_peek_limits(client: httpx.Client, tmp_path: Path) -> None:
     error(peek(client, file, limit=MIB + 1), 422, "invalid_request")
     error(peek(client, file, limit=0), 422, "invalid_request")
     error(peek(client, file, offset=-1), 422, "invalid_request")
+    error(peek(client, file, offset=2**64), 422, "invalid_request")
     assert peek(client, file, limit=MIB).status_code == 200
 
 

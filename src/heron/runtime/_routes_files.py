@@ -26,6 +26,8 @@ PathQuery = Annotated[
 ]
 """The ``path`` of a files route."""
 
+_MAX_OFFSET = 2**62  # what pread takes (an off_t), with room for the window after it
+
 
 def add_files_routes(app: FastAPI, engine: Engine) -> None:
     """Serve peek, list and write of host files."""
@@ -33,7 +35,7 @@ def add_files_routes(app: FastAPI, engine: Engine) -> None:
     @app.get("/v1/files/peek", tags=["files"], responses=errors(403, 404, 422))
     async def peek_file(
         path: PathQuery,
-        offset: Annotated[int, Query(ge=0, description="First byte to read.")] = 0,
+        offset: Annotated[int, Query(ge=0, le=_MAX_OFFSET, description="First byte to read.")] = 0,
         limit: Annotated[
             int, Query(ge=1, le=_files.MAX_PEEK, description="Bytes to read (at most 1 MiB).")
         ] = _files.DEFAULT_PEEK,

@@ -24,6 +24,7 @@ from dbos import DBOS, SetWorkflowID
 
 from .. import __version__ as version
 from .. import api
+from ._canvas import Canvas
 from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
@@ -105,6 +106,7 @@ class Engine:
         self.warm = WarmPool(self)
         self.reports = Reports(self)
         self.orchestration = Orchestration(self)
+        self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
 
     # -- lifecycle ---------------------------------------------------------
 

@@ -28,6 +28,7 @@ from ._canvas import (
     PruneResult,
     PruneSkip,
     RosterEntry,
+    SettledStatus,
 )
 from ._common import (
     ID_PATTERN,
@@ -181,6 +182,7 @@ __all__ = [
     "ReviveRequest",
     "RootLifecycle",
     "RosterEntry",
+    "SettledStatus",
     "StreamError",
     "StreamErrorBody",
     "StreamErrorCode",

@@ -34,6 +34,7 @@ __all__ = [
     "PruneResult",
     "PruneSkip",
     "RosterEntry",
+    "SettledStatus",
 ]
 
 AttentionReason: TypeAlias = Literal[

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Generic
 
+from ._canvas import Canvas
 from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._flow import Flow
@@ -32,6 +33,8 @@ class _Client(Resource[M], Generic[M]):
     """The profiles an application's nodes run under."""
     auth: Auth[M]
     """How this client authenticates, and which model providers the daemon can use."""
+    canvas: Canvas[M]
+    """What needs a person, the node graph at once, the roster, prune, and history."""
 
     def __init__(
         self,
@@ -63,6 +66,7 @@ class _Client(Resource[M], Generic[M]):
         self.system = System(driver)
         self.profiles = Profiles(driver)
         self.auth = Auth(driver)
+        self.canvas = Canvas(driver)
 
     @endpoint
     def request(

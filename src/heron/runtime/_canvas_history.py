@@ -69,13 +69,14 @@ def _message(index: int, data: Mapping[str, Any]) -> api.HistoryMessage:
         if isinstance(c, Mapping)
     ]
     role = data.get("role")
+    call_id, tool = data.get("tool_call_id"), data.get("tool_name")
     return api.HistoryMessage(
         index=index,
         role=role if role in ("system", "user", "assistant", "tool") else "user",
         text=_text(data.get("content")),
         tool_calls=calls,
-        tool_call_id=data.get("tool_call_id"),
-        tool_name=data.get("tool_name"),
+        tool_call_id=str(call_id) if call_id is not None else None,
+        tool_name=str(tool) if tool is not None else None,
         is_error=bool(data.get("is_error")),
     )
 

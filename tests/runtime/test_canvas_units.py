@@ -119,6 +119,11 @@ async def test_the_prune_plan_takes_subtrees_and_skips_what_it_must(store: Store
     )
     assert sorted(plan.pruned) == ["leaf", "mid", "top"]
     assert sorted(plan.skipped) == [("busy", "live_descendant"), ("home", "resident_root")]
+    # A node whose run is still winding down here counts as live.
+    busy = await store.prune(
+        node_ids=["mid"], statuses={"completed"}, settled_before=None, dry_run=True, busy={"leaf"}
+    )
+    assert busy.pruned == [] and busy.skipped == [("mid", "live_descendant")]
     # Named, a node outside the filters still goes with a named node above it.
     named = await store.prune(
         node_ids=["leaf", "top", "home"],

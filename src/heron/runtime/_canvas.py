@@ -249,11 +249,15 @@ class Canvas:
             age = parse_duration(older_than) if older_than is not None else None
         except ValueError as exc:
             raise ApiError(422, "invalid_duration", str(exc)) from None
+        # Events published before now are written first: none lands after the delete.
+        await self.engine.events.flush()
         plan = await self.engine.store.prune(
             node_ids=request.node_ids,
             statuses=set(request.statuses or SETTLED),
             settled_before=time.time() - age if age is not None else None,
             dry_run=request.dry_run,
+            # A run that saved its end but has not announced it yet still writes events.
+            busy=set(self.engine.active),
         )
         if not request.dry_run and plan.pruned:
             await self._forget(plan.pruned, plan.own_workspaces)

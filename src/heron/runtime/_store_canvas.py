@@ -173,11 +173,13 @@ class CanvasRows:
         statuses: Collection[str],
         settled_before: float | None,
         dry_run: bool,
+        busy: Collection[str] = (),
     ) -> PrunePlan:
         """Delete settled nodes and every row of theirs (events, messages, outcome,
         reports), in one transaction with the checks: see ``PruneSkip`` for what is left
-        alone. Files are the caller's to remove (``own_workspaces``, report folders)."""
-        return await self._run(self._prune, node_ids, statuses, settled_before, dry_run)
+        alone; ``busy`` nodes count as live whatever their status. Files are the caller's
+        to remove (``own_workspaces``, report folders)."""
+        return await self._run(self._prune, node_ids, statuses, settled_before, dry_run, busy)
 
     def _prune(
         self,
@@ -185,6 +187,7 @@ class CanvasRows:
         statuses: Collection[str],
         settled_before: float | None,
         dry_run: bool,
+        busy: Collection[str],
     ) -> PrunePlan:
         columns = (
             nodes.c.node_id,
@@ -203,6 +206,9 @@ class CanvasRows:
             query = query.with_for_update()
         with self.engine.begin() as conn:
             rows = {r.node_id: dict(r._mapping) for r in conn.execute(query)}
+            for node_id in busy:
+                if node_id in rows:
+                    rows[node_id]["status"] = "running"
             plan = _plan(rows, named, statuses, settled_before)
             if not dry_run:
                 for start in range(0, len(plan.pruned), _CHUNK):

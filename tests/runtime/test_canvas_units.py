@@ -15,6 +15,7 @@ import pytest
 from heron import api
 from heron.runtime._canvas import Canvas, asking_from
 from heron.runtime._db import create_engine
+from heron.runtime._durations import parse_duration
 from heron.runtime._store import Store
 
 from .conftest import node_row
@@ -134,3 +135,10 @@ async def test_the_prune_plan_takes_subtrees_and_skips_what_it_must(store: Store
     assert sorted(named.pruned) == ["leaf", "mid", "top"]
     assert named.skipped == [("home", "not_matching")]  # cancelled, not completed
     assert [r["node_id"] for r in await store.list_nodes()] == ["busy", "busy-kid", "home"]
+
+
+def test_durations_take_days() -> None:
+    assert parse_duration("7d") == 7 * 86400
+    assert parse_duration("1d12h") == 36 * 3600
+    with pytest.raises(ValueError, match="at most a year"):
+        parse_duration("400d")

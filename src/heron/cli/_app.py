@@ -21,6 +21,7 @@ from .._core import HeronError, UserError
 from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
+from ._canvas import canvas_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
 from ._nodes import nodes_app
@@ -257,6 +258,7 @@ app.add_typer(nodes_app, name="nodes")
 app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)
+app.add_typer(canvas_app, name="canvas")
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from ._activity import (
     describe_tool_default,
     follow_activity,
 )
+from ._canvas import Dashboard
 from ._client import AsyncHeron, Heron
 from ._errors import (
     APIConnectionError,
@@ -52,6 +53,7 @@ __all__ = [
     "BadRequestError",
     "Cancel",
     "ConflictError",
+    "Dashboard",
     "Describe",
     "ForkParams",
     "Heron",

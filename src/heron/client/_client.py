@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Generic
 
+from ._canvas import Canvas
 from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._files import Bash, Files
@@ -37,6 +38,8 @@ class _Client(Resource[M], Generic[M]):
     """Files on the daemon's host, by absolute path: read, write (atomically), list."""
     bash: Bash[M]
     """One command on the daemon's host, run to its end."""
+    canvas: Canvas[M]
+    """What needs a person, the node graph at once, the roster, prune, and history."""
 
     def __init__(
         self,
@@ -70,6 +73,7 @@ class _Client(Resource[M], Generic[M]):
         self.auth = Auth(driver)
         self.files = Files(driver)
         self.bash = Bash(driver)
+        self.canvas = Canvas(driver)
 
     @endpoint
     def request(

@@ -1,4 +1,4 @@
-"""Durations on the wire: ``1h30m``, ``45s``, ``2h``."""
+"""Durations on the wire: ``1h30m``, ``45s``, ``2h``, ``7d``."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 __all__ = ["parse_duration"]
 
-_PART = re.compile(r"(\d+)\s*([hms])")
-_UNIT = {"h": 3600, "m": 60, "s": 1}
+_PART = re.compile(r"(\d+)\s*([dhms])")
+_UNIT = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 MAX_SECONDS = 366 * 24 * 3600
 
 
@@ -16,7 +16,7 @@ def parse_duration(text: str) -> int:
     compact = re.sub(r"\s+", "", text)
     parts = _PART.findall(compact)
     if not compact or "".join(n + u for n, u in parts) != compact:
-        raise ValueError(f"not a duration: {text!r} (use forms like 1h30m, 45s, 2h)")
+        raise ValueError(f"not a duration: {text!r} (use forms like 1h30m, 45s, 2h, 7d)")
     seconds = sum(int(n) * _UNIT[u] for n, u in parts)
     if seconds <= 0:
         raise ValueError(f"a duration must be positive, got {text!r}")

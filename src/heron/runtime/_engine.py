@@ -25,6 +25,7 @@ from dbos import DBOS, SetWorkflowID
 from .. import __version__ as version
 from .. import api
 from ._bash import Commands
+from ._canvas import Canvas
 from ._config import RuntimeConfig
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
@@ -107,6 +108,7 @@ class Engine:
         self.reports = Reports(self)
         self.orchestration = Orchestration(self)
         self.bash = Commands(self)  # /v1/bash: the commands running for requests
+        self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
 
     # -- lifecycle ---------------------------------------------------------
 

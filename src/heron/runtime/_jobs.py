@@ -233,6 +233,11 @@ class Jobs:
         entry = self._nodes.get(node_id)
         return [job.wire(node_id) for job in entry.jobs.values()] if entry else []
 
+    def running(self, node_id: str) -> int:
+        """How many of the node's jobs are still running here (its shell has not exited)."""
+        entry = self._nodes.get(node_id)
+        return sum(job.ended_at is None for job in entry.jobs.values()) if entry else 0
+
     async def cancel(self, node_id: str, job_id: str) -> api.Job:
         """Kill the job's process group (SIGTERM, then SIGKILL); ``409`` once nothing of it
         runs (its shell ended and left nothing behind in its group)."""

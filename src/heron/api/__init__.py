@@ -42,6 +42,16 @@ from ._lineage import (
     ReviveFailure,
     ReviveRequest,
 )
+from ._models import (
+    CREDENTIAL_PROVIDERS,
+    CredentialProvider,
+    CredentialSource,
+    ModelConfig,
+    ModelConfigSource,
+    ModelConfigUpdateRequest,
+    ModelCredential,
+    ModelCredentialInstallRequest,
+)
 from ._nodes import (
     CloseRequest,
     Declined,
@@ -77,8 +87,11 @@ from ._system import EventStreamStats, Health, Listener, SystemStatus
 from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
+    "CREDENTIAL_PROVIDERS",
     "ID_PATTERN",
     "CloseRequest",
+    "CredentialProvider",
+    "CredentialSource",
     "DeclineRequest",
     "Declined",
     "DeliveryAction",
@@ -96,6 +109,11 @@ __all__ = [
     "MessageAccepted",
     "MessageRequest",
     "ModelAuthReadiness",
+    "ModelConfig",
+    "ModelConfigSource",
+    "ModelConfigUpdateRequest",
+    "ModelCredential",
+    "ModelCredentialInstallRequest",
     "Node",
     "NodeConfigPatch",
     "NodeCreateRequest",

@@ -84,13 +84,13 @@ def _read(path: Path, what: str) -> dict[str, Any] | None:
     """The JSON object in ``path`` (``None`` if there is no file); ``DaemonError`` naming
     the file (never quoting it: it may hold keys) when it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise DaemonError(f"cannot read the {what} file {path}: {exc.strerror}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "its encoding"
         raise DaemonError(

@@ -1,0 +1,129 @@
+"""``heron models ...`` against a real daemon, found through ``HERON_HOME`` as a shell would."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.runtime.conftest import Daemon, write_script
+from typer.testing import CliRunner
+
+from heron.cli import app
+
+KEY = "sk-cli-test-abcdef0123456789"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon whose environment holds no provider key."""
+    home = tmp_path_factory.mktemp("heron-models-cli")
+    process = Daemon(home, {"HERON_PROVIDER": write_script(home, "default", ["Default."])})
+    for vendor in ("OPENAI", "ANTHROPIC", "DEEPSEEK"):
+        process.env.pop(f"{vendor}_API_KEY", None)
+        process.env.pop(f"{vendor}_BASE_URL", None)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(autouse=True)
+def on_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN", "FORCE_COLOR"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HERON_HOME", str(daemon.home))
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.chdir(tmp_path)
+
+
+class Done:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self) -> str:
+        return f"Done({self.code}, out={self.out!r}, err={self.err!r})"
+
+
+def heron(*args: str, input: str | None = None) -> Done:
+    result = CliRunner().invoke(app, list(args), input=input, prog_name="heron")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert KEY not in result.stdout and KEY not in result.stderr
+    return Done(result.exit_code, result.stdout, result.stderr)
+
+
+def _states() -> dict[str, dict[str, object]]:
+    done = heron("models", "credentials", "list", "--json")
+    assert done.code == 0, done
+    return {item["provider"]: item for item in json.loads(done.out)}
+
+
+def test_install_from_stdin_list_and_remove(daemon: Daemon) -> None:
+    listed = heron("models", "credentials", "list")
+    assert listed.code == 0 and "openai" in listed.out and "none" in listed.out
+
+    done = heron(
+        "models",
+        "credentials",
+        "install",
+        "openai",
+        "--base-url",
+        "https://proxy.example/v1",
+        input=f"{KEY}\n",
+    )
+    assert done.code == 0, done
+    assert "installed the API key of openai (requests go to https://proxy.example/v1)" in done.out
+    assert _states()["openai"]["source"] == "installed"
+    assert KEY in (daemon.home / "credentials.json").read_text()
+    table = heron("models", "credentials", "list")
+    assert "installed" in table.out and "https://proxy.example/v1" in table.out
+
+    removed = heron("models", "credentials", "remove", "openai")
+    assert removed.code == 0 and "openai has no key now" in removed.out
+    again = heron("models", "credentials", "remove", "openai")
+    assert again.code == 1 and "credential_not_found" in again.err
+    assert _states()["openai"]["installed"] is False
+
+
+def test_install_from_an_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_ANTHROPIC_KEY", KEY)
+    done = heron("models", "credentials", "install", "anthropic", "--from-env", "MY_ANTHROPIC_KEY")
+    assert done.code == 0, done
+    state = json.loads(heron("models", "credentials", "remove", "anthropic", "--json").out)
+    assert state["provider"] == "anthropic" and state["installed"] is False
+
+
+def test_install_refusals() -> None:
+    bad = heron("models", "credentials", "install", "ollama", input=KEY)
+    assert bad.code == 2 and "none of openai, anthropic, deepseek" in bad.err
+    empty = heron("models", "credentials", "install", "openai", input="\n")
+    assert empty.code == 1 and "no API key was given on stdin" in empty.err
+    two = heron("models", "credentials", "install", "openai", input=f"{KEY}\n{KEY}\n")
+    assert two.code == 1 and "more than one line" in two.err
+    spaced = heron("models", "credentials", "install", "openai", input="sk key with spaces\n")
+    assert spaced.code == 1 and "invalid_api_key" in spaced.err and "sk key" not in spaced.err
+    unset = heron("models", "credentials", "install", "openai", "--from-env", "NO_SUCH_VAR_X")
+    assert unset.code == 1 and "NO_SUCH_VAR_X" in unset.err
+    assert _states()["openai"]["installed"] is False
+
+
+def test_config_show_set_and_clear(tmp_path: Path) -> None:
+    shown = heron("models", "config", "show")
+    assert shown.code == 0 and "(HERON_PROVIDER)" in shown.out and "ready:" in shown.out
+    spec = write_script(tmp_path, "cli-default", ["From the CLI's default."])
+    done = heron("models", "config", "set", spec)
+    assert done.code == 0, done
+    assert f"default model: {spec} (set with heron models config set)" in done.out
+    hosted = heron("models", "config", "set", "deepseek:chat")
+    assert hosted.code == 0 and "not ready:" in hosted.out and "DEEPSEEK_API_KEY" in hosted.out
+    as_json = json.loads(heron("models", "config", "show", "--json").out)
+    assert as_json["default_model"] == "deepseek:chat" and as_json["ready"] is False
+    bad = heron("models", "config", "set", "nonsense:x")
+    assert bad.code == 1 and "invalid_model" in bad.err
+    assert heron("models", "config", "set").code == 2
+    assert heron("models", "config", "set", spec, "--clear").code == 2
+    cleared = heron("models", "config", "set", "--clear")
+    assert cleared.code == 0 and "(HERON_PROVIDER)" in cleared.out

@@ -171,9 +171,13 @@ def test_an_installed_key_reaches_the_model_and_nothing_else(
             client.get("/v1/model-config")
 
         daemon.stop()
-        daemon.start()  # the installed key is kept across a restart
+        # The installed key is kept across a restart, and lets a daemon whose
+        # environment has no key start on a hosted default.
+        daemon.env["HERON_PROVIDER"] = "openai:gpt-5"
+        daemon.start()
         with recorder.client(daemon) as client:
             assert _readiness(client, "openai")["ready"] is True
+            assert client.get("/v1/model-auth/readiness").json()["default_ready"] is True
             _run_on(client, "openai:gpt-5")
             assert model_server.authorizations[-1] == f"Bearer {OTHER_KEY}"  # type: ignore[attr-defined]
 
@@ -186,6 +190,7 @@ def test_an_installed_key_reaches_the_model_and_nothing_else(
             assert again.json()["error"]["code"] == "credential_not_found"
             refused = client.post("/v1/nodes", json={"prompt": "hi", "model": "openai:gpt-5"})
             assert refused.status_code == 422
+            assert "heron models credentials install openai" in refused.json()["error"]["message"]
             assert OTHER_KEY not in file.read_text() and KEY not in file.read_text()
             _bad_installs(client)
     finally:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .._core import UserError
 from ..providers import Provider, ScriptedProvider, from_spec, load_script
+from ..providers._spec import KEYED_KINDS
 from ..providers.scripted import Step
 from ._credentials import Credential
 
@@ -64,10 +65,18 @@ class ProviderPool:
 
     def _build(self, spec: str) -> Provider:
         """A new provider for ``spec``, with its kind's installed credential if any."""
-        credential = self.credentials.get(_kind(spec))
-        if credential is None:
+        kind = _kind(spec)
+        credential = self.credentials.get(kind)
+        if credential is not None:
+            return from_spec(spec, api_key=credential.api_key, base_url=credential.base_url)
+        try:
             return from_spec(spec)
-        return from_spec(spec, api_key=credential.api_key, base_url=credential.base_url)
+        except UserError as exc:
+            if kind not in KEYED_KINDS:
+                raise
+            # The daemon has a second way to get a key: say so where the key is missing.
+            hint = f"or install one in the daemon: heron models credentials install {kind}"
+            raise UserError(f"{exc} ({hint})") from None
 
     async def prepare(self, spec: str | None, *, reread: bool = False) -> None:
         """Build (off the event loop) the provider for ``spec`` if it is not built yet;

@@ -3,48 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.cli.test_nodes_cli import Done, on_daemon
+from tests.client.test_models import daemon
 from tests.runtime.conftest import Daemon, write_script
 from typer.testing import CliRunner
 
 from heron.cli import app
 
+# The keyless daemon of the client tests; the CLI reaches it through HERON_HOME (autouse).
+__all__ = ["daemon", "on_daemon"]
+
 KEY = "sk-cli-test-abcdef0123456789"
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """A daemon whose environment holds no provider key."""
-    home = tmp_path_factory.mktemp("heron-models-cli")
-    process = Daemon(home, {"HERON_PROVIDER": write_script(home, "default", ["Default."])})
-    for vendor in ("OPENAI", "ANTHROPIC", "DEEPSEEK"):
-        process.env.pop(f"{vendor}_API_KEY", None)
-        process.env.pop(f"{vendor}_BASE_URL", None)
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
-@pytest.fixture(autouse=True)
-def on_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN", "FORCE_COLOR"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("HERON_HOME", str(daemon.home))
-    monkeypatch.setenv("COLUMNS", "160")
-    monkeypatch.chdir(tmp_path)
-
-
-class Done:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-    def __repr__(self) -> str:
-        return f"Done({self.code}, out={self.out!r}, err={self.err!r})"
 
 
 def heron(*args: str, input: str | None = None) -> Done:

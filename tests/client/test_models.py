@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from tests.runtime.conftest import Daemon, write_script
+from tests.runtime.test_models import keyless_daemon
 
 from heron import api
 from heron.client import NotFoundError, UnprocessableEntityError
@@ -16,17 +17,12 @@ from ._both import MODES, On, on_client
 
 SECRET = "sk-client-test-5f4e3d2c1b0a99887766"
 
-_PROVIDER_VARIABLES = ("OPENAI", "ANTHROPIC", "DEEPSEEK")
-
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     """A daemon whose environment holds no provider key (so every source is known)."""
     home = tmp_path_factory.mktemp("heron-models")
-    process = Daemon(home, {"HERON_PROVIDER": write_script(home, "default", ["Default."])})
-    for vendor in _PROVIDER_VARIABLES:
-        process.env.pop(f"{vendor}_API_KEY", None)
-        process.env.pop(f"{vendor}_BASE_URL", None)
+    process = keyless_daemon(home, HERON_PROVIDER=write_script(home, "default", ["Default."]))
     process.start()
     try:
         yield process

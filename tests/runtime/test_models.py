@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,66 +16,47 @@ import httpx
 import pytest
 
 from .conftest import Daemon, wait_settled, write_script
+from .test_hosted_model import _OpenAI, fake_openai
 
 pytestmark = pytest.mark.slow
-
-FIXTURE = Path(__file__).parents[1] / "providers" / "hosted" / "fixtures" / "openai_text.sse"
 
 KEY = "sk-installed-0f1e2d3c4b5a69788796a5b4"
 OTHER_KEY = "sk-replaced-99aa88bb77cc66dd55ee44ff"
 ENV_KEY = "sk-environment-1234567890abcdef"
 
-_KEY_VARIABLES = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_BASE_URL",
-    "DEEPSEEK_BASE_URL",
+KEY_VARIABLES = tuple(
+    f"{vendor}_{what}"
+    for vendor in ("OPENAI", "ANTHROPIC", "DEEPSEEK")
+    for what in ("API_KEY", "BASE_URL")
 )
+"""The environment variables that give a daemon a hosted provider's key or endpoint."""
 
 
-class _OpenAI(BaseHTTPRequestHandler):
-    """Answers every chat completion with the recorded OpenAI stream; keeps each request's
-    ``Authorization`` header."""
+class _Recording(_OpenAI):
+    """The recorded OpenAI stream for every request, keeping its ``Authorization`` header."""
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("content-length", 0))
-        self.rfile.read(length)
         self.server.authorizations.append(self.headers.get("authorization"))  # type: ignore[attr-defined]
-        body = FIXTURE.read_bytes()
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet
+        super().do_POST()
 
 
 @pytest.fixture
 def model_server() -> Iterator[ThreadingHTTPServer]:
     """A fake OpenAI endpoint on loopback; ``authorizations`` lists what each request sent."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAI)
-    server.authorizations = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with fake_openai() as server:
+        server.RequestHandlerClass = _Recording  # each request is handled by a new one
+        server.authorizations = []  # type: ignore[attr-defined]
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _url(server: ThreadingHTTPServer) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
-def _daemon(home: Path, **env: str) -> Daemon:
-    """A daemon whose environment holds no provider key but those given."""
+def keyless_daemon(home: Path, **env: str) -> Daemon:
+    """A daemon (not started) whose environment holds no provider key but those given."""
     daemon = Daemon(home, env)
-    for name in _KEY_VARIABLES:
+    for name in KEY_VARIABLES:
         if name not in env:
             daemon.env.pop(name, None)
     return daemon
@@ -124,8 +104,8 @@ def test_an_installed_key_reaches_the_model_and_nothing_else(
     tmp_path: Path, model_server: ThreadingHTTPServer
 ) -> None:
     recorder = Recorder()
-    daemon = _daemon(tmp_path / "home", HERON_PROVIDER=write_script(tmp_path, "d", ["unused"]))
-    daemon.start()
+    default = write_script(tmp_path, "d", ["unused"])
+    daemon = keyless_daemon(tmp_path / "home", HERON_PROVIDER=default).start()
     try:
         with recorder.client(daemon) as client:
             openai = _provider(client.get("/v1/model-auth").json(), "openai")
@@ -243,7 +223,7 @@ def test_an_installed_key_wins_over_the_environment(
 ) -> None:
     url = _url(model_server)
     recorder = Recorder()
-    daemon = _daemon(
+    daemon = keyless_daemon(
         tmp_path / "home",
         HERON_PROVIDER="openai:gpt-5",  # ready from the environment's key
         OPENAI_API_KEY=ENV_KEY,
@@ -282,7 +262,7 @@ def test_an_installed_key_wins_over_the_environment(
 def test_the_default_model_is_set_validated_and_kept_across_restarts(tmp_path: Path) -> None:
     env_default = write_script(tmp_path, "env", ["From the environment's default."])
     api_default = write_script(tmp_path, "api", ["From the API's default."])
-    daemon = _daemon(tmp_path / "home", HERON_PROVIDER=env_default).start()
+    daemon = keyless_daemon(tmp_path / "home", HERON_PROVIDER=env_default).start()
     try:
         with daemon.client() as client:
             config = client.get("/v1/model-config").json()
@@ -358,7 +338,7 @@ def test_a_damaged_credentials_file_stops_the_daemon_without_quoting_it(tmp_path
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     (home / "credentials.json").write_text('{"version": 1, "credentials": {"openai": "' + KEY)
-    daemon = _daemon(home, HERON_PROVIDER=write_script(tmp_path, "d", ["unused"]))
+    daemon = keyless_daemon(home, HERON_PROVIDER=write_script(tmp_path, "d", ["unused"]))
     with pytest.raises(RuntimeError, match="exited at startup") as failed:
         daemon.start()
     assert "credentials.json is not valid JSON" in str(failed.value)

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import select
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +104,56 @@ def test_config_show_set_and_clear(tmp_path: Path) -> None:
     assert heron("models", "config", "set", spec, "--clear").code == 2
     cleared = heron("models", "config", "set", "--clear")
     assert cleared.code == 0 and "(HERON_PROVIDER)" in cleared.out
+
+
+@pytest.mark.slow
+def test_install_asks_at_a_hidden_prompt_on_a_terminal(daemon: Daemon) -> None:
+    """On a terminal the key is typed at a prompt that does not echo it."""
+    master, slave = os.openpty()
+    # A new session opening the terminal makes it its controlling one (what getpass reads).
+    take_terminal = (
+        "import os, sys; os.close(os.open(sys.argv[1], os.O_RDWR)); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'heron', *sys.argv[2:]])"
+    )
+    args = ["models", "credentials", "install", "deepseek"]
+    child = subprocess.Popen(
+        [sys.executable, "-c", take_terminal, os.ttyname(slave), *args],
+        env={**os.environ, "HERON_HOME": str(daemon.home)},
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        seen += _read_until(master, b"API key for deepseek: ")
+        os.write(master, f"{KEY}\n".encode())
+        seen += _read_until(master, b"next turn")
+        assert child.wait(timeout=60) == 0, seen
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(master)
+    assert KEY.encode() not in seen  # not echoed
+    assert _states()["deepseek"]["source"] == "installed"
+    assert heron("models", "credentials", "remove", "deepseek").code == 0
+
+
+def _read_until(fd: int, wanted: bytes, timeout: float = 60) -> bytes:
+    """What the terminal shows up to and including ``wanted`` (polled with a deadline)."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while wanted not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"never saw {wanted!r} in {seen!r}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the child closed the terminal
+                chunk = b""
+            assert chunk, f"the terminal closed before {wanted!r}: {seen!r}"
+            seen += chunk
+    return seen

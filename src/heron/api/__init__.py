@@ -80,6 +80,16 @@ from ._lineage import (
     ReviveFailure,
     ReviveRequest,
 )
+from ._models import (
+    CREDENTIAL_PROVIDERS,
+    CredentialProvider,
+    CredentialSource,
+    ModelConfig,
+    ModelConfigSource,
+    ModelConfigUpdateRequest,
+    ModelCredential,
+    ModelCredentialInstallRequest,
+)
 from ._nodes import (
     CloseRequest,
     Declined,
@@ -115,6 +125,7 @@ from ._system import EventStreamStats, Health, Listener, SystemStatus
 from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
+    "CREDENTIAL_PROVIDERS",
     "ID_PATTERN",
     "MAX_HISTORY_LIMIT",
     "AttentionCounts",
@@ -127,6 +138,8 @@ __all__ = [
     "CanvasEdge",
     "CanvasSnapshot",
     "CloseRequest",
+    "CredentialProvider",
+    "CredentialSource",
     "DeclineRequest",
     "Declined",
     "DeliveryAction",
@@ -163,6 +176,11 @@ __all__ = [
     "MessageAccepted",
     "MessageRequest",
     "ModelAuthReadiness",
+    "ModelConfig",
+    "ModelConfigSource",
+    "ModelConfigUpdateRequest",
+    "ModelCredential",
+    "ModelCredentialInstallRequest",
     "Node",
     "NodeConfigPatch",
     "NodeCreateRequest",

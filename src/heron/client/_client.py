@@ -11,6 +11,7 @@ from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._files import Bash, Files
 from ._flow import Flow
+from ._models import Models
 from ._nodes import Nodes
 from ._options import RequestOptions
 from ._profiles import Profiles
@@ -40,6 +41,8 @@ class _Client(Resource[M], Generic[M]):
     """One command on the daemon's host, run to its end."""
     canvas: Canvas[M]
     """What needs a person, the node graph at once, the roster, prune, and history."""
+    models: Models[M]
+    """The API keys installed in the daemon, and its default model."""
 
     def __init__(
         self,
@@ -74,6 +77,7 @@ class _Client(Resource[M], Generic[M]):
         self.files = Files(driver)
         self.bash = Bash(driver)
         self.canvas = Canvas(driver)
+        self.models = Models(driver)
 
     @endpoint
     def request(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,44 +13,56 @@ from .._core import Message, ProviderError, ScriptExhaustedError, ToolCall, User
 from ._base import Provider
 from .scripted import Reply, ScriptedProvider, Step
 
-__all__ = ["PROVIDER_KINDS", "default_provider", "from_spec", "load_script"]
+__all__ = ["KEYED_KINDS", "PROVIDER_KINDS", "default_provider", "from_spec", "load_script"]
 
 PROVIDER_KINDS = ("local", "openai", "deepseek", "anthropic", "ollama", "scripted")
 """The spec prefixes :func:`from_spec` understands."""
 
+KEYED_KINDS = ("openai", "anthropic", "deepseek")
+"""The hosted providers that need an API key (and take ``api_key``/``base_url``)."""
 
-def _key(variable: str, vendor: str) -> str:
-    key = os.environ.get(variable, "").strip()
+
+@dataclass(frozen=True, slots=True)
+class _Auth:
+    """A key and endpoint handed to :func:`from_spec` instead of the environment's."""
+
+    api_key: str | None = field(default=None, repr=False)  # never in a traceback
+    base_url: str | None = None
+
+
+def _key(variable: str, vendor: str, given: str | None) -> str:
+    """``given`` (a key handed over, e.g. installed in the daemon), else ``$variable``."""
+    key = given.strip() if given is not None else os.environ.get(variable, "").strip()
     if not key:
         raise UserError(f"{vendor} needs an API key: set {variable}")
     return key
 
 
-def _openai(model: str) -> Provider:
-    key = _key("OPENAI_API_KEY", "OpenAI")
+def _openai(model: str, auth: _Auth) -> Provider:
+    key = _key("OPENAI_API_KEY", "OpenAI", auth.api_key)
     from .openai import OpenAIProvider
 
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    base_url = auth.base_url or os.environ.get("OPENAI_BASE_URL") or None
     return OpenAIProvider(api_key=key, model=model or "gpt-5", base_url=base_url)
 
 
-def _deepseek(model: str) -> Provider:
-    key = _key("DEEPSEEK_API_KEY", "DeepSeek")
+def _deepseek(model: str, auth: _Auth) -> Provider:
+    key = _key("DEEPSEEK_API_KEY", "DeepSeek", auth.api_key)
     from .deepseek import DEEPSEEK_BASE_URL, DeepSeekProvider
 
-    base_url = os.environ.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
+    base_url = auth.base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
     return DeepSeekProvider(api_key=key, model=model or "deepseek-v4-flash", base_url=base_url)
 
 
-def _anthropic(model: str) -> Provider:
-    key = _key("ANTHROPIC_API_KEY", "Anthropic")
+def _anthropic(model: str, auth: _Auth) -> Provider:
+    key = _key("ANTHROPIC_API_KEY", "Anthropic", auth.api_key)
     from .anthropic import AnthropicProvider
 
-    base_url = os.environ.get("ANTHROPIC_BASE_URL") or None
+    base_url = auth.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
     return AnthropicProvider(api_key=key, model=model or "claude-sonnet-5", base_url=base_url)
 
 
-def _ollama(model: str) -> Provider:
+def _ollama(model: str, auth: _Auth) -> Provider:
     if not model:
         raise UserError("ollama needs a model name: ollama:MODEL (e.g. ollama:qwen3)")
     from .ollama import OllamaProvider
@@ -60,19 +73,19 @@ def _ollama(model: str) -> Provider:
     return OllamaProvider(model=model, host=host, supports_tools=True)
 
 
-def _local(path: str) -> Provider:
+def _local(path: str, auth: _Auth) -> Provider:
     from .local import LocalProvider
 
     return LocalProvider(path or None)
 
 
-def _scripted(path: str) -> Provider:
+def _scripted(path: str, auth: _Auth) -> Provider:
     if not path:
         raise UserError("scripted needs a file: scripted:FILE.json")
     return ScriptedProvider(load_script(path))
 
 
-_FACTORIES: Mapping[str, Callable[[str], Provider]] = {
+_FACTORIES: Mapping[str, Callable[[str, _Auth], Provider]] = {
     "local": _local,
     "openai": _openai,
     "deepseek": _deepseek,
@@ -82,7 +95,7 @@ _FACTORIES: Mapping[str, Callable[[str], Provider]] = {
 }
 
 
-def from_spec(spec: str) -> Provider:
+def from_spec(spec: str, *, api_key: str | None = None, base_url: str | None = None) -> Provider:
     """Build a provider from ``KIND[:MODEL]``.
 
     ``local`` (the embedded model; ``local:/path/model.gguf`` for another file),
@@ -96,12 +109,21 @@ def from_spec(spec: str) -> Provider:
     A missing key is a :class:`~heron.UserError` naming the variable to set::
 
         provider = from_spec("anthropic:claude-sonnet-5")
+
+    ``api_key`` and ``base_url`` (hosted providers only: ``openai``, ``anthropic``,
+    ``deepseek``) are used instead of the environment's key and base URL (the daemon
+    passes the credentials installed in it this way, never through ``os.environ``).
     """
     kind, _, rest = spec.strip().partition(":")
-    factory = _FACTORIES.get(kind.lower())
+    kind = kind.lower()
+    factory = _FACTORIES.get(kind)
     if factory is None:
         raise UserError(f"unknown provider {spec!r}: use one of {', '.join(PROVIDER_KINDS)}")
-    return factory(rest.strip())
+    if (api_key is not None or base_url is not None) and kind not in KEYED_KINDS:
+        raise UserError(
+            f"provider {kind!r} takes no API key or base URL (only {', '.join(KEYED_KINDS)} do)"
+        )
+    return factory(rest.strip(), _Auth(api_key, base_url))
 
 
 def default_provider() -> Provider:

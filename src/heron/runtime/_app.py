@@ -27,6 +27,7 @@ from ._routes_files import add_bash_routes, add_files_routes
 from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
+from ._routes_models import add_model_routes
 from ._routes_nodes import add_node_routes
 from ._routes_orchestration import add_orchestration_routes
 from ._routes_profiles import add_profile_routes
@@ -59,6 +60,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_auth_routes,
     add_files_routes,
     add_bash_routes,
+    add_model_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 
@@ -205,7 +207,7 @@ def wrap(app: ASGIApp, *, token: str | None, max_body_bytes: int) -> ASGIApp:
         wrapped = CORSMiddleware(
             wrapped,
             allow_origins=["*"],
-            allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["authorization", "content-type", "last-event-id"],
         )
     return wrapped

@@ -34,6 +34,7 @@ from ._events import RESERVE_BLOCK, EventLog
 from ._jobs import Jobs
 from ._kinds import Kinds
 from ._lineage import Lineage
+from ._models import Models
 from ._orchestration import Orchestration
 from ._profiles import Profiles
 from ._providers import ProviderPool
@@ -86,6 +87,7 @@ class Engine:
         self.store = Store(self.sql)
         self.events = EventLog(self.store, memory=config.stream_memory)
         self.providers = ProviderPool(config.provider)
+        self.models = Models(self)  # installed keys and the stored default, into the pool
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
         self._early_stops: dict[str, tuple[int, Stop]] = {}
@@ -119,8 +121,13 @@ class Engine:
 
         self.store.migrate()
         self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
-        if self.providers.default.partition(":")[0].lower() == "local":
+        if (
+            self.providers.default.partition(":")[0].lower() == "local"
+            or self.models.default_model is not None
+        ):
             # Loading the embedded model takes a while: let the first node find it ready.
+            # A default set through the API is not refused here either: only the API can
+            # change it, and that needs a daemon that started.
             self._spawn(self._warm_default())
         else:
             try:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from .._core import UserError
 from ..providers import Provider, ScriptedProvider, from_spec, load_script
+from ..providers._spec import KEYED_KINDS
 from ..providers.scripted import Step
+from ._credentials import Credential
 
 __all__ = ["ProviderPool"]
 
@@ -20,13 +22,22 @@ class ProviderPool:
     :class:`ScriptedProvider` choosing its step from the node's conversation
     (``by_history``), so every node plays its own copy of the script and a
     node resumed after a restart continues where it was.
+
+    Hosted providers are built with the credential installed in the daemon for
+    their kind (see :meth:`install`), else from the environment: an installed key
+    wins over ``OPENAI_API_KEY`` and friends, and its base URL (when it has one)
+    over ``OPENAI_BASE_URL`` and friends.
     """
 
     def __init__(self, default: str | None) -> None:
         self.default = (default or "local").strip()
         """The spec nodes use unless they name their own model."""
+        self.credentials: dict[str, Credential] = {}
+        """The credentials installed in the daemon, by provider kind."""
         self._shared: dict[str, Provider] = {}
         self._scripts: dict[str, tuple[float, list[Step]]] = {}
+        self._generation: dict[str, int] = {}  # per kind: bumped by every install/remove
+        self._retired: list[Provider] = []
 
     def get(self, spec: str | None) -> Provider:
         """The provider for ``spec`` (``None``: the default); ``UserError`` if unbuildable."""
@@ -36,8 +47,36 @@ class ProviderPool:
             return ScriptedProvider(self._script(rest.strip(), reread=False), by_history=True)
         provider = self._shared.get(spec)
         if provider is None:
-            provider = self._shared[spec] = from_spec(spec)
+            provider = self._shared[spec] = self._build(spec)
         return provider
+
+    def install(self, kind: str, credential: Credential | None) -> None:
+        """Use ``credential`` for provider ``kind`` from now on (``None``: the environment's
+        again). Providers of that kind built with the old key are rebuilt at their next
+        use; the old ones are closed with the pool (a model turn may still be using one).
+        """
+        if credential is None:
+            self.credentials.pop(kind, None)
+        else:
+            self.credentials[kind] = credential
+        self._generation[kind] = self._generation.get(kind, 0) + 1
+        for spec in [s for s in self._shared if _kind(s) == kind]:
+            self._retired.append(self._shared.pop(spec))
+
+    def _build(self, spec: str) -> Provider:
+        """A new provider for ``spec``, with its kind's installed credential if any."""
+        kind = _kind(spec)
+        credential = self.credentials.get(kind)
+        if credential is not None:
+            return from_spec(spec, api_key=credential.api_key, base_url=credential.base_url)
+        try:
+            return from_spec(spec)
+        except UserError as exc:
+            if kind not in KEYED_KINDS:
+                raise
+            # The daemon has a second way to get a key: say so where the key is missing.
+            hint = f"or install one in the daemon: heron models credentials install {kind}"
+            raise UserError(f"{exc} ({hint})") from None
 
     async def prepare(self, spec: str | None, *, reread: bool = False) -> None:
         """Build (off the event loop) the provider for ``spec`` if it is not built yet;
@@ -51,8 +90,14 @@ class ProviderPool:
         if kind.lower() == "scripted":
             self._script(rest.strip(), reread=reread)
         elif key not in self._shared:
-            provider = await asyncio.to_thread(from_spec, key)
-            self._shared.setdefault(key, provider)
+            generation = self._generation.get(_kind(key), 0)
+            provider = await asyncio.to_thread(self._build, key)
+            if self._generation.get(_kind(key), 0) != generation:
+                # A credential changed while it was built: it may hold the old key.
+                self._retired.append(provider)
+                self.get(key)  # built again now, with the current one (or refused)
+            elif self._shared.setdefault(key, provider) is not provider:
+                self._retired.append(provider)  # a concurrent prepare built it first
 
     def _script(self, path: str, *, reread: bool) -> list[Step]:
         """The script at ``path``: re-read if it changed when ``reread`` (a create or a
@@ -77,7 +122,13 @@ class ProviderPool:
         return cached[1]
 
     async def aclose(self) -> None:
-        """Close every shared provider."""
-        for provider in self._shared.values():
+        """Close every provider the pool built."""
+        for provider in [*self._shared.values(), *self._retired]:
             await provider.aclose()
         self._shared.clear()
+        self._retired.clear()
+
+
+def _kind(spec: str) -> str:
+    """The provider kind a spec names (``openai`` for ``openai:gpt-5``)."""
+    return spec.strip().partition(":")[0].strip().lower()

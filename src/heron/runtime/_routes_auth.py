@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
 
 from .. import api
-from ._engine import Engine
+from ._credentials import Credential
 from ._routing import errors
 
-__all__ = ["add_auth_routes", "provider_readiness", "readiness"]
+if TYPE_CHECKING:  # the engine holds the features that use the checks below
+    from ._engine import Engine
 
-_KEYS = {
+__all__ = [
+    "BASE_URL_VARIABLES",
+    "KEY_VARIABLES",
+    "add_auth_routes",
+    "check_spec",
+    "provider_readiness",
+    "readiness",
+    "without_userinfo",
+]
+
+KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
     "deepseek": "DEEPSEEK_API_KEY",
 }
 """The environment variable holding each hosted provider's API key."""
+
+BASE_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "deepseek": "DEEPSEEK_BASE_URL",
+}
+"""The environment variable pointing each hosted provider at another server."""
 
 _OLLAMA_DEFAULT = "http://localhost:11434"
 """Where the Ollama provider goes when ``OLLAMA_HOST`` is not set."""
@@ -54,11 +74,16 @@ def _local(model: str) -> tuple[bool, str]:
     return True, f"model file {path}"
 
 
-def _hosted(kind: str) -> tuple[bool, str]:
-    variable = _KEYS[kind]
+def _hosted(kind: str, credentials: Mapping[str, Credential]) -> tuple[bool, str]:
+    variable = KEY_VARIABLES[kind]
+    if kind in credentials:
+        return True, f"an API key is installed in the daemon (it wins over {variable})"
     if os.environ.get(variable, "").strip():
         return True, f"{variable} is set"
-    return False, f"{variable} is not set in the daemon's environment"
+    return False, (
+        f"{variable} is not set in the daemon's environment and no key is installed "
+        f"(heron models credentials install {kind})"
+    )
 
 
 def _ollama(model: str | None) -> tuple[bool, str]:
@@ -68,10 +93,10 @@ def _ollama(model: str | None) -> tuple[bool, str]:
     if not host:
         # The provider's own fallback (providers/_spec.py): not being told is no refusal.
         return True, f"OLLAMA_HOST is not set: the default {_OLLAMA_DEFAULT} (not probed)"
-    return True, f"OLLAMA_HOST is {_without_userinfo(host)} (not probed)"
+    return True, f"OLLAMA_HOST is {without_userinfo(host)} (not probed)"
 
 
-def _without_userinfo(host: str) -> str:
+def without_userinfo(host: str) -> str:
     """``host`` without a ``user:password@`` part (a proxy's credentials)."""
     parts = urlsplit(host if "//" in host else f"//{host}")
     if "@" not in parts.netloc:
@@ -89,12 +114,12 @@ def _scripted(path: str | None) -> tuple[bool, str]:
     return True, f"script file {path}"
 
 
-def _check(kind: str, model: str | None) -> tuple[bool, str]:
+def _check(kind: str, model: str | None, credentials: Mapping[str, Credential]) -> tuple[bool, str]:
     """Whether provider ``kind`` is usable (for ``model`` when a spec names one)."""
     if kind == "local":
         return _local(model or "")
-    if kind in _KEYS:
-        return _hosted(kind)
+    if kind in KEY_VARIABLES:
+        return _hosted(kind, credentials)
     if kind == "ollama":
         return _ollama(model)
     if kind == "scripted":
@@ -102,24 +127,34 @@ def _check(kind: str, model: str | None) -> tuple[bool, str]:
     return False, f"unknown provider {kind!r}: use one of {', '.join(_ORDER)}"
 
 
-def provider_readiness() -> list[api.ProviderReadiness]:
-    """Every provider kind's readiness, from the daemon's environment (no key's value)."""
+def provider_readiness(
+    credentials: Mapping[str, Credential] | None = None,
+) -> list[api.ProviderReadiness]:
+    """Every provider kind's readiness, from the keys installed in the daemon
+    (``credentials``) and its environment (never a key's value)."""
     readiness = []
     for kind in _ORDER:
-        ready, detail = _check(kind, None)
+        ready, detail = _check(kind, None, credentials or {})
         readiness.append(api.ProviderReadiness(provider=kind, ready=ready, detail=detail))
     return readiness
 
 
-def readiness(default: str) -> api.ModelAuthReadiness:
+def check_spec(spec: str, credentials: Mapping[str, Credential]) -> tuple[bool, str]:
+    """Whether the model ``spec`` is usable now, and why (or why not)."""
+    kind, _, model = spec.strip().partition(":")
+    return _check(kind.strip().lower(), model.strip(), credentials)
+
+
+def readiness(
+    default: str, credentials: Mapping[str, Credential] | None = None
+) -> api.ModelAuthReadiness:
     """The readiness of every provider and of the ``default`` spec."""
-    kind, _, model = default.strip().partition(":")
-    ready, detail = _check(kind.strip().lower(), model.strip())
+    ready, detail = check_spec(default, credentials or {})
     return api.ModelAuthReadiness(
         default_provider=default,
         default_ready=ready,
         default_detail=detail,
-        providers=provider_readiness(),
+        providers=provider_readiness(credentials),
     )
 
 
@@ -128,7 +163,7 @@ def add_auth_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/v1/model-auth/readiness", tags=["model-auth"], responses=errors())
     async def model_auth_readiness() -> api.ModelAuthReadiness:
-        """Which model providers the daemon can use now (API keys set in its environment,
-        the local model present, Ollama's host configured), and whether its default
-        provider is one of them. Never shows a key."""
-        return readiness(engine.providers.default)
+        """Which model providers the daemon can use now (API keys installed in it or set in
+        its environment, the local model present, Ollama's host configured), and whether
+        its default provider is one of them. Never shows a key."""
+        return readiness(engine.providers.default, engine.providers.credentials)

@@ -42,6 +42,18 @@ from ._lineage import (
     ReviveFailure,
     ReviveRequest,
 )
+from ._memory import (
+    MAX_MEMORY_BODY,
+    MemoryCreateRequest,
+    MemoryEntry,
+    MemoryMoveRequest,
+    MemoryOp,
+    MemoryPage,
+    MemorySearchHit,
+    MemorySearchRequest,
+    MemoryUpdateRequest,
+    MemoryVersion,
+)
 from ._nodes import (
     CloseRequest,
     Declined,
@@ -78,6 +90,7 @@ from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
     "ID_PATTERN",
+    "MAX_MEMORY_BODY",
     "CloseRequest",
     "DeclineRequest",
     "Declined",
@@ -93,6 +106,15 @@ __all__ = [
     "KindList",
     "KindProblem",
     "Listener",
+    "MemoryCreateRequest",
+    "MemoryEntry",
+    "MemoryMoveRequest",
+    "MemoryOp",
+    "MemoryPage",
+    "MemorySearchHit",
+    "MemorySearchRequest",
+    "MemoryUpdateRequest",
+    "MemoryVersion",
     "MessageAccepted",
     "MessageRequest",
     "ModelAuthReadiness",

@@ -24,6 +24,7 @@ from ._routes_events import add_event_routes
 from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
+from ._routes_memory import add_memory_routes
 from ._routes_nodes import add_node_routes
 from ._routes_orchestration import add_orchestration_routes
 from ._routes_profiles import add_profile_routes
@@ -52,6 +53,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_profile_routes,
     add_orchestration_routes,
     add_report_routes,
+    add_memory_routes,
     add_auth_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.

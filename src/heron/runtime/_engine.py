@@ -32,6 +32,7 @@ from ._events import RESERVE_BLOCK, EventLog
 from ._jobs import Jobs
 from ._kinds import Kinds
 from ._lineage import Lineage
+from ._memory import Memory
 from ._orchestration import Orchestration
 from ._profiles import Profiles
 from ._providers import ProviderPool
@@ -104,6 +105,7 @@ class Engine:
         self.profiles = Profiles(self, self.kinds)
         self.warm = WarmPool(self)
         self.reports = Reports(self)
+        self.memory = Memory(self)
         self.orchestration = Orchestration(self)
 
     # -- lifecycle ---------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any, Generic
 from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._flow import Flow
+from ._memory import Memory
 from ._nodes import Nodes
 from ._options import RequestOptions
 from ._profiles import Profiles
@@ -32,6 +33,8 @@ class _Client(Resource[M], Generic[M]):
     """The profiles an application's nodes run under."""
     auth: Auth[M]
     """How this client authenticates, and which model providers the daemon can use."""
+    memory: Memory[M]
+    """A profile's notes by path: versioned, searchable."""
 
     def __init__(
         self,
@@ -63,6 +66,7 @@ class _Client(Resource[M], Generic[M]):
         self.system = System(driver)
         self.profiles = Profiles(driver)
         self.auth = Auth(driver)
+        self.memory = Memory(driver)
 
     @endpoint
     def request(

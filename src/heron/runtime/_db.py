@@ -245,8 +245,8 @@ MEMORY_VECTOR = (
     " || setweight(to_tsvector('english', tags), 'A')"
     " || setweight(to_tsvector('english', body), 'B')"
 )
-"""PostgreSQL's search vector of an entry: the GIN index's expression, and the search's
-(they must be the same text for the index to serve the search)."""
+"""PostgreSQL's search vector of an entry, kept in the generated column ``search_vector``
+(indexed by GIN): ranking reads it instead of parsing every matching body again."""
 
 migrations_table = sa.Table(
     "heron_migrations",
@@ -313,10 +313,17 @@ def _v7_memory(conn: sa.Connection) -> None:
     """Memory: entries, their versions, and full-text search over them."""
     metadata.create_all(conn, tables=[memory_entries, memory_versions])
     if conn.dialect.name == "postgresql":
+        # Not in ``memory_entries``: SQLite has no such column (it searches MEMORY_FTS).
+        conn.execute(
+            sa.text(
+                "ALTER TABLE heron_memory_entries ADD COLUMN IF NOT EXISTS search_vector tsvector"
+                f" GENERATED ALWAYS AS ({MEMORY_VECTOR}) STORED"
+            )
+        )
         conn.execute(
             sa.text(
                 "CREATE INDEX IF NOT EXISTS ix_heron_memory_search"
-                f" ON heron_memory_entries USING GIN (({MEMORY_VECTOR}))"
+                " ON heron_memory_entries USING GIN (search_vector)"
             )
         )
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import api
@@ -188,11 +189,14 @@ class Memory:
 
     # -- nodes ----------------------------------------------------------------
 
-    def tools(self, node_id: str, profile: str | None, run: int) -> list[Tool]:
-        """The ``memory-*`` tools of a node running under ``profile`` (scopes pick among them)."""
+    def tools(
+        self, node_id: str, profile: str | None, run: int, wanted: Callable[[str], bool]
+    ) -> list[Tool]:
+        """The ``memory-*`` tools ``wanted`` admits (by name), for a node running under
+        ``profile`` (none are made for a node whose scopes admit none)."""
         from ._memory_tools import memory_tools
 
-        return memory_tools(self, node_id, profile or "default", run)
+        return memory_tools(self, node_id, profile or "default", run, wanted)
 
 
 def to_entry(row: Row) -> api.MemoryEntry:

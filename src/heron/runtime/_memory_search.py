@@ -2,8 +2,8 @@
 
 SQLite searches an FTS5 table (``MEMORY_FTS``, kept in step by each write's own
 transaction) ranked by ``bm25``; PostgreSQL matches ``websearch_to_tsquery``
-against the entry's weighted vector (``MEMORY_VECTOR``, served by a GIN
-expression index) ranked by ``ts_rank_cd``. A user's query is never handed to
+against the entry's weighted vector (the generated column ``search_vector``,
+indexed by GIN) ranked by ``ts_rank_cd``. A user's query is never handed to
 FTS5 as syntax: :func:`fts5_query` rebuilds it from its words, with the same
 web-search reading PostgreSQL gives it (words, ``"phrases"``, ``-exclusions``,
 ``or``), so no input is a syntax error.
@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ._db import MEMORY_FTS, MEMORY_VECTOR, memory_entries
+from ._db import MEMORY_FTS, memory_entries
 
 __all__ = ["fts5_query", "live", "path_order", "search", "sync_index"]
 
@@ -151,17 +151,22 @@ def _search_postgres(
     prefix: str | None,
     tags: Sequence[str] | None,
 ) -> list[tuple[dict[str, Any], float, str]]:
-    vector: sa.ColumnClause[Any] = sa.literal_column(f"({MEMORY_VECTOR})")
+    vector: sa.ColumnClause[Any] = sa.literal_column("heron_memory_entries.search_vector")
     # PostgreSQL's text cannot hold U+0000; websearch_to_tsquery takes anything else.
     wanted = sa.func.websearch_to_tsquery(_ENGLISH, sa.cast(text.replace("\x00", " "), sa.Text))
     rank = sa.func.ts_rank_cd(vector, wanted)
     options = f"StartSel=**, StopSel=**, MaxWords={SNIPPET_WORDS}, MinWords=8, MaxFragments=2"
-    snippet = sa.func.ts_headline(_ENGLISH, memory_entries.c.body, wanted, options)
-    query = (
-        sa.select(memory_entries, rank.label("score"), snippet.label("snippet"))
+    best = (
+        sa.select(memory_entries, rank.label("score"))
         .where(vector.op("@@")(wanted), *live(profile, prefix, tags))
         .order_by(rank.desc(), path_order(conn.dialect))
         .limit(limit)
+        .subquery()
+    )
+    # Excerpts of the best only: ts_headline parses the whole body again.
+    snippet = sa.func.ts_headline(_ENGLISH, best.c.body, wanted, options)
+    query = sa.select(best, snippet.label("snippet")).order_by(
+        best.c.score.desc(), best.c.path.collate("C")
     )
     return _hits(conn.execute(query))
 

@@ -10,6 +10,7 @@ change names the node as its author. A write DBOS runs again after a crash
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import api
@@ -42,13 +43,19 @@ _TAGS = {
 }
 
 
-def memory_tools(memory: Memory, node_id: str, profile: str, run: int) -> list[Tool]:
-    """The memory tools of a node of ``profile`` in its run ``run``."""
-    return [
-        MemorySearchTool(memory, profile),
-        MemoryReadTool(memory, profile),
-        MemoryWriteTool(memory, profile, node_id, run),
-    ]
+def memory_tools(
+    memory: Memory, node_id: str, profile: str, run: int, wanted: Callable[[str], bool]
+) -> list[Tool]:
+    """The memory tools ``wanted`` admits, for a node of ``profile`` in its run ``run``
+    (made only when admitted: making a tool checks its schema, which costs)."""
+    tools: list[Tool] = []
+    if wanted(MemorySearchTool.name):
+        tools.append(MemorySearchTool(memory, profile))
+    if wanted(MemoryReadTool.name):
+        tools.append(MemoryReadTool(memory, profile))
+    if wanted(MemoryWriteTool.name):
+        tools.append(MemoryWriteTool(memory, profile, node_id, run))
+    return tools
 
 
 def _refused(exc: ApiError) -> ToolError:

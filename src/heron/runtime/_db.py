@@ -206,6 +206,9 @@ memory_entries = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
     sa.Column("deleted_at", sa.Float),
+    # SQLite: the rowid of the entry's row in MEMORY_FTS (NULL once deleted), so a
+    # write finds it by key instead of scanning the FTS table. Unused on PostgreSQL.
+    sa.Column("search_rowid", sa.Integer),
     sa.Index(
         "ux_heron_memory_live_path",
         "profile",

@@ -86,19 +86,39 @@ def live(
 
 
 def sync_index(conn: sa.Connection, row: dict[str, Any]) -> None:
-    """Bring SQLite's FTS table in line with the entry ``row`` (in the write's transaction);
-    PostgreSQL's index follows the row by itself."""
+    """Bring SQLite's FTS table in line with the entry ``row`` just written (in the
+    write's transaction; ``row["search_rowid"]`` follows); PostgreSQL's vector is a
+    generated column, which follows the row by itself."""
     if conn.dialect.name != "sqlite":
         return
-    conn.execute(sa.text(f"DELETE FROM {MEMORY_FTS} WHERE entry_id = :id"), {"id": row["entry_id"]})
-    if row["deleted_at"] is None:
+    fts_row = row.get("search_rowid")
+    values = {k: row[k] for k in ("entry_id", "title", "path", "tags", "body")}
+    if fts_row is not None and row["deleted_at"] is not None:
+        conn.execute(sa.text(f"DELETE FROM {MEMORY_FTS} WHERE rowid = :r"), {"r": fts_row})
+        fts_row = None
+    elif fts_row is not None:
         conn.execute(
+            sa.text(
+                f"UPDATE {MEMORY_FTS} SET title = :title, path = :path, tags = :tags,"
+                " body = :body WHERE rowid = :r"
+            ),
+            {**values, "r": fts_row},
+        )
+        return
+    elif row["deleted_at"] is None:
+        fts_row = conn.execute(
             sa.text(
                 f"INSERT INTO {MEMORY_FTS} (entry_id, title, path, tags, body)"
                 " VALUES (:entry_id, :title, :path, :tags, :body)"
             ),
-            {k: row[k] for k in ("entry_id", "title", "path", "tags", "body")},
-        )
+            values,
+        ).lastrowid
+    row["search_rowid"] = fts_row
+    conn.execute(
+        memory_entries.update()
+        .where(memory_entries.c.entry_id == row["entry_id"])
+        .values(search_rowid=fts_row)
+    )
 
 
 def search(

@@ -54,6 +54,7 @@ def test_a_node_writes_then_searches_and_reads_its_profiles_memory(
         [
             call("memory-write", path="facts/sky", body=body, title="Sky", tags=["Science"]),
             call("memory-write", path="facts/sky", tags=["science", "optics"]),
+            call("memory-write", path="facts/sky", title="Sky"),
             call("memory-search", query="rayleigh"),
             call("memory-read", path="facts/sky"),
             call("memory-write", action="move", path="facts/sky", new_path="facts/colour/sky"),
@@ -66,6 +67,7 @@ def test_a_node_writes_then_searches_and_reads_its_profiles_memory(
     said = transcript(daemon, node["node_id"])
     assert "Created memory facts/sky (version 1)." in said
     assert "Updated memory facts/sky (version 2)." in said
+    assert "Memory facts/sky is unchanged (version 2)." in said
     assert "facts/sky — Sky (score" in said and "**Rayleigh**" in said
     assert "tags: science, optics" in said
     assert "Moved memory facts/colour/sky (version 3)." in said

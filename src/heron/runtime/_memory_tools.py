@@ -190,6 +190,8 @@ class MemoryWriteTool(Tool):
         if written is None:
             written = await self._write(action, arguments, key)
         _, version = written
+        if version["call_key"] != key:  # nothing to change: the entry's last version came back
+            return f"Memory {version['path']} is unchanged (version {version['version']})."
         verb = {"create": "Created", "update": "Updated", "move": "Moved", "delete": "Deleted"}
         return f"{verb[version['op']]} memory {version['path']} (version {version['version']})."
 

@@ -194,8 +194,14 @@ memory_entries = sa.Table(
     metadata,
     sa.Column("entry_id", sa.String(128), primary_key=True),
     sa.Column("profile", sa.String(128), nullable=False),
-    # Normalised ``a/b/c``; unique per profile among live (not deleted) entries.
-    sa.Column("path", sa.String(512), nullable=False),
+    # Normalised ``a/b/c``; unique per profile among live (not deleted) entries. Byte
+    # order on both databases (PostgreSQL's locale would ignore punctuation), so the
+    # unique index also serves list's path order and its cursor.
+    sa.Column(
+        "path",
+        sa.String(512).with_variant(sa.String(512, collation="C"), "postgresql"),
+        nullable=False,
+    ),
     sa.Column("slug", sa.String(512), nullable=False),
     sa.Column("title", Text),
     sa.Column("body", Text, nullable=False),

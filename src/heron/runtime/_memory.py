@@ -56,7 +56,7 @@ class Memory:
         rows = await self.engine.store.memory_page(name, prefix=under, limit=limit + 1, after=after)
         more = len(rows) > limit
         rows = rows[:limit]
-        next_cursor = _encode_cursor(rows[-1]["path"], rows[-1]["entry_id"]) if more else None
+        next_cursor = _encode_cursor(rows[-1]["path"]) if more else None
         return api.MemoryPage(items=[to_entry(r) for r in rows], next_cursor=next_cursor)
 
     async def get(self, entry_id: str, profile: str | None) -> api.MemoryEntry:
@@ -264,18 +264,19 @@ def body_of(body: str) -> str:
     return body
 
 
-def _encode_cursor(path: str, entry_id: str) -> str:
-    raw = json.dumps([path, entry_id], separators=(",", ":")).encode()
+def _encode_cursor(path: str) -> str:
+    raw = json.dumps({"after": path}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
-    """The ``(path, entry_id)`` a cursor continues after; ``400 invalid_cursor`` otherwise."""
+def _decode_cursor(cursor: str) -> str:
+    """The path a cursor continues after; ``400 invalid_cursor`` otherwise."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         value = json.loads(raw)
     except (binascii.Error, ValueError):
         value = None
-    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+    if not (isinstance(value, dict) and isinstance(value.get("after"), str)):
         raise ApiError(400, "invalid_cursor", f"not a cursor this list gave: {cursor!r}")
-    return value[0], value[1]
+    after: str = value["after"]
+    return after

@@ -1,4 +1,4 @@
-"""Memory's SQL that differs by database: full-text search, path order, live filters.
+"""Memory's SQL that differs by database (full-text search), and the live-entry filters.
 
 SQLite searches an FTS5 table (``MEMORY_FTS``, kept in step by each write's own
 transaction) ranked by ``bm25``; PostgreSQL matches ``websearch_to_tsquery``
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from ._db import MEMORY_FTS, memory_entries
 
-__all__ = ["fts5_query", "live", "path_order", "search", "sync_index"]
+__all__ = ["fts5_query", "live", "search", "sync_index"]
 
 _WORD = re.compile(r"\w+")
 _CHUNK = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -59,13 +59,6 @@ def fts5_query(text: str) -> str | None:
             clause = f"({clause}) NOT ({' OR '.join(excluded)})"
         clauses.append(f"({clause})")
     return " OR ".join(clauses) or None
-
-
-def path_order(dialect: sa.Dialect) -> sa.ColumnElement[str]:
-    """The path as entries are ordered and paged: by bytes on both databases
-    (PostgreSQL would otherwise sort by its locale, ignoring punctuation)."""
-    path = memory_entries.c.path
-    return path.collate("C") if dialect.name == "postgresql" else path
 
 
 def live(
@@ -179,15 +172,13 @@ def _search_postgres(
     best = (
         sa.select(memory_entries, rank.label("score"))
         .where(vector.op("@@")(wanted), *live(profile, prefix, tags))
-        .order_by(rank.desc(), path_order(conn.dialect))
+        .order_by(rank.desc(), memory_entries.c.path)
         .limit(limit)
         .subquery()
     )
     # Excerpts of the best only: ts_headline parses the whole body again.
     snippet = sa.func.ts_headline(_ENGLISH, best.c.body, wanted, options)
-    query = sa.select(best, snippet.label("snippet")).order_by(
-        best.c.score.desc(), best.c.path.collate("C")
-    )
+    query = sa.select(best, snippet.label("snippet")).order_by(best.c.score.desc(), best.c.path)
     return _hits(conn.execute(query))
 
 

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from ._db import memory_entries, memory_versions
 from ._errors import ApiError
 from ._memory_paths import new_entry_id, slug_of
-from ._memory_search import live, path_order, search, sync_index
+from ._memory_search import live, search, sync_index
 
 __all__ = ["MemoryRows", "Written"]
 
@@ -206,39 +206,29 @@ class MemoryRows:
         return await self._run(self._memory_by_slug, profile, slug)
 
     def _memory_by_slug(self, profile: str, slug: str) -> list[Row]:
+        query = (
+            sa.select(memory_entries)
+            .where(*live(profile), memory_entries.c.slug == slug)
+            .order_by(memory_entries.c.path)
+        )
         with self.engine.connect() as conn:
-            query = (
-                sa.select(memory_entries)
-                .where(*live(profile), memory_entries.c.slug == slug)
-                .order_by(path_order(conn.dialect))
-            )
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def memory_page(
-        self, profile: str, *, prefix: str | None, limit: int, after: tuple[str, str] | None
+        self, profile: str, *, prefix: str | None, limit: int, after: str | None
     ) -> list[Row]:
-        """Up to ``limit`` live entries in path order, after ``(path, entry_id)`` if given."""
+        """Up to ``limit`` live entries in path order, after the path ``after`` if given
+        (paths are unique among live entries: the last one seen is the whole cursor)."""
         return await self._run(self._memory_page, profile, prefix, limit, after)
 
     def _memory_page(
-        self, profile: str, prefix: str | None, limit: int, after: tuple[str, str] | None
+        self, profile: str, prefix: str | None, limit: int, after: str | None
     ) -> list[Row]:
+        path = memory_entries.c.path
+        query = sa.select(memory_entries).where(*live(profile, prefix)).order_by(path).limit(limit)
+        if after is not None:
+            query = query.where(path > after)
         with self.engine.connect() as conn:
-            path = path_order(conn.dialect)
-            query = (
-                sa.select(memory_entries)
-                .where(*live(profile, prefix))
-                .order_by(path, memory_entries.c.entry_id)
-                .limit(limit)
-            )
-            if after is not None:
-                last_path, last_id = after
-                query = query.where(
-                    sa.or_(
-                        path > last_path,
-                        sa.and_(path == last_path, memory_entries.c.entry_id > last_id),
-                    )
-                )
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def memory_history(self, entry_id: str) -> list[Row]:

@@ -24,6 +24,7 @@ from ..tools import get_current_time
 from ._canvas import canvas_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
+from ._memory import memory_app
 from ._models import models_app
 from ._nodes import nodes_app
 from ._view import LiveView, fail
@@ -257,6 +258,7 @@ def chat(
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(nodes_app, name="nodes")
 app.add_typer(models_app, name="models")
+app.add_typer(memory_app, name="memory")
 app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)

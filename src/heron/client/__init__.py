@@ -26,6 +26,7 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
+from ._memory import MemoryUpdateParams
 from ._node_stream import AsyncNodeStream, Listener, NodeStream
 from ._options import Cancel, RequestOptions
 from ._params import (
@@ -59,6 +60,7 @@ __all__ = [
     "Heron",
     "InternalServerError",
     "Listener",
+    "MemoryUpdateParams",
     "NodeConfigParams",
     "NodeCreateParams",
     "NodeStream",

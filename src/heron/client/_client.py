@@ -11,6 +11,7 @@ from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._files import Bash, Files
 from ._flow import Flow
+from ._memory import Memory
 from ._models import Models
 from ._nodes import Nodes
 from ._options import RequestOptions
@@ -43,6 +44,8 @@ class _Client(Resource[M], Generic[M]):
     """What needs a person, the node graph at once, the roster, prune, and history."""
     models: Models[M]
     """The API keys installed in the daemon, and its default model."""
+    memory: Memory[M]
+    """A profile's notes by path: versioned, searchable."""
 
     def __init__(
         self,
@@ -78,6 +81,7 @@ class _Client(Resource[M], Generic[M]):
         self.bash = Bash(driver)
         self.canvas = Canvas(driver)
         self.models = Models(driver)
+        self.memory = Memory(driver)
 
     @endpoint
     def request(

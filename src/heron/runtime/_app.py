@@ -27,6 +27,7 @@ from ._routes_files import add_bash_routes, add_files_routes
 from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
+from ._routes_memory import add_memory_routes
 from ._routes_models import add_model_routes
 from ._routes_nodes import add_node_routes
 from ._routes_orchestration import add_orchestration_routes
@@ -57,6 +58,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_orchestration_routes,
     add_report_routes,
     add_canvas_routes,
+    add_memory_routes,
     add_auth_routes,
     add_files_routes,
     add_bash_routes,

@@ -34,6 +34,7 @@ from ._events import RESERVE_BLOCK, EventLog
 from ._jobs import Jobs
 from ._kinds import Kinds
 from ._lineage import Lineage
+from ._memory import Memory
 from ._models import Models
 from ._orchestration import Orchestration
 from ._profiles import Profiles
@@ -108,6 +109,7 @@ class Engine:
         self.profiles = Profiles(self, self.kinds)
         self.warm = WarmPool(self)
         self.reports = Reports(self)
+        self.memory = Memory(self)
         self.orchestration = Orchestration(self)
         self.bash = Commands(self)  # /v1/bash: the commands running for requests
         self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)

@@ -2,7 +2,9 @@
 
 Scopes decide tools: ``ask`` adds the question tool, ``act`` the workspace tools
 (files and bash, rooted at the node's directory); ``memory:*`` and ``schedule``
-tools come with those resources. A node never sees a tool its scopes exclude.
+tools come with those resources (``memory-search``/``memory-read`` need
+``memory:read``, ``memory-write`` ``memory:write``). A node never sees a tool its
+scopes exclude.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..tools import (
 )
 from ..tools._closing import AsyncClosing
 from ._errors import ApiError
+from ._memory_tools import MEMORY_READ_TOOLS
 
 __all__ = [
     "ASK_TOOL",
@@ -68,6 +71,10 @@ def scope_of(tool: str) -> str | None:
     """The scope a tool needs (``None``: none), for the node's tools and its skills' alike."""
     if tool == ASK_TOOL:
         return "ask"
+    if tool in MEMORY_READ_TOOLS:
+        return "memory:read"
+    if tool.startswith("memory-"):
+        return "memory:write"
     if tool.split("-", 1)[0] in _ACT_FAMILIES:
         return "act"
     return None
@@ -197,6 +204,7 @@ def node_tools(
     keep: Callable[[str], bool] | None = None,
     report: Tool | None = None,
     orchestrator: Sequence[Tool] = (),
+    memory: Sequence[Tool] = (),
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -205,8 +213,9 @@ def node_tools(
 
     ``act`` brings the file and shell tools, confined to ``workspace`` (the
     node's directory); ``ask`` the question tool, which ends the run with the
-    node dormant until a message answers. ``memory:*`` and ``schedule`` bring
-    nothing yet: the memory and cron resources are not in the daemon. ``keep``
+    node dormant until a message answers. ``memory:read`` brings ``memory-search``
+    and ``memory-read``, ``memory:write`` ``memory-write``, from ``memory`` (the
+    node's profile's, ``_memory_tools``); ``schedule`` brings nothing yet. ``keep``
     (the node's kind) narrows them further by name; ``submit-result`` and
     ``decline`` stay, as the node's way to finish. ``shell(workspace)``, when
     given, supplies the bash tools, owned by the caller (they are not among the
@@ -233,6 +242,7 @@ def node_tools(
             made.closers.append(bash)
     if wanted(ASK_TOOL):
         made.tools.append(question_answer_tool())
+    made.tools += [t for t in memory if wanted(t.name)]
     return made
 
 

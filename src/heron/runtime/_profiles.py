@@ -3,7 +3,7 @@
 A profile is a row of ``heron_profiles`` plus a folder,
 ``$HERON_HOME/profiles/<name>/store``, holding the tool storage of its nodes
 (a planner's todo list, ids): nodes of one profile share it, nodes of two
-never do. ``default`` exists without being ensured. Memory (issue 12) will be
+never do. ``default`` exists without being ensured. Memory (``_memory``) is
 scoped by the profile too.
 """
 
@@ -103,6 +103,13 @@ class Profiles:
         """The profile; ``404 profile_not_found`` if it was never ensured."""
         row = await self._existing(name, 404, "profile_not_found")
         return self._profile(row, created=False)
+
+    async def require(self, name: str | None) -> str:
+        """The name of an existing profile (``None``: ``default``): ``400
+        invalid_profile_name`` for a malformed one, ``422 unknown_profile`` for one never
+        ensured (as a node create answers)."""
+        row = await self._existing(name or DEFAULT_PROFILE, 422, "unknown_profile")
+        return str(row["name"])
 
     async def _existing(self, name: str, status: int, code: str) -> Row:
         """The profile's row; ``status``/``code`` (say how to ensure it) if there is none."""

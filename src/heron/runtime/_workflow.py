@@ -22,7 +22,7 @@ from ..tools import BashTools, LocalToolClient
 from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import Engine, current_engine
 from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
-from ._node_tools import ASK_TOOL, NodeTools, node_tools, schema_text
+from ._node_tools import ASK_TOOL, NodeTools, admits, node_tools, schema_text
 from ._orchestrator_tools import ORCHESTRATOR_INSTRUCTION, orchestrator_tools
 from ._runs import (
     NO_RESULT,
@@ -155,6 +155,7 @@ class _Run:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
             return engine.jobs.shell(node_id, workspace)
 
+        keep = keeps(kind.tools)
         tools = self.tools = node_tools(
             scopes=plan["scopes"],
             output_schema=schema,
@@ -162,8 +163,11 @@ class _Run:
             submit=submit,
             decline=decline,
             shell=shell,
-            keep=keeps(kind.tools),
+            keep=keep,
             report=engine.reports.tool(node_id, self.run),
+            memory=engine.memory.tools(
+                node_id, plan.get("profile"), self.run, admits(plan["scopes"], keep)
+            ),
             # A plan recorded before modes were read has none: the node's row decides.
             orchestrator=(
                 orchestrator_tools(engine, node_id, self.run)

@@ -13,6 +13,7 @@ from ._common import (
     WireModel,
     is_valid_id,
 )
+from ._crons import Cron, CronCreateRequest, CronFiring, CronFiringStatus, CronPokeResult
 from ._events import (
     NodeEvent,
     NodeEventBase,
@@ -79,6 +80,11 @@ from ._worktrees import NodeWorktree, WorktreeState
 __all__ = [
     "ID_PATTERN",
     "CloseRequest",
+    "Cron",
+    "CronCreateRequest",
+    "CronFiring",
+    "CronFiringStatus",
+    "CronPokeResult",
     "DeclineRequest",
     "Declined",
     "DeliveryAction",

@@ -20,6 +20,7 @@ from ._engine import Engine
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
 from ._routes_auth import add_auth_routes
+from ._routes_crons import add_cron_routes
 from ._routes_events import add_event_routes
 from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
@@ -52,6 +53,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_profile_routes,
     add_orchestration_routes,
     add_report_routes,
+    add_cron_routes,
     add_auth_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.

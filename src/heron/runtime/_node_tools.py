@@ -2,7 +2,8 @@
 
 Scopes decide tools: ``ask`` adds the question tool, ``act`` the workspace tools
 (files and bash, rooted at the node's directory); ``memory:*`` and ``schedule``
-tools come with those resources. A node never sees a tool its scopes exclude.
+tools come with those resources (``schedule``: the ``cron-*`` tools). A node never
+sees a tool its scopes exclude.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def scope_of(tool: str) -> str | None:
     """The scope a tool needs (``None``: none), for the node's tools and its skills' alike."""
     if tool == ASK_TOOL:
         return "ask"
+    if tool.startswith("cron-"):
+        return "schedule"
     if tool.split("-", 1)[0] in _ACT_FAMILIES:
         return "act"
     return None
@@ -197,6 +200,7 @@ def node_tools(
     keep: Callable[[str], bool] | None = None,
     report: Tool | None = None,
     orchestrator: Sequence[Tool] = (),
+    schedule: Sequence[Tool] = (),
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -205,8 +209,9 @@ def node_tools(
 
     ``act`` brings the file and shell tools, confined to ``workspace`` (the
     node's directory); ``ask`` the question tool, which ends the run with the
-    node dormant until a message answers. ``memory:*`` and ``schedule`` bring
-    nothing yet: the memory and cron resources are not in the daemon. ``keep``
+    node dormant until a message answers; ``schedule`` the ``schedule`` tools
+    (``cron-create``, ``cron-list``, ``cron-delete``, for the node's profile).
+    ``memory:*`` brings nothing yet: memory is not in the daemon. ``keep``
     (the node's kind) narrows them further by name; ``submit-result`` and
     ``decline`` stay, as the node's way to finish. ``shell(workspace)``, when
     given, supplies the bash tools, owned by the caller (they are not among the
@@ -233,6 +238,7 @@ def node_tools(
             made.closers.append(bash)
     if wanted(ASK_TOOL):
         made.tools.append(question_answer_tool())
+    made.tools += [t for t in schedule if wanted(t.name)]
     return made
 
 

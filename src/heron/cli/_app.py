@@ -21,6 +21,7 @@ from .._core import HeronError, UserError
 from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
+from ._crons import crons_app
 from ._daemon import daemon_app, sys_app
 from ._nodes import nodes_app
 from ._view import LiveView, fail
@@ -253,6 +254,7 @@ def chat(
 
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(nodes_app, name="nodes")
+app.add_typer(crons_app, name="crons")
 app.add_typer(sys_app, name="sys")
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Generic
 
 from ._closing import AsyncClosing, Closing
+from ._crons import Crons
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._flow import Flow
 from ._nodes import Nodes
@@ -32,6 +33,8 @@ class _Client(Resource[M], Generic[M]):
     """The profiles an application's nodes run under."""
     auth: Auth[M]
     """How this client authenticates, and which model providers the daemon can use."""
+    crons: Crons[M]
+    """Schedules that create a node from a template at each tick."""
 
     def __init__(
         self,
@@ -63,6 +66,7 @@ class _Client(Resource[M], Generic[M]):
         self.system = System(driver)
         self.profiles = Profiles(driver)
         self.auth = Auth(driver)
+        self.crons = Crons(driver)
 
     @endpoint
     def request(

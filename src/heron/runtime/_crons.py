@@ -80,6 +80,7 @@ class Crons:
         self.engine = engine
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._interrupted = False
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -105,10 +106,14 @@ class Crons:
             self._wake.clear()  # before looking: a wake-up during the look is kept
             earliest: float | None = None
             try:
+                if self._interrupted:  # a firing cut short by a failure below
+                    await self.repair()
+                    self._interrupted = False
                 await self.fire_due()
                 earliest = await self.engine.store.earliest_fire()
             except Exception:  # the database away for a moment: look again later
                 log.exception("the cron scheduler failed; retrying")
+                self._interrupted = True
             delay = MAX_SLEEP if earliest is None else earliest - time.time()
             # A hair late: waking before the tick (clocks differ) would only sleep again.
             with contextlib.suppress(TimeoutError):
@@ -145,7 +150,11 @@ class Crons:
                 )
                 continue
             log.info("cron %s: creating the node of an interrupted firing", firing["cron_id"])
-            await self._create_node(cron, firing)
+            try:
+                await self._create_node(cron, firing)
+            except Exception:  # it stays claimed: the scheduler tries again
+                log.exception("cron %s: its firing's node could not be made", firing["cron_id"])
+                self._interrupted = True
         return len(pending)
 
     async def _create_node(self, cron: Row, firing: Row) -> ApiError | None:

@@ -122,7 +122,11 @@ class Crons:
     # -- firing ----------------------------------------------------------------
 
     async def fire_due(self) -> list[Row]:
-        """Claim and fire every due tick (one per cron: missed ticks coalesce); the firings."""
+        """Claim and fire every due tick (one per cron: missed ticks coalesce); the firings.
+
+        Every due tick is claimed first, then their nodes are made side by side: one
+        slow create does not make the other crons late.
+        """
         now = time.time()
         store = self.engine.store
         fired: list[Row] = []
@@ -130,28 +134,31 @@ class Crons:
             firing = await store.claim_tick(
                 cron_id, now, _plan, functools.partial(tick_node_id, cron_id)
             )
-            if firing is None:
-                continue
-            cron = await store.cron(cron_id)
-            if cron is not None:
-                await self._create_node(cron, firing)
-            fired.append(firing)
+            if firing is not None:
+                fired.append(firing)
+        results = await asyncio.gather(*map(self._make, fired), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result  # the firing stays claimed: repaired on the next pass
         return fired
+
+    async def _make(self, firing: Row) -> None:
+        cron = await self.engine.store.cron(firing["cron_id"])
+        if cron is not None:
+            await self._create_node(cron, firing)
+        else:  # deleted since the claim
+            await self.engine.store.finish_firing(
+                firing["firing_id"], "failed", "the cron was deleted before its node was made"
+            )
 
     async def repair(self) -> int:
         """Create the node of every firing left ``claimed`` (a crash came between the claim
         and the create); how many were looked at."""
         pending = await self.engine.store.claimed_firings()
         for firing in pending:
-            cron = await self.engine.store.cron(firing["cron_id"])
-            if cron is None:
-                await self.engine.store.finish_firing(
-                    firing["firing_id"], "failed", "the cron was deleted before its node was made"
-                )
-                continue
             log.info("cron %s: creating the node of an interrupted firing", firing["cron_id"])
             try:
-                await self._create_node(cron, firing)
+                await self._make(firing)
             except Exception:  # it stays claimed: the scheduler tries again
                 log.exception("cron %s: its firing's node could not be made", firing["cron_id"])
                 self._interrupted = True

@@ -6,31 +6,20 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-from tests.client.conftest import Daemon, client, daemon, scripts
-from typer.testing import CliRunner
+from tests.cli.test_nodes_cli import heron as invoke
+from tests.cli.test_nodes_cli import on_daemon
+from tests.client.conftest import client, daemon, scripts
 
-from heron.cli import app
 from heron.client import Heron
 
-__all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
-
-
-@pytest.fixture(autouse=True)
-def on_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The CLI reaches the shared daemon through ``HERON_HOME``, from a fresh directory."""
-    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN", "FORCE_COLOR"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("HERON_HOME", str(daemon.home))
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.chdir(tmp_path)
+# The shared daemon fixtures, and `heron nodes`' tests' way of reaching it (HERON_HOME).
+__all__ = ["client", "daemon", "on_daemon", "scripts"]
 
 
 def heron(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args), prog_name="heron")
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+    """Run ``heron ARGS`` in process: exit code, stdout, stderr."""
+    done = invoke(*args)
+    return done.code, done.out, done.err
 
 
 def test_create_list_get_pause_resume_run_poke_delete(client: Heron, tmp_path: Path) -> None:

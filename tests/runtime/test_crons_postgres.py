@@ -4,7 +4,6 @@ tick still makes exactly one node."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,9 @@ import pytest
 from . import pg
 from .conftest import Daemon, write_script
 from .test_crons import cron_nodes, make, wait_fired
+from .test_postgres import cluster
 
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[pg.Cluster]:
-    """One PostgreSQL server for the module (skipped only where it is not installed)."""
-    if pg.bin_dir() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; CI installs it)")
-    with pg.cluster() as server:
-        yield server
+__all__ = ["cluster"]  # test_postgres's server fixture, used here too
 
 
 @pytest.mark.slow

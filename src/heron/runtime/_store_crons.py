@@ -153,23 +153,8 @@ class CronRows:
             firing: Row | None = None
             if not taken:
                 assert tick is not None
-                firing = {
-                    "cron_id": cron_id,
-                    "tick": tick,
-                    "node_id": node_id(tick),
-                    "manual": False,
-                    "fired_at": now,
-                    "status": "claimed",
-                    "error": None,
-                }
-                key = conn.execute(cron_firings.insert().values(**firing)).inserted_primary_key
-                assert key is not None
-                firing["firing_id"] = int(key[0])
-                values.update(
-                    last_fired_at=now,
-                    last_node_id=firing["node_id"],
-                    fire_count=crons.c.fire_count + 1,
-                )
+                firing = _fire(conn, cron_id, tick, node_id(tick), now)
+                values = {**values, **_fired(firing)}
             conn.execute(crons.update().where(*where).values(**values))
         return firing
 
@@ -186,28 +171,9 @@ class CronRows:
                 is None
             ):
                 return None
-            firing: Row = {
-                "cron_id": cron_id,
-                "tick": None,
-                "node_id": node_id,
-                "manual": True,
-                "fired_at": now,
-                "status": "claimed",
-                "error": None,
-            }
-            key = conn.execute(cron_firings.insert().values(**firing)).inserted_primary_key
-            assert key is not None
-            conn.execute(
-                crons.update()
-                .where(*where)
-                .values(
-                    last_fired_at=now,
-                    last_node_id=node_id,
-                    fire_count=crons.c.fire_count + 1,
-                    updated_at=now,
-                )
-            )
-        return {**firing, "firing_id": int(key[0])}
+            firing = _fire(conn, cron_id, None, node_id, now)
+            conn.execute(crons.update().where(*where).values(**_fired(firing), updated_at=now))
+        return firing
 
     async def finish_firing(self, firing_id: int, status: str, error: str | None = None) -> None:
         """Mark a firing ``created`` or ``failed`` (with why)."""
@@ -239,3 +205,28 @@ class CronRows:
             .limit(limit)
         )
         return await self._run(self._all, query)
+
+
+def _fire(conn: sa.Connection, cron_id: str, tick: float | None, node_id: str, now: float) -> Row:
+    """Insert a ``claimed`` firing of the cron (``tick`` ``None``: a manual run); its row."""
+    firing: Row = {
+        "cron_id": cron_id,
+        "tick": tick,
+        "node_id": node_id,
+        "manual": tick is None,
+        "fired_at": now,
+        "status": "claimed",
+        "error": None,
+    }
+    key = conn.execute(cron_firings.insert().values(**firing)).inserted_primary_key
+    assert key is not None
+    return {**firing, "firing_id": int(key[0])}
+
+
+def _fired(firing: Row) -> dict[str, Any]:
+    """What a firing changes on its cron."""
+    return {
+        "last_fired_at": firing["fired_at"],
+        "last_node_id": firing["node_id"],
+        "fire_count": crons.c.fire_count + 1,
+    }

@@ -107,6 +107,22 @@ class TestCronTools:
         assert tool_statuses(daemon, node_id) == [("cron-create", "error")]
         assert made_by(client, node_id) == []
 
+    def test_a_kind_narrows_the_cron_tools(
+        self, client: httpx.Client, scripts: Any, daemon: Daemon
+    ) -> None:
+        kinds = daemon.home / "kinds"
+        kinds.mkdir(exist_ok=True)
+        (kinds / "cron-reader.toml").write_text(
+            'instruction = "Read only."\ntools = ["cron-list"]\n'
+        )
+        assert "cron-reader" in [k["name"] for k in client.get("/v1/kinds").json()["kinds"]]
+        steps = [call("cron-list"), call("cron-create", schedule="@daily", prompt="x"), "ok"]
+        node_id = create(client, prompt="x", kind="cron-reader", model=scripts("reader", steps))
+        wait_settled(client, node_id["node_id"])
+        statuses = tool_statuses(daemon, node_id["node_id"])
+        assert statuses == [("cron-list", "ok"), ("cron-create", "error")]
+        assert made_by(client, node_id["node_id"]) == []
+
 
 @pytest.mark.slow
 def test_a_create_run_again_after_a_crash_makes_one_cron(tmp_path: Path) -> None:

@@ -25,10 +25,7 @@ from ._store import Row
 if TYPE_CHECKING:
     from ._engine import Engine
 
-__all__ = ["CRON_TOOLS", "CronCreateTool", "CronDeleteTool", "CronListTool", "cron_tools"]
-
-CRON_TOOLS = ("cron-create", "cron-list", "cron-delete")
-"""The names of the ``schedule`` scope's tools."""
+__all__ = ["CronCreateTool", "CronDeleteTool", "CronListTool", "cron_tools"]
 
 
 class _CronTool(Tool):

@@ -33,6 +33,7 @@ __all__ = [
     "BASH_TOOLS",
     "ENFORCED_SCOPES",
     "KIND_FIXED_TOOLS",
+    "SCHEDULE_TOOLS",
     "DeclineTool",
     "NodeTools",
     "SubmitResultTool",
@@ -241,6 +242,9 @@ def node_tools(
     made.tools += [t for t in schedule if wanted(t.name)]
     return made
 
+
+SCHEDULE_TOOLS = ("cron-create", "cron-list", "cron-delete")
+"""The names of the ``schedule`` scope's tools (made in ``_cron_tools``)."""
 
 BASH_TOOLS = ("bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list")
 """The names of the shell's tools (``act``)."""

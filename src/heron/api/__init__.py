@@ -39,6 +39,7 @@ from ._common import (
     WireModel,
     is_valid_id,
 )
+from ._crons import Cron, CronCreateRequest, CronFiring, CronFiringStatus, CronPokeResult
 from ._events import (
     NodeEvent,
     NodeEventBase,
@@ -153,6 +154,11 @@ __all__ = [
     "CloseRequest",
     "CredentialProvider",
     "CredentialSource",
+    "Cron",
+    "CronCreateRequest",
+    "CronFiring",
+    "CronFiringStatus",
+    "CronPokeResult",
     "DeclineRequest",
     "Declined",
     "DeliveryAction",

@@ -247,6 +247,8 @@ class Node(WireModel):
     """The node this one was forked from (its conversation was copied), if any."""
     previous_outcomes: list[PreviousOutcome] = Field(default_factory=list)
     """Outcomes taken back by revive or relaunch-root, oldest first."""
+    cron_id: str | None = None
+    """The cron whose firing created it, if one did."""
 
 
 class OutcomePoll(WireModel):

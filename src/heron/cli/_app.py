@@ -22,6 +22,7 @@ from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
 from ._canvas import canvas_app
+from ._crons import crons_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
 from ._memory import memory_app
@@ -259,6 +260,7 @@ app.add_typer(daemon_app, name="daemon")
 app.add_typer(nodes_app, name="nodes")
 app.add_typer(models_app, name="models")
 app.add_typer(memory_app, name="memory")
+app.add_typer(crons_app, name="crons")
 app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)

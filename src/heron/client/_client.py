@@ -8,6 +8,7 @@ from typing import Any, Generic
 
 from ._canvas import Canvas
 from ._closing import AsyncClosing, Closing
+from ._crons import Crons
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._files import Bash, Files
 from ._flow import Flow
@@ -46,6 +47,8 @@ class _Client(Resource[M], Generic[M]):
     """The API keys installed in the daemon, and its default model."""
     memory: Memory[M]
     """A profile's notes by path: versioned, searchable."""
+    crons: Crons[M]
+    """Schedules that create a node from a template at each tick."""
 
     def __init__(
         self,
@@ -82,6 +85,7 @@ class _Client(Resource[M], Generic[M]):
         self.canvas = Canvas(driver)
         self.models = Models(driver)
         self.memory = Memory(driver)
+        self.crons = Crons(driver)
 
     @endpoint
     def request(

@@ -22,6 +22,7 @@ from ._files import WRITE_BODY_LIMIT
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
 from ._routes_auth import add_auth_routes
 from ._routes_canvas import add_canvas_routes
+from ._routes_crons import add_cron_routes
 from ._routes_events import add_event_routes
 from ._routes_files import add_bash_routes, add_files_routes
 from ._routes_jobs import add_jobs_routes
@@ -59,6 +60,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_report_routes,
     add_canvas_routes,
     add_memory_routes,
+    add_cron_routes,
     add_auth_routes,
     add_files_routes,
     add_bash_routes,

@@ -20,6 +20,8 @@ __all__ = [
     "MIGRATIONS",
     "DatabaseUnavailable",
     "create_engine",
+    "cron_firings",
+    "crons",
     "database_kind",
     "ensure_database",
     "events",
@@ -257,6 +259,56 @@ MEMORY_VECTOR = (
 """PostgreSQL's search vector of an entry, kept in the generated column ``search_vector``
 (indexed by GIN): ranking reads it instead of parsing every matching body again."""
 
+# -- crons (issue 12): schedules that create nodes, and the ticks they fired ----------
+
+crons = sa.Table(
+    "heron_crons",
+    metadata,
+    sa.Column("cron_id", sa.String(128), primary_key=True),
+    sa.Column("name", Text),
+    # The profile its nodes run under (the template's, else ``default``): lists filter on it.
+    sa.Column("profile", sa.String(128), nullable=False, index=True),
+    sa.Column("schedule", Text, nullable=False),
+    sa.Column("timezone", sa.String(64), nullable=False),
+    # The node create body each firing sends (as given, validated at cron create).
+    sa.Column("template", sa.JSON, nullable=False),
+    sa.Column("paused", sa.Boolean, nullable=False),
+    # The next tick to fire (NULL while paused or deleted): the scheduler sleeps until
+    # the earliest one.
+    sa.Column("next_fire_at", sa.Float, index=True),
+    sa.Column("last_fired_at", sa.Float),
+    sa.Column("last_node_id", sa.String(128)),
+    sa.Column("fire_count", sa.Integer, nullable=False),
+    # The node whose cron-create tool made it (and that call's key: a call DBOS runs
+    # again after a crash finds its cron), if a node made it.
+    sa.Column("created_by", sa.String(128)),
+    sa.Column("call_key", sa.String(128)),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    # Deleted crons stay as tombstones (left out of every read) so a cron-delete call
+    # run again after a crash can tell it deleted the cron itself.
+    sa.Column("deleted_at", sa.Float),
+    sa.Column("deleted_by", sa.String(128)),
+)
+
+cron_firings = sa.Table(
+    "heron_cron_firings",
+    metadata,
+    sa.Column("firing_id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("cron_id", sa.String(128), nullable=False),
+    # The scheduled instant fired (NULL for a manual run): unique per cron, so no
+    # tick ever makes two nodes, whatever crashes or daemons race.
+    sa.Column("tick", sa.Float),
+    sa.Column("node_id", sa.String(128), nullable=False),
+    sa.Column("manual", sa.Boolean, nullable=False),
+    sa.Column("fired_at", sa.Float, nullable=False),
+    # claimed (the node is being created), created, or failed (``error`` says why).
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("error", Text),
+    sa.Index("ix_heron_cron_firings_tick", "cron_id", "tick", unique=True),
+    sa.Index("ix_heron_cron_firings_status", "status"),
+)
+
 migrations_table = sa.Table(
     "heron_migrations",
     sa.MetaData(),
@@ -346,6 +398,11 @@ def _v7_memory(conn: sa.Connection) -> None:
         )
 
 
+def _v8_crons(conn: sa.Connection) -> None:
+    """Crons and their firings."""
+    metadata.create_all(conn, tables=[crons, cron_firings])
+
+
 MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (
     _v1,
     _v2,
@@ -354,6 +411,7 @@ MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (
     _v5_warm,
     _v6_reports_key,
     _v7_memory,
+    _v8_crons,
 )
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 

@@ -27,6 +27,7 @@ from .. import api
 from ._bash import Commands
 from ._canvas import Canvas
 from ._config import RuntimeConfig
+from ._crons import Crons
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
@@ -113,6 +114,7 @@ class Engine:
         self.orchestration = Orchestration(self)
         self.bash = Commands(self)  # /v1/bash: the commands running for requests
         self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
+        self.crons = Crons(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -159,6 +161,7 @@ class Engine:
         for row in await self.store.list_nodes(status=["running"]):
             await self._ensure_run(row["node_id"], row["runs"])
         await self.orchestration.resume()
+        await self.crons.start()  # last: its firings create nodes on a running engine
 
     async def stop(self) -> None:
         """Stop timers, write pending events and shut DBOS down.
@@ -167,7 +170,8 @@ class Engine:
         the next start resumes them from their last completed step.
         """
         global _ENGINE
-        self.orchestration.stop()  # first: no wait timeout fires into a stopping engine
+        await self.crons.stop()  # first: no firing creates a node in a stopping engine
+        self.orchestration.stop()  # no wait timeout fires into a stopping engine
         await self.bash.aclose()  # commands never outlive the daemon
         for handle in self._deadlines.values():
             handle.cancel()
@@ -263,12 +267,19 @@ class Engine:
 
     # -- create ----------------------------------------------------------------
 
-    async def create(self, request: api.NodeCreateRequest) -> api.Node:
-        """Create a node and start its first run (unless ``no_kickoff``); returns at once."""
+    async def create(
+        self, request: api.NodeCreateRequest, *, extra: Mapping[str, Any] | None = None
+    ) -> api.Node:
+        """Create a node and start its first run (unless ``no_kickoff``); returns at once.
+
+        ``extra`` keys (a feature's record of why the node exists: the cron that
+        fired it ...) are kept in the node's ``extra`` from its insert on.
+        """
         if request.root and request.parent is not None:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
         Orchestration.check_delivery(request)
         row, prompt = self._new_row(request)
+        row["extra"].update(extra or {})
         if request.fork_from is not None:  # copies the conversation and unset settings
             await self.lineage.inherit(row, request)
         await self.profiles.apply(row)  # profile, kind, and the model they imply

@@ -3,8 +3,8 @@
 Scopes decide tools: ``ask`` adds the question tool, ``act`` the workspace tools
 (files and bash, rooted at the node's directory); ``memory:*`` and ``schedule``
 tools come with those resources (``memory-search``/``memory-read`` need
-``memory:read``, ``memory-write`` ``memory:write``). A node never sees a tool its
-scopes exclude.
+``memory:read``, ``memory-write`` ``memory:write``; ``schedule`` the ``cron-*``
+tools). A node never sees a tool its scopes exclude.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ __all__ = [
     "BASH_TOOLS",
     "ENFORCED_SCOPES",
     "KIND_FIXED_TOOLS",
+    "SCHEDULE_TOOLS",
     "DeclineTool",
     "NodeTools",
     "SubmitResultTool",
@@ -75,6 +76,8 @@ def scope_of(tool: str) -> str | None:
         return "memory:read"
     if tool.startswith("memory-"):
         return "memory:write"
+    if tool.startswith("cron-"):
+        return "schedule"
     if tool.split("-", 1)[0] in _ACT_FAMILIES:
         return "act"
     return None
@@ -205,6 +208,7 @@ def node_tools(
     report: Tool | None = None,
     orchestrator: Sequence[Tool] = (),
     memory: Sequence[Tool] = (),
+    schedule: Sequence[Tool] = (),
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -215,7 +219,8 @@ def node_tools(
     node's directory); ``ask`` the question tool, which ends the run with the
     node dormant until a message answers. ``memory:read`` brings ``memory-search``
     and ``memory-read``, ``memory:write`` ``memory-write``, from ``memory`` (the
-    node's profile's, ``_memory_tools``); ``schedule`` brings nothing yet. ``keep``
+    node's profile's, ``_memory_tools``); ``schedule`` the ``schedule`` tools
+    (``cron-create``, ``cron-list``, ``cron-delete``, for the node's profile). ``keep``
     (the node's kind) narrows them further by name; ``submit-result`` and
     ``decline`` stay, as the node's way to finish. ``shell(workspace)``, when
     given, supplies the bash tools, owned by the caller (they are not among the
@@ -243,8 +248,12 @@ def node_tools(
     if wanted(ASK_TOOL):
         made.tools.append(question_answer_tool())
     made.tools += [t for t in memory if wanted(t.name)]
+    made.tools += [t for t in schedule if wanted(t.name)]
     return made
 
+
+SCHEDULE_TOOLS = ("cron-create", "cron-list", "cron-delete")
+"""The names of the ``schedule`` scope's tools (made in ``_cron_tools``)."""
 
 BASH_TOOLS = ("bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list")
 """The names of the shell's tools (``act``)."""

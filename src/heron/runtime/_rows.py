@@ -116,4 +116,5 @@ def to_node(row: Row) -> api.Node:
             )
             for p in extra.get("previous_outcomes", [])
         ],
+        cron_id=(extra.get("cron") or {}).get("cron_id"),
     )

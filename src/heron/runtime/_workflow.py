@@ -19,6 +19,7 @@ from dbos import DBOS
 from .._core import ProviderError
 from ..agents import BaseAgent
 from ..tools import BashTools, LocalToolClient
+from ._cron_tools import cron_tools
 from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import Engine, current_engine
 from ._kinds import DEFAULT_KIND, Kind, keeps, kind_skills
@@ -174,6 +175,7 @@ class _Run:
                 if plan.get("mode") == "orchestrator"
                 else ()
             ),
+            schedule=cron_tools(engine, node_id, self.run),
         )
         skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
         # One context per node (``_jobs``): job ids stay unique across its runs; tool

@@ -22,6 +22,7 @@ from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
 from ..tools import get_current_time
 from ._daemon import daemon_app, sys_app
+from ._inbox import inbox_app
 from ._nodes import nodes_app
 from ._view import LiveView, fail
 
@@ -253,6 +254,7 @@ def chat(
 
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(nodes_app, name="nodes")
+app.add_typer(inbox_app, name="inbox")
 app.add_typer(sys_app, name="sys")
 
 

@@ -9,6 +9,7 @@ from typing import Any, Generic
 from ._closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._flow import Flow
+from ._human import Human
 from ._nodes import Nodes
 from ._options import RequestOptions
 from ._profiles import Profiles
@@ -32,6 +33,8 @@ class _Client(Resource[M], Generic[M]):
     """The profiles an application's nodes run under."""
     auth: Auth[M]
     """How this client authenticates, and which model providers the daemon can use."""
+    human: Human[M]
+    """Requests for a person's answer (``human.requests``) and the inbox (``human.inbox``)."""
 
     def __init__(
         self,
@@ -63,6 +66,7 @@ class _Client(Resource[M], Generic[M]):
         self.system = System(driver)
         self.profiles = Profiles(driver)
         self.auth = Auth(driver)
+        self.human = Human(driver)
 
     @endpoint
     def request(

@@ -21,6 +21,7 @@ from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge
 from ._routes_auth import add_auth_routes
 from ._routes_events import add_event_routes
+from ._routes_human import add_human_routes
 from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
@@ -53,6 +54,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_orchestration_routes,
     add_report_routes,
     add_auth_routes,
+    add_human_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 

@@ -29,6 +29,7 @@ from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import RESERVE_BLOCK, EventLog
+from ._human import Human
 from ._jobs import Jobs
 from ._kinds import Kinds
 from ._lineage import Lineage
@@ -105,6 +106,7 @@ class Engine:
         self.warm = WarmPool(self)
         self.reports = Reports(self)
         self.orchestration = Orchestration(self)
+        self.human = Human(self)  # human requests and the inbox (issue 12)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -146,6 +148,7 @@ class Engine:
         for row in await self.store.list_nodes(status=["running"]):
             await self._ensure_run(row["node_id"], row["runs"])
         await self.orchestration.resume()
+        await self.human.resume()  # answers a dying daemon queued but did not deliver
 
     async def stop(self) -> None:
         """Stop timers, write pending events and shut DBOS down.

@@ -197,6 +197,7 @@ def node_tools(
     keep: Callable[[str], bool] | None = None,
     report: Tool | None = None,
     orchestrator: Sequence[Tool] = (),
+    ask: Tool | None = None,
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -208,9 +209,10 @@ def node_tools(
     node dormant until a message answers. ``memory:*`` and ``schedule`` bring
     nothing yet: the memory and cron resources are not in the daemon. ``keep``
     (the node's kind) narrows them further by name; ``submit-result`` and
-    ``decline`` stay, as the node's way to finish. ``shell(workspace)``, when
-    given, supplies the bash tools, owned by the caller (they are not among the
-    closers); otherwise new ones are made.
+    ``decline`` stay, as the node's way to finish. ``ask``, when given, is the
+    question tool (the daemon's files a human request); otherwise a plain one.
+    ``shell(workspace)``, when given, supplies the bash tools, owned by the caller
+    (they are not among the closers); otherwise new ones are made.
     """
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
@@ -232,7 +234,7 @@ def node_tools(
         if shell is None:
             made.closers.append(bash)
     if wanted(ASK_TOOL):
-        made.tools.append(question_answer_tool())
+        made.tools.append(ask if ask is not None else question_answer_tool())
     return made
 
 

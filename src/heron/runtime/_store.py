@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ._db import events, messages, migrate, nodes, outcomes
+from ._store_human import HumanRows
 from ._store_reports import ReportRows
 
 __all__ = ["DuplicateNode", "Store"]
@@ -34,7 +35,7 @@ class DuplicateNode(Exception):
     """A node with that id already exists."""
 
 
-class Store(ReportRows):
+class Store(ReportRows, HumanRows):
     """Reads and writes the daemon's tables; see the module docstring."""
 
     def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:

@@ -164,6 +164,7 @@ class _Run:
             shell=shell,
             keep=keeps(kind.tools),
             report=engine.reports.tool(node_id, self.run),
+            ask=engine.human.tool(node_id, self.run),
             # A plan recorded before modes were read has none: the node's row decides.
             orchestrator=(
                 orchestrator_tools(engine, node_id, self.run)

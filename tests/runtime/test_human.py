@@ -66,6 +66,17 @@ def conversation(daemon: Daemon, node_id: str) -> list[dict[str, Any]]:
     return messages
 
 
+def human_events(daemon: Daemon, node_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """The node's logged human-request events: their type and request."""
+    with sqlite3.connect(daemon.home / "heron.db") as db:
+        found = db.execute(
+            "SELECT type, data FROM heron_events WHERE node_id = ? AND type LIKE ? "
+            "ORDER BY sequence_number",
+            (node_id, "node.human_request.%"),
+        ).fetchall()
+    return [(kind, json.loads(data)["request"]) for kind, data in found]
+
+
 def texts(message: dict[str, Any]) -> str:
     return json.dumps(message)
 
@@ -173,6 +184,16 @@ class TestAsking:
         assert "dismissed" in told and "not my call" in told
         response = client.get(f"/v1/human/inbox/{request_id}/response")
         assert error_code(response) == (409, "no_response")
+        # The node's stream told of the request, filed then resolved.
+        deadline = time.monotonic() + 30
+        while len(logged := human_events(daemon, node_id)) < 2:
+            assert time.monotonic() < deadline, logged
+            time.sleep(0.05)
+        assert [(kind, request["status"]) for kind, request in logged] == [
+            ("node.human_request.filed", "open"),
+            ("node.human_request.resolved", "dismissed"),
+        ]
+        assert {request["request_id"] for _, request in logged} == {request_id}
 
     def test_withdrawing_a_ticket_wakes_the_node(
         self, client: httpx.Client, scripts: Any, daemon: Daemon

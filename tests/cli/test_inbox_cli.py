@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.client.conftest import Daemon, client, daemon, scripts
+from tests.cli.test_nodes_cli import Done, on_daemon
+from tests.client.conftest import client, daemon, scripts
 from typer.testing import CliRunner
 
 from heron import api
@@ -16,27 +16,8 @@ from heron.cli import app
 from heron.cli._inbox import parse_answer
 from heron.client import Heron
 
-__all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
-
-
-@pytest.fixture(autouse=True)
-def on_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The CLI reaches the shared daemon through ``HERON_HOME``, from a fresh directory."""
-    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN", "FORCE_COLOR"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("HERON_HOME", str(daemon.home))
-    monkeypatch.setenv("COLUMNS", "160")
-    monkeypatch.chdir(tmp_path)
-
-
-class Done:
-    """What one ``heron`` invocation did."""
-
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-    def __repr__(self) -> str:
-        return f"Done({self.code}, out={self.out!r}, err={self.err!r})"
+# The shared daemon fixtures, and the nodes CLI tests' way of reaching that daemon.
+__all__ = ["client", "daemon", "on_daemon", "scripts"]
 
 
 def heron(*args: str, input: str | None = None) -> Done:

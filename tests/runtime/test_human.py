@@ -399,34 +399,29 @@ def own_daemon(tmp_path: Path) -> Iterator[Daemon]:
         process.stop()
 
 
+def sleeping_asker(client: httpx.Client, tmp_path: Path, name: str, after: str) -> tuple[str, str]:
+    """A node that asked and sleeps: its id and its request's."""
+    model = write_script(tmp_path, name, [ask(), after])
+    node_id: str = create(client, prompt="go", scopes=["ask"], model=model)["node_id"]
+    wait_status(client, node_id, "dormant")
+    return node_id, the_ticket(client, node_id)["request_id"]
+
+
 @pytest.mark.slow
-def test_a_request_outlives_a_restart_and_its_answer_still_wakes_the_node(
+def test_requests_outlive_restarts_and_their_answers_still_wake_the_nodes(
     own_daemon: Daemon, tmp_path: Path
 ) -> None:
-    model = write_script(tmp_path, "restart", [ask(), "Answered after the restart."])
     with own_daemon.client() as client:
-        node_id = create(client, prompt="go", scopes=["ask"], model=model)["node_id"]
-        wait_status(client, node_id, "dormant")
-        request_id = the_ticket(client, node_id)["request_id"]
+        calm, calm_request = sleeping_asker(client, tmp_path, "calm", "Answered after a restart.")
+        crash, crash_request = sleeping_asker(client, tmp_path, "crash", "Read it after a crash.")
     own_daemon.stop()
     own_daemon.start()
     with own_daemon.client() as client:
-        assert the_ticket(client, node_id)["request_id"] == request_id
-        answered = client.post(f"/v1/human/inbox/{request_id}/respond", json=ANSWERS)
+        assert the_ticket(client, calm)["request_id"] == calm_request
+        answered = client.post(f"/v1/human/inbox/{calm_request}/respond", json=ANSWERS)
         assert answered.status_code == 200, answered.text
-        poll = wait_settled(client, node_id)
-        assert poll["outcome"]["output_text"] == "Answered after the restart."
-
-
-@pytest.mark.slow
-def test_an_answer_queued_as_the_daemon_died_wakes_the_node_at_the_next_start(
-    own_daemon: Daemon, tmp_path: Path
-) -> None:
-    model = write_script(tmp_path, "crash", [ask(), "Read it after the crash."])
-    with own_daemon.client() as client:
-        node_id = create(client, prompt="go", scopes=["ask"], model=model)["node_id"]
-        wait_status(client, node_id, "dormant")
-        request_id = the_ticket(client, node_id)["request_id"]
+        poll = wait_settled(client, calm)
+        assert poll["outcome"]["output_text"] == "Answered after a restart."
     own_daemon.kill()
     # What a response leaves when the daemon dies before waking the node: the
     # request answered and the message queued (one transaction), the node dormant.
@@ -436,13 +431,13 @@ def test_an_answer_queued_as_the_daemon_died_wakes_the_node_at_the_next_start(
         db.execute(
             "UPDATE heron_human_requests SET status = 'answered', response = ?, "
             "resolved_at = ? WHERE request_id = ?",
-            (json.dumps(response), now, request_id),
+            (json.dumps(response), now, crash_request),
         )
         db.execute(
             "INSERT INTO heron_messages (node_id, body, created_at) VALUES (?, ?, ?)",
-            (node_id, "The person answered: main", now),
+            (crash, "The person answered: main", now),
         )
     own_daemon.start()
     with own_daemon.client() as client:
-        assert wait_settled(client, node_id)["outcome"]["output_text"] == "Read it after the crash."
-        assert client.get(f"/v1/human/requests/{request_id}").json()["status"] == "answered"
+        assert wait_settled(client, crash)["outcome"]["output_text"] == "Read it after a crash."
+        assert client.get(f"/v1/human/requests/{crash_request}").json()["status"] == "answered"

@@ -19,15 +19,9 @@ from heron.runtime._store_human import NotOpen
 
 from . import pg
 from .conftest import Daemon, create, node_row, wait_settled, wait_status, write_script
+from .test_postgres import cluster
 
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[pg.Cluster]:
-    """One PostgreSQL server for the module (skipped only where it is not installed)."""
-    if pg.bin_dir() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; CI installs it)")
-    with pg.cluster() as server:
-        yield server
+__all__ = ["cluster"]  # the PostgreSQL server fixture, shared with test_postgres
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

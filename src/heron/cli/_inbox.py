@@ -10,7 +10,7 @@ asked wakes with the answers.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -291,6 +291,26 @@ def _done(ticket: api.InboxTicket, as_json: bool) -> None:
     _say(f"answered {ticket.ticket_id}{woke}", "green")
 
 
+def _act(
+    ctx: typer.Context,
+    ticket: str,
+    as_json: bool,
+    action: Callable[[Heron, str], api.HumanRequest],
+    said: Callable[[api.HumanRequest], str],
+) -> None:
+    """Run ``action`` on the ticket; print its answer as JSON or as ``said`` puts it."""
+    ticket_id = _ticket_id(ctx, ticket)
+
+    def go(client: Heron) -> None:
+        found = action(client, ticket_id)
+        if as_json:
+            _print_json(found)
+        else:
+            _say(said(found))
+
+    _with_client(ctx, go)
+
+
 @inbox_app.command("progress")
 def progress(
     ctx: typer.Context,
@@ -303,16 +323,13 @@ def progress(
     as_json: JsonOption = False,
 ) -> None:
     """Post a progress note on an open ticket (kept and shown with it)."""
-    ticket_id = _ticket_id(ctx, ticket)
-
-    def go(client: Heron) -> None:
-        found = client.human.inbox.progress(ticket_id, note, percent=percent, by=by)
-        if as_json:
-            _print_json(found)
-        else:
-            _say(f"noted on {found.ticket_id} ({len(found.progress)} notes)")
-
-    _with_client(ctx, go)
+    _act(
+        ctx,
+        ticket,
+        as_json,
+        lambda client, id: client.human.inbox.progress(id, note, percent=percent, by=by),
+        lambda found: f"noted on {found.request_id} ({len(found.progress)} notes)",
+    )
 
 
 @inbox_app.command("cancel")
@@ -323,16 +340,13 @@ def cancel(
     as_json: JsonOption = False,
 ) -> None:
     """Withdraw a ticket; a node waiting on it wakes and is told."""
-    ticket_id = _ticket_id(ctx, ticket)
-
-    def go(client: Heron) -> None:
-        found = client.human.inbox.cancel(ticket_id, reason=reason)
-        if as_json:
-            _print_json(found)
-        else:
-            _say(f"cancelled {found.ticket_id}")
-
-    _with_client(ctx, go)
+    _act(
+        ctx,
+        ticket,
+        as_json,
+        lambda client, id: client.human.inbox.cancel(id, reason=reason),
+        lambda found: f"cancelled {found.request_id}",
+    )
 
 
 @inbox_app.command("dismiss")
@@ -343,13 +357,10 @@ def dismiss(
     as_json: JsonOption = False,
 ) -> None:
     """Decline to answer a ticket; the node that asked wakes and is told why."""
-    ticket_id = _ticket_id(ctx, ticket)
-
-    def go(client: Heron) -> None:
-        found = client.human.requests.dismiss(ticket_id, reason=reason)
-        if as_json:
-            _print_json(found)
-        else:
-            _say(f"dismissed {found.request_id}")
-
-    _with_client(ctx, go)
+    _act(
+        ctx,
+        ticket,
+        as_json,
+        lambda client, id: client.human.requests.dismiss(id, reason=reason),
+        lambda found: f"dismissed {found.request_id}",
+    )

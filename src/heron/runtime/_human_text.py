@@ -155,20 +155,20 @@ def answered_text(row: Row) -> str:
 def dismissed_text(row: Row) -> str:
     """The message telling a node the person will not answer."""
     why = f" Their reason: {row['reason']}" if row["reason"] else ""
-    return (
-        f"The person dismissed your request {row['request_id']} ({row['title']}) "
-        f"without answering.{why}\nGo on without the answer if you can; otherwise finish "
-        "and say what you still need."
-    )
+    return _unanswered(row, "The person dismissed your request {} without answering.", why)
 
 
 def withdrawn_text(row: Row) -> str:
     """The message telling a node its request was withdrawn (cancelled) for it."""
     why = f" Reason: {row['reason']}" if row["reason"] else ""
+    return _unanswered(row, "Your request {} was withdrawn before anyone answered it.", why)
+
+
+def _unanswered(row: Row, what: str, why: str) -> str:
+    request = f"{row['request_id']} ({row['title']})"
     return (
-        f"Your request {row['request_id']} ({row['title']}) was withdrawn before anyone "
-        f"answered it.{why}\nGo on without the answer if you can; otherwise finish and say "
-        "what you still need."
+        f"{what.format(request)}{why}\nGo on without the answer if you can; otherwise "
+        "finish and say what you still need."
     )
 
 

@@ -101,6 +101,10 @@ def test_an_answer_is_read_as_numbers_a_choice_or_words() -> None:
     assert parse_answer(question, "2, 1") == {"choices": ["Blue", "Red"]}
     assert parse_answer(question, " red ") == {"choices": ["Red"]}
     assert parse_answer(question, "green") == {"text": "green"}
+    assert parse_answer(question, "2,2") == {"choices": ["Blue"]}
+    single = api.HumanQuestion(question="Q", choices=["Red", "Blue"])
+    with pytest.raises(ValueError, match="one choice"):
+        parse_answer(single, "1,2")
     strict = api.HumanQuestion(question="Q", choices=["a"], free_text=False)
     with pytest.raises(ValueError, match="choices"):
         parse_answer(strict, "b")

@@ -199,9 +199,11 @@ def parse_answer(question: api.HumanQuestion, said: str) -> dict[str, Any]:
     parts = [p.strip() for p in said.split(",")]
     if question.choices and parts and all(p.isdigit() for p in parts):
         numbers = [int(p) for p in parts]
-        if all(1 <= n <= len(question.choices) for n in numbers):
-            return {"choices": [question.choices[n - 1] for n in numbers]}
-        raise ValueError(f"pick a number from 1 to {len(question.choices)}")
+        if not all(1 <= n <= len(question.choices) for n in numbers):
+            raise ValueError(f"pick a number from 1 to {len(question.choices)}")
+        if len(set(numbers)) > 1 and not question.multiple:
+            raise ValueError("this question takes one choice")
+        return {"choices": list(dict.fromkeys(question.choices[n - 1] for n in numbers))}
     for choice in question.choices:
         if choice.casefold() == " ".join(said.split()).casefold():
             return {"choices": [choice]}

@@ -41,6 +41,8 @@ from ._common import (
 )
 from ._crons import Cron, CronCreateRequest, CronFiring, CronFiringStatus, CronPokeResult
 from ._events import (
+    HumanRequestFiled,
+    HumanRequestResolved,
     NodeEvent,
     NodeEventBase,
     NodeSettled,
@@ -70,6 +72,24 @@ from ._files import (
     FileTargetType,
     FileWriteRequest,
     FileWritten,
+)
+from ._human import (
+    HumanAnswer,
+    HumanAnswerInput,
+    HumanDismissRequest,
+    HumanProgress,
+    HumanProgressRequest,
+    HumanQuestion,
+    HumanQuestionInput,
+    HumanRequest,
+    HumanRequestCancel,
+    HumanRequestCreate,
+    HumanRequestReplace,
+    HumanRequestStatus,
+    HumanRespondRequest,
+    HumanResponse,
+    InboxNode,
+    InboxTicket,
 )
 from ._jobs import Job, JobStatus
 from ._kinds import Kind, KindList, KindProblem
@@ -186,6 +206,24 @@ __all__ = [
     "HistoryStats",
     "HistoryStatsRequest",
     "HistoryToolCall",
+    "HumanAnswer",
+    "HumanAnswerInput",
+    "HumanDismissRequest",
+    "HumanProgress",
+    "HumanProgressRequest",
+    "HumanQuestion",
+    "HumanQuestionInput",
+    "HumanRequest",
+    "HumanRequestCancel",
+    "HumanRequestCreate",
+    "HumanRequestFiled",
+    "HumanRequestReplace",
+    "HumanRequestResolved",
+    "HumanRequestStatus",
+    "HumanRespondRequest",
+    "HumanResponse",
+    "InboxNode",
+    "InboxTicket",
     "Job",
     "JobStatus",
     "Kind",

@@ -13,10 +13,13 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import Field, TypeAdapter
 
 from ._common import WireModel
+from ._human import HumanRequest
 from ._nodes import NodeOutcome, NodeStatus
 from ._reports import Report
 
 __all__ = [
+    "HumanRequestFiled",
+    "HumanRequestResolved",
     "NodeEvent",
     "NodeEventBase",
     "NodeSettled",
@@ -115,6 +118,25 @@ class ReportPushed(NodeEventBase):
     """The report."""
 
 
+class HumanRequestFiled(NodeEventBase):
+    """A request for a person's answer was filed for the node (it asked, or an
+    application asked on its behalf)."""
+
+    type: Literal["node.human_request.filed"] = "node.human_request.filed"
+    """The SSE event type."""
+    request: HumanRequest
+    """The request, as filed."""
+
+
+class HumanRequestResolved(NodeEventBase):
+    """The node's request was answered, dismissed or cancelled."""
+
+    type: Literal["node.human_request.resolved"] = "node.human_request.resolved"
+    """The SSE event type."""
+    request: HumanRequest
+    """The request as resolved (``status`` says how; ``response`` holds the answers)."""
+
+
 StreamStatus: TypeAlias = NodeStatus
 """A status as the stream reports it (``dormant`` included: a node with no run going)."""
 
@@ -176,6 +198,8 @@ NodeEvent: TypeAlias = Annotated[
     | TurnStarted
     | TurnCompleted
     | ReportPushed
+    | HumanRequestFiled
+    | HumanRequestResolved
     | NodeStatusChanged
     | NodeSettled
     | StreamError,

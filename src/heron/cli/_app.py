@@ -25,6 +25,7 @@ from ._canvas import canvas_app
 from ._crons import crons_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
+from ._inbox import inbox_app
 from ._memory import memory_app
 from ._models import models_app
 from ._nodes import nodes_app
@@ -261,6 +262,7 @@ app.add_typer(nodes_app, name="nodes")
 app.add_typer(models_app, name="models")
 app.add_typer(memory_app, name="memory")
 app.add_typer(crons_app, name="crons")
+app.add_typer(inbox_app, name="inbox")
 app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)

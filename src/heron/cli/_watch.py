@@ -127,6 +127,14 @@ class NodeView:
             self._tool_done(event)
         elif isinstance(event, api.ReportPushed):
             self._report(event.report)
+        elif isinstance(event, api.HumanRequestFiled):
+            request = event.request
+            line = Text(f"? asks a person: {request.title}", style="yellow")
+            line.append(f" (heron inbox respond {request.request_id})", style="dim")
+            self._line(line)
+        elif isinstance(event, api.HumanRequestResolved):
+            request = event.request
+            self._line(Text(f"· request {request.request_id} {request.status}", style="dim"))
         elif isinstance(event, api.NodeStatusChanged):
             note = _STATUS_NOTES.get(event.status)
             if note is not None:

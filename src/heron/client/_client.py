@@ -12,6 +12,7 @@ from ._crons import Crons
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._files import Bash, Files
 from ._flow import Flow
+from ._human import Human
 from ._memory import Memory
 from ._models import Models
 from ._nodes import Nodes
@@ -49,6 +50,8 @@ class _Client(Resource[M], Generic[M]):
     """A profile's notes by path: versioned, searchable."""
     crons: Crons[M]
     """Schedules that create a node from a template at each tick."""
+    human: Human[M]
+    """Requests for a person's answer (``human.requests``) and the inbox (``human.inbox``)."""
 
     def __init__(
         self,
@@ -86,6 +89,7 @@ class _Client(Resource[M], Generic[M]):
         self.models = Models(driver)
         self.memory = Memory(driver)
         self.crons = Crons(driver)
+        self.human = Human(driver)
 
     @endpoint
     def request(

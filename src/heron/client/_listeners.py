@@ -71,6 +71,18 @@ class Listeners:
     @overload
     def on(
         self,
+        type: Literal["node.human_request.filed"],
+        listener: Handler[api.HumanRequestFiled],
+    ) -> Self: ...
+    @overload
+    def on(
+        self,
+        type: Literal["node.human_request.resolved"],
+        listener: Handler[api.HumanRequestResolved],
+    ) -> Self: ...
+    @overload
+    def on(
+        self,
         type: Literal["node.status.changed"],
         listener: Handler[api.NodeStatusChanged],
     ) -> Self: ...
@@ -122,6 +134,18 @@ class Listeners:
     @overload
     def off(
         self, type: Literal["node.report.pushed"], listener: Handler[api.ReportPushed]
+    ) -> Self: ...
+    @overload
+    def off(
+        self,
+        type: Literal["node.human_request.filed"],
+        listener: Handler[api.HumanRequestFiled],
+    ) -> Self: ...
+    @overload
+    def off(
+        self,
+        type: Literal["node.human_request.resolved"],
+        listener: Handler[api.HumanRequestResolved],
     ) -> Self: ...
     @overload
     def off(

@@ -25,6 +25,7 @@ from ._routes_canvas import add_canvas_routes
 from ._routes_crons import add_cron_routes
 from ._routes_events import add_event_routes
 from ._routes_files import add_bash_routes, add_files_routes
+from ._routes_human import add_human_routes
 from ._routes_jobs import add_jobs_routes
 from ._routes_kinds import add_kind_routes
 from ._routes_lineage import add_lineage_routes
@@ -65,6 +66,7 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_files_routes,
     add_bash_routes,
     add_model_routes,
+    add_human_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.
 

@@ -25,6 +25,7 @@ __all__ = [
     "database_kind",
     "ensure_database",
     "events",
+    "human_requests",
     "memory_entries",
     "memory_versions",
     "messages",
@@ -309,6 +310,37 @@ cron_firings = sa.Table(
     sa.Index("ix_heron_cron_firings_status", "status"),
 )
 
+# -- human requests (issue 12): questions put to a person, and the inbox ----------
+
+human_requests = sa.Table(
+    "heron_human_requests",
+    metadata,
+    sa.Column("request_id", sa.String(128), primary_key=True),
+    # The node the answer wakes; NULL for a request an application filed for nobody.
+    sa.Column("node_id", sa.String(128), index=True),
+    sa.Column("profile", sa.String(128), nullable=False),
+    # open, answered, dismissed or cancelled
+    sa.Column("status", sa.String(16), nullable=False, index=True),
+    sa.Column("title", Text, nullable=False),
+    # [{question, context, choices, multiple, free_text}]
+    sa.Column("questions", sa.JSON, nullable=False),
+    sa.Column("body", Text),
+    # {answers, text, responded_by, responded_at}
+    sa.Column("response", sa.JSON),
+    # [{note, percent, by, at}]
+    sa.Column("progress", sa.JSON, nullable=False),
+    # Why it was dismissed or cancelled.
+    sa.Column("reason", Text),
+    sa.Column("revision", sa.Integer, nullable=False),
+    # The ask-questions call that filed it (run, DBOS step, call id, hashed): a call
+    # DBOS runs again after a crash finds its request instead of filing a second one.
+    sa.Column("call_key", sa.String(128)),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("resolved_at", sa.Float),
+    sa.Index("ix_heron_human_requests_call_key", "node_id", "call_key", unique=True),
+)
+
 migrations_table = sa.Table(
     "heron_migrations",
     sa.MetaData(),
@@ -403,6 +435,11 @@ def _v8_crons(conn: sa.Connection) -> None:
     metadata.create_all(conn, tables=[crons, cron_firings])
 
 
+def _v9_human(conn: sa.Connection) -> None:
+    """Human requests and the inbox (issue 12)."""
+    metadata.create_all(conn, tables=[human_requests])
+
+
 MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (
     _v1,
     _v2,
@@ -412,6 +449,7 @@ MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (
     _v6_reports_key,
     _v7_memory,
     _v8_crons,
+    _v9_human,
 )
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 

@@ -32,6 +32,7 @@ from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
 from ._events import RESERVE_BLOCK, EventLog
+from ._human import Human
 from ._jobs import Jobs
 from ._kinds import Kinds
 from ._lineage import Lineage
@@ -115,6 +116,7 @@ class Engine:
         self.bash = Commands(self)  # /v1/bash: the commands running for requests
         self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
         self.crons = Crons(self)
+        self.human = Human(self)  # human requests and the inbox (issue 12)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -161,6 +163,7 @@ class Engine:
         for row in await self.store.list_nodes(status=["running"]):
             await self._ensure_run(row["node_id"], row["runs"])
         await self.orchestration.resume()
+        await self.human.resume()  # answers a dying daemon queued but did not deliver
         await self.crons.start()  # last: its firings create nodes on a running engine
 
     async def stop(self) -> None:

@@ -209,6 +209,7 @@ def node_tools(
     orchestrator: Sequence[Tool] = (),
     memory: Sequence[Tool] = (),
     schedule: Sequence[Tool] = (),
+    ask: Tool | None = None,
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -222,9 +223,10 @@ def node_tools(
     node's profile's, ``_memory_tools``); ``schedule`` the ``schedule`` tools
     (``cron-create``, ``cron-list``, ``cron-delete``, for the node's profile). ``keep``
     (the node's kind) narrows them further by name; ``submit-result`` and
-    ``decline`` stay, as the node's way to finish. ``shell(workspace)``, when
-    given, supplies the bash tools, owned by the caller (they are not among the
-    closers); otherwise new ones are made.
+    ``decline`` stay, as the node's way to finish. ``ask``, when given, is the
+    question tool (the daemon's files a human request); otherwise a plain one.
+    ``shell(workspace)``, when given, supplies the bash tools, owned by the caller
+    (they are not among the closers); otherwise new ones are made.
     """
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
@@ -246,7 +248,7 @@ def node_tools(
         if shell is None:
             made.closers.append(bash)
     if wanted(ASK_TOOL):
-        made.tools.append(question_answer_tool())
+        made.tools.append(ask if ask is not None else question_answer_tool())
     made.tools += [t for t in memory if wanted(t.name)]
     made.tools += [t for t in schedule if wanted(t.name)]
     return made

@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ._db import events, messages, migrate, nodes, outcomes
 from ._store_canvas import CanvasRows
 from ._store_crons import CronRows
+from ._store_human import HumanRows
 from ._store_memory import MemoryRows
 from ._store_reports import ReportRows
 
@@ -37,7 +38,7 @@ class DuplicateNode(Exception):
     """A node with that id already exists."""
 
 
-class Store(ReportRows, CanvasRows, MemoryRows, CronRows):
+class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
     """Reads and writes the daemon's tables; see the module docstring."""
 
     def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:

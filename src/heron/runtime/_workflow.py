@@ -169,6 +169,7 @@ class _Run:
             memory=engine.memory.tools(
                 node_id, plan.get("profile"), self.run, admits(plan["scopes"], keep)
             ),
+            ask=engine.human.tool(node_id, self.run),
             # A plan recorded before modes were read has none: the node's row decides.
             orchestrator=(
                 orchestrator_tools(engine, node_id, self.run)

@@ -25,7 +25,7 @@ from dbos import DBOS, SetWorkflowID
 from .. import __version__ as version
 from .. import api
 from ._bash import Commands
-from ._canvas import Canvas
+from ._canvas import Canvas, asking_from
 from ._config import RuntimeConfig
 from ._crons import Crons
 from ._db import create_engine, database_kind, redact_url
@@ -117,6 +117,8 @@ class Engine:
         self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
         self.crons = Crons(self)
         self.human = Human(self)  # human requests and the inbox (issue 12)
+        # The canvas's `asking` attention items are the open human requests.
+        self.canvas.attention_sources.append(asking_from(self.human.open_requests))
 
     # -- lifecycle ---------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 
-from ._db import events, messages, nodes, outcomes, reports
+from ._db import events, human_requests, messages, nodes, outcomes, reports
 
 __all__ = ["CanvasRows", "PrunePlan"]
 
@@ -176,9 +176,9 @@ class CanvasRows:
         busy: Collection[str] = (),
     ) -> PrunePlan:
         """Delete settled nodes and every row of theirs (events, messages, outcome,
-        reports), in one transaction with the checks: see ``PruneSkip`` for what is left
-        alone; ``busy`` nodes count as live whatever their status. Files are the caller's
-        to remove (``own_workspaces``, report folders)."""
+        reports, human requests), in one transaction with the checks: see ``PruneSkip``
+        for what is left alone; ``busy`` nodes count as live whatever their status.
+        Files are the caller's to remove (``own_workspaces``, report folders)."""
         return await self._run(self._prune, node_ids, statuses, settled_before, dry_run, busy)
 
     def _prune(
@@ -213,7 +213,7 @@ class CanvasRows:
             if not dry_run:
                 for start in range(0, len(plan.pruned), _CHUNK):
                     chunk = plan.pruned[start : start + _CHUNK]
-                    for table in (events, messages, outcomes, reports, nodes):
+                    for table in (events, messages, outcomes, reports, human_requests, nodes):
                         conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
         return plan
 

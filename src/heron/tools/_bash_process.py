@@ -220,10 +220,19 @@ class ShellProcess:
         finally:
             os.close(out_write)
             os.close(err_write)
-        pipes: dict[Stream, tuple[asyncio.StreamReader, asyncio.BaseTransport]] = {
-            "stdout": await _read_end(out_read),
-            "stderr": await _read_end(err_read),
-        }
+        pipes: dict[Stream, tuple[asyncio.StreamReader, asyncio.BaseTransport]] = {}
+        try:
+            pipes["stdout"] = await _read_end(out_read)
+            pipes["stderr"] = await _read_end(err_read)
+        except BaseException:
+            # Cancelled (or failed) with the command already running: nobody would own
+            # it, so it goes now, with the pipe ends not yet handed over.
+            _signal_group(process.pid, signal.SIGKILL)
+            if "stdout" not in pipes:
+                os.close(err_read)
+            for _, transport in pipes.values():
+                transport.close()
+            raise
         shell_process = cls(
             process, pipes, on_output=on_output, on_line=on_line, wants_lines=wants_lines
         )

@@ -19,7 +19,7 @@ from .. import __version__, api
 from ._engine import Engine
 from ._errors import ApiError
 from ._files import WRITE_BODY_LIMIT
-from ._http import BearerAuth, BodyLimit, BodyTooLarge
+from ._http import BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
 from ._routes_auth import add_auth_routes
 from ._routes_canvas import add_canvas_routes
 from ._routes_crons import add_cron_routes
@@ -136,6 +136,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
         if isinstance(exc, BodyTooLarge):
             return _error(413, exc.code, exc.detail, exc.details)
+        if isinstance(exc, NotUnicode):
+            return _error(400, exc.code, exc.detail, {"loc": ["body", *exc.where]})
         where = f"{request.method} {request.url.path}"
         headers = dict(exc.headers or {})
         message = str(exc.detail)
@@ -190,6 +192,8 @@ def build_app(engine: Engine) -> FastAPI:
         version=__version__,
         description="Run agents as durable nodes: create, watch, message and collect outcomes.",
     )
+    # Every route refuses JSON strings that are not text before any handler runs.
+    app.router.route_class = UnicodeRoute
     _install_error_handlers(app)
     _own_validation_errors(app)
 

@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
+from collections.abc import Callable, Coroutine
 from typing import Any
 
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BearerAuth", "BodyLimit", "BodyTooLarge", "error_body", "over_tcp"]
+__all__ = [
+    "BearerAuth",
+    "BodyLimit",
+    "BodyTooLarge",
+    "NotUnicode",
+    "UnicodeRoute",
+    "error_body",
+    "over_tcp",
+]
 
 
 def over_tcp(scope: Scope) -> bool:
@@ -162,3 +174,80 @@ class BodyTooLarge(HTTPException):
     def details(self) -> dict[str, int]:
         """The error's ``details``: the limit."""
         return {"limit": self.limit}
+
+
+# What can put a lone UTF-16 surrogate in a parsed body: a ``\\udXXX`` escape (JSON
+# allows one unpaired), surrogates encoded as UTF-8 bytes (``json.loads`` decodes
+# bytes with ``surrogatepass``), or a UTF-16/32 body (a NUL among the first bytes).
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]|^.{0,3}\x00", re.DOTALL)
+
+
+class NotUnicode(HTTPException):
+    """A JSON body holding a string that is not Unicode text (a lone surrogate).
+
+    Python reads such a string without complaint, but no database or encoder
+    can write it: refused at the door (``400 malformed_json``), nothing is kept.
+    """
+
+    code = "malformed_json"
+    """The error code of the 400 answer."""
+
+    def __init__(self, where: list[str | int]) -> None:
+        # A key may be the culprit: shown escaped, as the answer must be text itself.
+        where = [
+            p if isinstance(p, int) else p.encode("utf-8", "backslashreplace").decode()
+            for p in where
+        ]
+        at = "/".join(str(part) for part in where) or "the body"
+        super().__init__(
+            400,
+            f"the request body is not valid JSON text: {at} holds a lone UTF-16 surrogate"
+            " (an unpaired \\ud800-\\udfff escape), which is not a Unicode character",
+        )
+        self.where = where
+
+
+def _lone_surrogate(value: Any, where: list[str | int]) -> list[str | int] | None:
+    """Where in parsed JSON ``value`` a string (or key) is not encodable text, if anywhere."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    if not isinstance(value, dict | list):
+        return None
+    items: Any = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        if isinstance(key, str) and _lone_surrogate(key, where) is not None:
+            return [*where, key]
+        found = _lone_surrogate(item, [*where, key])
+        if found is not None:
+            return found
+    return None
+
+
+class UnicodeRoute(APIRoute):
+    """A route refusing a JSON body whose strings are not all Unicode text.
+
+    A cheap byte scan finds the bodies that could hold one; only those are read
+    twice (the request caches the body, so the handler does not read it again).
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def checked(request: Request) -> Response:
+            if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+                body = await request.body()
+                if _MAYBE_SURROGATE.search(body):
+                    try:
+                        value = json.loads(body)
+                    except ValueError:
+                        value = None  # not JSON: the handler answers for that
+                    where = _lone_surrogate(value, [])
+                    if where is not None:
+                        raise NotUnicode(where)
+            return await handler(request)
+
+        return checked

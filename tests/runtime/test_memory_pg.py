@@ -19,6 +19,7 @@ import pytest
 from . import pg
 from .conftest import Daemon, write_script
 from .test_memory import code, make, search
+from .test_memory_review import check_summaries_without_bodies
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +152,7 @@ def test_the_gin_index_serves_the_search(client: httpx.Client, cluster: pg.Clust
             " @@ websearch_to_tsquery('english'::regconfig, 'heron')"
         ).fetchall()
     assert "ix_heron_memory_search" in "\n".join(line for (line,) in plan)
+
+
+def test_list_and_search_answer_summaries(client: httpx.Client, profile: str) -> None:
+    check_summaries_without_bodies(client, profile)

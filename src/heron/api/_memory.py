@@ -13,6 +13,7 @@ __all__ = [
     "MAX_MEMORY_BODY",
     "MemoryCreateRequest",
     "MemoryEntry",
+    "MemoryEntrySummary",
     "MemoryMoveRequest",
     "MemoryOp",
     "MemoryPage",
@@ -36,8 +37,9 @@ _Tags = Annotated[list[_Tag], Field(max_length=32)]
 _Profile = Annotated[str, StringConstraints(max_length=128)]
 
 
-class MemoryEntry(WireModel):
-    """One memory entry as it is now."""
+class MemoryEntrySummary(WireModel):
+    """An entry without its body: what ``list`` and ``search`` answer (a page of 200
+    entries stays small); ``retrieve`` or ``resolve`` gives the body."""
 
     entry_id: str
     """Identifier (``mem_…``); stays the same across updates and moves."""
@@ -49,10 +51,10 @@ class MemoryEntry(WireModel):
     """The last segment of its path (``resolve`` finds an entry by it)."""
     title: str | None
     """A one-line title, if given."""
-    body: str
-    """The entry itself (Markdown)."""
     tags: list[str]
     """Short labels to filter by."""
+    size: int
+    """The body's length in bytes of UTF-8."""
     version: int
     """1 on create, one more on each change (update, move, delete)."""
     created_at: datetime
@@ -64,11 +66,18 @@ class MemoryEntry(WireModel):
     from list, search and resolve; their history stays)."""
 
 
+class MemoryEntry(MemoryEntrySummary):
+    """One memory entry as it is now, body included."""
+
+    body: str
+    """The entry itself (Markdown)."""
+
+
 class MemoryPage(WireModel):
     """One page of ``GET /v1/memory``, in path order."""
 
-    items: list[MemoryEntry]
-    """The entries of this page."""
+    items: list[MemoryEntrySummary]
+    """The entries of this page (without bodies: ``retrieve`` one for its body)."""
     next_cursor: str | None
     """Pass as ``cursor`` for the next page; ``None`` on the last page."""
 
@@ -99,8 +108,8 @@ class MemoryVersion(WireModel):
 class MemorySearchHit(WireModel):
     """One search result, best first."""
 
-    entry: MemoryEntry
-    """The matching entry."""
+    entry: MemoryEntrySummary
+    """The matching entry (without its body: ``snippet`` shows the match)."""
     score: float
     """Relevance (higher is better; comparable only within one search)."""
     snippet: str

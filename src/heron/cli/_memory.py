@@ -81,7 +81,7 @@ def _show(entry: api.MemoryEntry) -> None:
     typer.echo(entry.body, nl=not entry.body.endswith("\n"))
 
 
-def _entries(entries: list[api.MemoryEntry]) -> None:
+def _entries(entries: list[api.MemoryEntrySummary]) -> None:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for column in ("PATH", "TITLE", "TAGS", "VER", "UPDATED", "ID"):
         table.add_column(column, no_wrap=column != "TITLE", overflow="ellipsis")

@@ -73,7 +73,8 @@ class Memory(Resource[M]):
         cursor: str | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[api.MemoryPage]:
-        """``GET /v1/memory``: one page of live entries in path order.
+        """``GET /v1/memory``: one page of live entries in path order, without their
+        bodies (``retrieve`` one for its body).
 
         ``prefix`` keeps the entries at that path or under it; ``limit`` (1-200,
         default 50 by the daemon) sizes the page; ``cursor`` is the previous page's
@@ -90,15 +91,16 @@ class Memory(Resource[M]):
         profile: str | None = None,
         prefix: str | None = None,
         options: RequestOptions | None = None,
-    ) -> Flow[builtins.list[api.MemoryEntry]]:
-        """Every live entry in path order: ``list`` page after page (200 at a time)."""
+    ) -> Flow[builtins.list[api.MemoryEntrySummary]]:
+        """Every live entry in path order, without bodies: ``list`` page after page
+        (200 at a time)."""
         query = {**_profile(profile), "prefix": prefix, "limit": MAX_PAGE}
         return self._all(query, options)
 
     def _all(
         self, query: dict[str, Any], options: RequestOptions | None
-    ) -> Flow[builtins.list[api.MemoryEntry]]:
-        entries: builtins.list[api.MemoryEntry] = []
+    ) -> Flow[builtins.list[api.MemoryEntrySummary]]:
+        entries: builtins.list[api.MemoryEntrySummary] = []
         cursor: str | None = None
         while True:
             page: api.MemoryPage = yield from self._call(

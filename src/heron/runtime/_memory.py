@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..tools import Tool
     from ._engine import Engine
 
-__all__ = ["Memory", "body_of", "title_of", "to_entry", "to_version"]
+__all__ = ["Memory", "body_of", "title_of", "to_entry", "to_summary", "to_version"]
 
 
 class Memory:
@@ -57,7 +57,7 @@ class Memory:
         more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = _encode_cursor(rows[-1]["path"]) if more else None
-        return api.MemoryPage(items=[to_entry(r) for r in rows], next_cursor=next_cursor)
+        return api.MemoryPage(items=[to_summary(r) for r in rows], next_cursor=next_cursor)
 
     async def get(self, entry_id: str, profile: str | None) -> api.MemoryEntry:
         """The live entry; ``404 memory_not_found`` if there is none (or it was deleted)."""
@@ -108,7 +108,7 @@ class Memory:
             tags=normal_tags(request.tags) if request.tags else None,
         )
         return [
-            api.MemorySearchHit(entry=to_entry(row), score=score, snippet=snippet)
+            api.MemorySearchHit(entry=to_summary(row), score=score, snippet=snippet)
             for row, score, snippet in hits
         ]
 
@@ -201,19 +201,30 @@ class Memory:
 
 def to_entry(row: Row) -> api.MemoryEntry:
     """A row of ``heron_memory_entries`` as the wire's :class:`heron.api.MemoryEntry`."""
-    return api.MemoryEntry(
-        entry_id=row["entry_id"],
-        profile=row["profile"],
-        path=row["path"],
-        slug=row["slug"],
-        title=row["title"],
-        body=row["body"],
-        tags=row["tags"].split(),
-        version=row["version"],
-        created_at=when(row["created_at"]),
-        updated_at=when(row["updated_at"]),
-        deleted_at=maybe_when(row["deleted_at"]),
-    )
+    return api.MemoryEntry(**_summary_fields(row), body=row["body"])
+
+
+def to_summary(row: Row) -> api.MemoryEntrySummary:
+    """A row (its ``body``, or the ``size`` a page query reads instead) as the wire's
+    :class:`heron.api.MemoryEntrySummary`."""
+    return api.MemoryEntrySummary(**_summary_fields(row))
+
+
+def _summary_fields(row: Row) -> dict[str, Any]:
+    size = row["size"] if "size" in row else len(row["body"].encode("utf-8", "surrogatepass"))
+    return {
+        "entry_id": row["entry_id"],
+        "profile": row["profile"],
+        "path": row["path"],
+        "slug": row["slug"],
+        "title": row["title"],
+        "tags": row["tags"].split(),
+        "size": size,
+        "version": row["version"],
+        "created_at": when(row["created_at"]),
+        "updated_at": when(row["updated_at"]),
+        "deleted_at": maybe_when(row["deleted_at"]),
+    }
 
 
 def to_version(row: Row) -> api.MemoryVersion:

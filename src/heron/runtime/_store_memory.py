@@ -218,14 +218,27 @@ class MemoryRows:
         self, profile: str, *, prefix: str | None, limit: int, after: str | None
     ) -> list[Row]:
         """Up to ``limit`` live entries in path order, after the path ``after`` if given
-        (paths are unique among live entries: the last one seen is the whole cursor)."""
+        (paths are unique among live entries: the last one seen is the whole cursor);
+        each row has the body's ``size`` in bytes instead of the body."""
         return await self._run(self._memory_page, profile, prefix, limit, after)
 
     def _memory_page(
         self, profile: str, prefix: str | None, limit: int, after: str | None
     ) -> list[Row]:
-        path = memory_entries.c.path
-        query = sa.select(memory_entries).where(*live(profile, prefix)).order_by(path).limit(limit)
+        c = memory_entries.c
+        path = c.path
+        # The body's bytes, counted by the database (a page never reads bodies).
+        if self.engine.dialect.name == "postgresql":
+            size = sa.func.octet_length(c.body)
+        else:
+            size = sa.func.length(sa.cast(c.body, sa.LargeBinary))
+        columns = [col for col in memory_entries.c if col.name != "body"]
+        query = (
+            sa.select(*columns, size.label("size"))
+            .where(*live(profile, prefix))
+            .order_by(path)
+            .limit(limit)
+        )
         if after is not None:
             query = query.where(path > after)
         with self.engine.connect() as conn:

@@ -10,7 +10,9 @@ import pytest
 
 from heron import api
 
+from .conftest import Daemon, create, wait_settled
 from .test_memory import make, search
+from .test_memory_nodes import MEMORY, call, transcript
 
 
 @pytest.fixture
@@ -37,3 +39,50 @@ def check_summaries_without_bodies(client: httpx.Client, profile: str) -> None:
 
 def test_list_and_search_answer_summaries(client: httpx.Client, profile: str) -> None:
     check_summaries_without_bodies(client, profile)
+
+
+def test_a_node_browses_its_memory_and_reads_an_entry_by_its_last_segment(
+    client: httpx.Client, scripts: Any, daemon: Daemon, profile: str
+) -> None:
+    for path, tags in [("projects/heron/db", ["design"]), ("projects/kite/db", []), ("todo", [])]:
+        make(client, profile, path, f"notes of {path}", tags=tags, title=path.upper())
+    model = scripts(
+        "memory-browse",
+        [
+            call("memory-search"),
+            call("memory-search", query=" ", prefix="projects", limit=1),
+            call("memory-search", prefix="projects", tags=["Design"]),
+            call("memory-search", prefix="nothing/here"),
+            call("memory-read", path="todo"),
+            call("memory-read", path="db"),
+            call("memory-read", path="nowhere"),
+            call("memory-search", query="zebra"),
+            "Done.",
+        ],
+    )
+    node = create(client, prompt="look", model=model, profile=profile, scopes=MEMORY)
+    assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "Done."
+    said = transcript(daemon, node["node_id"])
+    head = "by path (read one with memory-read):\\n"
+    heron, kite = (
+        "projects/heron/db — PROJECTS/HERON/DB [design]",
+        "projects/kite/db — PROJECTS/KITE/DB",
+    )
+    assert f"Entries {head}{heron}\\n{kite}\\ntodo — TODO" in said
+    assert f"Entries under projects {head}{heron}\\n… and more" in said
+    assert f'Entries under projects {head}{heron}"' in said  # the tag filter: heron's only
+    assert "Your memory holds no entries under nothing/here yet." in said
+    assert "path: todo" in said and "notes of todo" in said
+    assert "several entries end in 'db': read one of projects/heron/db, projects/kite/db" in said
+    assert "no memory entry at 'nowhere': find entries with memory-search" in said
+    assert "No memory entry matches 'zebra'. Try fewer or other words" in said
+
+
+def test_list_filters_by_tags(client: httpx.Client, profile: str) -> None:
+    make(client, profile, "a", "one", tags=["x", "y"])
+    make(client, profile, "b", "two", tags=["x"])
+    make(client, profile, "c", "three")
+    listed = client.get("/v1/memory", params={"profile": profile, "tag": ["X"]}).json()
+    assert [e["path"] for e in listed["items"]] == ["a", "b"]
+    listed = client.get("/v1/memory", params={"profile": profile, "tag": ["x", "y"]}).json()
+    assert [e["path"] for e in listed["items"]] == ["a"]

@@ -111,6 +111,7 @@ from ._memory import (
     MemoryPage,
     MemorySearchHit,
     MemorySearchRequest,
+    MemoryTag,
     MemoryUpdateRequest,
     MemoryVersion,
 )
@@ -239,6 +240,7 @@ __all__ = [
     "MemoryPage",
     "MemorySearchHit",
     "MemorySearchRequest",
+    "MemoryTag",
     "MemoryUpdateRequest",
     "MemoryVersion",
     "MessageAccepted",

@@ -19,6 +19,7 @@ __all__ = [
     "MemoryPage",
     "MemorySearchHit",
     "MemorySearchRequest",
+    "MemoryTag",
     "MemoryUpdateRequest",
     "MemoryVersion",
 ]
@@ -32,8 +33,11 @@ MemoryOp: TypeAlias = Literal["create", "update", "move", "delete"]
 # Checked by the daemon (422 invalid_memory_path names the rule broken), so only bounded here.
 _Path = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 _Title = Annotated[str, StringConstraints(max_length=512)]
-_Tag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")]
-_Tags = Annotated[list[_Tag], Field(max_length=32)]
+MemoryTag: TypeAlias = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+]
+"""A tag: letters, digits, ``_ . : -`` (up to 64 characters; matched case-insensitively)."""
+_Tags = Annotated[list[MemoryTag], Field(max_length=32)]
 _Profile = Annotated[str, StringConstraints(max_length=128)]
 
 

@@ -106,18 +106,22 @@ def list_(
     limit: Annotated[int, typer.Option(min=1, max=200, help="Entries per page.")] = 50,
     cursor: Annotated[str | None, typer.Option(help="The page after this cursor.")] = None,
     every: Annotated[bool, typer.Option("--all", help="Every page, not just one.")] = False,
+    tag: TagOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List the live entries in path order, a page at a time (--all: every one)."""
 
     def go(client: Heron) -> None:
         if every:
-            entries, next_cursor = client.memory.list_all(profile=profile, prefix=prefix), None
+            entries = client.memory.list_all(profile=profile, prefix=prefix, tags=tag)
+            next_cursor = None
             if as_json:
                 _print_json(api.MemoryPage(items=entries, next_cursor=None))
                 return
         else:
-            page = client.memory.list(profile=profile, prefix=prefix, limit=limit, cursor=cursor)
+            page = client.memory.list(
+                profile=profile, prefix=prefix, limit=limit, cursor=cursor, tags=tag
+            )
             if as_json:
                 _print_json(page)
                 return

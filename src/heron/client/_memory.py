@@ -40,6 +40,16 @@ def _profile(profile: str | None) -> dict[str, Any]:
     return {"profile": check_id(profile, "profile name")} if profile is not None else {}
 
 
+def _tag_list(tags: Sequence[str]) -> builtins.list[str]:
+    if isinstance(tags, str):  # a str is a Sequence[str]: it would go letter by letter
+        raise TypeError(f"tags must be a list of strings, not one string ({tags!r})")
+    return builtins.list(tags)
+
+
+def _tags(tags: Sequence[str] | None) -> builtins.list[str] | None:
+    return _tag_list(tags) if tags is not None and len(tags) else None
+
+
 def _limit(limit: int | None, most: int) -> int | None:
     if limit is not None and (
         isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most
@@ -71,6 +81,7 @@ class Memory(Resource[M]):
         prefix: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        tags: Sequence[str] | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[api.MemoryPage]:
         """``GET /v1/memory``: one page of live entries in path order, without their
@@ -79,9 +90,10 @@ class Memory(Resource[M]):
         ``prefix`` keeps the entries at that path or under it; ``limit`` (1-200,
         default 50 by the daemon) sizes the page; ``cursor`` is the previous page's
         ``next_cursor`` (``None`` on the last page). ``list_all`` follows them all.
+        ``tags`` keeps the entries carrying every one of them.
         """
         query = {**_profile(profile), "prefix": prefix, "limit": _limit(limit, MAX_PAGE)}
-        query["cursor"] = cursor
+        query.update(cursor=cursor, tag=_tags(tags))
         return self._call("GET", "/v1/memory", api.MemoryPage, query=query, options=options)
 
     @endpoint
@@ -90,11 +102,12 @@ class Memory(Resource[M]):
         *,
         profile: str | None = None,
         prefix: str | None = None,
+        tags: Sequence[str] | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[builtins.list[api.MemoryEntrySummary]]:
         """Every live entry in path order, without bodies: ``list`` page after page
         (200 at a time)."""
-        query = {**_profile(profile), "prefix": prefix, "limit": MAX_PAGE}
+        query = {**_profile(profile), "prefix": prefix, "limit": MAX_PAGE, "tag": _tags(tags)}
         return self._all(query, options)
 
     def _all(
@@ -141,7 +154,7 @@ class Memory(Resource[M]):
         if title is not None:
             request["title"] = title
         if tags is not None:
-            request["tags"] = builtins.list(tags)
+            request["tags"] = _tag_list(tags)
         return self._call("POST", "/v1/memory", api.MemoryEntry, body=request, options=options)
 
     @endpoint
@@ -221,7 +234,7 @@ class Memory(Resource[M]):
         """
         request: dict[str, Any] = {"query": query, **_profile(profile)}
         extra: dict[str, Any] = {"limit": _limit(limit, MAX_HITS), "prefix": prefix}
-        extra["tags"] = builtins.list(tags) if tags is not None else None
+        extra["tags"] = _tag_list(tags) if tags is not None else None
         request.update({k: v for k, v in extra.items() if v is not None})
         result = builtins.list[api.MemorySearchHit]
         return self._call("POST", "/v1/memory/search", result, body=request, options=options)

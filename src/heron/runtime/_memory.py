@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import api
@@ -47,13 +47,23 @@ class Memory:
     # -- reads ----------------------------------------------------------------
 
     async def page(
-        self, profile: str | None, *, prefix: str | None, limit: int, cursor: str | None
+        self,
+        profile: str | None,
+        *,
+        prefix: str | None,
+        limit: int,
+        cursor: str | None,
+        tags: Sequence[str] | None = None,
     ) -> api.MemoryPage:
-        """One page of the profile's live entries in path order."""
+        """One page of the profile's live entries in path order (carrying every tag of
+        ``tags``, if given)."""
         name = await self.profile(profile)
         after = _decode_cursor(cursor) if cursor is not None else None
         under = normal_path(prefix, "prefix") if prefix else None
-        rows = await self.engine.store.memory_page(name, prefix=under, limit=limit + 1, after=after)
+        wanted = normal_tags(tags) if tags else None
+        rows = await self.engine.store.memory_page(
+            name, prefix=under, limit=limit + 1, after=after, tags=wanted
+        )
         more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = _encode_cursor(rows[-1]["path"]) if more else None

@@ -40,7 +40,10 @@ _TAGS = {
     "type": "array",
     "items": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"},
     "maxItems": 32,
+    "description": "Short labels (letters, digits, _ . : -), matched case-insensitively.",
 }
+_BROWSE = 50
+"""Entries ``memory-search`` lists when given no query."""
 
 
 def memory_tools(
@@ -70,7 +73,8 @@ class MemorySearchTool(Tool):
         "Search your long-term memory (notes kept by path). `query`: words (all must "
         'match), "a phrase", -word to exclude, or between alternatives. Optional `prefix` '
         "(only entries under that path) and `tags` (entries carrying all of them). Returns "
-        "the best matches with their paths and an excerpt; read one with memory-read."
+        "the best matches with their paths and an excerpt; read one with memory-read. "
+        "Without a `query`, lists the entries (under `prefix`) by path."
     )
 
     def __init__(self, memory: Memory, profile: str) -> None:
@@ -78,12 +82,23 @@ class MemorySearchTool(Tool):
             input_schema={
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "minLength": 1, "maxLength": 1000},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-                    "prefix": _PATH,
+                    "query": {
+                        "type": "string",
+                        "maxLength": 1000,
+                        "description": "What to look for; leave out to list entries.",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 50,
+                        "description": "At most this many results (default 10).",
+                    },
+                    "prefix": {
+                        "type": "string",
+                        "description": "Only entries at this path or under it (e.g. projects).",
+                    },
                     "tags": _TAGS,
                 },
-                "required": ["query"],
                 "additionalProperties": False,
             }
         )
@@ -91,17 +106,46 @@ class MemorySearchTool(Tool):
         self._profile = profile
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        if not (arguments.get("query") or "").strip():
+            return await self._browse(arguments)
         try:
             request = api.MemorySearchRequest(profile=self._profile, **arguments)
             hits = await self._memory.search(request)
         except ApiError as exc:
             raise _refused(exc) from None
         if not hits:
-            return f"No memory entry matches {arguments['query']!r}."
+            return (
+                f"No memory entry matches {arguments['query']!r}. Try fewer or other words,"
+                " or call memory-search without a query to list the entries."
+            )
         lines = [f"{len(hits)} match{'es' if len(hits) > 1 else ''}, best first:"]
         for hit in hits:
             title = f" — {hit.entry.title}" if hit.entry.title else ""
             lines.append(f"\n{hit.entry.path}{title} (score {hit.score:.3g})\n  {hit.snippet}")
+        return "\n".join(lines)
+
+    async def _browse(self, arguments: dict[str, Any]) -> str:
+        """The entries under ``prefix`` (carrying ``tags``) by path: for a model that
+        wants to see what its memory holds before it knows what to search for."""
+        prefix, tags = arguments.get("prefix"), arguments.get("tags")
+        limit = arguments.get("limit", _BROWSE)
+        try:
+            page = await self._memory.page(
+                self._profile, prefix=prefix, limit=limit, cursor=None, tags=tags
+            )
+        except ApiError as exc:
+            raise _refused(exc) from None
+        items = page.items
+        where = f" under {prefix}" if prefix else ""
+        if not items:
+            return f"Your memory holds no entries{where} yet."
+        lines = [f"Entries{where} by path (read one with memory-read):"]
+        for e in items:
+            title = f" — {e.title}" if e.title else ""
+            labels = f" [{', '.join(e.tags)}]" if e.tags else ""
+            lines.append(f"{e.path}{title}{labels}")
+        if page.next_cursor is not None:
+            lines.append("… and more: narrow with `prefix`, or search with a `query`.")
         return "\n".join(lines)
 
 
@@ -110,8 +154,9 @@ class MemoryReadTool(Tool):
 
     name = "memory-read"
     description = (
-        "Read one entry of your memory by its `path` (as memory-search lists it). "
-        "Returns its title, tags, version and full Markdown body."
+        "Read one entry of your memory by its `path` (as memory-search lists it; its "
+        "last segment alone works when no other entry shares it). Returns its title, "
+        "tags, version and full Markdown body."
     )
 
     def __init__(self, memory: Memory, profile: str) -> None:
@@ -127,16 +172,34 @@ class MemoryReadTool(Tool):
         self._profile = profile
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        path = arguments["path"]
         try:
-            entry = await self._memory.resolve(self._profile, path=arguments["path"], slug=None)
+            entry = await self._memory.resolve(self._profile, path=path, slug=None)
         except ApiError as exc:
-            raise _refused(exc) from None
+            if exc.code != "memory_not_found" or "/" in path.strip().strip("/"):
+                raise _refused(exc) from None
+            entry = await self._by_slug(path)
         head = [f"path: {entry.path}", f"version: {entry.version}"]
         if entry.title:
             head.insert(0, f"title: {entry.title}")
         if entry.tags:
             head.append(f"tags: {', '.join(entry.tags)}")
         return "\n".join(head) + "\n\n" + entry.body
+
+    async def _by_slug(self, slug: str) -> api.MemoryEntry:
+        """The one entry whose last segment is ``slug``, else an error saying what to do."""
+        try:
+            return await self._memory.resolve(self._profile, path=None, slug=slug)
+        except ApiError as exc:
+            if exc.code == "ambiguous_slug":
+                paths = ", ".join(exc.details["paths"])
+                raise ToolError(f"several entries end in {slug!r}: read one of {paths}") from None
+            if exc.code == "memory_not_found":
+                raise ToolError(
+                    f"no memory entry at {slug!r}: find entries with memory-search"
+                    " (without a query it lists them)"
+                ) from None
+            raise _refused(exc) from None
 
 
 _ACTIONS = ("write", "move", "delete")

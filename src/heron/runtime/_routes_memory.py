@@ -51,9 +51,13 @@ def add_memory_routes(app: FastAPI, engine: Engine) -> None:
         cursor: Annotated[
             str | None, Query(max_length=2048, description="The previous page's next_cursor.")
         ] = None,
+        tag: Annotated[
+            list[api.MemoryTag] | None,
+            Query(max_length=32, description="Only entries carrying this tag (repeat: all)."),
+        ] = None,
     ) -> api.MemoryPage:
-        """The profile's live entries in path order, one page at a time."""
-        return await memory.page(profile, prefix=prefix, limit=limit, cursor=cursor)
+        """The profile's live entries in path order, one page at a time (no bodies)."""
+        return await memory.page(profile, prefix=prefix, limit=limit, cursor=cursor, tags=tag)
 
     @app.post("/v1/memory", status_code=201, tags=tags, responses=errors(400, 409, 413, 415, 422))
     async def create_memory(body: api.MemoryCreateRequest) -> api.MemoryEntry:

@@ -215,15 +215,26 @@ class MemoryRows:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def memory_page(
-        self, profile: str, *, prefix: str | None, limit: int, after: str | None
+        self,
+        profile: str,
+        *,
+        prefix: str | None,
+        limit: int,
+        after: str | None,
+        tags: Sequence[str] | None = None,
     ) -> list[Row]:
         """Up to ``limit`` live entries in path order, after the path ``after`` if given
         (paths are unique among live entries: the last one seen is the whole cursor);
         each row has the body's ``size`` in bytes instead of the body."""
-        return await self._run(self._memory_page, profile, prefix, limit, after)
+        return await self._run(self._memory_page, profile, prefix, limit, after, tags)
 
     def _memory_page(
-        self, profile: str, prefix: str | None, limit: int, after: str | None
+        self,
+        profile: str,
+        prefix: str | None,
+        limit: int,
+        after: str | None,
+        tags: Sequence[str] | None,
     ) -> list[Row]:
         c = memory_entries.c
         path = c.path
@@ -235,7 +246,7 @@ class MemoryRows:
         columns = [col for col in memory_entries.c if col.name != "body"]
         query = (
             sa.select(*columns, size.label("size"))
-            .where(*live(profile, prefix))
+            .where(*live(profile, prefix, tags))
             .order_by(path)
             .limit(limit)
         )

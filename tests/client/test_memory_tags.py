@@ -34,3 +34,15 @@ async def test_list_filters_by_tags_and_a_bare_string_is_refused(on: On) -> None
         with pytest.raises(TypeError, match="not one string"):
             await on(call)
     assert [e.path for e in (await on(lambda c: c.memory.list_all(profile=profile)))] == ["a", "b"]
+
+
+async def test_history_pages_through_both_clients(on: On) -> None:
+    profile = f"ch-{on.mode}-{secrets.token_hex(3)}"
+    await on(lambda c: c.profiles.ensure(profile))
+    entry = await on(lambda c: c.memory.create("h", "1", profile=profile))
+    for n in (2, 3):
+        await on(lambda c, n=n: c.memory.update(entry.entry_id, body=str(n), profile=profile))
+    newest = await on(lambda c: c.memory.history(entry.entry_id, profile=profile, limit=2))
+    assert [v.version for v in newest] == [3, 2]
+    older = await on(lambda c: c.memory.history(entry.entry_id, profile=profile, limit=2, before=2))
+    assert [(v.version, v.op) for v in older] == [(1, "create")]

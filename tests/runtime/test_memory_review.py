@@ -86,3 +86,23 @@ def test_list_filters_by_tags(client: httpx.Client, profile: str) -> None:
     assert [e["path"] for e in listed["items"]] == ["a", "b"]
     listed = client.get("/v1/memory", params={"profile": profile, "tag": ["x", "y"]}).json()
     assert [e["path"] for e in listed["items"]] == ["a"]
+
+
+def test_history_reads_in_pages(client: httpx.Client, profile: str) -> None:
+    entry = make(client, profile, "often/edited", "v1")
+    where = f"/v1/memory/{entry['entry_id']}"
+    for n in range(2, 6):
+        patched = client.patch(where, params={"profile": profile}, json={"body": f"v{n}"})
+        assert patched.status_code == 200, patched.text
+    seen: list[int] = []
+    params: dict[str, Any] = {"profile": profile, "limit": 2}
+    while page := client.get(f"{where}/history", params=params).json():
+        assert len(page) <= 2
+        seen += [v["version"] for v in page]
+        params["before"] = page[-1]["version"]
+    assert seen == [5, 4, 3, 2, 1]
+    every = client.get(f"{where}/history", params={"profile": profile}).json()
+    assert [v["body"] for v in every] == ["v5", "v4", "v3", "v2", "v1"]
+    for bad in ({"limit": 0}, {"limit": 1001}, {"before": 0}):
+        response = client.get(f"{where}/history", params={"profile": profile, **bad})
+        assert response.status_code == 422, (bad, response.text)

@@ -282,13 +282,22 @@ def search(
 
 @memory_app.command("history")
 def history(
-    ctx: typer.Context, entry_id: IdArg, profile: ProfileOption = None, as_json: JsonOption = False
+    ctx: typer.Context,
+    entry_id: IdArg,
+    profile: ProfileOption = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, max=1000, help="Only the newest this many.")
+    ] = None,
+    before: Annotated[int | None, typer.Option(min=1, help="Only versions older than this.")] = (
+        None
+    ),
+    as_json: JsonOption = False,
 ) -> None:
-    """Every version of an entry, newest first (a deleted entry's too)."""
+    """The versions of an entry, newest first (a deleted entry's too)."""
     _check_id(ctx, entry_id, "memory id")
 
     def go(client: Heron) -> None:
-        versions = client.memory.history(entry_id, profile=profile)
+        versions = client.memory.history(entry_id, profile=profile, limit=limit, before=before)
         if as_json:
             typer.echo(_json_list(versions))
             return

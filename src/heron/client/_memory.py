@@ -15,6 +15,8 @@ __all__ = ["MAX_HITS", "MAX_PAGE", "Memory", "MemoryUpdateParams"]
 
 MAX_PAGE = 200
 """The most entries one ``memory.list`` page holds."""
+MAX_VERSIONS = 1000
+"""The most versions one ``memory.history`` call asks for by ``limit``."""
 MAX_HITS = 100
 """The most hits one ``memory.search`` returns."""
 
@@ -241,13 +243,21 @@ class Memory(Resource[M]):
 
     @endpoint
     def history(
-        self, entry_id: str, *, profile: str | None = None, options: RequestOptions | None = None
+        self,
+        entry_id: str,
+        *,
+        profile: str | None = None,
+        limit: int | None = None,
+        before: int | None = None,
+        options: RequestOptions | None = None,
     ) -> Flow[builtins.list[api.MemoryVersion]]:
-        """``GET /v1/memory/{id}/history``: every version, newest first (a deleted
-        entry's too)."""
+        """``GET /v1/memory/{id}/history``: the versions, newest first (a deleted
+        entry's too): every one, or the ``limit`` newest (1-1000) older than version
+        ``before`` (pass the last one's ``version`` to read on)."""
         path = f"{_entry(entry_id)}/history"
         result = builtins.list[api.MemoryVersion]
-        return self._call("GET", path, result, query=_profile(profile), options=options)
+        query = {**_profile(profile), "limit": _limit(limit, MAX_VERSIONS), "before": before}
+        return self._call("GET", path, result, query=query, options=options)
 
     @endpoint
     def resolve(

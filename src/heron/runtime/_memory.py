@@ -73,10 +73,19 @@ class Memory:
         """The live entry; ``404 memory_not_found`` if there is none (or it was deleted)."""
         return to_entry(await self._live(entry_id, profile))
 
-    async def history(self, entry_id: str, profile: str | None) -> list[api.MemoryVersion]:
-        """Every version of the entry (deleted ones too), newest first."""
+    async def history(
+        self,
+        entry_id: str,
+        profile: str | None,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+    ) -> list[api.MemoryVersion]:
+        """The entry's versions (a deleted one's too), newest first: every one, or the
+        ``limit`` newest older than version ``before``."""
         row = await self._row(entry_id, profile)
-        return [to_version(v) for v in await self.engine.store.memory_history(row["entry_id"])]
+        rows = await self.engine.store.memory_history(row["entry_id"], limit=limit, before=before)
+        return [to_version(v) for v in rows]
 
     async def resolve(
         self, profile: str | None, *, path: str | None, slug: str | None

@@ -114,7 +114,15 @@ def add_memory_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/v1/memory/{entry_id}/history", tags=tags, responses=errors(400, 404, 422))
     async def memory_history(
-        entry_id: EntryId, profile: ProfileQuery = "default"
+        entry_id: EntryId,
+        profile: ProfileQuery = "default",
+        limit: Annotated[
+            int | None, Query(ge=1, le=1000, description="At most this many (1-1000).")
+        ] = None,
+        before: Annotated[
+            int | None, Query(ge=1, description="Only versions older than this one.")
+        ] = None,
     ) -> list[api.MemoryVersion]:
-        """Every version of the entry, newest first (a deleted entry's too)."""
-        return await memory.history(entry_id, profile)
+        """The entry's versions, newest first (a deleted entry's too): all of them, or
+        ``limit`` at a time, reading on with ``before`` = the last version seen."""
+        return await memory.history(entry_id, profile, limit=limit, before=before)

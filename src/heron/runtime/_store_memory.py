@@ -255,16 +255,19 @@ class MemoryRows:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    async def memory_history(self, entry_id: str) -> list[Row]:
-        """Every version of the entry, newest first."""
-        return await self._run(self._memory_history, entry_id)
+    async def memory_history(
+        self, entry_id: str, *, limit: int | None = None, before: int | None = None
+    ) -> list[Row]:
+        """The entry's versions, newest first (up to ``limit``, older than ``before``)."""
+        return await self._run(self._memory_history, entry_id, limit, before)
 
-    def _memory_history(self, entry_id: str) -> list[Row]:
-        query = (
-            sa.select(memory_versions)
-            .where(memory_versions.c.entry_id == entry_id)
-            .order_by(memory_versions.c.version.desc())
-        )
+    def _memory_history(self, entry_id: str, limit: int | None, before: int | None) -> list[Row]:
+        v = memory_versions.c
+        query = sa.select(memory_versions).where(v.entry_id == entry_id).order_by(v.version.desc())
+        if before is not None:
+            query = query.where(v.version < before)
+        if limit is not None:
+            query = query.limit(limit)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 

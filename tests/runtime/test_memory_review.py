@@ -106,3 +106,26 @@ def test_history_reads_in_pages(client: httpx.Client, profile: str) -> None:
     for bad in ({"limit": 0}, {"limit": 1001}, {"before": 0}):
         response = client.get(f"{where}/history", params={"profile": profile, **bad})
         assert response.status_code == 422, (bad, response.text)
+
+
+def test_a_models_lone_surrogate_is_an_error_it_can_fix(
+    client: httpx.Client, scripts: Any, daemon: Daemon, profile: str
+) -> None:
+    model = scripts(
+        "memory-surrogate",
+        [
+            call("memory-write", path="odd", body="half \ud800 a pair"),
+            call("memory-write", path="odd", body="fine", title="t \udfff"),
+            call("memory-search", query="half \ud800"),
+            call("memory-search", query="x", prefix="p" * 1100),
+            "Done.",
+        ],
+    )
+    node = create(client, prompt="x", model=model, profile=profile, scopes=MEMORY)
+    assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "Done."
+    said = transcript(daemon, node["node_id"])
+    assert "the body holds a lone UTF-16 surrogate" in said
+    assert "the title holds a lone UTF-16 surrogate" in said
+    assert "No memory entry matches 'half ?'" in said
+    assert "memory-search: prefix: String should have at most 1024 characters" in said
+    assert client.get("/v1/memory", params={"profile": profile}).json()["items"] == []

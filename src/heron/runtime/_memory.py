@@ -275,7 +275,7 @@ def _fields(given: dict[str, Any]) -> dict[str, Any]:
 
 def title_of(title: str | None) -> str | None:
     """A title as kept: one line, ``None`` when blank."""
-    text = (title or "").strip()
+    text = _unicode((title or "").strip(), "title")
     if any(c in text for c in "\r\n"):
         raise ApiError(422, "invalid_request", "a memory title is one line")
     return text or None
@@ -283,7 +283,7 @@ def title_of(title: str | None) -> str | None:
 
 def body_of(body: str) -> str:
     """``body`` if it fits, else ``413 memory_too_large``."""
-    size = len(body.encode("utf-8", "surrogatepass"))
+    size = len(_unicode(body, "body").encode("utf-8"))
     if size > api.MAX_MEMORY_BODY:
         raise ApiError(
             413,
@@ -292,6 +292,20 @@ def body_of(body: str) -> str:
             {"size": size, "limit": api.MAX_MEMORY_BODY},
         )
     return body
+
+
+def _unicode(text: str, what: str) -> str:
+    """``text`` if it is Unicode text, else ``422``: a lone surrogate (a node's model
+    can send one; the routes refuse them before this) cannot be stored."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"the {what} holds a lone UTF-16 surrogate (\\ud800-\\udfff), which is not text",
+        ) from None
+    return text
 
 
 def _encode_cursor(path: str) -> str:

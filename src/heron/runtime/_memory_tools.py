@@ -13,6 +13,8 @@ import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from .. import api
 from .._core import ToolError
 from ..tools import Tool, ToolContext
@@ -108,14 +110,24 @@ class MemorySearchTool(Tool):
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         if not (arguments.get("query") or "").strip():
             return await self._browse(arguments)
+        # A lone surrogate (a model can send one) is no word to look for.
+        query = arguments["query"].encode("utf-8", "replace").decode("utf-8")
         try:
-            request = api.MemorySearchRequest(profile=self._profile, **arguments)
+            request = api.MemorySearchRequest(
+                profile=self._profile, **{**arguments, "query": query}
+            )
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise ToolError(f"memory-search: {problems}") from None
+        try:
             hits = await self._memory.search(request)
         except ApiError as exc:
             raise _refused(exc) from None
         if not hits:
             return (
-                f"No memory entry matches {arguments['query']!r}. Try fewer or other words,"
+                f"No memory entry matches {query!r}. Try fewer or other words,"
                 " or call memory-search without a query to list the entries."
             )
         lines = [f"{len(hits)} match{'es' if len(hits) > 1 else ''}, best first:"]

@@ -137,6 +137,37 @@ async def test_bad_arguments_are_refused_before_sending(on: On) -> None:
         await on(lambda c: c.memory.search("x", limit=0))
 
 
+async def test_list_filters_by_tags_and_a_bare_string_is_refused(on: On) -> None:
+    profile = f"ct-{on.mode}-{secrets.token_hex(3)}"
+    await on(lambda c: c.profiles.ensure(profile))
+    await on(lambda c: c.memory.create("a", "one", tags=["x", "y"], profile=profile))
+    await on(lambda c: c.memory.create("b", "two", tags=["x"], profile=profile))
+    page = await on(lambda c: c.memory.list(profile=profile, tags=["y"]))
+    assert [e.path for e in page.items] == ["a"]
+    every = await on(lambda c: c.memory.list_all(profile=profile, tags=["X"]))
+    assert [e.path for e in every] == ["a", "b"]
+    for call in (
+        lambda c: c.memory.create("c", "three", tags="x", profile=profile),
+        lambda c: c.memory.search("three", tags="x", profile=profile),
+        lambda c: c.memory.list(profile=profile, tags="x"),
+    ):
+        with pytest.raises(TypeError, match="not one string"):
+            await on(call)
+    assert [e.path for e in (await on(lambda c: c.memory.list_all(profile=profile)))] == ["a", "b"]
+
+
+async def test_history_pages_through_both_clients(on: On) -> None:
+    profile = f"ch-{on.mode}-{secrets.token_hex(3)}"
+    await on(lambda c: c.profiles.ensure(profile))
+    entry = await on(lambda c: c.memory.create("h", "1", profile=profile))
+    for n in (2, 3):
+        await on(lambda c, n=n: c.memory.update(entry.entry_id, body=str(n), profile=profile))
+    newest = await on(lambda c: c.memory.history(entry.entry_id, profile=profile, limit=2))
+    assert [v.version for v in newest] == [3, 2]
+    older = await on(lambda c: c.memory.history(entry.entry_id, profile=profile, limit=2, before=2))
+    assert [(v.version, v.op) for v in older] == [(1, "create")]
+
+
 def test_nothing_is_sent_for_a_bad_id(tmp_path: Path) -> None:
     # Nothing listens on this socket: a request would fail with a connection error.
     with Heron(socket_path=tmp_path / "nobody.sock", auto_start=False) as client:

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from .conftest import Daemon, wait_settled
+from .conftest import Daemon, create, wait_settled
 
 
 def make(client: httpx.Client, **body: Any) -> dict[str, Any]:
@@ -96,6 +96,35 @@ class TestCrud:
         listed = client.get("/v1/crons", params={"profile": "nightly", "paused": "true"}).json()
         assert [c["cron_id"] for c in listed] == [cron["cron_id"]]
         client.delete(f"/v1/crons/{cron['cron_id']}")
+
+    def test_a_forking_template_takes_the_originals_profile(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        client.post("/v1/profiles/ensure", json={"name": "forky"}).raise_for_status()
+        original = create(client, prompt="x", model=scripts("orig", ["ok"]), profile="forky")
+        wait_settled(client, original["node_id"])
+        cron = make(
+            client,
+            schedule="@yearly",
+            template={"prompt": "Go on.", "fork_from": original["node_id"]},
+            paused=True,
+        )
+        # Its nodes run under the original's profile: the cron is that profile's.
+        assert cron["profile"] == "forky"
+        listed = client.get("/v1/crons", params={"profile": "forky"}).json()
+        assert [c["cron_id"] for c in listed] == [cron["cron_id"]]
+        node_id = client.post(f"/v1/crons/{cron['cron_id']}/run").json()["node_id"]
+        assert client.get(f"/v1/nodes/{node_id}").json()["profile"] == "forky"
+        client.delete(f"/v1/crons/{cron['cron_id']}")
+        error = refused(
+            client.post(
+                "/v1/crons",
+                json={"schedule": "@daily", "template": {"prompt": "x", "fork_from": "n-gone"}},
+            ),
+            422,
+            "invalid_template",
+        )
+        assert error["details"]["code"] == "node_not_found"
 
 
 class TestFiring:

@@ -39,7 +39,14 @@ from ._common import (
     WireModel,
     is_valid_id,
 )
-from ._crons import Cron, CronCreateRequest, CronFiring, CronFiringStatus, CronPokeResult
+from ._crons import (
+    Cron,
+    CronCreateRequest,
+    CronFiring,
+    CronFiringStatus,
+    CronPokeResult,
+    CronUpdateRequest,
+)
 from ._events import (
     HumanRequestFiled,
     HumanRequestResolved,
@@ -179,6 +186,7 @@ __all__ = [
     "CronFiring",
     "CronFiringStatus",
     "CronPokeResult",
+    "CronUpdateRequest",
     "DeclineRequest",
     "Declined",
     "DeliveryAction",

@@ -10,7 +10,14 @@ from pydantic import StringConstraints
 from ._common import RequestModel, WireModel
 from ._nodes import NodeCreateRequest
 
-__all__ = ["Cron", "CronCreateRequest", "CronFiring", "CronFiringStatus", "CronPokeResult"]
+__all__ = [
+    "Cron",
+    "CronCreateRequest",
+    "CronFiring",
+    "CronFiringStatus",
+    "CronPokeResult",
+    "CronUpdateRequest",
+]
 
 CronFiringStatus: TypeAlias = Literal["claimed", "created", "failed"]
 """A firing's node: being created, created, or not created (``error`` says why)."""
@@ -32,6 +39,24 @@ class CronCreateRequest(RequestModel):
     """Display label (also the default name of the nodes it creates)."""
     paused: bool = False
     """Create it paused: it fires only on ``run`` until resumed."""
+
+
+class CronUpdateRequest(RequestModel):
+    """``PATCH /v1/crons/{id}``: the fields to change; fields left out (or ``null``) stay.
+
+    The cron keeps its id, its firings and its count. A new schedule or timezone
+    counts the next tick from now (a paused cron stays paused); a new template is
+    checked as at create and replaces the old one whole, from the next firing on.
+    """
+
+    schedule: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    """A new cron expression (as at create)."""
+    timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    """A new IANA timezone."""
+    template: NodeCreateRequest | None = None
+    """A new node create body for its firings (replaces the old one whole)."""
+    name: Annotated[str, StringConstraints(max_length=512)] | None = None
+    """A new display label."""
 
 
 class CronFiring(WireModel):

@@ -20,7 +20,7 @@ def _path(cron_id: str, action: str = "") -> str:
 
 
 class Crons(Resource[M]):
-    """``client.crons``: create, read, pause, resume, run and delete crons.
+    """``client.crons``: create, read, update, pause, resume, run and delete crons.
 
     A cron's ``schedule`` is a cron expression (5 fields, 6 with a leading seconds
     field, or ``@hourly`` ``@daily`` ``@weekly`` ``@monthly`` ``@yearly``) in an IANA
@@ -58,6 +58,38 @@ class Crons(Resource[M]):
         if name is not None:
             body["name"] = name
         return self._call("POST", "/v1/crons", api.Cron, body=body, options=options)
+
+    @endpoint
+    def update(
+        self,
+        cron_id: str,
+        *,
+        schedule: str | None = None,
+        timezone: str | None = None,
+        template: NodeCreateParams | api.NodeCreateRequest | Mapping[str, Any] | None = None,
+        name: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Flow[api.Cron]:
+        """``PATCH /v1/crons/{id}``: change the schedule, timezone, template or name
+        (``None``: unchanged); the cron keeps its id and firings. A new schedule or
+        timezone counts the next tick from now; a new template replaces the old one
+        whole and is checked as at :meth:`create` (``UnprocessableEntityError``).
+
+        Example::
+
+            client.crons.update(cron_id, schedule="0 8 * * mon-fri", timezone="Europe/Paris")
+        """
+        path = _path(cron_id)
+        body: dict[str, Any] = {}
+        if schedule is not None:
+            body["schedule"] = schedule
+        if timezone is not None:
+            body["timezone"] = timezone
+        if template is not None:
+            body["template"] = create_body(template, {})
+        if name is not None:
+            body["name"] = name
+        return self._call("PATCH", path, api.Cron, body=body, options=options)
 
     @endpoint
     def retrieve(self, cron_id: str, *, options: RequestOptions | None = None) -> Flow[api.Cron]:

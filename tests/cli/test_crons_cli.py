@@ -57,6 +57,8 @@ def test_create_list_get_pause_resume_run_poke_delete(client: Heron, tmp_path: P
     assert node_id and client.nodes.retrieve(node_id[1]).cron_id == cron_id
     code, out, _ = heron("crons", "get", cron_id)
     assert code == 0 and "run by hand" in out and node_id[1] in out and "1 times" in out
+    code, out, _ = heron("crons", "firings", cron_id)
+    assert code == 0 and "run by hand" in out and node_id[1] in out
     code, out, _ = heron("crons", "poke", "--json")
     assert code == 0 and json.loads(out)["fired"] >= 0
     code, out, _ = heron("crons", "delete", cron_id)

@@ -69,6 +69,9 @@ async def test_a_cron_round_trip(on: On, scripts: Any) -> None:
     assert isinstance(firing, api.CronFiring) and firing.manual and firing.status == "created"
     node = await on(lambda c: c.nodes.retrieve(firing.node_id))
     assert node.cron_id == cron_id and node.prompt == "Later." and node.has_output_schema
+    page = await on(lambda c: c.crons.firings(cron_id, limit=1))
+    assert isinstance(page, api.CronFiringPage) and page.items == [firing]
+    assert page.next_cursor is None
     poked = await on(lambda c: c.crons.poke())
     assert isinstance(poked, api.CronPokeResult) and poked.fired == len(poked.firings)
     deleted = await on(lambda c: c.crons.delete(cron_id))
@@ -90,7 +93,9 @@ async def test_refusals(on: On) -> None:
     assert bad.value.code == "invalid_template"
 
 
-@pytest.mark.parametrize("method", ["retrieve", "update", "pause", "resume", "run", "delete"])
+@pytest.mark.parametrize(
+    "method", ["retrieve", "update", "firings", "pause", "resume", "run", "delete"]
+)
 def test_ids_are_checked_before_anything_is_sent(method: str) -> None:
     # No daemon at all: a request would fail with a connection error, not TypeError.
     with Heron(base_url="http://127.0.0.1:9", auto_start=False, max_retries=0) as client:

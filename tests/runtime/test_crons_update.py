@@ -71,3 +71,30 @@ def test_bad_updates_are_refused_and_change_nothing(client: httpx.Client) -> Non
     refused(client.patch("/v1/crons/cron_0000", json={"name": "x"}), 404, "cron_not_found")
     client.delete(path)
     refused(client.patch(path, json={"name": "x"}), 404, "cron_not_found")
+
+
+def test_every_firing_is_kept_and_paged_newest_first(client: httpx.Client, scripts: Any) -> None:
+    cron = make(client, schedule="@yearly", template={"prompt": "x", "model": scripts("p", ["ok"])})
+    cron_id = cron["cron_id"]
+    made = [client.post(f"/v1/crons/{cron_id}/run").json()["node_id"] for _ in range(12)]
+    shown = client.get(f"/v1/crons/{cron_id}").json()
+    assert shown["fire_count"] == 12 and len(shown["recent_firings"]) == 10
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"limit": 5} | ({"cursor": cursor} if cursor else {})
+        page = client.get(f"/v1/crons/{cron_id}/firings", params=params).json()
+        assert len(page["items"]) <= 5
+        seen += [f["node_id"] for f in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == made[::-1]  # all twelve, newest first, each once
+    first = client.get(f"/v1/crons/{cron_id}/firings").json()
+    assert [f["node_id"] for f in first["items"]] == made[::-1] and first["next_cursor"] is None
+    path = f"/v1/crons/{cron_id}/firings"
+    refused(client.get(path, params={"cursor": "later"}), 400, "invalid_cursor")
+    refused(client.get(path, params={"limit": 0}), 422, "invalid_request")
+    refused(client.get("/v1/crons/bad%20id/firings"), 400, "invalid_cron_id")
+    client.delete(f"/v1/crons/{cron_id}")
+    refused(client.get(path), 404, "cron_not_found")

@@ -14,6 +14,7 @@ __all__ = [
     "Cron",
     "CronCreateRequest",
     "CronFiring",
+    "CronFiringPage",
     "CronFiringStatus",
     "CronPokeResult",
     "CronUpdateRequest",
@@ -78,6 +79,15 @@ class CronFiring(WireModel):
     """Why the node could not be created (``status`` ``failed``)."""
 
 
+class CronFiringPage(WireModel):
+    """One page of ``GET /v1/crons/{id}/firings``, newest first."""
+
+    items: list[CronFiring]
+    """The firings of this page."""
+    next_cursor: str | None
+    """Pass as ``cursor`` for the next (older) page; ``None`` on the last page."""
+
+
 class Cron(WireModel):
     """A cron as the daemon keeps it."""
 
@@ -110,7 +120,8 @@ class Cron(WireModel):
     updated_at: datetime
     """When it last changed (a firing, a pause ...)."""
     recent_firings: list[CronFiring]
-    """Its latest firings, newest first (up to 10)."""
+    """Its latest firings, newest first (up to 10; ``GET /v1/crons/{id}/firings`` pages
+    through all of them)."""
 
 
 class CronPokeResult(WireModel):

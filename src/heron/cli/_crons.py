@@ -227,6 +227,32 @@ def get(ctx: typer.Context, cron_id: CronIdArg, as_json: JsonOption = False) -> 
     _with_client(ctx, go)
 
 
+@crons_app.command("firings")
+def firings(
+    ctx: typer.Context,
+    cron_id: CronIdArg,
+    limit: Annotated[int, typer.Option(min=1, max=200, help="At most this many.")] = 20,
+    cursor: Annotated[str | None, typer.Option(help="Go on from a previous page.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List a cron's firings, newest first (every one is kept)."""
+    _check_id(ctx, cron_id, "cron id")
+
+    def go(client: Heron) -> None:
+        page = client.crons.firings(cron_id, limit=limit, cursor=cursor)
+        if as_json:
+            _print_json(page)
+            return
+        if not page.items:
+            _say("no firings")
+        for firing in page.items:
+            _say(_firing_line(firing), "red" if firing.status == "failed" else None)
+        if page.next_cursor is not None:
+            _say(f"older: heron crons firings {cron_id} --cursor {page.next_cursor}", "dim")
+
+    _with_client(ctx, go)
+
+
 @crons_app.command("pause")
 def pause(ctx: typer.Context, cron_id: CronIdArg, as_json: JsonOption = False) -> None:
     """Pause a cron's schedule (run still fires it)."""

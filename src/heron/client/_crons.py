@@ -112,6 +112,26 @@ class Crons(Resource[M]):
         return self._call("GET", "/v1/crons", builtins.list[api.Cron], query=query, options=options)
 
     @endpoint
+    def firings(
+        self,
+        cron_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Flow[api.CronFiringPage]:
+        """``GET /v1/crons/{id}/firings``: a page of its firings, newest first; ``limit``
+        (1-200, default 50 by the daemon), ``cursor`` the previous page's
+        ``next_cursor`` (``None`` on the last page)."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200
+        ):
+            raise ValueError(f"limit must be a whole number from 1 to 200, got {limit!r}")
+        query = {"limit": limit, "cursor": cursor}
+        path = _path(cron_id, "/firings")
+        return self._call("GET", path, api.CronFiringPage, query=query, options=options)
+
+    @endpoint
     def pause(self, cron_id: str, *, options: RequestOptions | None = None) -> Flow[api.Cron]:
         """``POST /v1/crons/{id}/pause``: stop the schedule (``ConflictError``
         ``cron_paused`` if it is already); :meth:`run` still fires it."""

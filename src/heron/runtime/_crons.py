@@ -289,6 +289,23 @@ class Crons:
         row = await self._row(cron_id)
         return await self._shown(row)
 
+    async def firings(self, cron_id: str, *, limit: int, cursor: str | None) -> api.CronFiringPage:
+        """A page of the cron's firings, newest first (``400 invalid_cursor`` for a cursor
+        this list did not give)."""
+        before = None
+        if cursor is not None:
+            if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):
+                raise ApiError(400, "invalid_cursor", f"not a cursor this list gave: {cursor!r}")
+            before = int(cursor)
+        await self._row(cron_id)
+        rows = await self.engine.store.firings(cron_id, limit=limit + 1, before=before)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return api.CronFiringPage(
+            items=[to_firing(r) for r in rows],
+            next_cursor=str(rows[-1]["firing_id"]) if more else None,
+        )
+
     async def list(self, *, profile: str | None, paused: bool | None) -> list[api.Cron]:
         """Every cron, oldest first, optionally only a profile's and paused (or active) ones."""
         if profile is not None:

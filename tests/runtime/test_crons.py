@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import sqlite3
 import time
@@ -337,6 +338,38 @@ class TestUpdateAndHistory:
 
 
 class TestPoke:
+    def test_pokes_racing_the_scheduler_claim_each_tick_once(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("race", ["ok"])
+        ids = [
+            make(client, schedule="* * * * * *", template={"prompt": "x", "model": model})[
+                "cron_id"
+            ]
+            for _ in range(5)
+        ]
+
+        def poke_for(seconds: float) -> list[int]:
+            statuses = []
+            with daemon.client() as own:
+                end = time.monotonic() + seconds
+                while time.monotonic() < end:
+                    statuses.append(own.post("/v1/crons/poke").status_code)
+            return statuses
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            answers = [s for run in pool.map(poke_for, [3.0] * 6) for s in run]
+        for cron_id in ids:
+            client.post(f"/v1/crons/{cron_id}/pause").raise_for_status()
+        assert set(answers) == {200}, answers  # never a 500 from the unique tick
+        for cron_id in ids:
+            cron = wait_fired(client, cron_id, 1)
+            page = client.get(f"/v1/crons/{cron_id}/firings", params={"limit": 200}).json()
+            ticks = [f["tick"] for f in page["items"]]
+            assert len(ticks) == len(set(ticks)) == cron["fire_count"]
+            assert len(cron_nodes(client, cron_id)) == cron["fire_count"]
+            client.delete(f"/v1/crons/{cron_id}")
+
     def test_poke_after_the_clock_went_back_waits_from_now(
         self, client: httpx.Client, daemon: Daemon
     ) -> None:

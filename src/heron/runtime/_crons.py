@@ -81,6 +81,11 @@ class Crons:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._interrupted = False
+        # Claims run one at a time in this daemon: on SQLite a claim's read comes before
+        # its write lock (pysqlite begins at the first write), so a poke racing the
+        # scheduler would both claim a tick, and one would fail on the unique index.
+        # (On PostgreSQL the claim's row lock keeps other daemons out.)
+        self._claiming = asyncio.Lock()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -130,12 +135,13 @@ class Crons:
         now = time.time()
         store = self.engine.store
         fired: list[Row] = []
-        for cron_id in await store.due_crons(now):
-            firing = await store.claim_tick(
-                cron_id, now, _plan, functools.partial(tick_node_id, cron_id)
-            )
-            if firing is not None:
-                fired.append(firing)
+        async with self._claiming:
+            for cron_id in await store.due_crons(now):
+                firing = await store.claim_tick(
+                    cron_id, now, _plan, functools.partial(tick_node_id, cron_id)
+                )
+                if firing is not None:
+                    fired.append(firing)
         results = await asyncio.gather(*map(self._make, fired), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):

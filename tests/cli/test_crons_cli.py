@@ -37,6 +37,16 @@ def test_create_list_get_pause_resume_run_poke_delete(client: Heron, tmp_path: P
     assert code == 0 and cron_id in out and "triage" in out and "Europe/Berlin" in out
     code, out, _ = heron("crons", "list", "--active", "--json")
     assert code == 0 and cron_id not in [c["cron_id"] for c in json.loads(out)]
+    code, out, err = heron(
+        "crons", "update", cron_id, "--schedule", "30 8 * * *", "--prompt", "Triage PRs.",
+        "--name", "prs",
+    )  # fmt: skip
+    assert code == 0 and out.startswith(f"updated cron {cron_id} (paused)"), err
+    cron = client.crons.retrieve(cron_id)
+    assert (cron.schedule, cron.name, cron.timezone) == ("30 8 * * *", "prs", "Europe/Berlin")
+    assert cron.template == {"prompt": "Triage PRs.", "cwd": str(tmp_path)}
+    code, _, err = heron("crons", "update", cron_id)
+    assert code == 1 and "nothing to change" in err
     code, out, _ = heron("crons", "resume", cron_id)
     assert code == 0 and out.startswith(f"resumed cron {cron_id} (next ")
     code, out, _ = heron("crons", "pause", cron_id, "--json")
@@ -47,6 +57,8 @@ def test_create_list_get_pause_resume_run_poke_delete(client: Heron, tmp_path: P
     assert node_id and client.nodes.retrieve(node_id[1]).cron_id == cron_id
     code, out, _ = heron("crons", "get", cron_id)
     assert code == 0 and "run by hand" in out and node_id[1] in out and "1 times" in out
+    code, out, _ = heron("crons", "firings", cron_id)
+    assert code == 0 and "run by hand" in out and node_id[1] in out
     code, out, _ = heron("crons", "poke", "--json")
     assert code == 0 and json.loads(out)["fired"] >= 0
     code, out, _ = heron("crons", "delete", cron_id)

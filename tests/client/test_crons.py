@@ -48,6 +48,17 @@ async def test_a_cron_round_trip(on: On, scripts: Any) -> None:
     paused = await on(lambda c: c.crons.list(paused=True, profile="default"))
     assert cron_id in [c.cron_id for c in paused]
     assert cron_id not in [c.cron_id for c in await on(lambda c: c.crons.list(paused=False))]
+    updated = await on(
+        lambda c: c.crons.update(
+            cron_id, schedule="0 7 * * *", template={**template, "prompt": "Later."}
+        )
+    )
+    assert updated.cron_id == cron_id and updated.schedule == "0 7 * * *"
+    assert updated.template == {**cron.template, "prompt": "Later."} and updated.paused
+    assert updated.name == f"c-{on.mode}" and updated.timezone == "Europe/Berlin"
+    with pytest.raises(UnprocessableEntityError) as bad:
+        await on(lambda c: c.crons.update(cron_id, timezone="Moon/Base"))
+    assert bad.value.code == "invalid_timezone"
     resumed = await on(lambda c: c.crons.resume(cron_id))
     assert not resumed.paused and resumed.next_fire_at is not None
     with pytest.raises(ConflictError) as conflict:
@@ -57,7 +68,10 @@ async def test_a_cron_round_trip(on: On, scripts: Any) -> None:
     firing = await on(lambda c: c.crons.run(cron_id))
     assert isinstance(firing, api.CronFiring) and firing.manual and firing.status == "created"
     node = await on(lambda c: c.nodes.retrieve(firing.node_id))
-    assert node.cron_id == cron_id and node.has_output_schema
+    assert node.cron_id == cron_id and node.prompt == "Later." and node.has_output_schema
+    page = await on(lambda c: c.crons.firings(cron_id, limit=1))
+    assert isinstance(page, api.CronFiringPage) and page.items == [firing]
+    assert page.next_cursor is None
     poked = await on(lambda c: c.crons.poke())
     assert isinstance(poked, api.CronPokeResult) and poked.fired == len(poked.firings)
     deleted = await on(lambda c: c.crons.delete(cron_id))
@@ -79,7 +93,9 @@ async def test_refusals(on: On) -> None:
     assert bad.value.code == "invalid_template"
 
 
-@pytest.mark.parametrize("method", ["retrieve", "pause", "resume", "run", "delete"])
+@pytest.mark.parametrize(
+    "method", ["retrieve", "update", "firings", "pause", "resume", "run", "delete"]
+)
 def test_ids_are_checked_before_anything_is_sent(method: str) -> None:
     # No daemon at all: a request would fail with a connection error, not TypeError.
     with Heron(base_url="http://127.0.0.1:9", auto_start=False, max_retries=0) as client:

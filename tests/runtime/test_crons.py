@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import sqlite3
 import time
@@ -13,7 +14,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from .conftest import Daemon, wait_settled
+from .conftest import Daemon, create, wait_settled
 
 
 def make(client: httpx.Client, **body: Any) -> dict[str, Any]:
@@ -97,6 +98,35 @@ class TestCrud:
         assert [c["cron_id"] for c in listed] == [cron["cron_id"]]
         client.delete(f"/v1/crons/{cron['cron_id']}")
 
+    def test_a_forking_template_takes_the_originals_profile(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        client.post("/v1/profiles/ensure", json={"name": "forky"}).raise_for_status()
+        original = create(client, prompt="x", model=scripts("orig", ["ok"]), profile="forky")
+        wait_settled(client, original["node_id"])
+        cron = make(
+            client,
+            schedule="@yearly",
+            template={"prompt": "Go on.", "fork_from": original["node_id"]},
+            paused=True,
+        )
+        # Its nodes run under the original's profile: the cron is that profile's.
+        assert cron["profile"] == "forky"
+        listed = client.get("/v1/crons", params={"profile": "forky"}).json()
+        assert [c["cron_id"] for c in listed] == [cron["cron_id"]]
+        node_id = client.post(f"/v1/crons/{cron['cron_id']}/run").json()["node_id"]
+        assert client.get(f"/v1/nodes/{node_id}").json()["profile"] == "forky"
+        client.delete(f"/v1/crons/{cron['cron_id']}")
+        error = refused(
+            client.post(
+                "/v1/crons",
+                json={"schedule": "@daily", "template": {"prompt": "x", "fork_from": "n-gone"}},
+            ),
+            422,
+            "invalid_template",
+        )
+        assert error["details"]["code"] == "node_not_found"
+
 
 class TestFiring:
     def test_fires_on_schedule_each_tick_making_one_root_node(
@@ -141,7 +171,7 @@ class TestFiring:
         )
         cron_id = cron["cron_id"]
         created = time.time()
-        while time.time() < created + 2.5:  # two ticks pass while it is paused
+        while time.time() < created + 1.2:  # a tick passes while it is paused
             time.sleep(0.1)
         assert client.post("/v1/crons/poke").json()["fired"] == 0
         assert client.get(f"/v1/crons/{cron_id}").json()["fire_count"] == 0
@@ -214,7 +244,132 @@ class TestFiring:
         assert client.get(f"/v1/nodes/{node_id}").status_code == 200
 
 
+class TestUpdateAndHistory:
+    """PATCH keeps the id, firings and count; every firing is kept and paged."""
+
+    def test_an_update_keeps_the_id_and_history_and_counts_the_new_schedule_from_now(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("upd", ["ok"])
+        cron = make(
+            client, schedule="@yearly", name="old", template={"prompt": "A.", "model": model}
+        )
+        cron_id = cron["cron_id"]
+        fired = client.post(f"/v1/crons/{cron_id}/run").json()
+        before = time.time()
+        response = client.patch(
+            f"/v1/crons/{cron_id}", json={"schedule": "15 6 * * *", "timezone": "Europe/Berlin"}
+        )
+        assert response.status_code == 200, response.text
+        updated = response.json()
+        assert updated["cron_id"] == cron_id and updated["name"] == "old"
+        assert (updated["schedule"], updated["timezone"]) == ("15 6 * * *", "Europe/Berlin")
+        assert updated["template"] == cron["template"]
+        assert updated["fire_count"] == 1 and updated["recent_firings"] == [fired]
+        nxt = stamp(updated["next_fire_at"])
+        assert before < nxt <= before + 86400
+        local = datetime.fromtimestamp(nxt, ZoneInfo("Europe/Berlin"))
+        assert (local.hour, local.minute) == (6, 15)
+        # A new template replaces the old one whole; a name alone leaves the schedule be.
+        client.post("/v1/profiles/ensure", json={"name": "upd"}).raise_for_status()
+        renamed = client.patch(
+            f"/v1/crons/{cron_id}",
+            json={"name": "new", "template": {"prompt": "B.", "model": model, "profile": "upd"}},
+        ).json()
+        assert renamed["name"] == "new" and renamed["profile"] == "upd"
+        assert renamed["template"] == {"prompt": "B.", "model": model, "profile": "upd"}
+        assert renamed["next_fire_at"] == updated["next_fire_at"]
+        node_id = client.post(f"/v1/crons/{cron_id}/run").json()["node_id"]
+        node = client.get(f"/v1/nodes/{node_id}").json()
+        assert (node["prompt"], node["profile"], node["name"]) == ("B.", "upd", "new")
+        client.delete(f"/v1/crons/{cron_id}")
+
+    def test_a_paused_cron_stays_paused_through_a_new_schedule(self, client: httpx.Client) -> None:
+        cron = make(client, schedule="@daily", template={"prompt": "x"}, paused=True)
+        updated = client.patch(f"/v1/crons/{cron['cron_id']}", json={"schedule": "* * * * * *"})
+        assert updated.status_code == 200, updated.text
+        assert updated.json()["paused"] is True and updated.json()["next_fire_at"] is None
+        resumed = client.post(f"/v1/crons/{cron['cron_id']}/resume").json()
+        assert stamp(resumed["next_fire_at"]) <= time.time() + 1.5  # the new schedule
+        client.delete(f"/v1/crons/{cron['cron_id']}")
+
+    def test_bad_updates_are_refused_and_change_nothing(self, client: httpx.Client) -> None:
+        cron = make(client, schedule="@daily", template={"prompt": "x"}, paused=True)
+        path = f"/v1/crons/{cron['cron_id']}"
+        refused(client.patch(path, json={"schedule": "every day"}), 422, "invalid_schedule")
+        refused(client.patch(path, json={"timezone": "Mars/Olympus"}), 422, "invalid_timezone")
+        refused(client.patch(path, json={"template": {"prompt": " "}}), 422, "invalid_template")
+        refused(client.patch(path, json={"paused": False}), 422, "invalid_request")
+        assert client.get(path).json() == cron
+        refused(client.patch("/v1/crons/bad%20id", json={}), 400, "invalid_cron_id")
+        refused(client.patch("/v1/crons/cron_0000", json={"name": "x"}), 404, "cron_not_found")
+        client.delete(path)
+        refused(client.patch(path, json={"name": "x"}), 404, "cron_not_found")
+
+    def test_every_firing_is_kept_and_paged_newest_first(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        cron = make(
+            client, schedule="@yearly", template={"prompt": "x", "model": scripts("p", ["ok"])}
+        )
+        cron_id = cron["cron_id"]
+        made = [client.post(f"/v1/crons/{cron_id}/run").json()["node_id"] for _ in range(12)]
+        shown = client.get(f"/v1/crons/{cron_id}").json()
+        assert shown["fire_count"] == 12 and len(shown["recent_firings"]) == 10
+        seen: list[str] = []
+        cursor = None
+        while True:
+            params: dict[str, Any] = {"limit": 5} | ({"cursor": cursor} if cursor else {})
+            page = client.get(f"/v1/crons/{cron_id}/firings", params=params).json()
+            assert len(page["items"]) <= 5
+            seen += [f["node_id"] for f in page["items"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == made[::-1]  # all twelve, newest first, each once
+        first = client.get(f"/v1/crons/{cron_id}/firings").json()
+        assert [f["node_id"] for f in first["items"]] == made[::-1] and first["next_cursor"] is None
+        path = f"/v1/crons/{cron_id}/firings"
+        refused(client.get(path, params={"cursor": "later"}), 400, "invalid_cursor")
+        refused(client.get(path, params={"limit": 0}), 422, "invalid_request")
+        refused(client.get("/v1/crons/bad%20id/firings"), 400, "invalid_cron_id")
+        client.delete(f"/v1/crons/{cron_id}")
+        refused(client.get(path), 404, "cron_not_found")
+
+
 class TestPoke:
+    def test_pokes_racing_the_scheduler_claim_each_tick_once(
+        self, client: httpx.Client, daemon: Daemon, scripts: Any
+    ) -> None:
+        model = scripts("race", ["ok"])
+        ids = [
+            make(client, schedule="* * * * * *", template={"prompt": "x", "model": model})[
+                "cron_id"
+            ]
+            for _ in range(5)
+        ]
+
+        def poke_for(seconds: float) -> list[int]:
+            statuses = []
+            with daemon.client() as own:
+                end = time.monotonic() + seconds
+                while time.monotonic() < end:
+                    statuses.append(own.post("/v1/crons/poke").status_code)
+            return statuses
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            answers = [s for run in pool.map(poke_for, [3.0] * 6) for s in run]
+        for cron_id in ids:
+            client.post(f"/v1/crons/{cron_id}/pause").raise_for_status()
+        assert set(answers) == {200}, answers  # never a 500 from the unique tick
+        for cron_id in ids:
+            cron = wait_fired(client, cron_id, 1)
+            page = client.get(f"/v1/crons/{cron_id}/firings", params={"limit": 200}).json()
+            ticks = [f["tick"] for f in page["items"]]
+            assert len(ticks) == len(set(ticks)) == cron["fire_count"]
+            assert len(cron_nodes(client, cron_id)) == cron["fire_count"]
+            client.delete(f"/v1/crons/{cron_id}")
+
     def test_poke_after_the_clock_went_back_waits_from_now(
         self, client: httpx.Client, daemon: Daemon
     ) -> None:

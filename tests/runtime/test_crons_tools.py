@@ -90,6 +90,7 @@ class TestCronTools:
             (["act"], {"schedule": "@daily", "prompt": "x"}),  # no schedule scope: no tool
             (["schedule"], {"schedule": "@daily", "prompt": "x", "scopes": ["act"]}),  # wider
             (["schedule"], {"schedule": "whenever", "prompt": "x"}),
+            (["schedule"], {"schedule": "*/5 * * * * *", "prompt": "x"}),  # under a minute
             (["schedule"], {"schedule": "@daily", "prompt": "x", "timezone": "Nowhere/City"}),
         ],
     )

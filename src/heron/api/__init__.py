@@ -39,7 +39,15 @@ from ._common import (
     WireModel,
     is_valid_id,
 )
-from ._crons import Cron, CronCreateRequest, CronFiring, CronFiringStatus, CronPokeResult
+from ._crons import (
+    Cron,
+    CronCreateRequest,
+    CronFiring,
+    CronFiringPage,
+    CronFiringStatus,
+    CronPokeResult,
+    CronUpdateRequest,
+)
 from ._events import (
     HumanRequestFiled,
     HumanRequestResolved,
@@ -179,8 +187,10 @@ __all__ = [
     "Cron",
     "CronCreateRequest",
     "CronFiring",
+    "CronFiringPage",
     "CronFiringStatus",
     "CronPokeResult",
+    "CronUpdateRequest",
     "DeclineRequest",
     "Declined",
     "DeliveryAction",

@@ -10,7 +10,15 @@ from pydantic import StringConstraints
 from ._common import RequestModel, WireModel
 from ._nodes import NodeCreateRequest
 
-__all__ = ["Cron", "CronCreateRequest", "CronFiring", "CronFiringStatus", "CronPokeResult"]
+__all__ = [
+    "Cron",
+    "CronCreateRequest",
+    "CronFiring",
+    "CronFiringPage",
+    "CronFiringStatus",
+    "CronPokeResult",
+    "CronUpdateRequest",
+]
 
 CronFiringStatus: TypeAlias = Literal["claimed", "created", "failed"]
 """A firing's node: being created, created, or not created (``error`` says why)."""
@@ -34,6 +42,24 @@ class CronCreateRequest(RequestModel):
     """Create it paused: it fires only on ``run`` until resumed."""
 
 
+class CronUpdateRequest(RequestModel):
+    """``PATCH /v1/crons/{id}``: the fields to change; fields left out (or ``null``) stay.
+
+    The cron keeps its id, its firings and its count. A new schedule or timezone
+    counts the next tick from now (a paused cron stays paused); a new template is
+    checked as at create and replaces the old one whole, from the next firing on.
+    """
+
+    schedule: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    """A new cron expression (as at create)."""
+    timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    """A new IANA timezone."""
+    template: NodeCreateRequest | None = None
+    """A new node create body for its firings (replaces the old one whole)."""
+    name: Annotated[str, StringConstraints(max_length=512)] | None = None
+    """A new display label."""
+
+
 class CronFiring(WireModel):
     """One firing of a cron: a tick (or a manual run) and the node it created."""
 
@@ -51,6 +77,15 @@ class CronFiring(WireModel):
     """Whether its node was created."""
     error: str | None = None
     """Why the node could not be created (``status`` ``failed``)."""
+
+
+class CronFiringPage(WireModel):
+    """One page of ``GET /v1/crons/{id}/firings``, newest first."""
+
+    items: list[CronFiring]
+    """The firings of this page."""
+    next_cursor: str | None
+    """Pass as ``cursor`` for the next (older) page; ``None`` on the last page."""
 
 
 class Cron(WireModel):
@@ -85,7 +120,8 @@ class Cron(WireModel):
     updated_at: datetime
     """When it last changed (a firing, a pause ...)."""
     recent_firings: list[CronFiring]
-    """Its latest firings, newest first (up to 10)."""
+    """Its latest firings, newest first (up to 10; ``GET /v1/crons/{id}/firings`` pages
+    through all of them)."""
 
 
 class CronPokeResult(WireModel):

@@ -167,6 +167,44 @@ def create(
     _show(ctx, make, "created", as_json, start=True)
 
 
+@crons_app.command("update")
+def update(
+    ctx: typer.Context,
+    cron_id: CronIdArg,
+    schedule: Annotated[
+        str | None, typer.Option(help="New cron expression (counts from now).")
+    ] = None,
+    timezone: Annotated[
+        str | None, typer.Option("--timezone", "--tz", help="New IANA timezone.")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="New display label.")] = None,
+    prompt: Annotated[str | None, typer.Option(help="New brief for its nodes.")] = None,
+    model: Annotated[str | None, typer.Option(help="New model (provider spec).")] = None,
+    kind: Annotated[str | None, typer.Option(help="New persona.")] = None,
+    deadline: Annotated[str | None, typer.Option(help="New wall clock per node.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change a cron (its id and firings stay): schedule, timezone, name, or its
+    template's prompt, model, kind or deadline (the rest of the template stays)."""
+    _check_id(ctx, cron_id, "cron id")
+    changes = {"prompt": prompt, "model": model, "kind": kind, "deadline": deadline}
+    changes = {key: value for key, value in changes.items() if value is not None}
+    if not changes and schedule is None and timezone is None and name is None:
+        _fail(ctx, "nothing to change: give --schedule, --tz, --name, --prompt, --model ...")
+    if prompt is not None and not prompt.strip():
+        _fail(ctx, "the prompt is empty")
+
+    def change(client: Heron) -> api.Cron:
+        template = None
+        if changes:  # the template is replaced whole: start from the current one
+            template = {**client.crons.retrieve(cron_id).template, **changes}
+        return client.crons.update(
+            cron_id, schedule=schedule, timezone=timezone, template=template, name=name
+        )
+
+    _show(ctx, change, "updated", as_json)
+
+
 @crons_app.command("get")
 def get(ctx: typer.Context, cron_id: CronIdArg, as_json: JsonOption = False) -> None:
     """Show one cron and its latest firings."""
@@ -185,6 +223,32 @@ def get(ctx: typer.Context, cron_id: CronIdArg, as_json: JsonOption = False) -> 
             _say("latest firings:", "bold")
             for firing in cron.recent_firings:
                 _say(f"  {_firing_line(firing)}", "red" if firing.status == "failed" else None)
+
+    _with_client(ctx, go)
+
+
+@crons_app.command("firings")
+def firings(
+    ctx: typer.Context,
+    cron_id: CronIdArg,
+    limit: Annotated[int, typer.Option(min=1, max=200, help="At most this many.")] = 20,
+    cursor: Annotated[str | None, typer.Option(help="Go on from a previous page.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List a cron's firings, newest first (every one is kept)."""
+    _check_id(ctx, cron_id, "cron id")
+
+    def go(client: Heron) -> None:
+        page = client.crons.firings(cron_id, limit=limit, cursor=cursor)
+        if as_json:
+            _print_json(page)
+            return
+        if not page.items:
+            _say("no firings")
+        for firing in page.items:
+            _say(_firing_line(firing), "red" if firing.status == "failed" else None)
+        if page.next_cursor is not None:
+            _say(f"older: heron crons firings {cron_id} --cursor {page.next_cursor}", "dim")
 
     _with_client(ctx, go)
 

@@ -20,7 +20,7 @@ def _path(cron_id: str, action: str = "") -> str:
 
 
 class Crons(Resource[M]):
-    """``client.crons``: create, read, pause, resume, run and delete crons.
+    """``client.crons``: create, read, update, pause, resume, run and delete crons.
 
     A cron's ``schedule`` is a cron expression (5 fields, 6 with a leading seconds
     field, or ``@hourly`` ``@daily`` ``@weekly`` ``@monthly`` ``@yearly``) in an IANA
@@ -60,6 +60,38 @@ class Crons(Resource[M]):
         return self._call("POST", "/v1/crons", api.Cron, body=body, options=options)
 
     @endpoint
+    def update(
+        self,
+        cron_id: str,
+        *,
+        schedule: str | None = None,
+        timezone: str | None = None,
+        template: NodeCreateParams | api.NodeCreateRequest | Mapping[str, Any] | None = None,
+        name: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Flow[api.Cron]:
+        """``PATCH /v1/crons/{id}``: change the schedule, timezone, template or name
+        (``None``: unchanged); the cron keeps its id and firings. A new schedule or
+        timezone counts the next tick from now; a new template replaces the old one
+        whole and is checked as at :meth:`create` (``UnprocessableEntityError``).
+
+        Example::
+
+            client.crons.update(cron_id, schedule="0 8 * * mon-fri", timezone="Europe/Paris")
+        """
+        path = _path(cron_id)
+        body: dict[str, Any] = {}
+        if schedule is not None:
+            body["schedule"] = schedule
+        if timezone is not None:
+            body["timezone"] = timezone
+        if template is not None:
+            body["template"] = create_body(template, {})
+        if name is not None:
+            body["name"] = name
+        return self._call("PATCH", path, api.Cron, body=body, options=options)
+
+    @endpoint
     def retrieve(self, cron_id: str, *, options: RequestOptions | None = None) -> Flow[api.Cron]:
         """``GET /v1/crons/{id}``: the cron, with its latest firings."""
         return self._call("GET", _path(cron_id), api.Cron, options=options)
@@ -78,6 +110,26 @@ class Crons(Resource[M]):
             check_id(profile, "profile name")
         query = {"profile": profile, "paused": paused}
         return self._call("GET", "/v1/crons", builtins.list[api.Cron], query=query, options=options)
+
+    @endpoint
+    def firings(
+        self,
+        cron_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Flow[api.CronFiringPage]:
+        """``GET /v1/crons/{id}/firings``: a page of its firings, newest first; ``limit``
+        (1-200, default 50 by the daemon), ``cursor`` the previous page's
+        ``next_cursor`` (``None`` on the last page)."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200
+        ):
+            raise ValueError(f"limit must be a whole number from 1 to 200, got {limit!r}")
+        query = {"limit": limit, "cursor": cursor}
+        path = _path(cron_id, "/firings")
+        return self._call("GET", path, api.CronFiringPage, query=query, options=options)
 
     @endpoint
     def pause(self, cron_id: str, *, options: RequestOptions | None = None) -> Flow[api.Cron]:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from .. import api
 from .._core import ToolError
 from ..tools import Tool, ToolContext
+from ._cron_schedule import parse_schedule
 from ._durable import call_key
 from ._errors import ApiError
 from ._profiles import DEFAULT_PROFILE, given_model
@@ -52,6 +53,17 @@ def _profile(node: Row) -> str:
     return str(node["profile"] or DEFAULT_PROFILE)
 
 
+def _has_seconds(expression: object) -> bool:
+    """Whether ``expression`` parses with a leading seconds field (a bad one is left to
+    the create, which says what is wrong with it)."""
+    if not isinstance(expression, str):
+        return False
+    try:
+        return parse_schedule(expression).seconds
+    except ValueError:
+        return False
+
+
 def _line(cron: api.Cron) -> str:
     label = f" {cron.name!r}" if cron.name else ""
     when = "paused" if cron.paused else f"next {cron.next_fire_at:%Y-%m-%d %H:%M:%S}Z"
@@ -64,8 +76,8 @@ class CronCreateTool(_CronTool):
     name = "cron-create"
     description = (
         "Schedule a recurring task: at every tick of `schedule` (a cron expression: "
-        "`minute hour day month weekday`, e.g. `0 9 * * mon-fri`; a leading seconds field "
-        "is allowed; or @hourly/@daily/@weekly/@monthly) in `timezone` (IANA, default UTC), "
+        "`minute hour day month weekday`, e.g. `0 9 * * mon-fri`, at most once a minute; "
+        "or @hourly/@daily/@weekly/@monthly) in `timezone` (IANA, default UTC), "
         "a new agent run starts on `prompt` (its entire brief) in your profile."
     )
     arguments: ClassVar[dict[str, Any]] = {
@@ -93,6 +105,12 @@ class CronCreateTool(_CronTool):
         made = await self._engine.store.cron_by_key(self._node_id, key)
         if made is not None:  # this very call ran before a restart
             return f"Created cron {made['cron_id']}."
+        if _has_seconds(arguments["schedule"]):
+            # Each tick starts a model run: a node's mistake must not cost one a second.
+            raise ToolError(
+                "a cron made by a node fires at most once a minute: give 5 fields "
+                "(minute hour day month weekday), not a seconds field"
+            )
         node = await self._node()
         scopes = arguments.get("scopes")
         if scopes is None:

@@ -34,7 +34,7 @@ from ._cron_schedule import Schedule, parse_schedule, parse_timezone
 from ._errors import ApiError
 from ._orchestration import Orchestration
 from ._profiles import check_profile_name
-from ._rows import check_directory, check_duration, check_output_schema, maybe_when, when
+from ._rows import maybe_when, when
 from ._store import Row
 
 if TYPE_CHECKING:
@@ -81,6 +81,11 @@ class Crons:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._interrupted = False
+        # Claims run one at a time in this daemon: on SQLite a claim's read comes before
+        # its write lock (pysqlite begins at the first write), so a poke racing the
+        # scheduler would both claim a tick, and one would fail on the unique index.
+        # (On PostgreSQL the claim's row lock keeps other daemons out.)
+        self._claiming = asyncio.Lock()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -130,12 +135,13 @@ class Crons:
         now = time.time()
         store = self.engine.store
         fired: list[Row] = []
-        for cron_id in await store.due_crons(now):
-            firing = await store.claim_tick(
-                cron_id, now, _plan, functools.partial(tick_node_id, cron_id)
-            )
-            if firing is not None:
-                fired.append(firing)
+        async with self._claiming:
+            for cron_id in await store.due_crons(now):
+                firing = await store.claim_tick(
+                    cron_id, now, _plan, functools.partial(tick_node_id, cron_id)
+                )
+                if firing is not None:
+                    fired.append(firing)
         results = await asyncio.gather(*map(self._make, fired), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
@@ -245,22 +251,15 @@ class Crons:
                 422, "invalid_template", "a template needs a prompt: each firing's brief"
             )
         engine = self.engine
-        row: Row = {
-            "profile": template.profile,
-            "kind": template.kind,
-            "model": template.model,
-            "extra": {},
-        }
-        try:  # what Engine.create checks before it makes anything
+        try:  # what Engine.create checks before it makes anything, on a row made as it would
             if template.root and template.parent is not None:
                 raise ApiError(422, "invalid_request", "a root node has no parent")
             Orchestration.check_delivery(template)
-            check_output_schema(template.output_schema)
-            check_directory(template.pin_cwd or template.cwd)
-            check_duration(template.deadline)
-            for node_id in (template.parent, template.fork_from):
-                if node_id is not None:
-                    await engine.row(node_id)
+            row, _ = engine._new_row(template)  # output schema, cwd, deadline
+            if template.fork_from is not None:  # the original's profile, kind and model
+                await engine.lineage.inherit(row, template)
+            if template.parent is not None:
+                await engine.row(template.parent)
             await engine.profiles.apply(row)
             if row["model"] is not None:
                 await engine.prepare_model(row["model"])
@@ -268,10 +267,50 @@ class Crons:
             raise _template_error(exc) from None
         return template.model_dump(mode="json", exclude_unset=True), str(row["profile"])
 
+    async def update(self, cron_id: str, request: api.CronUpdateRequest) -> api.Cron:
+        """Change the cron's schedule, timezone, template or name, keeping its id and
+        history (``422`` as at create); a new schedule or timezone counts from now."""
+        current = await self._row(cron_id)
+        expression = request.schedule or current["schedule"]
+        timezone = request.timezone or current["timezone"]
+        schedule, zone = _parse(expression, timezone)
+        values: dict[str, Any] = {"schedule": schedule.expression, "timezone": timezone}
+        if request.name is not None:
+            values["name"] = request.name
+        if request.template is not None:
+            values["template"], values["profile"] = await self.check_template(request.template)
+        retimed = (schedule.expression, timezone) != (current["schedule"], current["timezone"])
+
+        def check(row: Row) -> dict[str, Any]:
+            if retimed and not row["paused"]:
+                return {**values, "next_fire_at": schedule.next_after(time.time(), zone)}
+            return values
+
+        row = await self._update(cron_id, check)
+        self.wake()
+        return await self._shown(row)
+
     async def get(self, cron_id: str) -> api.Cron:
         """The cron and its latest firings (``404 cron_not_found``)."""
         row = await self._row(cron_id)
         return await self._shown(row)
+
+    async def firings(self, cron_id: str, *, limit: int, cursor: str | None) -> api.CronFiringPage:
+        """A page of the cron's firings, newest first (``400 invalid_cursor`` for a cursor
+        this list did not give)."""
+        before = None
+        if cursor is not None:
+            if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):
+                raise ApiError(400, "invalid_cursor", f"not a cursor this list gave: {cursor!r}")
+            before = int(cursor)
+        await self._row(cron_id)
+        rows = await self.engine.store.firings(cron_id, limit=limit + 1, before=before)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return api.CronFiringPage(
+            items=[to_firing(r) for r in rows],
+            next_cursor=str(rows[-1]["firing_id"]) if more else None,
+        )
 
     async def list(self, *, profile: str | None, paused: bool | None) -> list[api.Cron]:
         """Every cron, oldest first, optionally only a profile's and paused (or active) ones."""

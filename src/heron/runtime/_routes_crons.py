@@ -56,6 +56,23 @@ def add_cron_routes(app: FastAPI, engine: Engine) -> None:
         """One cron, with its latest firings."""
         return await crons.get(cron_id)
 
+    @app.get("/v1/crons/{cron_id}/firings", tags=["crons"], responses=errors(400, 404, 422))
+    async def list_cron_firings(
+        cron_id: CronIdPath,
+        limit: Annotated[int, Query(ge=1, le=200, description="At most this many (1-200).")] = 50,
+        cursor: Annotated[
+            str | None, Query(max_length=64, description="The previous page's next_cursor.")
+        ] = None,
+    ) -> api.CronFiringPage:
+        """The cron's firings, newest first, a page at a time (every one is kept)."""
+        return await crons.firings(cron_id, limit=limit, cursor=cursor)
+
+    @app.patch("/v1/crons/{cron_id}", tags=["crons"], responses=errors(400, 404, 413, 415, 422))
+    async def update_cron(cron_id: CronIdPath, body: api.CronUpdateRequest) -> api.Cron:
+        """Change a cron's schedule, timezone, template or name (fields left out stay); its
+        id, firings and count are kept. A new schedule or timezone counts from now."""
+        return await crons.update(cron_id, body)
+
     @app.post("/v1/crons/{cron_id}/pause", tags=["crons"], responses=errors(400, 404, 409))
     async def pause_cron(cron_id: CronIdPath) -> api.Cron:
         """Pause the schedule (``409 cron_paused`` if it is already); ``run`` still fires."""

@@ -196,14 +196,17 @@ class CronRows:
         )
         return await self._run(self._all, query)
 
-    async def firings(self, cron_id: str, *, limit: int) -> list[Row]:
-        """The cron's firings, newest first, at most ``limit``."""
+    async def firings(self, cron_id: str, *, limit: int, before: int | None = None) -> list[Row]:
+        """The cron's firings, newest first, at most ``limit`` (older than the firing
+        ``before``, if given)."""
         query = (
             sa.select(cron_firings)
             .where(cron_firings.c.cron_id == cron_id)
             .order_by(cron_firings.c.firing_id.desc())
             .limit(limit)
         )
+        if before is not None:
+            query = query.where(cron_firings.c.firing_id < before)
         return await self._run(self._all, query)
 
 

@@ -41,7 +41,7 @@ from ._human_text import (
 from ._profiles import DEFAULT_PROFILE, check_profile_name
 from ._runs import SETTLED
 from ._store import Row
-from ._store_human import RESOLVED, NotOpen
+from ._store_human import RESOLVED, NodeSettled, NotOpen
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -137,7 +137,14 @@ class Human:
             "updated_at": now,
             "resolved_at": None,
         }
-        stored = await self.engine.store.add_request(row)
+        try:
+            stored = await self.engine.store.add_request(row)
+        except NodeSettled as exc:
+            raise ApiError(
+                409,
+                "node_settled",
+                f"node {node_id!r} is {exc.status or 'gone'}: nobody waits for an answer",
+            ) from None
         request = to_request(stored)
         if stored["request_id"] == row["request_id"]:  # (not a call run again)
             await self._publish(request, FILED)
@@ -159,6 +166,7 @@ class Human:
         self, node_ids: Collection[str] | None = None
     ) -> list[api.HumanRequest]:
         """The open requests (of those nodes, when given), newest first."""
+        await self._sweep()
         rows = await self.engine.store.human_requests(statuses=["open"], node_ids=node_ids)
         return [to_request(r) for r in rows]
 
@@ -175,6 +183,7 @@ class Human:
             check_profile_name(profile)
         if node_id is not None and not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
+        await self._sweep()
         rows = await self.engine.store.human_requests(
             statuses=RESOLVED if resolved else ["open"],
             node_ids=[node_id] if node_id is not None else None,
@@ -342,8 +351,17 @@ class Human:
         for request in await self.open_requests([node_id]):
             await self._cancel_quietly(request.request_id, "its node settled")
 
+    async def _sweep(self) -> None:
+        """Cancel the open requests whose node has settled without the settle hook
+        seeing it (a resident root closed with no new outcome; a daemon killed between
+        a settlement and its hook), so no inbox lists a question nobody waits for."""
+        for request_id in await self.engine.store.orphaned_requests():
+            await self._cancel_quietly(request_id, "its node settled")
+
     async def resume(self) -> None:
-        """At start: wake the nodes a response reached just before the daemon died."""
+        """At start: cancel requests orphaned while the daemon was down, and wake the
+        nodes a response reached just before it died."""
+        await self._sweep()
         for node_id in await self.engine.store.requests_to_wake():
             try:
                 await self._wake(node_id)

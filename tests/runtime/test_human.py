@@ -334,10 +334,13 @@ class TestRequests:
             422,
             "invalid_response",
         )
-        ok = client.post(
-            f"/v1/human/requests/{request_id}/respond", json={"answers": [{"choices": ["b"]}]}
-        )
-        assert ok.status_code == 200
+        plain = client.post(f"/v1/human/requests/{request_id}/respond", json={"answers": ["c"]})
+        assert error_code(plain) == (422, "invalid_response")
+        # What a UI's text box sends: a plain string, or text, that spells a choice.
+        spelled = client.post(f"/v1/human/requests/{request_id}/respond", json={"answers": [" B "]})
+        assert spelled.status_code == 200, spelled.text
+        answer = spelled.json()["response"]["answers"][0]
+        assert (answer["choices"], answer["text"]) == (["b"], None)
         deadline = time.monotonic() + 30
         while "Which key?" not in texts(conversation(daemon, node_id)):
             assert time.monotonic() < deadline

@@ -35,8 +35,9 @@ MAX_TICKETS = 1000
 
 Question: TypeAlias = api.HumanQuestionInput | Mapping[str, Any]
 """A question: the model, or a mapping of its fields (``{"question": ..., "choices": [...]}``)."""
-Answer: TypeAlias = api.HumanAnswerInput | Mapping[str, Any]
-"""An answer: the model, or a mapping (``{"choices": ["main"]}``, ``{"text": "..."}``)."""
+Answer: TypeAlias = api.HumanAnswerInput | Mapping[str, Any] | str
+"""An answer: the model, a mapping (``{"choices": ["main"]}``, ``{"text": "..."}``), or a
+plain string (the choice it spells, else the person's own words)."""
 
 
 def _request_path(request_id: object, suffix: str = "") -> str:
@@ -64,7 +65,11 @@ def _response_body(
 ) -> dict[str, Any]:
     if answers is None and text is None:
         raise ValueError("a response needs answers (one per question) or a text")
-    listed = [_dumped(a) for a in answers] if answers is not None else None
+    if isinstance(answers, str):  # a str is a Sequence[str] too
+        raise TypeError("answers is a list with one answer per question, not a string")
+    listed = (
+        [a if isinstance(a, str) else _dumped(a) for a in answers] if answers is not None else None
+    )
     return _fields(answers=listed, text=text, responded_by=responded_by)
 
 

@@ -250,6 +250,21 @@ class TestAsking:
         refused = client.post(f"/v1/human/requests/{request_id}/respond", json=ANSWERS)
         assert error_code(refused) == (409, "request_not_open")
 
+    def test_a_node_asking_alongside_another_call_still_waits(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        # Models make several calls in one turn: ask-questions need not be the last.
+        both = ask(title="Two at once")
+        both["tool_calls"].append({"name": "get-current-time", "arguments": {}})
+        model = scripts("ask-alongside", [both, "Answered."])
+        node_id = create(client, prompt="p", scopes=["ask"], model=model)["node_id"]
+        wait_status(client, node_id, "dormant")
+        request_id = the_ticket(client, node_id)["request_id"]
+        assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "dormant"
+        answered = client.post(f"/v1/human/requests/{request_id}/respond", json=ANSWERS)
+        assert answered.status_code == 200, answered.text
+        assert wait_settled(client, node_id)["outcome"]["output_text"] == "Answered."
+
     def test_closing_a_resident_root_that_answered_before_cancels_its_request(
         self, client: httpx.Client, scripts: Any
     ) -> None:

@@ -191,7 +191,9 @@ class Human:
             limit=limit,
             order="resolved_at" if resolved else "created_at",
         )
-        return [await self._ticket(r) for r in rows]
+        # The nodes in one query, not one per ticket (a listing may hold 1000).
+        found = await self.engine.store.request_nodes({r["node_id"] for r in rows if r["node_id"]})
+        return [to_ticket(r, found.get(r["node_id"])) for r in rows]
 
     async def ticket(self, request_id: str) -> api.InboxTicket:
         """One ticket (a request with its node's context)."""

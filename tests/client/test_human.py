@@ -111,6 +111,9 @@ async def test_requests_for_nobody_replace_dismiss_and_cancel(on: On) -> None:
     with pytest.raises(UnprocessableEntityError) as wrong:
         await on(lambda c: requests(c).respond(created.request_id, answers=[{"choices": ["a"]}]))
     assert wrong.value.code == "invalid_response"
+    with pytest.raises(ConflictError) as moved:
+        await on(lambda c: requests(c).respond(created.request_id, answers=["x"], revision=1))
+    assert moved.value.code == "revision_conflict"
     with pytest.raises(TypeError, match="one answer per question"):
         await on(lambda c: requests(c).respond(created.request_id, answers="x"))
     with pytest.raises(ConflictError) as none:

@@ -379,7 +379,15 @@ class TestRequests:
         # An answer is checked against the questions as they are now.
         old = {"answers": [{"text": "one"}, {"text": "two"}]}
         assert error_code(client.post(f"{path}/respond", json=old)) == (422, "invalid_response")
-        assert client.post(f"{path}/respond", json={"answers": [{"choices": ["y"]}]}).is_success
+        # Answers by position to the questions the person read (revision 1), which a
+        # replace changed since: refused, not attached to the wrong questions.
+        read_before = {"answers": ["x"], "revision": 1}
+        refused = client.post(f"{path}/respond", json=read_before)
+        assert error_code(refused) == (409, "revision_conflict")
+        assert refused.json()["error"]["details"] == {"revision": 2}
+        assert client.get(path).json()["status"] == "open"
+        answer = {"answers": [{"choices": ["y"]}], "revision": 2}
+        assert client.post(f"{path}/respond", json=answer).is_success
         assert error_code(client.put(path, json=new)) == (409, "request_not_open")
 
 

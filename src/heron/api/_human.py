@@ -232,6 +232,10 @@ class HumanRespondRequest(RequestModel):
     """A reply to the whole request."""
     responded_by: _Who | None = None
     """Who is responding (shown to the node)."""
+    revision: Annotated[int, Field(ge=1)] | None = None
+    """Answer only if the request is still at this revision, the one the person read
+    (``409 revision_conflict``): answers go by position, and a replace may have
+    changed the questions since."""
 
 
 class HumanDismissRequest(RequestModel):

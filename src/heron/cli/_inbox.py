@@ -294,7 +294,10 @@ def respond(
                 answers = _ask(console, found)
             else:
                 reply = typer.prompt("\nyour reply", prompt_suffix=": ")
-        done = inbox.respond(ticket_id, answers=answers, text=reply, responded_by=by)
+        # At the revision shown: answers go by position, and the questions may change.
+        done = inbox.respond(
+            ticket_id, answers=answers, text=reply, responded_by=by, revision=found.revision
+        )
         _done(done, as_json)
 
     _with_client(ctx, go)

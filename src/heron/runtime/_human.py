@@ -224,13 +224,7 @@ class Human:
             raise ApiError(422, "invalid_questions", "a request needs questions or a body")
 
         def change(row: Row) -> tuple[dict[str, Any], str | None]:
-            if replace.revision is not None and row["revision"] != replace.revision:
-                raise ApiError(
-                    409,
-                    "revision_conflict",
-                    f"request {request_id!r} is at revision {row['revision']}, "
-                    f"not {replace.revision}: read it again",
-                )
+            _check_revision(row, replace.revision)
             title = _title(replace.title)
             return {"title": title, "body": replace.body, "questions": questions}, None
 
@@ -244,6 +238,7 @@ class Human:
         def change(row: Row) -> tuple[dict[str, Any], str | None]:
             # Checked against the questions as they are in this transaction (a replace
             # may have landed since they were read).
+            _check_revision(row, respond.revision)
             answers, text = check_answers(row["questions"], respond)
             response = {
                 "answers": answers,
@@ -386,6 +381,18 @@ class Human:
 
 Change = Callable[[Row], tuple[dict[str, Any], str | None]]
 """Given an open request's row, the columns to set and the message for its node."""
+
+
+def _check_revision(row: Row, revision: int | None) -> None:
+    """``409 revision_conflict`` unless the request is at ``revision`` (``None``: any)."""
+    if revision is not None and row["revision"] != revision:
+        raise ApiError(
+            409,
+            "revision_conflict",
+            f"request {row['request_id']!r} is at revision {row['revision']}, "
+            f"not {revision}: read it again",
+            {"revision": row["revision"]},
+        )
 
 
 def _title(title: str) -> str:

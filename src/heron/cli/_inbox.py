@@ -237,8 +237,8 @@ def _ask(console: Console, ticket: api.InboxTicket) -> list[dict[str, Any]]:
         for index, choice in enumerate(question.choices, start=1):
             console.print(Text(f"   {index if by_number else '-'}) {choice}"), soft_wrap=True)
         hint = "number" if by_number else "choice" if question.choices else "answer"
-        if question.multiple and by_number:
-            hint = "numbers, e.g. 1,3"
+        if question.multiple:
+            hint = "numbers, e.g. 1,3" if by_number else "choices, comma-separated"
         while True:
             said = typer.prompt(f"   your {hint}", prompt_suffix=": ")
             try:

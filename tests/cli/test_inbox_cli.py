@@ -110,3 +110,14 @@ def test_an_answer_is_read_as_numbers_a_choice_or_words() -> None:
         parse_answer(strict, "b")
     with pytest.raises(ValueError, match="empty"):
         parse_answer(api.HumanQuestion(question="Q"), "  ")
+
+
+def test_choices_that_are_numbers_are_typed_not_counted() -> None:
+    # "3" is the choice 3, not the third choice (7): a wrong answer sent silently.
+    replicas = api.HumanQuestion(question="How many?", choices=["3", "5", "7"], free_text=False)
+    assert parse_answer(replicas, "3") == {"choices": ["3"]}
+    assert parse_answer(replicas, "5") == {"choices": ["5"]}
+    with pytest.raises(ValueError, match="choices"):
+        parse_answer(replicas, "1")
+    ports = api.HumanQuestion(question="Ports?", choices=["80", "443", "8080"], multiple=True)
+    assert parse_answer(ports, "443, 80") == {"choices": ["443", "80"]}

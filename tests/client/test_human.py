@@ -71,7 +71,7 @@ async def test_a_node_asks_and_the_client_answers_through_the_inbox(on: On, scri
     answered = await on(
         lambda c: c.human.inbox.respond(
             ticket.ticket_id,
-            answers=[api.HumanAnswerInput(choices=["red"]), {"text": "warm"}],
+            answers=["Red", api.HumanAnswerInput(text="warm")],  # a string spelling a choice
             responded_by=on.mode,
         )
     )
@@ -111,6 +111,11 @@ async def test_requests_for_nobody_replace_dismiss_and_cancel(on: On) -> None:
     with pytest.raises(UnprocessableEntityError) as wrong:
         await on(lambda c: requests(c).respond(created.request_id, answers=[{"choices": ["a"]}]))
     assert wrong.value.code == "invalid_response"
+    with pytest.raises(ConflictError) as moved:
+        await on(lambda c: requests(c).respond(created.request_id, answers=["x"], revision=1))
+    assert moved.value.code == "revision_conflict"
+    with pytest.raises(TypeError, match="one answer per question"):
+        await on(lambda c: requests(c).respond(created.request_id, answers="x"))
     with pytest.raises(ConflictError) as none:
         await on(lambda c: c.human.inbox.response(created.request_id))
     assert none.value.code == "no_response"

@@ -81,6 +81,18 @@ def texts(message: dict[str, Any]) -> str:
     return json.dumps(message)
 
 
+def wait_ticket(client: httpx.Client, node_id: str, timeout: float = 30) -> dict[str, Any]:
+    """The node's one open ticket, once filed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tickets = open_tickets(client, node_id)
+        if tickets:
+            assert len(tickets) == 1, tickets
+            return tickets[0]
+        time.sleep(0.02)
+    raise AssertionError(f"node {node_id} filed no request")
+
+
 def error_code(response: httpx.Response) -> tuple[int, str]:
     return response.status_code, response.json()["error"]["code"]
 
@@ -238,6 +250,48 @@ class TestAsking:
         refused = client.post(f"/v1/human/requests/{request_id}/respond", json=ANSWERS)
         assert error_code(refused) == (409, "request_not_open")
 
+    def test_a_node_asking_alongside_another_call_still_waits(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        # Models make several calls in one turn: ask-questions need not be the last.
+        both = ask(title="Two at once")
+        both["tool_calls"].append({"name": "get-current-time", "arguments": {}})
+        model = scripts("ask-alongside", [both, "Answered."])
+        node_id = create(client, prompt="p", scopes=["ask"], model=model)["node_id"]
+        wait_status(client, node_id, "dormant")
+        request_id = the_ticket(client, node_id)["request_id"]
+        assert client.get(f"/v1/nodes/{node_id}").json()["status"] == "dormant"
+        answered = client.post(f"/v1/human/requests/{request_id}/respond", json=ANSWERS)
+        assert answered.status_code == 200, answered.text
+        assert wait_settled(client, node_id)["outcome"]["output_text"] == "Answered."
+
+    def test_closing_a_resident_root_that_answered_before_cancels_its_request(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        # A resident root keeps its first answer as its outcome: closing it later
+        # settles no new outcome, so no settle hook fires for it.
+        model = scripts("ask-resident", ["First answer.", ask(title="Later"), "never"])
+        made = create(client, prompt="p", model=model, scopes=["ask"], root_lifecycle="resident")
+        node_id = made["node_id"]
+        wait_settled(client, node_id)
+        wait_status(client, node_id, "dormant")
+        sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more"})
+        assert sent.status_code == 202
+        request_id = wait_ticket(client, node_id)["request_id"]
+        wait_status(client, node_id, "dormant")
+        assert client.post(f"/v1/nodes/{node_id}/close", json={}).status_code == 200
+        assert open_tickets(client, node_id) == []
+        cancelled = client.get(f"/v1/human/requests/{request_id}").json()
+        assert (cancelled["status"], cancelled["reason"]) == ("cancelled", "its node settled")
+
+    def test_no_request_is_filed_for_a_settled_node(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        node_id = create(client, prompt="p", model=scripts("done-first", ["Done."]))["node_id"]
+        wait_settled(client, node_id)
+        body = {"title": "Too late?", "body": "x", "node_id": node_id}
+        assert error_code(client.post("/v1/human/requests", json=body)) == (409, "node_settled")
+
 
 class TestRequests:
     def test_an_application_files_a_request_for_nobody(self, client: httpx.Client) -> None:
@@ -295,10 +349,13 @@ class TestRequests:
             422,
             "invalid_response",
         )
-        ok = client.post(
-            f"/v1/human/requests/{request_id}/respond", json={"answers": [{"choices": ["b"]}]}
-        )
-        assert ok.status_code == 200
+        plain = client.post(f"/v1/human/requests/{request_id}/respond", json={"answers": ["c"]})
+        assert error_code(plain) == (422, "invalid_response")
+        # What a UI's text box sends: a plain string, or text, that spells a choice.
+        spelled = client.post(f"/v1/human/requests/{request_id}/respond", json={"answers": [" B "]})
+        assert spelled.status_code == 200, spelled.text
+        answer = spelled.json()["response"]["answers"][0]
+        assert (answer["choices"], answer["text"]) == (["b"], None)
         deadline = time.monotonic() + 30
         while "Which key?" not in texts(conversation(daemon, node_id)):
             assert time.monotonic() < deadline
@@ -322,7 +379,15 @@ class TestRequests:
         # An answer is checked against the questions as they are now.
         old = {"answers": [{"text": "one"}, {"text": "two"}]}
         assert error_code(client.post(f"{path}/respond", json=old)) == (422, "invalid_response")
-        assert client.post(f"{path}/respond", json={"answers": [{"choices": ["y"]}]}).is_success
+        # Answers by position to the questions the person read (revision 1), which a
+        # replace changed since: refused, not attached to the wrong questions.
+        read_before = {"answers": ["x"], "revision": 1}
+        refused = client.post(f"{path}/respond", json=read_before)
+        assert error_code(refused) == (409, "revision_conflict")
+        assert refused.json()["error"]["details"] == {"revision": 2}
+        assert client.get(path).json()["status"] == "open"
+        answer = {"answers": [{"choices": ["y"]}], "revision": 2}
+        assert client.post(f"{path}/respond", json=answer).is_success
         assert error_code(client.put(path, json=new)) == (409, "request_not_open")
 
 
@@ -414,6 +479,8 @@ def test_requests_outlive_restarts_and_their_answers_still_wake_the_nodes(
     with own_daemon.client() as client:
         calm, calm_request = sleeping_asker(client, tmp_path, "calm", "Answered after a restart.")
         crash, crash_request = sleeping_asker(client, tmp_path, "crash", "Read it after a crash.")
+        gone, gone_request = sleeping_asker(client, tmp_path, "gone", "never")
+        withdrawn, withdrawn_request = sleeping_asker(client, tmp_path, "withdrawn", "Went on.")
     own_daemon.stop()
     own_daemon.start()
     with own_daemon.client() as client:
@@ -437,7 +504,26 @@ def test_requests_outlive_restarts_and_their_answers_still_wake_the_nodes(
             "INSERT INTO heron_messages (node_id, body, created_at) VALUES (?, ?, ?)",
             (crash, "The person answered: main", now),
         )
+        # Withdrawn the same way (its withdrawal queued, the node not yet woken).
+        db.execute(
+            "UPDATE heron_human_requests SET status = 'cancelled', resolved_at = ? "
+            "WHERE request_id = ?",
+            (now, withdrawn_request),
+        )
+        db.execute(
+            "INSERT INTO heron_messages (node_id, body, created_at) VALUES (?, ?, ?)",
+            (withdrawn, "Your request was withdrawn.", now),
+        )
+        # A node settled, and the daemon died before its settle hook ran.
+        db.execute(
+            "UPDATE heron_nodes SET status = 'cancelled', settled_at = ? WHERE node_id = ?",
+            (now, gone),
+        )
     own_daemon.start()
     with own_daemon.client() as client:
         assert wait_settled(client, crash)["outcome"]["output_text"] == "Read it after a crash."
         assert client.get(f"/v1/human/requests/{crash_request}").json()["status"] == "answered"
+        assert wait_settled(client, withdrawn)["outcome"]["output_text"] == "Went on."
+        assert open_tickets(client, gone) == []
+        orphan = client.get(f"/v1/human/requests/{gone_request}").json()
+        assert (orphan["status"], orphan["reason"]) == ("cancelled", "its node settled")

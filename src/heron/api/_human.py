@@ -10,8 +10,10 @@ Answers: one per question, in order. An answer picks from the question's
 ``choices`` (each one of them exactly; several only when ``multiple``) and/or
 says something in ``text``. ``text`` is allowed unless the question sets
 ``free_text: false`` (then a choice must be picked); a question without choices
-needs ``text``. A response may instead be a single ``text`` for the whole
-request when every question allows free text.
+needs ``text``. An answer may also be a plain string: the choice it spells
+(ignoring case and spacing), else words of one's own; so may ``text`` that
+spells a choice when no choice is picked. A response may instead be a single
+``text`` for the whole request when every question allows free text.
 """
 
 from __future__ import annotations
@@ -221,12 +223,19 @@ class HumanRequestReplace(RequestModel):
 class HumanRespondRequest(RequestModel):
     """A person's response: answers per question and/or a text for the whole request."""
 
-    answers: Annotated[list[HumanAnswerInput], Field(max_length=MAX_QUESTIONS)] | None = None
-    """One answer per question, in order."""
+    answers: Annotated[list[HumanAnswerInput | _Text], Field(max_length=MAX_QUESTIONS)] | None = (
+        None
+    )
+    """One answer per question, in order: an object, or just a string (one of the
+    question's choices if it spells one, else the person's own words)."""
     text: _Text | None = None
     """A reply to the whole request."""
     responded_by: _Who | None = None
     """Who is responding (shown to the node)."""
+    revision: Annotated[int, Field(ge=1)] | None = None
+    """Answer only if the request is still at this revision, the one the person read
+    (``409 revision_conflict``): answers go by position, and a replace may have
+    changed the questions since."""
 
 
 class HumanDismissRequest(RequestModel):

@@ -192,23 +192,37 @@ def show(ctx: typer.Context, ticket: TicketArg, as_json: JsonOption = False) -> 
     _with_client(ctx, go)
 
 
+def numbered(question: api.HumanQuestion) -> bool:
+    """Whether the question's choices are picked by number: not when a choice is a
+    number itself (``3``, ``5``, ``7``: typing ``3`` must not pick the third)."""
+    return bool(question.choices) and not any(
+        c.replace(",", "").strip().isdigit() for c in question.choices
+    )
+
+
 def parse_answer(question: api.HumanQuestion, said: str) -> dict[str, Any]:
     """What a person typed for one question, as an answer: choice numbers (``2``,
-    ``1,3``) or a choice's text pick choices; anything else is their own words."""
+    ``1,3``; unless the choices are numbers) or a choice's text pick choices;
+    anything else is their own words."""
     said = said.strip()
     parts = [p.strip() for p in said.split(",")]
-    if question.choices and parts and all(p.isdigit() for p in parts):
+    if numbered(question) and parts and all(p.isdigit() for p in parts):
         numbers = [int(p) for p in parts]
         if not all(1 <= n <= len(question.choices) for n in numbers):
             raise ValueError(f"pick a number from 1 to {len(question.choices)}")
         if len(set(numbers)) > 1 and not question.multiple:
             raise ValueError("this question takes one choice")
         return {"choices": list(dict.fromkeys(question.choices[n - 1] for n in numbers))}
-    for choice in question.choices:
-        if choice.casefold() == " ".join(said.split()).casefold():
-            return {"choices": [choice]}
+    spelled = {" ".join(c.split()).casefold(): c for c in question.choices}
+    whole = spelled.get(" ".join(said.split()).casefold())
+    if whole is not None:
+        return {"choices": [whole]}
+    picked = [spelled.get(" ".join(p.split()).casefold()) for p in parts]
+    if question.multiple and len(parts) > 1 and all(picked):
+        return {"choices": list(dict.fromkeys(c for c in picked if c is not None))}
     if not question.free_text:
-        raise ValueError("this question takes one of its choices (by number)")
+        how = "by number" if numbered(question) else "as it is spelled"
+        raise ValueError(f"this question takes one of its choices ({how})")
     if not said:
         raise ValueError("an empty answer")
     return {"text": said}
@@ -219,11 +233,12 @@ def _ask(console: Console, ticket: api.InboxTicket) -> list[dict[str, Any]]:
     answers = []
     for number, question in enumerate(ticket.questions, start=1):
         console.print(Text(f"\n{number}. {question.question}", style="bold"), soft_wrap=True)
+        by_number = numbered(question)
         for index, choice in enumerate(question.choices, start=1):
-            console.print(Text(f"   {index}) {choice}"), soft_wrap=True)
-        hint = "number" if question.choices else "answer"
+            console.print(Text(f"   {index if by_number else '-'}) {choice}"), soft_wrap=True)
+        hint = "number" if by_number else "choice" if question.choices else "answer"
         if question.multiple:
-            hint = "numbers, e.g. 1,3"
+            hint = "numbers, e.g. 1,3" if by_number else "choices, comma-separated"
         while True:
             said = typer.prompt(f"   your {hint}", prompt_suffix=": ")
             try:
@@ -244,7 +259,7 @@ def respond(
             "--answer",
             "-a",
             help="One question's answer, in order (repeat per question): a choice's number "
-            "(1,3 for several), a choice, or your own words.",
+            "(1,3 for several; not when the choices are numbers), a choice, or your own words.",
         ),
     ] = None,
     text: Annotated[str | None, typer.Option("--text", help="A reply to the whole ticket.")] = None,
@@ -279,7 +294,10 @@ def respond(
                 answers = _ask(console, found)
             else:
                 reply = typer.prompt("\nyour reply", prompt_suffix=": ")
-        done = inbox.respond(ticket_id, answers=answers, text=reply, responded_by=by)
+        # At the revision shown: answers go by position, and the questions may change.
+        done = inbox.respond(
+            ticket_id, answers=answers, text=reply, responded_by=by, revision=found.revision
+        )
         _done(done, as_json)
 
     _with_client(ctx, go)

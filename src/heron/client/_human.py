@@ -35,8 +35,9 @@ MAX_TICKETS = 1000
 
 Question: TypeAlias = api.HumanQuestionInput | Mapping[str, Any]
 """A question: the model, or a mapping of its fields (``{"question": ..., "choices": [...]}``)."""
-Answer: TypeAlias = api.HumanAnswerInput | Mapping[str, Any]
-"""An answer: the model, or a mapping (``{"choices": ["main"]}``, ``{"text": "..."}``)."""
+Answer: TypeAlias = api.HumanAnswerInput | Mapping[str, Any] | str
+"""An answer: the model, a mapping (``{"choices": ["main"]}``, ``{"text": "..."}``), or a
+plain string (the choice it spells, else the person's own words)."""
 
 
 def _request_path(request_id: object, suffix: str = "") -> str:
@@ -60,12 +61,19 @@ def _fields(**fields: Any) -> dict[str, Any]:
 
 
 def _response_body(
-    answers: Sequence[Answer] | None, text: str | None, responded_by: str | None
+    answers: Sequence[Answer] | None,
+    text: str | None,
+    responded_by: str | None,
+    revision: int | None,
 ) -> dict[str, Any]:
     if answers is None and text is None:
         raise ValueError("a response needs answers (one per question) or a text")
-    listed = [_dumped(a) for a in answers] if answers is not None else None
-    return _fields(answers=listed, text=text, responded_by=responded_by)
+    if isinstance(answers, str):  # a str is a Sequence[str] too
+        raise TypeError("answers is a list with one answer per question, not a string")
+    listed = (
+        [a if isinstance(a, str) else _dumped(a) for a in answers] if answers is not None else None
+    )
+    return _fields(answers=listed, text=text, responded_by=responded_by, revision=revision)
 
 
 def _listing(profile: str | None, node_id: str | None, limit: int | None) -> dict[str, Any]:
@@ -145,13 +153,15 @@ class HumanRequests(Resource[M]):
         answers: Sequence[Answer] | None = None,
         text: str | None = None,
         responded_by: str | None = None,
+        revision: int | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[api.HumanRequest]:
         """``POST /v1/human/requests/{id}/respond``: answer it (one answer per question,
         and/or a ``text``); its node wakes with the answers. ``ConflictError``
-        (``request_not_open``) if it is no longer open."""
+        (``request_not_open``) if it is no longer open. With ``revision`` (the one the
+        person read), only if it is still that one (``revision_conflict`` otherwise)."""
         path = _request_path(request_id, "/respond")
-        request = _response_body(answers, text, responded_by)
+        request = _response_body(answers, text, responded_by, revision)
         return self._call("POST", path, api.HumanRequest, body=request, options=options)
 
     @endpoint
@@ -220,12 +230,13 @@ class Inbox(Resource[M]):
         answers: Sequence[Answer] | None = None,
         text: str | None = None,
         responded_by: str | None = None,
+        revision: int | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[api.InboxTicket]:
         """``POST /v1/human/inbox/{ticket}/respond``: answer the ticket (see
         ``human.requests.respond``)."""
         path = _ticket_path(ticket_id, "/respond")
-        request = _response_body(answers, text, responded_by)
+        request = _response_body(answers, text, responded_by, revision)
         return self._call("POST", path, api.InboxTicket, body=request, options=options)
 
     @endpoint

@@ -41,7 +41,7 @@ from ._human_text import (
 from ._profiles import DEFAULT_PROFILE, check_profile_name
 from ._runs import SETTLED
 from ._store import Row
-from ._store_human import RESOLVED, NotOpen
+from ._store_human import RESOLVED, NodeSettled, NotOpen
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -137,7 +137,14 @@ class Human:
             "updated_at": now,
             "resolved_at": None,
         }
-        stored = await self.engine.store.add_request(row)
+        try:
+            stored = await self.engine.store.add_request(row)
+        except NodeSettled as exc:
+            raise ApiError(
+                409,
+                "node_settled",
+                f"node {node_id!r} is {exc.status or 'gone'}: nobody waits for an answer",
+            ) from None
         request = to_request(stored)
         if stored["request_id"] == row["request_id"]:  # (not a call run again)
             await self._publish(request, FILED)
@@ -159,6 +166,7 @@ class Human:
         self, node_ids: Collection[str] | None = None
     ) -> list[api.HumanRequest]:
         """The open requests (of those nodes, when given), newest first."""
+        await self._sweep()
         rows = await self.engine.store.human_requests(statuses=["open"], node_ids=node_ids)
         return [to_request(r) for r in rows]
 
@@ -175,6 +183,7 @@ class Human:
             check_profile_name(profile)
         if node_id is not None and not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
+        await self._sweep()
         rows = await self.engine.store.human_requests(
             statuses=RESOLVED if resolved else ["open"],
             node_ids=[node_id] if node_id is not None else None,
@@ -182,7 +191,9 @@ class Human:
             limit=limit,
             order="resolved_at" if resolved else "created_at",
         )
-        return [await self._ticket(r) for r in rows]
+        # The nodes in one query, not one per ticket (a listing may hold 1000).
+        found = await self.engine.store.request_nodes({r["node_id"] for r in rows if r["node_id"]})
+        return [to_ticket(r, found.get(r["node_id"])) for r in rows]
 
     async def ticket(self, request_id: str) -> api.InboxTicket:
         """One ticket (a request with its node's context)."""
@@ -213,13 +224,7 @@ class Human:
             raise ApiError(422, "invalid_questions", "a request needs questions or a body")
 
         def change(row: Row) -> tuple[dict[str, Any], str | None]:
-            if replace.revision is not None and row["revision"] != replace.revision:
-                raise ApiError(
-                    409,
-                    "revision_conflict",
-                    f"request {request_id!r} is at revision {row['revision']}, "
-                    f"not {replace.revision}: read it again",
-                )
+            _check_revision(row, replace.revision)
             title = _title(replace.title)
             return {"title": title, "body": replace.body, "questions": questions}, None
 
@@ -233,6 +238,7 @@ class Human:
         def change(row: Row) -> tuple[dict[str, Any], str | None]:
             # Checked against the questions as they are in this transaction (a replace
             # may have landed since they were read).
+            _check_revision(row, respond.revision)
             answers, text = check_answers(row["questions"], respond)
             response = {
                 "answers": answers,
@@ -342,8 +348,17 @@ class Human:
         for request in await self.open_requests([node_id]):
             await self._cancel_quietly(request.request_id, "its node settled")
 
+    async def _sweep(self) -> None:
+        """Cancel the open requests whose node has settled without the settle hook
+        seeing it (a resident root closed with no new outcome; a daemon killed between
+        a settlement and its hook), so no inbox lists a question nobody waits for."""
+        for request_id in await self.engine.store.orphaned_requests():
+            await self._cancel_quietly(request_id, "its node settled")
+
     async def resume(self) -> None:
-        """At start: wake the nodes a response reached just before the daemon died."""
+        """At start: cancel requests orphaned while the daemon was down, and wake the
+        nodes a response reached just before it died."""
+        await self._sweep()
         for node_id in await self.engine.store.requests_to_wake():
             try:
                 await self._wake(node_id)
@@ -366,6 +381,18 @@ class Human:
 
 Change = Callable[[Row], tuple[dict[str, Any], str | None]]
 """Given an open request's row, the columns to set and the message for its node."""
+
+
+def _check_revision(row: Row, revision: int | None) -> None:
+    """``409 revision_conflict`` unless the request is at ``revision`` (``None``: any)."""
+    if revision is not None and row["revision"] != revision:
+        raise ApiError(
+            409,
+            "revision_conflict",
+            f"request {row['request_id']!r} is at revision {row['revision']}, "
+            f"not {revision}: read it again",
+            {"revision": row["revision"]},
+        )
 
 
 def _title(title: str) -> str:

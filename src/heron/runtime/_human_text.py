@@ -4,7 +4,7 @@ a node gets, and rows as :class:`heron.api.HumanRequest`.
 The rules for answers are the wire's (see :mod:`heron.api._human`): one answer
 per question, choices picked exactly from the question's (matched ignoring case
 and spacing, kept as the question spells them), one unless ``multiple``, words
-of one's own unless ``free_text`` is off.
+of one's own unless ``free_text`` is off; words that spell a choice are that choice.
 """
 
 from __future__ import annotations
@@ -109,9 +109,16 @@ def check_answers(
 
 
 def _answer(
-    number: int, q: dict[str, Any], given: api.HumanAnswerInput, problems: list[str]
+    number: int, q: dict[str, Any], given: api.HumanAnswerInput | str, problems: list[str]
 ) -> dict[str, Any]:
-    spelled = {c.casefold(): c for c in q["choices"]}
+    spelled = {_flat(c).casefold(): c for c in q["choices"]}
+    if isinstance(given, str):
+        given = api.HumanAnswerInput(text=given)
+    own = given.text.strip() if given.text is not None and given.text.strip() else None
+    if own is not None and not given.choices and _flat(own).casefold() in spelled:
+        # Words that spell a choice are that choice (a UI's text box, a plain string).
+        given = api.HumanAnswerInput(choices=[own])
+        own = None
     picked: list[str] = []
     for choice in given.choices:
         found = spelled.get(_flat(choice).casefold())
@@ -124,7 +131,6 @@ def _answer(
             picked.append(found)
     if len(picked) > 1 and not q["multiple"]:
         problems.append(f"answer {number} picks {len(picked)} choices: question {number} takes one")
-    own = given.text.strip() if given.text is not None and given.text.strip() else None
     if own is not None and not q.get("free_text", True):
         problems.append(f"answer {number}: question {number} takes only its choices, not text")
     if own is None and not given.choices:

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from ._db import human_requests, messages, nodes
 
-__all__ = ["HumanRows", "NotOpen"]
+__all__ = ["HumanRows", "NodeSettled", "NotOpen"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -20,6 +20,9 @@ Row = dict[str, Any]
 RESOLVED = ("answered", "dismissed", "cancelled")
 """The statuses of a request that is no longer open."""
 
+SETTLED = ("completed", "failed", "cancelled")
+"""A node's statuses it never leaves (``_runs.SETTLED``; not imported: it imports the store)."""
+
 
 class NotOpen(Exception):
     """The request is not open (any more): nothing was changed."""
@@ -28,6 +31,15 @@ class NotOpen(Exception):
         super().__init__(row["request_id"])
         self.row = row
         """The request as it stands."""
+
+
+class NodeSettled(Exception):
+    """The node a request is filed for has settled (or is gone): nothing was filed."""
+
+    def __init__(self, status: str | None) -> None:
+        super().__init__(status)
+        self.status = status
+        """Its status (``None``: no such node)."""
 
 
 class HumanRows:
@@ -52,6 +64,17 @@ class HumanRows:
                     found = _by_key(conn, row["node_id"], key)
                     if found is not None:
                         return found
+                if row["node_id"] is not None:
+                    # Read (and held, on PostgreSQL) in this transaction: a node settling
+                    # meanwhile either commits first (refused here) or finds this request
+                    # when its settle hook looks for open ones. Never one left open.
+                    status = conn.execute(
+                        sa.select(nodes.c.status)
+                        .where(nodes.c.node_id == row["node_id"])
+                        .with_for_update()
+                    ).scalar()
+                    if status is None or status in SETTLED:
+                        raise NodeSettled(status)
                 conn.execute(human_requests.insert().values(**row))
                 return dict(row)
         except sa.exc.IntegrityError:
@@ -107,6 +130,17 @@ class HumanRows:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
+    async def request_nodes(self, node_ids: Collection[str]) -> dict[str, Row]:
+        """The rows of those nodes (that exist), by id: one query for a page of tickets."""
+        return await self._run(self._request_nodes, list(node_ids))
+
+    def _request_nodes(self, node_ids: list[str]) -> dict[str, Row]:
+        if not node_ids:
+            return {}
+        query = sa.select(nodes).where(nodes.c.node_id.in_(node_ids))
+        with self.engine.connect() as conn:
+            return {r.node_id: dict(r._mapping) for r in conn.execute(query)}
+
     async def change_request(
         self, request_id: str, change: Callable[[Row], tuple[dict[str, Any], str | None]]
     ) -> Row:
@@ -151,6 +185,24 @@ class HumanRows:
             row.update(update)
             return row
 
+    async def orphaned_requests(self) -> list[str]:
+        """Open requests whose node has settled or is gone: nobody waits for them (the
+        node settled with no new outcome, or the daemon died before its settle hook)."""
+        return await self._run(self._orphaned_requests)
+
+    def _orphaned_requests(self) -> list[str]:
+        c = human_requests.c
+        live = (
+            sa.select(nodes.c.node_id)
+            .where(nodes.c.node_id == c.node_id, nodes.c.status.not_in(SETTLED))
+            .exists()
+        )
+        query = sa.select(c.request_id).where(
+            c.status == "open", c.node_id.is_not(None), sa.not_(live)
+        )
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
     async def requests_to_wake(self) -> list[str]:
         """Dormant nodes with unread messages and a resolved request: the daemon died
         between a response (queued with it) and waking the node."""
@@ -168,9 +220,11 @@ class HumanRows:
             .distinct()
             .join(human_requests, human_requests.c.node_id == nodes.c.node_id)
             .where(
-                human_requests.c.status.in_(["answered", "dismissed"]),
+                # Withdrawn ones too: a withdrawal is queued to the node like an answer.
+                human_requests.c.status.in_(RESOLVED),
+                # Not settled_at: a resident root keeps its outcome while it waits again.
+                # Not interrupted ones: one may hold messages its stop left unread on purpose.
                 nodes.c.status == "dormant",
-                nodes.c.settled_at.is_(None),
                 unread,
             )
         )

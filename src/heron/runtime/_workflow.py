@@ -221,8 +221,10 @@ class _Run:
                         await conversation.add(body)
                 result = conversation.result
                 calls = result.tool_calls
-                asked = (
-                    result.stop_reason == "tool_stop" and bool(calls) and calls[-1].name == ASK_TOOL
+                # Any call of the last turn, not only its last one: a model may ask
+                # alongside other calls (a successful ask ends the run, so it is there).
+                asked = result.stop_reason == "tool_stop" and any(
+                    c.name == ASK_TOOL and not c.is_error for c in calls
                 )
                 return Stop(kind="done", reply=result.reply or None, asked=asked)
 

@@ -18,7 +18,7 @@ from heron.runtime._providers import ProviderPool
 
 from .conftest import wait_settled, write_script
 from .test_hosted_model import fake_openai
-from .test_models import KEY, OTHER_KEY, Recorder, keyless_daemon
+from .test_models import KEY, OTHER_KEY, Recorder, _provider, keyless_daemon
 
 PARTS = (KEY, KEY[:8], KEY[-4:], KEY[-6:], KEY[3:], KEY[8:20])
 """A key, and the parts of it a vendor's masked copy shows (or anyone could recognise)."""
@@ -150,3 +150,32 @@ def test_a_refused_key_stays_out_of_outcomes_events_answers_and_the_log(
     recorder.assert_never_shown(KEY)
     _assert_clean(b"".join(recorder.bodies).decode())
     _assert_clean(daemon.log.read_text())
+
+
+def test_installs_at_once_keep_every_key(tmp_path: Path) -> None:
+    daemon = keyless_daemon(tmp_path / "home", HERON_PROVIDER=write_script(tmp_path, "d", ["x"]))
+    daemon.start()
+    providers = ("openai", "anthropic", "deepseek")
+    try:
+        barrier = threading.Barrier(len(providers))
+        answers: dict[str, int] = {}
+
+        def install(provider: str) -> None:
+            with daemon.client() as client:
+                barrier.wait()
+                answer = client.put(f"/v1/model-auth/{provider}", json={"api_key": KEY})
+                answers[provider] = answer.status_code
+
+        threads = [threading.Thread(target=install, args=(p,)) for p in providers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert answers == dict.fromkeys(providers, 200)
+        daemon.stop()
+        daemon.start()  # what the file kept
+        with daemon.client() as client:
+            listed = client.get("/v1/model-auth").json()
+        assert [_provider(listed, p)["installed"] for p in providers] == [True] * 3
+    finally:
+        daemon.stop()

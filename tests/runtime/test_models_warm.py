@@ -1,5 +1,6 @@
-"""The daemon's default model and the warm pool: a node pre-started on the default as it
-was serves no create after the default changed."""
+"""The daemon's default model as nodes meet it: a node pre-started on the default as it
+was serves no create after the default changed, and a default that cannot be built is
+refused before any node meets it."""
 
 from __future__ import annotations
 
@@ -86,5 +87,23 @@ def test_a_warm_node_made_on_the_old_default_serves_no_create_after_it_changed(
             assert served["warm"] is True and served["node_id"] in fresh
             poll = wait_settled(client, served["node_id"])
             assert poll["outcome"]["output_text"] == "From the new default."
+    finally:
+        daemon.stop()
+
+
+def test_a_local_default_that_is_no_model_is_refused_like_a_broken_script(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("llama_cpp")
+    bad = tmp_path / "not-a-model.gguf"
+    bad.write_bytes(b"this is no GGUF file")
+    daemon = keyless_daemon(tmp_path / "home", HERON_PROVIDER=write_script(tmp_path, "d", ["x"]))
+    daemon.start()
+    try:
+        with daemon.client() as client:
+            answer = client.put("/v1/model-config", json={"default_model": f"local:{bad}"})
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["error"]["code"] == "invalid_model"
+            assert client.get("/v1/model-config").json()["default_model"] is None
     finally:
         daemon.stop()

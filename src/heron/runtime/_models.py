@@ -237,9 +237,10 @@ class Models:
         if spec is not None:
             spec = check_default_model(spec)
             ready, _ = check_spec(spec, pool.credentials)
-            if ready and not spec.lower().startswith("local"):
-                # Built now, so the first node finds it ready (the embedded model loads
-                # at its first use instead of holding this request for seconds).
+            if ready:
+                # Built now (off the loop), so a file that cannot be used is refused here
+                # and no node's turn builds it on the event loop. A local model's weights
+                # load at its first turn: building it reads only the GGUF's metadata.
                 await self.engine.prepare_model(spec)
         async with self._lock:
             now = time.time()

@@ -145,6 +145,12 @@ def test_a_refused_key_stays_out_of_outcomes_events_answers_and_the_log(
             assert REDACTED in outcome["detail"]["message"]
             client.get(f"/v1/nodes/{node}/events", params={"after": 0})
             client.get(f"/v1/nodes/{node}")
+            # A proxy's key in its URL's query is kept (and used) but never shown.
+            proxy = {"api_key": KEY, "base_url": f"https://proxy.example/v1?key={KEY}"}
+            shown = client.put("/v1/model-auth/anthropic", json=proxy).json()["base_url"]
+            assert shown == f"https://proxy.example/v1?{REDACTED}"
+            client.get("/v1/model-auth")
+            assert KEY in (daemon.home / "credentials.json").read_text()
     finally:
         daemon.stop()
     recorder.assert_never_shown(KEY)

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from .. import api
 from ..providers._spec import PROVIDER_KINDS
 from ._credentials import (
+    REDACTED,
     Credential,
     load_credentials,
     load_model_config,
@@ -252,5 +253,9 @@ class Models:
 
 
 def _shown(url: str | None) -> str | None:
-    """A base URL as an answer may show it: without any ``user:password@`` part."""
-    return without_userinfo(url) if url else None
+    """A base URL as an answer may show it: without any ``user:password@`` part, nor its
+    query (a proxy's ``?key=...`` is a credential too: it is kept, but never shown)."""
+    if not url:
+        return None
+    bare, mark, _ = without_userinfo(url).partition("?")
+    return f"{bare}?{REDACTED}" if mark else bare.partition("#")[0]

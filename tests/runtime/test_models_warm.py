@@ -107,3 +107,33 @@ def test_a_local_default_that_is_no_model_is_refused_like_a_broken_script(
             assert client.get("/v1/model-config").json()["default_model"] is None
     finally:
         daemon.stop()
+
+
+def test_the_default_model_comes_last_after_create_kind_and_profile(tmp_path: Path) -> None:
+    said = {n: write_script(tmp_path, n, [f"From the {n}."]) for n in ("create", "kind", "profile")}
+    config = write_script(tmp_path, "config", ["From the config."])
+    home = tmp_path / "home"
+    (home / "kinds").mkdir(parents=True)
+    (home / "kinds" / "scribe.toml").write_text(
+        f'instruction = "Write."\nmodel = "{said["kind"]}"\n'
+    )
+    daemon = keyless_daemon(home, HERON_PROVIDER=write_script(tmp_path, "env", ["From env."]))
+    daemon.start()
+    try:
+        with daemon.client() as client:
+            ensure = {"name": "acme", "default_model": said["profile"]}
+            assert client.post("/v1/profiles/ensure", json=ensure).status_code in (200, 201)
+            assert client.put("/v1/model-config", json={"default_model": config}).status_code == 200
+
+            def text(**body: Any) -> str:
+                answer = client.post("/v1/nodes", json={"prompt": "Go.", **body})
+                assert answer.status_code == 201, answer.text
+                outcome = wait_settled(client, answer.json()["node_id"])["outcome"]
+                return str(outcome["output_text"])
+
+            assert text(model=said["create"], kind="scribe", profile="acme") == "From the create."
+            assert text(kind="scribe", profile="acme") == "From the kind."
+            assert text(profile="acme") == "From the profile."
+            assert text() == "From the config."
+    finally:
+        daemon.stop()

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +25,11 @@ from ._errors import DaemonError
 __all__ = [
     "CREDENTIALS_FILE",
     "MODEL_CONFIG_FILE",
+    "REDACTED",
     "Credential",
     "load_credentials",
     "load_model_config",
+    "redact",
     "save_credentials",
     "save_model_config",
 ]
@@ -164,3 +168,44 @@ def save_model_config(home: Path, default_model: str | None, updated_at: float) 
     """Replace the model config file."""
     data = {"version": _VERSION, "default_model": default_model, "updated_at": updated_at}
     write_private(home / MODEL_CONFIG_FILE, data)
+
+
+REDACTED = "[redacted]"
+"""What stands where a key (or a recognisable part of one) was."""
+
+_TOKEN = re.compile(r"[^\s\"'`,;()\[\]{}<>=]+")
+"""A run of characters a key, or a vendor's masked copy of one, is made of."""
+
+_MASK = re.compile(r"\*{3,}|(?:\.{3}|\u2026)(?=\w)")
+"""How vendors mask a key they echo (``sk-ab***wxyz``, ``****wxyz``, ``sk-...wxyz``)."""
+
+_PART = 4
+"""The shortest run of a key's characters taken for a recognisable part of it."""
+
+
+def redact(text: str, keys: Iterable[str]) -> str:
+    """``text`` without any of ``keys`` nor a recognisable part of one.
+
+    A vendor refusing a key often quotes it back masked ("Incorrect API key provided:
+    sk-ab***...***wxyz", "Your api key: ****wxyz is invalid"), and that message becomes
+    a node's outcome, an event, a log line, an answer. Every word that is masked like
+    a key, holds eight characters in a row of one of ``keys``, or is its first or last
+    four or more, is replaced by :data:`REDACTED`.
+    """
+    secrets_ = [key for key in keys if len(key) >= _PART]
+
+    def word(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if _MASK.search(token) and any(c.isalnum() for c in _MASK.sub("", token)):
+            return REDACTED
+        bare = _MASK.sub("", token).strip(".:!?*")
+        for key in secrets_:
+            if key in token or (
+                len(bare) >= _PART and (key.startswith(bare) or key.endswith(bare))
+            ):
+                return REDACTED
+            if any(key[i : i + 2 * _PART] in token for i in range(len(key) - 2 * _PART + 1)):
+                return REDACTED
+        return token
+
+    return _TOKEN.sub(word, text)

@@ -153,7 +153,9 @@ class DurableProvider(Provider):
 
         relayed = relay if shown else None
         try:
-            response = await self._current.chat(messages, tools=tools or None, on_chunk=relayed)
+            # (A refused key's message is scrubbed of it before it becomes the outcome.)
+            async with self._providers.use(self._model()) as provider:
+                response = await provider.chat(messages, tools=tools or None, on_chunk=relayed)
             await self._store.add_usage(
                 node_id,
                 turns=1,

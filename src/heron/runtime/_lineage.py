@@ -288,8 +288,8 @@ class Lineage:
     async def _summarise(self, model: str | None, state: AgentState) -> tuple[str, Usage]:
         request = compaction_request(state.memory, state.working_messages())
         try:
-            provider = self.engine.providers.get(model)
-            response = await asyncio.wait_for(provider.chat(request), RECYCLE_TIMEOUT)
+            async with self.engine.providers.use(model) as provider:  # no key in its errors
+                response = await asyncio.wait_for(provider.chat(request), RECYCLE_TIMEOUT)
         except TimeoutError:
             raise ApiError(
                 504,

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from .. import api
 from ..providers._spec import PROVIDER_KINDS
 from ._credentials import (
+    REDACTED,
     Credential,
     load_credentials,
     load_model_config,
@@ -170,15 +171,14 @@ class Models:
             base_url=_check_base_url(request.base_url),
             installed_at=time.time(),
         )
-        await self._write({**self._stored, kind: credential})
-        self.engine.providers.install(kind, credential)
+        await self._store(kind, credential)
         log.info("installed an API key for %s", kind)
         return self.credential(kind)
 
     async def remove(self, provider: str) -> api.ModelCredential:
         """Remove ``provider``'s installed key; ``404 credential_not_found`` if none is."""
         kind = check_provider(provider)
-        if kind not in self._stored:
+        if not await self._store(kind, None):
             message = f"no API key is installed for {kind}"
             if os.environ.get(KEY_VARIABLES[kind], "").strip():
                 message += (
@@ -186,16 +186,28 @@ class Models:
                     "environment: unset it there and restart the daemon)"
                 )
             raise ApiError(404, "credential_not_found", message)
-        await self._write({k: v for k, v in self._stored.items() if k != kind})
-        self.engine.providers.install(kind, None)
         log.info("removed the installed API key of %s", kind)
         return self.credential(kind)
 
-    async def _write(self, credentials: dict[str, Credential]) -> None:
-        """Store ``credentials`` as the whole file (one write at a time)."""
+    async def _store(self, kind: str, credential: Credential | None) -> bool:
+        """Install ``credential`` for ``kind`` (``None``: remove it) in the file, then in
+        the pool; ``False`` if there was nothing to remove.
+
+        One change at a time, each made to the file as the one before it left it: two
+        installs at once (for two providers, or one) must not drop one another's key.
+        """
         async with self._lock:
-            await asyncio.to_thread(save_credentials, self.engine.config.home, credentials)
-            self._stored = credentials
+            if credential is None and kind not in self._stored:
+                return False
+            changed = {k: v for k, v in self._stored.items() if k != kind}
+            if credential is not None:
+                changed[kind] = credential
+            await asyncio.to_thread(save_credentials, self.engine.config.home, changed)
+            self._stored = changed
+            idle = self.engine.providers.install(kind, credential)
+        for provider in idle:  # built with the old key, and no call is using them
+            await provider.aclose()
+        return True
 
     # -- config -----------------------------------------------------------------
 
@@ -226,9 +238,10 @@ class Models:
         if spec is not None:
             spec = check_default_model(spec)
             ready, _ = check_spec(spec, pool.credentials)
-            if ready and not spec.lower().startswith("local"):
-                # Built now, so the first node finds it ready (the embedded model loads
-                # at its first use instead of holding this request for seconds).
+            if ready:
+                # Built now (off the loop), so a file that cannot be used is refused here
+                # and no node's turn builds it on the event loop. A local model's weights
+                # load at its first turn: building it reads only the GGUF's metadata.
                 await self.engine.prepare_model(spec)
         async with self._lock:
             now = time.time()
@@ -240,5 +253,9 @@ class Models:
 
 
 def _shown(url: str | None) -> str | None:
-    """A base URL as an answer may show it: without any ``user:password@`` part."""
-    return without_userinfo(url) if url else None
+    """A base URL as an answer may show it: without any ``user:password@`` part, nor its
+    query (a proxy's ``?key=...`` is a credential too: it is kept, but never shown)."""
+    if not url:
+        return None
+    bare, mark, _ = without_userinfo(url).partition("?")
+    return f"{bare}?{REDACTED}" if mark else bare.partition("#")[0]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from .._core import UserError
+from .._core import ProviderError, UserError
 from ..providers import Provider, ScriptedProvider, from_spec, load_script
 from ..providers._spec import KEYED_KINDS
 from ..providers.scripted import Step
-from ._credentials import Credential
+from ._credentials import Credential, redact
+from ._routes_auth import KEY_VARIABLES
 
 __all__ = ["ProviderPool"]
 
@@ -37,7 +40,8 @@ class ProviderPool:
         self._shared: dict[str, Provider] = {}
         self._scripts: dict[str, tuple[float, list[Step]]] = {}
         self._generation: dict[str, int] = {}  # per kind: bumped by every install/remove
-        self._retired: list[Provider] = []
+        self._retired: list[Provider] = []  # replaced, still in use by a call
+        self._calls: dict[int, int] = {}  # id(provider): calls going on through use()
 
     def get(self, spec: str | None) -> Provider:
         """The provider for ``spec`` (``None``: the default); ``UserError`` if unbuildable."""
@@ -50,18 +54,77 @@ class ProviderPool:
             provider = self._shared[spec] = self._build(spec)
         return provider
 
-    def install(self, kind: str, credential: Credential | None) -> None:
+    @contextlib.asynccontextmanager
+    async def use(self, spec: str | None) -> AsyncIterator[Provider]:
+        """The provider for ``spec`` (``None``: the default) for one call to it.
+
+        It is built off the event loop if it is not yet; one replaced meanwhile (a new key
+        installed) is closed when its last call ends. An error the call raises is
+        scrubbed of every API key the daemon knows, and of the masked copies vendors
+        quote back when they refuse one: it becomes an outcome, an event, an answer.
+        """
+        await self.prepare(spec)
+        provider = self.get(spec)
+        self._calls[id(provider)] = self._calls.get(id(provider), 0) + 1
+        try:
+            yield provider
+        except Exception as exc:
+            scrubbed = self.scrub(exc)
+            if scrubbed is exc:
+                raise
+            raise scrubbed from None
+        finally:
+            left = self._calls.pop(id(provider)) - 1
+            if left:
+                self._calls[id(provider)] = left
+            elif provider in self._retired:
+                self._retired.remove(provider)
+                await provider.aclose()
+
+    def scrub(self, exc: Exception) -> Exception:
+        """``exc`` itself when neither it nor its causes quote a key (or a part of one),
+        else a :class:`ProviderError` saying the same without it (and without them)."""
+        keys = [c.api_key for c in self.credentials.values()]
+        keys += [v.strip() for n in KEY_VARIABLES.values() if (v := os.environ.get(n, ""))]
+        chain: list[BaseException] = []
+        cause: BaseException | None = exc
+        while cause is not None and cause not in chain:
+            chain.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        texts = [exc.message if isinstance(exc, ProviderError) else str(exc)]
+        texts += [str(e) for e in chain]
+        if all(redact(text, keys) == text for text in texts):
+            return exc
+        message = redact(texts[0], keys)
+        if isinstance(exc, ProviderError):
+            return ProviderError(
+                message,
+                status=exc.status,
+                code=exc.code,
+                retryable=exc.retryable,
+                provider=exc.provider,
+            )
+        return ProviderError(f"{type(exc).__name__}: {message}")
+
+    def install(self, kind: str, credential: Credential | None) -> list[Provider]:
         """Use ``credential`` for provider ``kind`` from now on (``None``: the environment's
         again). Providers of that kind built with the old key are rebuilt at their next
-        use; the old ones are closed with the pool (a model turn may still be using one).
+        use. Returns those no call is using: the caller closes them (the others are
+        closed as their last call ends).
         """
         if credential is None:
             self.credentials.pop(kind, None)
         else:
             self.credentials[kind] = credential
         self._generation[kind] = self._generation.get(kind, 0) + 1
+        idle = []
         for spec in [s for s in self._shared if _kind(s) == kind]:
-            self._retired.append(self._shared.pop(spec))
+            provider = self._shared.pop(spec)
+            if id(provider) in self._calls:
+                self._retired.append(provider)
+            else:
+                idle.append(provider)
+        return idle
 
     def _build(self, spec: str) -> Provider:
         """A new provider for ``spec``, with its kind's installed credential if any."""
@@ -94,10 +157,10 @@ class ProviderPool:
             provider = await asyncio.to_thread(self._build, key)
             if self._generation.get(_kind(key), 0) != generation:
                 # A credential changed while it was built: it may hold the old key.
-                self._retired.append(provider)
+                await provider.aclose()
                 self.get(key)  # built again now, with the current one (or refused)
             elif self._shared.setdefault(key, provider) is not provider:
-                self._retired.append(provider)  # a concurrent prepare built it first
+                await provider.aclose()  # a concurrent prepare built it first (unused)
 
     def _script(self, path: str, *, reread: bool) -> list[Step]:
         """The script at ``path``: re-read if it changed when ``reread`` (a create or a

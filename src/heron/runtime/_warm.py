@@ -66,11 +66,14 @@ MAX_TUPLES = 8
 """How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""
 
 
-def launch_key(row: Row, kind: Kind) -> str:
+def launch_key(row: Row, kind: Kind, default_model: str) -> str:
     """The launch tuple of a node row as a digest; it covers the kind's definition too,
-    so a warm node made before its kind file changed serves no create after. Scopes are
-    a set: their order does not matter."""
+    so a warm node made before its kind file changed serves no create after, and the
+    daemon's ``default_model`` for a row naming none, so one prepared on the default
+    before it changed (``PUT /v1/model-config``) serves no create after either. Scopes
+    are a set: their order does not matter."""
     fields = {f: row[f] for f in LAUNCH_FIELDS}
+    fields["model"] = fields["model"] or default_model
     if fields["scopes"] is not None:
         fields["scopes"] = sorted(fields["scopes"])
     tuple_ = [fields, dataclasses.asdict(kind)]
@@ -122,7 +125,8 @@ class WarmPool:
         if not self.eligible(request, prompt):
             return None
         assert prompt is not None
-        key = launch_key(row, await self.engine.kinds.find(row["kind"], status=422))
+        kind = await self.engine.kinds.find(row["kind"], status=422)
+        key = launch_key(row, kind, self.engine.providers.default)
         await self._prune()
         self._want(key, row)
         ready = self._ready.get(key, [])
@@ -196,19 +200,22 @@ class WarmPool:
     # -- filling ------------------------------------------------------------------
 
     async def _prune(self) -> None:
-        """Discard the nodes of tuples whose kind changed or vanished since they were made
-        (no create can match them any more)."""
+        """Discard the nodes of tuples whose kind (or the daemon's default model) changed
+        or vanished since they were made (no create can match them any more)."""
         if self._templates:
-            for key in await asyncio.to_thread(self._stale, dict(self._templates)):
+            default = self.engine.providers.default
+            for key in await asyncio.to_thread(self._stale, dict(self._templates), default):
                 self._drop(key)
 
-    def _stale(self, templates: dict[str, Row]) -> list[str]:
-        """The keys of ``templates`` their kind as it is now no longer gives (one scan)."""
+    def _stale(self, templates: dict[str, Row], default: str) -> list[str]:
+        """The keys of ``templates`` their kind as it is now (and the ``default`` model) no
+        longer gives (one scan)."""
         kinds, _ = self.engine.kinds.scan()
         return [
             key
             for key, template in templates.items()
-            if template["kind"] not in kinds or launch_key(template, kinds[template["kind"]]) != key
+            if template["kind"] not in kinds
+            or launch_key(template, kinds[template["kind"]], default) != key
         ]
 
     def _drop(self, key: str) -> None:

@@ -376,6 +376,13 @@ class TestBadInput:
                 422,
                 "invalid_request",
             ),
+            (
+                "POST",
+                "/v1/canvas/history/stats",
+                {"json": {"since": -1000171}},
+                422,
+                "invalid_request",
+            ),
         ],
     )
     def test_bad_input_gets_a_stable_code(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import Field, StringConstraints
+from pydantic import BeforeValidator, Field, StringConstraints
 
 from ._common import NodeId, RequestModel, WireModel
 from ._nodes import NodeMode, NodeStatus
@@ -381,12 +381,23 @@ class HistoryGrepResult(WireModel):
     """Whether matching ran out of time (a pattern that backtracks too much)."""
 
 
+def _date_time_text(value: Any) -> Any:
+    """Refuse a number for a date-time (non-strict pydantic reads one as Unix time)."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("give an ISO 8601 date-time such as 2026-01-31T12:00:00Z")
+    return value
+
+
+DateTime = Annotated[datetime, BeforeValidator(_date_time_text), Field(strict=False)]
+"""An ISO 8601 date-time (JSON text; a number is refused)."""
+
+
 class HistoryStatsRequest(RequestModel):
     """``POST /v1/canvas/history/stats``: which transcripts to count."""
 
     node_ids: NodeIds | None = None
     """Only these nodes."""
-    since: Annotated[datetime, Field(strict=False)] | None = None
+    since: DateTime | None = None
     """Only nodes active (updated) at or after this time."""
 
 

@@ -343,6 +343,17 @@ def test_write_with_expected_modified_at(client: httpx.Client, tmp_path: Path) -
     error(write(client, tmp_path / "gone", "x", expected_modified_at=seen), 409, "file_modified")
 
 
+def test_write_a_file_whose_name_is_as_long_as_allowed(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    """A name of 252 bytes (63 four-byte characters) is legal; the temporary file's name
+    must be too."""
+    file = tmp_path / ("😀" * 63)
+    response = write(client, file, "long")
+    assert response.status_code == 200, response.text
+    assert file.read_text() == "long" and leftovers(tmp_path) == []
+
+
 def test_write_through_a_symlink_keeps_the_link(client: httpx.Client, tmp_path: Path) -> None:
     target = tmp_path / "target.txt"
     target.write_text("old")

@@ -158,6 +158,8 @@ class Commands:
         ledger.add(process.pid)
         try:
             process.read_output()
+            if self._stopping:  # the daemon began to stop while it started: aclose missed it
+                await process.kill(KILL_GRACE)
             timed_out = not await process.wait(request.timeout)
             if timed_out:
                 await process.kill(KILL_GRACE)

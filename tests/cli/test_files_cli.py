@@ -105,5 +105,7 @@ def test_bash_timeout_signal_stdin_and_json(tmp_path: Path) -> None:
     assert killed.code == 128 + 9
     fed = heron("bash", "--stdin", "--", "tr a-z A-Z", stdin=b"shout\n")
     assert fed.code == 0 and fed.out == "SHOUT\n"
+    binary = heron("bash", "--stdin", "--", "cat", stdin=b"caf\xe9\n")
+    assert binary.code == 0 and binary.out == "caf\ufffd\n"
     result = json.loads(heron("bash", "--json", "--", "exit 3").out)
     assert result["exit_code"] == 3 and result["timed_out"] is False

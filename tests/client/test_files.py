@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from tests.runtime.conftest import Daemon
-from tests.runtime.test_bash import alive
+from tests.runtime.test_bash import alive, wait_pid
 
 from heron import api
 from heron.client import (
     APIError,
     APIUserAbortError,
+    Cancel,
     ConflictError,
     Heron,
     NotFoundError,
+    RequestOptions,
     UnprocessableEntityError,
 )
 
-from ._both import MODES, On, cancel_after, on_client
+from ._both import MODES, On, on_client
 
 MIB = 1024 * 1024
 
@@ -121,9 +124,22 @@ def test_bash_request_outlasts_the_client_timeout(daemon: Daemon, tmp_path: Path
 async def test_cancelling_the_request_kills_the_command(on: On, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     command = f"sleep 600 & echo $!. > {pid_file}; wait"
-    with cancel_after(1.0) as options, pytest.raises(APIUserAbortError):
+    cancel = Cancel()
+
+    def cancel_once_started() -> None:
+        # Once the command has started its child, however long that takes under load.
+        try:
+            wait_pid(pid_file)
+        finally:
+            cancel.cancel()
+
+    waiter = threading.Thread(target=cancel_once_started, daemon=True)
+    waiter.start()
+    options = RequestOptions(cancel=cancel)
+    with pytest.raises(APIUserAbortError):
         await on(lambda c: c.bash.run(command, cwd=str(tmp_path), timeout=600, options=options))
-    pid = int(pid_file.read_text().strip()[:-1])
+    await asyncio.to_thread(waiter.join)
+    pid = wait_pid(pid_file)
     deadline = time.monotonic() + 15
     while alive(pid):
         assert time.monotonic() < deadline, f"the command's child {pid} still runs"

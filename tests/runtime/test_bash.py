@@ -199,3 +199,24 @@ def test_a_stopping_daemon_kills_running_commands(tmp_path: Path) -> None:
     answer = answers[0]
     assert isinstance(answer, httpx.Response), answer
     error(answer, 503, "daemon_stopping")
+
+
+@pytest.mark.slow
+def test_commands_do_not_inherit_the_daemons_secrets(tmp_path: Path) -> None:
+    """The TCP token and provider keys stay in the daemon; the rest of its environment
+    passes, and a request may hand any variable over on purpose."""
+    home = tmp_path / "home"
+    home.mkdir()
+    secrets = {"HERON_TOKEN": "owner-token-secret", "ANTHROPIC_API_KEY": "sk-ant-secret"}
+    env = {"HERON_PROVIDER": write_script(home, "s", ["ok"]), "HERON_KEPT": "kept", **secrets}
+    own = Daemon(home, env).start()
+    try:
+        with own.client() as client:
+            shown = ok(bash(client, "env", home))["stdout"]
+            given = ok(bash(client, "env", home, env={"ANTHROPIC_API_KEY": "mine"}))["stdout"]
+    finally:
+        own.stop()
+    assert "HERON_KEPT=kept\n" in shown
+    for name, value in secrets.items():
+        assert value not in shown and f"{name}=" not in shown
+    assert "ANTHROPIC_API_KEY=mine\n" in given and "owner-token-secret" not in given

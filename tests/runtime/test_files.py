@@ -6,6 +6,8 @@ import base64
 import os
 import resource
 import stat
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +159,29 @@ def test_missing_files_and_wrong_kinds(client: httpx.Client, tmp_path: Path) -> 
     error(listing(client, file), 422, "not_a_directory")
     os.mkfifo(tmp_path / "fifo")
     error(peek(client, tmp_path / "fifo"), 422, "not_a_file")  # refused, not waited on
+
+
+def test_peek_does_not_open_what_it_refuses(client: httpx.Client, tmp_path: Path) -> None:
+    """Opening a device can act on it: a FIFO's waiting writer is let go by any reader.
+    The peek refuses the FIFO without opening it, so only this test's reader frees it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    opened: list[float] = []
+
+    def writer() -> None:
+        os.close(os.open(fifo, os.O_WRONLY))  # blocks until some reader opens the FIFO
+        opened.append(time.monotonic())
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    error(peek(client, fifo), 422, "not_a_file")
+    released = time.monotonic()
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        thread.join(timeout=15)
+    finally:
+        os.close(reader)
+    assert opened and opened[0] >= released, "the peek opened the FIFO"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
@@ -317,6 +342,17 @@ def test_write_with_expected_modified_at(client: httpx.Client, tmp_path: Path) -
     assert body["details"]["modified_at"] == written.json()["modified_at"]
     assert file.read_text() == "v2"
     error(write(client, tmp_path / "gone", "x", expected_modified_at=seen), 409, "file_modified")
+
+
+def test_write_a_file_whose_name_is_as_long_as_allowed(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    """A name of 252 bytes (63 four-byte characters) is legal; the temporary file's name
+    must be too."""
+    file = tmp_path / ("😀" * 63)
+    response = write(client, file, "long")
+    assert response.status_code == 200, response.text
+    assert file.read_text() == "long" and leftovers(tmp_path) == []
 
 
 def test_write_through_a_symlink_keeps_the_link(client: httpx.Client, tmp_path: Path) -> None:

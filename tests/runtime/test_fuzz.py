@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -61,10 +62,20 @@ def tcp_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemo
 
 
 def confine(case: schemathesis.Case, scratch: Path) -> None:
-    """Keep what fuzzed host routes do inside ``scratch``: files are written below it,
-    commands start there, run nothing (``:``) and wait at most a second. Fuzzed crons
-    are made paused (a ``* * * * * *`` one would make a node every second until the
-    daemon stops) (the fuzzer knows no real cron id to resume)."""
+    """Keep what fuzzed host routes do inside ``scratch``: files are read, listed and
+    written below it; commands start there, run nothing (``:``) and wait at most a second.
+
+    A command's ``env`` is emptied: bash acts on some variables before running anything
+    (``BASH_ENV`` names a file it sources, ``BASH_FUNC_*`` define functions, ``:`` too).
+    Fuzzed crons are made paused (a ``* * * * * *`` one would make a node every second
+    until the daemon stops; the fuzzer knows no real cron id to resume). Only values that
+    are valid are changed, so a negative case stays invalid.
+    """
+    if case.operation.path in ("/v1/files/peek", "/v1/files/list"):
+        query = case.query
+        if isinstance(query, dict) and isinstance(query.get("path"), str):
+            if query["path"].startswith("/"):
+                query["path"] = f"{scratch}{query['path']}"
     body = case.body
     if not isinstance(body, dict):
         return
@@ -83,6 +94,9 @@ def confine(case: schemathesis.Case, scratch: Path) -> None:
             body["command"] = f": {shlex.quote(body['command'])}"
         if isinstance(body.get("timeout"), int | float) and body["timeout"] > 1:
             body["timeout"] = 1
+        env = body.get("env")
+        if isinstance(env, dict) and all(isinstance(v, str) for v in env.values()):
+            body["env"] = {}
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +157,27 @@ def test_api_conforms_to_its_schema(
     with httpx.Client(headers=AUTH, timeout=30) as client:
         active = client.get(f"{tcp_daemon[1]}/v1/crons", params={"paused": "false"})
     assert active.status_code == 200 and active.json() == [], active.text
+
+
+def test_confine_keeps_host_routes_in_the_scratch_folder(tmp_path: Path) -> None:
+    """What the fuzzer sends to host routes reads, writes and runs nothing outside."""
+
+    def case(path: str, body: Any = None, query: Any = None) -> Any:
+        operation = SimpleNamespace(path=path, method="GET" if query is not None else "POST")
+        made = SimpleNamespace(operation=operation, body=body, query=query)
+        confine(made, tmp_path)  # a stand-in with the fields confine reads
+        return made
+
+    assert case("/v1/files/peek", query={"path": "/etc/passwd"}).query == {
+        "path": f"{tmp_path}/etc/passwd"
+    }
+    assert case("/v1/files/list", query={"path": "/"}).query == {"path": f"{tmp_path}/"}
+    written = case("/v1/files/write", body={"path": "/etc/x", "content": ""}).body
+    assert written["path"] == f"{tmp_path}/etc/x"
+    env = {"BASH_ENV": "/tmp/evil", "BASH_FUNC_:%%": "() { rm -rf ~; }"}
+    run = case("/v1/bash", body={"command": "rm -rf ~", "cwd": "/", "timeout": 60, "env": env})
+    assert run.body == {"command": ": 'rm -rf ~'", "cwd": f"{tmp_path}/", "timeout": 1, "env": {}}
+    invalid = case("/v1/bash", body={"command": "x", "cwd": "/", "env": {"A": 1}}).body
+    assert invalid["env"] == {"A": 1}  # an invalid value stays: the case must stay invalid
+    assert case("/v1/crons", body={"schedule": "* * * * * *"}).body["paused"] is True
+    assert case("/v1/crons", body={"paused": "no"}).body["paused"] == "no"  # stays invalid

@@ -31,7 +31,10 @@ def write_bytes_atomically(
     The file gets ``mode`` (and ``owner``'s uid and gid when given and allowed). On
     any failure the temporary file is removed and ``path`` keeps its old content.
     """
-    temporary = path.parent / f"{TEMPORARY_PREFIX}{path.name[:64]}-{secrets.token_hex(4)}"
+    # 64 bytes of the name, not characters: 64 four-byte characters and the rest would
+    # pass the 255-byte limit of a name that is legal itself.
+    stem = os.fsdecode(os.fsencode(path.name)[:64])
+    temporary = path.parent / f"{TEMPORARY_PREFIX}{stem}-{secrets.token_hex(4)}"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:

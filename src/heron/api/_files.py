@@ -138,7 +138,9 @@ class BashRequest(RequestModel):
     timeout: Annotated[float, Field(gt=0, le=3600)] = 60
     """Seconds it may run (at most 3600); then it and every process it started are killed."""
     env: dict[str, str] | None = None
-    """Variables set on top of the daemon's environment."""
+    """Variables set on top of the daemon's environment, which a command inherits less the
+    daemon's own secrets (``HERON_TOKEN``, ``HERON_DATABASE_URL``, ``OPENAI_API_KEY`` and
+    the other providers' keys); one given here is passed as given."""
     stdin: str | None = None
     """Text on its standard input (``None``: it reads end of file at once)."""
 

@@ -217,7 +217,8 @@ def bash(
     if not line.strip():
         _fail(ctx, "the command is empty")
     where = cwd if cwd is not None else os.getcwd()
-    text = sys.stdin.read() if stdin else None
+    # Bytes that are not UTF-8 become U+FFFD (the wire carries text), not a traceback.
+    text = sys.stdin.buffer.read().decode("utf-8", "replace") if stdin else None
 
     def go(client: Heron) -> int:
         result = client.bash.run(line, cwd=where, timeout=timeout, stdin=text)

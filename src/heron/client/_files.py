@@ -116,6 +116,8 @@ class Bash(Resource[M]):
         wait for it; a non-zero exit is a result, not an error. ``timeout`` (default 60 s,
         at most 3600) kills it and all it started (``timed_out``). The request waits that
         long plus :data:`BASH_MARGIN`; cancelling it (``options.cancel``) kills the command.
+        The command inherits the daemon's environment less its secrets (``HERON_TOKEN``,
+        ``HERON_DATABASE_URL``, providers' API keys); ``env`` adds (or gives back) variables.
 
         Example::
 

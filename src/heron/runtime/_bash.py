@@ -11,6 +11,15 @@ behind is killed when the next starts.
 
 Output is read as it comes: the first :data:`OUTPUT_LIMIT` bytes of each stream
 are kept, the rest read and dropped (``stdout_truncated``/``stderr_truncated``).
+
+The environment is the daemon's, less the secrets it holds for itself
+(:data:`WITHHELD_VARIABLES`: the TCP owner token, the database URL, which may
+carry a password, and the hosted providers' API keys), plus the request's
+``env``, which may give any of them back on purpose. A command's output goes
+back over the wire and into transcripts, and the scripts a command runs
+(``npm install`` hooks ...) read the environment they inherit. This is no
+sandbox: the command runs as the daemon's user and can read what that user can,
+``$HERON_HOME`` included; it only never gets those secrets handed to it.
 """
 
 from __future__ import annotations
@@ -27,17 +36,27 @@ from .. import api
 from ..tools._bash_process import ShellProcess, Stream, describe_exit
 from ._errors import ApiError
 from ._files import check_path
+from ._routes_auth import KEY_VARIABLES
 
 if TYPE_CHECKING:
     from ._engine import Engine
 
-__all__ = ["KILL_GRACE", "OUTPUT_LIMIT", "Commands", "until_disconnected"]
+__all__ = [
+    "KILL_GRACE",
+    "OUTPUT_LIMIT",
+    "WITHHELD_VARIABLES",
+    "Commands",
+    "command_environment",
+    "until_disconnected",
+]
 
 OUTPUT_LIMIT = 1024 * 1024
 """Bytes of each output stream a result keeps."""
 KILL_GRACE = 2.0
 """Seconds a stopped command's group gets between SIGTERM and SIGKILL."""
 _DRAIN = 0.5  # seconds output may keep coming after the shell exited, before leftovers go
+WITHHELD_VARIABLES = frozenset({"HERON_TOKEN", "HERON_DATABASE_URL", *KEY_VARIABLES.values()})
+"""Variables of the daemon's environment a command does not inherit (its secrets)."""
 
 
 class _Capture:
@@ -79,6 +98,15 @@ def _check_env(env: dict[str, str] | None) -> dict[str, str]:
     return dict(env or {})
 
 
+def command_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a command runs in: the daemon's without :data:`WITHHELD_VARIABLES`,
+    then ``extra`` on top (a variable given there is passed, withheld or not)."""
+    inherited = {
+        name: value for name, value in os.environ.items() if name not in WITHHELD_VARIABLES
+    }
+    return {**inherited, **(extra or {})}
+
+
 def _check_cwd(raw: str) -> str:
     """The normalised ``cwd``; ``422 invalid_cwd`` unless it is an existing directory."""
     path = check_path(raw, code="invalid_cwd", what="cwd")
@@ -103,7 +131,7 @@ class Commands:
         cwd = _check_cwd(request.cwd)
         if "\0" in request.command:
             raise ApiError(422, "invalid_command", "the command contains a NUL character")
-        env = {**os.environ, **_check_env(request.env)}
+        env = command_environment(_check_env(request.env))
         if self._stopping:
             raise ApiError(503, "daemon_stopping", "the daemon is stopping: no command starts")
         output = {"stdout": _Capture(OUTPUT_LIMIT), "stderr": _Capture(OUTPUT_LIMIT)}
@@ -130,6 +158,8 @@ class Commands:
         ledger.add(process.pid)
         try:
             process.read_output()
+            if self._stopping:  # the daemon began to stop while it started: aclose missed it
+                await process.kill(KILL_GRACE)
             timed_out = not await process.wait(request.timeout)
             if timed_out:
                 await process.kill(KILL_GRACE)

@@ -5,6 +5,7 @@ No sandbox is promised: the daemon reads and writes whatever its user may
 
 - A path is absolute and normalised here (``/a/./b/`` is ``/a/b``); a relative
   path, a ``..`` component, a NUL or over 4096 bytes answers ``422 invalid_path``.
+- Only regular files are opened (a device, FIFO or socket is refused unopened).
 - Symlinks are followed by peek and write (a write replaces the target's
   content and the link stays); list reports a link as ``symlink`` with its target.
 - Missing: ``404 file_not_found`` (also when a parent is not a directory);
@@ -155,7 +156,12 @@ def peek(raw: str, offset: int, limit: int) -> api.FilePeek:
     """``limit`` bytes of the file at ``raw`` from ``offset``."""
     path = check_path(raw)
     try:
-        # Non-blocking: opening a FIFO must not wait for a writer (it is refused below).
+        # Refused before it is opened: opening a device can act (a watchdog starts, a tape
+        # rewinds, a FIFO's writer is let go).
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_a_file(path, info.st_mode)
+        # Non-blocking: should it have become a FIFO since, opening must not wait.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise _os_error(exc, path) from None

@@ -135,6 +135,65 @@ async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
     pipe.close()
 
 
+_Pipes = dict[Stream, tuple[asyncio.StreamReader, asyncio.BaseTransport]]
+_Spawned = tuple[asyncio.subprocess.Process, _Pipes]
+
+
+async def _spawn(
+    command: str, shell: str, cwd: str, env: Mapping[str, str], with_stdin: bool
+) -> _Spawned:
+    """Start ``shell -c command`` in a new session, with readers on its output."""
+    # Pipes of our own rather than asyncio's: the read ends are ours to
+    # close, so a descendant that escaped the group and holds the write end
+    # cannot keep a caller waiting.
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            shell,
+            "-c",
+            command,
+            stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+            stdout=out_write,
+            stderr=err_write,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(out_read)
+        os.close(err_read)
+        raise
+    finally:
+        os.close(out_write)
+        os.close(err_write)
+    pipes: _Pipes = {}
+    try:
+        pipes["stdout"] = await _read_end(out_read)
+        pipes["stderr"] = await _read_end(err_read)
+    except BaseException:
+        # Failed with the command already running: nobody would own it.
+        _signal_group(process.pid, signal.SIGKILL)
+        if "stdout" not in pipes:
+            os.close(err_read)
+        for _, transport in pipes.values():
+            transport.close()
+        raise
+    return process, pipes
+
+
+def _undo_spawn(spawning: asyncio.Future[_Spawned]) -> None:
+    """Kill the group a start nobody waits for any more started, and stop reading it."""
+    if spawning.cancelled() or spawning.exception() is not None:
+        return
+    process, pipes = spawning.result()
+    _signal_group(process.pid, signal.SIGKILL)
+    if process.stdin is not None:
+        process.stdin.close()
+    for _, transport in pipes.values():
+        transport.close()
+
+
 OutputSink = Callable[[Stream, str], None]
 LineSink = Callable[[Stream, tuple[str, ...]], Awaitable[None]]
 """Receives the complete lines of each chunk read, at once; used only while ``wants_lines()``."""
@@ -196,42 +255,19 @@ class ShellProcess:
         ``stdin`` is fed to its standard input, then closed (``None``: it reads end
         of file at once).
         """
-        # Pipes of our own rather than asyncio's: the read ends are ours to
-        # close, so a descendant that escaped the group and holds the write end
-        # cannot keep a caller waiting.
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
+        # The start runs as a task of its own, shielded: once the command is forked, a
+        # cancellation must not leave it behind. asyncio, cancelled while it connects
+        # a new process's pipes, kills the shell alone, not what the shell started.
+        spawning = asyncio.ensure_future(_spawn(command, shell, cwd, env, stdin is not None))
         try:
-            process = await asyncio.create_subprocess_exec(
-                shell,
-                "-c",
-                command,
-                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                stdout=out_write,
-                stderr=err_write,
-                cwd=cwd,
-                env=dict(env),
-                start_new_session=True,
-            )
-        except BaseException:
-            os.close(out_read)
-            os.close(err_read)
-            raise
-        finally:
-            os.close(out_write)
-            os.close(err_write)
-        pipes: dict[Stream, tuple[asyncio.StreamReader, asyncio.BaseTransport]] = {}
-        try:
-            pipes["stdout"] = await _read_end(out_read)
-            pipes["stderr"] = await _read_end(err_read)
-        except BaseException:
-            # Cancelled (or failed) with the command already running: nobody would own
-            # it, so it goes now, with the pipe ends not yet handed over.
-            _signal_group(process.pid, signal.SIGKILL)
-            if "stdout" not in pipes:
-                os.close(err_read)
-            for _, transport in pipes.values():
-                transport.close()
+            process, pipes = await asyncio.shield(spawning)
+        except asyncio.CancelledError:
+            # A start about to fail fails anyway; one about to succeed is undone (the
+            # callback runs even if this wait is cancelled again).
+            spawning.add_done_callback(_undo_spawn)
+            await asyncio.wait({spawning})
+            if not spawning.cancelled() and spawning.exception() is None:
+                await spawning.result()[0].wait()  # killed: it ends at once
             raise
         shell_process = cls(
             process, pipes, on_output=on_output, on_line=on_line, wants_lines=wants_lines

@@ -135,22 +135,62 @@ class CanvasRows:
         profile: str | None,
         since: float | None,
         limit: int,
-    ) -> tuple[list[str], bool]:
+        containing: Sequence[str] | None = None,
+        always: Collection[str] = (),
+    ) -> tuple[list[str], bool, int]:
         """Ids of the nodes whose transcripts a history request reads, most recently
-        active first, at most ``limit``; and whether more matched."""
-        query = sa.select(nodes.c.node_id).where(nodes.c.warm.is_(None))
+        active first, at most ``limit``; whether more matched; and how many nodes the
+        filters take in all (``containing`` aside).
+
+        ``containing``: only nodes whose saved conversation or prompt holds one of these
+        ASCII strings, in any case (a cheap pre-filter: the JSON text is matched, so it
+        may let through a node the caller then finds nothing in, never the reverse);
+        ``always``: nodes taken whatever ``containing`` says (those running here, whose
+        live conversation is not saved yet)."""
+        return await self._run(
+            self._transcript_ids, node_ids, profile, since, limit, containing, always
+        )
+
+    def _transcript_ids(
+        self,
+        node_ids: Collection[str] | None,
+        profile: str | None,
+        since: float | None,
+        limit: int,
+        containing: Sequence[str] | None,
+        always: Collection[str],
+    ) -> tuple[list[str], bool, int]:
+        scope: list[sa.ColumnElement[bool]] = [nodes.c.warm.is_(None)]
         if node_ids is not None:
-            query = query.where(nodes.c.node_id.in_(list(node_ids)))
+            scope.append(nodes.c.node_id.in_(list(node_ids)))
         if profile is not None:
             if profile == "default":
-                query = query.where(sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile))
+                scope.append(sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile))
             else:
-                query = query.where(nodes.c.profile == profile)
+                scope.append(nodes.c.profile == profile)
         if since is not None:
-            query = query.where(nodes.c.updated_at >= since)
+            scope.append(nodes.c.updated_at >= since)
+        query = sa.select(nodes.c.node_id).where(*scope)
+        if containing is not None:
+            text = sa.cast(nodes.c.state, sa.Text)
+            held = [
+                sa.or_(
+                    text.ilike(_like(s), escape="\\"), nodes.c.prompt.ilike(_like(s), escape="\\")
+                )
+                for s in containing
+            ]
+            if always:
+                held.append(nodes.c.node_id.in_(list(always)))
+            query = query.where(sa.or_(*held))
         query = query.order_by(nodes.c.updated_at.desc(), nodes.c.node_id).limit(limit + 1)
-        ids = [r["node_id"] for r in await self._run(self._rows, query)]
-        return ids[:limit], len(ids) > limit
+        with self.engine.connect() as conn:
+            ids = [r.node_id for r in conn.execute(query)]
+            if containing is None and len(ids) <= limit:
+                total = len(ids)
+            else:
+                counted = sa.select(sa.func.count()).select_from(nodes).where(*scope)
+                total = int(conn.execute(counted).scalar_one())
+        return ids[:limit], len(ids) > limit, total
 
     async def transcripts(self, node_ids: Sequence[str]) -> list[Row]:
         """``node_id``, ``prompt``, ``state`` and counters of these nodes, in the given order."""
@@ -216,6 +256,12 @@ class CanvasRows:
                     for table in (events, messages, outcomes, reports, human_requests, nodes):
                         conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
         return plan
+
+
+def _like(text: str) -> str:
+    """A ``LIKE`` pattern finding ``text`` anywhere (its wildcards escaped)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
 
 
 def _plan(

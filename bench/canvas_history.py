@@ -35,6 +35,9 @@ from heron.runtime._store import Store
 RARE = 50
 """One node in this many mentions a flamingo (what the ``-rare`` operations look for)."""
 
+EVENTS = 100
+"""Events logged per node."""
+
 WORDS = "heron egret pelican stork ibis crane bittern kingfisher cormorant gannet".split()
 
 
@@ -83,6 +86,11 @@ async def fill(store: Store, nodes: int, messages: int) -> int:
         await store.insert_node(row, None)
         outcome = {"kind": "result"} if n % 5 else {"kind": "failure", "reason": "crashed"}
         await store.settle(row["node_id"], outcome, row["status"])
+        # Its event log (a node's turns, calls and chunks): attention need not read it.
+        delta = {"type": "text", "text": "..."}
+        await store.append_events(
+            [(row["node_id"], e, "node.chunk", delta, now + n) for e in range(1, EVENTS + 1)]
+        )
     return chars
 
 

@@ -141,7 +141,7 @@ class Canvas:
     ) -> list[api.AttentionItem]:
         """What needs a person, most urgent first (oldest first within a reason)."""
         ids = _checked(node_ids)
-        rows, outcomes, _ = await self.engine.store.canvas_rows()
+        rows, outcomes = await self.engine.store.attention_rows(ids, profile)
         items = _node_items(rows, outcomes)
         items += await self._asked(ids)
         return _ordered(_filtered(items, ids, profile))

@@ -89,6 +89,48 @@ class CanvasRows:
             numbers = {node_id: int(n) for node_id, n in conn.execute(last)}
         return rows, found, numbers
 
+    async def attention_rows(
+        self, node_ids: Collection[str] | None, profile: str | None
+    ) -> tuple[list[Row], dict[str, Row]]:
+        """Card columns of the nodes that may need a person (interrupted, failed,
+        cancelled, and resident roots dormant with an outcome), oldest first, with their
+        outcomes: the others (most of a daemon's nodes) are not read."""
+        return await self._run(self._attention_rows, node_ids, profile)
+
+    def _attention_rows(
+        self, node_ids: Collection[str] | None, profile: str | None
+    ) -> tuple[list[Row], dict[str, Row]]:
+        waiting = sa.and_(
+            nodes.c.status == "dormant",
+            nodes.c.root.is_(True),
+            nodes.c.root_lifecycle == "resident",
+            nodes.c.settled_at.is_not(None),
+        )
+        query = (
+            sa.select(*CARD_COLUMNS)
+            .where(
+                nodes.c.warm.is_(None),
+                sa.or_(nodes.c.status.in_(("interrupted", "failed", "cancelled")), waiting),
+            )
+            .order_by(nodes.c.created_at, nodes.c.node_id)
+        )
+        if node_ids is not None:
+            query = query.where(nodes.c.node_id.in_(list(node_ids)))
+        if profile is not None:
+            if profile == "default":
+                query = query.where(sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile))
+            else:
+                query = query.where(nodes.c.profile == profile)
+        with self.engine.begin() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+            ids = [r["node_id"] for r in rows]
+            found: dict[str, Row] = {}
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                taken = sa.select(outcomes).where(outcomes.c.node_id.in_(chunk))
+                found.update((r.node_id, dict(r.outcome)) for r in conn.execute(taken))
+        return rows, found
+
     async def live_rows(self, statuses: Sequence[str]) -> list[Row]:
         """Card columns of the nodes with one of ``statuses``, oldest first."""
         query = (

@@ -194,3 +194,7 @@ class TestStats:
         assert future["nodes"] == 0 and future["messages"] == 0
         past = post(client, "stats", {"node_ids": ids, "since": "2000-01-01T00:00:00Z"})
         assert past["nodes"] == 3
+        mine = post(client, "stats", {"node_ids": ids, "profile": "default"})
+        assert mine["nodes"] == 3 and mine["messages"] == 9
+        other = post(client, "stats", {"node_ids": ids, "profile": "nobody-here"})
+        assert other["nodes"] == 0 and other["messages"] == 0

@@ -399,6 +399,8 @@ class HistoryStatsRequest(RequestModel):
 
     node_ids: NodeIds | None = None
     """Only these nodes."""
+    profile: Label | None = None
+    """Only nodes of this profile."""
     since: DateTime | None = None
     """Only nodes active (updated) at or after this time."""
 

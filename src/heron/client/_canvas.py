@@ -145,15 +145,19 @@ class CanvasHistory(Resource[M]):
         self,
         *,
         node_ids: Sequence[str] | None = None,
+        profile: str | None = None,
         since: datetime | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[api.HistoryStats]:
         """``POST /v1/canvas/history/stats``: messages by role, tool calls by tool, turns
-        and tokens of the nodes chosen (``since``: only those active since then)."""
+        and tokens of the nodes chosen (``profile``: only its nodes; ``since``: only
+        those active since then)."""
         if since is not None and since.tzinfo is None:
             raise ValueError("since must be an aware datetime (give it a timezone)")
         body = _body(
-            node_ids=_ids(node_ids), since=since.isoformat() if since is not None else None
+            node_ids=_ids(node_ids),
+            profile=profile,
+            since=since.isoformat() if since is not None else None,
         )
         path = "/v1/canvas/history/stats"
         return self._call("POST", path, api.HistoryStats, body=body, options=options)

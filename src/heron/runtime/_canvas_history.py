@@ -310,7 +310,9 @@ class History:
         since = request.since.timestamp() if request.since is not None else None
         scan = _Scan()
         count = _Count()
-        await self._each(scan, count.add, node_ids=request.node_ids, since=since)
+        await self._each(
+            scan, count.add, node_ids=request.node_ids, profile=request.profile, since=since
+        )
         return api.HistoryStats(
             nodes=scan.nodes,
             messages=sum(count.roles.values()),

@@ -190,11 +190,13 @@ class History:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def _live(self) -> dict[str, list[Raw]]:
-        """The conversations of the runs in progress here, as they are now (they are
-        saved only when a run ends)."""
+    def _live(self, only: str | None = None) -> dict[str, list[Raw]]:
+        """The conversations of the runs in progress here (or of node ``only``), as they
+        are now (they are saved only when a run ends)."""
         live: dict[str, list[Raw]] = {}
         for node_id, active in self.engine.active.items():
+            if only is not None and node_id != only:
+                continue
             agent = active.agent
             if agent is not None:
                 live[node_id] = [m.to_dict() for m in agent.messages_full]
@@ -233,7 +235,7 @@ class History:
     async def read(self, node_id: str, offset: int, limit: int) -> api.HistoryPage:
         """A page of the node's transcript (``404`` if there is no such node)."""
         await self.engine.row(node_id)
-        live = self._live().get(node_id)
+        live = self._live(node_id).get(node_id)
         if live is not None:
             indexed: list[tuple[int, Raw]] = list(enumerate(live))
         else:

@@ -117,10 +117,7 @@ class CanvasRows:
         if node_ids is not None:
             query = query.where(nodes.c.node_id.in_(list(node_ids)))
         if profile is not None:
-            if profile == "default":
-                query = query.where(sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile))
-            else:
-                query = query.where(nodes.c.profile == profile)
+            query = query.where(_of_profile(profile))
         with self.engine.begin() as conn:
             rows = [dict(r._mapping) for r in conn.execute(query)]
             ids = [r["node_id"] for r in rows]
@@ -206,10 +203,7 @@ class CanvasRows:
         if node_ids is not None:
             scope.append(nodes.c.node_id.in_(list(node_ids)))
         if profile is not None:
-            if profile == "default":
-                scope.append(sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile))
-            else:
-                scope.append(nodes.c.profile == profile)
+            scope.append(_of_profile(profile))
         if since is not None:
             scope.append(nodes.c.updated_at >= since)
         query = sa.select(nodes.c.node_id).where(*scope)
@@ -298,6 +292,13 @@ class CanvasRows:
                     for table in (events, messages, outcomes, reports, human_requests, nodes):
                         conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
         return plan
+
+
+def _of_profile(profile: str) -> sa.ColumnElement[bool]:
+    """Nodes of this profile (``default`` takes those that named none too)."""
+    if profile == "default":
+        return sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile)
+    return nodes.c.profile == profile
 
 
 def _like(text: str) -> str:

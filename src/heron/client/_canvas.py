@@ -60,9 +60,9 @@ def _ids(node_ids: Sequence[str] | None) -> builtins.list[str] | None:
     return [check_id(n) for n in node_ids]
 
 
-def _limit(value: int, top: int = api.MAX_HISTORY_LIMIT) -> int:
+def _limit(value: int, top: int = api.MAX_HISTORY_LIMIT, name: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-        raise ValueError(f"limit must be a whole number from 1 to {top}, got {value!r}")
+        raise ValueError(f"{name} must be a whole number from 1 to {top}, got {value!r}")
     return value
 
 
@@ -259,7 +259,7 @@ class Canvas(Resource[M]):
             board = client.canvas.dashboard()
             print(board.counts["running"], "running;", len(board.recent_failures), "failed")
         """
-        _limit(recent_failures, 1000)
+        _limit(recent_failures, 1000, "recent_failures")
         return self._dashboard(recent_failures, options)
 
     def _dashboard(self, recent: int, options: RequestOptions | None) -> Flow[Dashboard]:

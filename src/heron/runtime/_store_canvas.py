@@ -277,10 +277,15 @@ class CanvasRows:
         )
         query = sa.select(*columns).where(nodes.c.warm.is_(None))
         if not dry_run:
-            # PostgreSQL: no revive un-settles a node between the checks and the delete
-            # (SQLite's writer holds the database from BEGIN).
+            # PostgreSQL: no revive un-settles a node between the checks and the delete.
             query = query.with_for_update()
         with self.engine.begin() as conn:
+            if not dry_run and conn.dialect.name == "sqlite":
+                # SQLite's driver begins the transaction (BEGIN IMMEDIATE: the one
+                # writer's lock) only at a first write, so the checks would read outside
+                # it and a revive could land before the deletes: a write changing
+                # nothing takes the lock first.
+                conn.execute(nodes.update().where(sa.false()).values(status=nodes.c.status))
             rows = {r.node_id: dict(r._mapping) for r in conn.execute(query)}
             for node_id in busy:
                 if node_id in rows:

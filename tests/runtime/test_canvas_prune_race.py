@@ -7,11 +7,13 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from sqlalchemy import event
 
+from heron.runtime._canvas import Canvas
 from heron.runtime._db import create_engine
 from heron.runtime._store import Store
 
@@ -59,3 +61,31 @@ async def test_a_node_revived_while_the_prune_waits_is_kept(store: Store, tmp_pa
     plan = await pruning
     assert plan.pruned == [] and plan.skipped == [("n-1", "live")]
     assert (await store.node("n-1")) is not None
+
+
+async def test_the_snapshot_reads_one_moment_of_the_database(store: Store, tmp_path: Path) -> None:
+    await store.insert_node(node_row("n-2", status="running"), None)
+    settled: list[bool] = []
+
+    def settle_meanwhile(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        # Right after the cards are read, the node settles (another writer commits).
+        cards = "FROM heron_nodes" in statement and "heron_nodes.status IN" not in statement
+        if cards and not settled:
+            settled.append(True)
+            other = sqlite3.connect(tmp_path / "heron.db", isolation_level=None, timeout=30)
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("UPDATE heron_nodes SET status = 'failed', settled_at = 1")
+            other.execute(
+                "INSERT INTO heron_outcomes (node_id, outcome, settled_at)"
+                """ VALUES ('n-2', '{"kind": "failure", "reason": "crashed"}', 1)"""
+            )
+            other.execute("COMMIT")
+            other.close()
+
+    events = SimpleNamespace(last_number=lambda node_id: 0)
+    canvas = Canvas(SimpleNamespace(store=store, active={}, events=events))  # type: ignore[arg-type]
+    event.listen(store.engine, "after_cursor_execute", settle_meanwhile)
+    snap = await canvas.snapshot()
+    (card,) = snap.nodes
+    # The card and its outcome come from the same moment: running, no outcome yet.
+    assert (card.status, card.outcome_kind) == ("running", None)

@@ -84,6 +84,7 @@ class CanvasRows:
             events.c.node_id
         )
         with self.engine.begin() as conn:
+            _read_snapshot(conn)
             rows = [dict(r._mapping) for r in conn.execute(query)]
             found = {r.node_id: dict(r.outcome) for r in conn.execute(sa.select(outcomes))}
             numbers = {node_id: int(n) for node_id, n in conn.execute(last)}
@@ -297,6 +298,20 @@ class CanvasRows:
                     for table in (events, messages, outcomes, reports, human_requests, nodes):
                         conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
         return plan
+
+
+def _read_snapshot(conn: sa.Connection) -> None:
+    """Make the transaction's reads one moment of the database.
+
+    SQLite's driver begins a transaction only at a first write: each read would see
+    the database as it is then. A plain ``BEGIN`` (deferred: no lock; WAL keeps the
+    snapshot of the first read) makes them one. PostgreSQL reads in its transaction
+    already; ``REPEATABLE READ`` is what makes them one snapshot there.
+    """
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
 
 def _of_profile(profile: str) -> sa.ColumnElement[bool]:

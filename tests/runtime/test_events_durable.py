@@ -144,7 +144,9 @@ def test_resuming_across_a_sigkill_misses_nothing_but_text_deltas(
     first_text = "Words streamed before the crash, one delta each."
     script = [
         {"text": first_text, "tool_calls": [{"name": "get-current-time", "arguments": {}}]},
-        {"text": "Finished after the restart.", "delay": 2.0},
+        # The resumed run starts while the daemon is still starting: it must outlast the
+        # start-up (seconds on a loaded machine) for the joiner below to find it running.
+        {"text": "Finished after the restart.", "delay": 8.0},
     ]
     model = write_script(tmp_path, "crash", script)
     with fresh.client() as client:

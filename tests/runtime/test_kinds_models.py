@@ -160,6 +160,13 @@ def test_the_tools_no_kind_removes_are_the_finishing_and_child_tools() -> None:
             parse_kind("k", Path("k.toml"), f'instruction = "x"\ntools = ["{fixed}"]\n')
 
 
+def test_a_kind_may_name_the_memory_and_cron_tools() -> None:
+    # The resources' tools are among those a kind keeps or drops, like the workspace's.
+    for pattern in ("memory-*", "memory-search", "memory-write", "cron-*", "cron-list"):
+        kind = parse_kind("k", Path("k.toml"), f'instruction = "x"\ntools = ["{pattern}"]\n')
+        assert kind.tools == (pattern,)
+
+
 def test_a_kinds_skills_need_only_tools_it_keeps() -> None:
     for kind in BUILTIN_KINDS:  # read-only built-ins stay read-only, and keep their skills
         keep = keeps(kind.tools)

@@ -40,6 +40,7 @@ from ..tools import (
     question_answer_tool,
 )
 from ._errors import ApiError
+from ._memory_tools import MEMORY_READ_TOOLS, MEMORY_WRITE_TOOLS
 from ._node_tools import KIND_FIXED_TOOLS, SCHEDULE_TOOLS, NodeTools, workspace_files
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def _tool_names() -> frozenset[str]:
     here = Path(os.sep)
     made: list[Tool] = [get_current_time, question_answer_tool(), *filesystem_tools(here)]
     made += [*bash_tools(here), *browser_tools()]
-    names = {t.name for t in made} | set(SCHEDULE_TOOLS)
+    names = {t.name for t in made} | {*SCHEDULE_TOOLS, *MEMORY_READ_TOOLS, *MEMORY_WRITE_TOOLS}
     for skill in SKILLS:
         names |= skill_tools(skill)
     return frozenset(names - set(KIND_FIXED_TOOLS))

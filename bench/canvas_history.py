@@ -2,10 +2,12 @@
 
 Fills a SQLite store (as the daemon's) with N settled nodes, each with a saved
 conversation of M messages (user, assistant tool calls, tool results, answers),
-then times each read over the real store: history ``search`` (ranked words),
-``grep`` (a regular expression), ``stats``, and ``attention`` (every node's state
-and outcome). One row per operation and size: median milliseconds per request,
-transcripts per second and megabytes of message text per second.
+then times each read over the real store: history ``search`` (ranked words found
+in every transcript), ``grep`` (a regular expression), ``search-rare`` and
+``grep-rare`` (a word one transcript in 50 holds: the database pre-filters),
+``stats``, and ``attention`` (every node's state and outcome). One row per
+operation and size: median milliseconds per request, transcripts per second and
+megabytes of message text per second.
 
 Run it from the repository root::
 
@@ -30,12 +32,21 @@ from heron.runtime._canvas import Canvas
 from heron.runtime._db import create_engine
 from heron.runtime._store import Store
 
+RARE = 50
+"""One node in this many mentions a flamingo (what the ``-rare`` operations look for)."""
+
+EVENTS = 100
+"""Events logged per node."""
+
 WORDS = "heron egret pelican stork ibis crane bittern kingfisher cormorant gannet".split()
 
 
 def conversation(seed: int, messages: int) -> dict[str, Any]:
     """A saved AgentState of ``messages`` messages with tool calls and results."""
-    out: list[dict[str, Any]] = [{"role": "user", "content": f"Task {seed}: count the birds."}]
+    rare = " Mind the flamingo." if seed % RARE == 0 else ""
+    out: list[dict[str, Any]] = [
+        {"role": "user", "content": f"Task {seed}: count the birds.{rare}"}
+    ]
     for i in range(1, messages):
         word = WORDS[(seed + i) % len(WORDS)]
         text = f"Step {i}: the {word} was seen near pond {seed % 17}. " * 4
@@ -75,6 +86,11 @@ async def fill(store: Store, nodes: int, messages: int) -> int:
         await store.insert_node(row, None)
         outcome = {"kind": "result"} if n % 5 else {"kind": "failure", "reason": "crashed"}
         await store.settle(row["node_id"], outcome, row["status"])
+        # Its event log (a node's turns, calls and chunks): attention need not read it.
+        delta = {"type": "text", "text": "..."}
+        await store.append_events(
+            [(row["node_id"], e, "node.chunk", delta, now + n) for e in range(1, EVENTS + 1)]
+        )
     return chars
 
 
@@ -95,6 +111,8 @@ def _operations(canvas: Canvas) -> dict[str, Callable[[], Awaitable[object]]]:
             api.HistorySearchRequest(query="kingfisher pond", limit=20)
         ),
         "grep": lambda: history.grep(api.HistoryGrepRequest(pattern=r"pond 1[0-6]\b", limit=500)),
+        "search-rare": lambda: history.search(api.HistorySearchRequest(query="flamingo")),
+        "grep-rare": lambda: history.grep(api.HistoryGrepRequest(pattern="flamingo")),
         "stats": lambda: history.stats(api.HistoryStatsRequest()),
         "attention": lambda: canvas.attention(),
     }
@@ -108,7 +126,7 @@ async def main(sizes: list[int], messages: int, rounds: int) -> None:
             store.migrate()
             try:
                 chars = await fill(store, nodes, messages)
-                operations = _operations(Canvas(SimpleNamespace(store=store)))  # type: ignore[arg-type]
+                operations = _operations(Canvas(SimpleNamespace(store=store, active={})))  # type: ignore[arg-type]
                 for name, action in operations.items():
                     seconds = await timed(action, rounds)
                     rate = nodes / seconds

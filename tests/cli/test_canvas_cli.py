@@ -69,6 +69,24 @@ def test_attention_roster_history_and_prune(client: Heron, scripts: Any) -> None
     assert code == 0 and "The cormorant count is 12." in out
     code, out, _ = heron("canvas", "history", "grep", "-i", "CORMORANTS?", "-n", failed.node_id)
     assert code == 0 and out.strip() == f"{failed.node_id}#0:1: Count the cormorants"
+    code, out, _ = heron("canvas", "history", "grep", "count is", "-C", "1", "-n", resident.node_id)
+    assert code == 0 and f"{resident.node_id}#1:1: The cormorant count is 12." in out
+    code, out, _ = heron("canvas", "history", "read", resident.node_id)
+    assert code == 0
+    assert out.splitlines() == [
+        "#0 user",
+        "Stay around",
+        "#1 assistant",
+        "The cormorant count is 12.",
+    ]
+    code, out, _ = heron("canvas", "history", "read", resident.node_id, "--limit", "1")
+    assert "--offset 1" in out and "cormorant count" not in out
+    code, out, _ = heron("canvas", "history", "stats", "-n", resident.node_id)
+    assert code == 0 and "1 nodes, 2 messages (assistant 1, user 1)" in out
+    code, out, _ = heron("canvas", "history", "stats", "-n", resident.node_id, "--json")
+    assert json.loads(out)["messages"] == 2
+    code, _, err = heron("canvas", "history", "read", "bad id")
+    assert code == 1 and "invalid node id" in err
     code, _, err = heron("canvas", "history", "grep", "(", "-n", failed.node_id)
     assert code == 1 and "invalid_pattern" in err
 

@@ -108,7 +108,8 @@ class TestSearch:
         found = post(client, "search", {"query": "heron dawn", "node_ids": ids})
         api.HistorySearchResult.model_validate(found)
         hits = found["hits"]
-        assert found["nodes_scanned"] == 3 and found["truncated"] is False
+        # The idle node's prompt holds neither word: the database leaves it out.
+        assert found["nodes_scanned"] == 2 and found["truncated"] is False
         # The answer holds both words: it ranks above messages holding one.
         top = hits[0]
         assert (top["node_id"], top["index"], top["role"]) == (worked["clock"], 5, "assistant")
@@ -193,3 +194,7 @@ class TestStats:
         assert future["nodes"] == 0 and future["messages"] == 0
         past = post(client, "stats", {"node_ids": ids, "since": "2000-01-01T00:00:00Z"})
         assert past["nodes"] == 3
+        mine = post(client, "stats", {"node_ids": ids, "profile": "default"})
+        assert mine["nodes"] == 3 and mine["messages"] == 9
+        other = post(client, "stats", {"node_ids": ids, "profile": "nobody-here"})
+        assert other["nodes"] == 0 and other["messages"] == 0

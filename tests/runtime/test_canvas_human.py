@@ -12,7 +12,7 @@ from .test_human import ANSWERS, asking_node, the_ticket, wait_request
 
 
 def asking(client: httpx.Client, node_id: str) -> list[dict[str, Any]]:
-    response = client.get("/v1/canvas/attention", params={"node_ids": node_id})
+    response = client.get("/v1/canvas/attention", params={"node_id": node_id})
     assert response.status_code == 200, response.text
     return [item for item in response.json() if item["reason"] == "asking"]
 

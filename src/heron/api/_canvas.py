@@ -295,8 +295,8 @@ class HistorySearchRequest(RequestModel):
     """``POST /v1/canvas/history/search``: words to find in transcripts."""
 
     query: Annotated[str, StringConstraints(min_length=1, max_length=1000)]
-    """Words (case-insensitive); messages holding more of them, rarer ones and the whole
-    phrase rank higher."""
+    """Words (case-insensitive, whole words); messages holding more of them, rarer ones
+    (held by fewer transcripts) and the whole phrase rank higher."""
     node_ids: NodeIds | None = None
     """Only these nodes' transcripts."""
     profile: Label | None = None
@@ -326,7 +326,8 @@ class HistorySearchResult(WireModel):
     hits: list[HistorySearchHit]
     """Best first."""
     nodes_scanned: int
-    """Transcripts read."""
+    """Transcripts read (the database first leaves out those holding none of the
+    words, unless a word is not plain ASCII)."""
     truncated: bool
     """Whether the scan stopped at its limits (nodes or bytes) before reading every
     transcript, or more hits were found than returned."""
@@ -374,7 +375,8 @@ class HistoryGrepResult(WireModel):
     matches: list[HistoryGrepMatch]
     """Node by node (most recently active first), message by message."""
     nodes_scanned: int
-    """Transcripts read."""
+    """Transcripts read (for a pattern that is a plain word, the database first leaves
+    out those not holding it)."""
     truncated: bool
     """Whether the scan stopped early: the limits, ``limit`` matches, or the time."""
     timed_out: bool
@@ -397,6 +399,8 @@ class HistoryStatsRequest(RequestModel):
 
     node_ids: NodeIds | None = None
     """Only these nodes."""
+    profile: Label | None = None
+    """Only nodes of this profile."""
     since: DateTime | None = None
     """Only nodes active (updated) at or after this time."""
 

@@ -24,7 +24,9 @@ canvas_app = typer.Typer(
     help="The canvas: what needs a person, the live nodes, pruning, and transcript history.",
     no_args_is_help=True,
 )
-history_app = typer.Typer(help="Search and grep every node's transcript.", no_args_is_help=True)
+history_app = typer.Typer(
+    help="Search, grep, read and count every node's transcript.", no_args_is_help=True
+)
 canvas_app.add_typer(history_app, name="history")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the daemon's answer as JSON.")]
@@ -225,27 +227,110 @@ def grep(
     ignore_case: Annotated[
         bool, typer.Option("--ignore-case", "-i", help="Match regardless of case.")
     ] = False,
+    context: Annotated[
+        int, typer.Option("--context", "-C", min=0, max=10, help="Lines shown around each.")
+    ] = 0,
     limit: LimitOption = 100,
     as_json: JsonOption = False,
 ) -> None:
-    """Transcript lines matching the pattern, as NODE#MESSAGE:LINE: text."""
+    """Transcript lines matching the pattern, as NODE#MESSAGE:LINE: text (context lines
+    with '-' for ':')."""
 
     ids = _nodes(ctx, nodes)
 
     def go(client: Heron) -> None:
         found = client.canvas.history.grep(
-            pattern, node_ids=ids, profile=profile, ignore_case=ignore_case, limit=limit
+            pattern,
+            node_ids=ids,
+            profile=profile,
+            ignore_case=ignore_case,
+            context=context,
+            limit=limit,
         )
         if as_json:
             _json(found)
             return
         for match in found.matches:
-            typer.echo(f"{match.node_id}#{match.index}:{match.line}: {match.text}")
+            where = f"{match.node_id}#{match.index}"
+            first = match.line - len(match.before)
+            for number, line in enumerate(match.before, first):
+                typer.echo(f"{where}-{number}- {line}")
+            typer.echo(f"{where}:{match.line}: {match.text}")
+            for number, line in enumerate(match.after, match.line + 1):
+                typer.echo(f"{where}-{number}- {line}")
         if not found.matches:
             _console().print(f"no line matches {pattern!r}")
         if found.timed_out:
             _console().print(Text("(the pattern took too long and was stopped)", "yellow"))
         else:
             _truncated(found.truncated)
+
+    _with_client(ctx, go)
+
+
+@history_app.command("read")
+def read(
+    ctx: typer.Context,
+    node_id: Annotated[str, typer.Argument(help="The node.", show_default=False)],
+    offset: Annotated[int, typer.Option("--offset", min=0, help="The first message.")] = 0,
+    limit: LimitOption = 100,
+    as_json: JsonOption = False,
+) -> None:
+    """A node's transcript (a running node's as it is now): each message with its role,
+    text and tool calls."""
+
+    node_id = _check_id(ctx, node_id)
+
+    def go(client: Heron) -> None:
+        page = client.canvas.history.read(node_id, offset=offset, limit=limit)
+        if as_json:
+            _json(page)
+            return
+        console = _console()
+        for message in page.messages:
+            label = message.role + (f" ({message.tool_name})" if message.tool_name else "")
+            if message.is_error:
+                label += " error"
+            console.print(Text(f"#{message.index} {label}", "bold"))
+            if message.text:
+                console.print(Text(message.text))
+            for call in message.tool_calls:
+                arguments = json.dumps(call.arguments, ensure_ascii=False)
+                console.print(Text(f"-> {call.name} {arguments}", "cyan"))
+        if page.next_offset is not None:
+            more = (
+                f"(messages {page.next_offset}-{page.total - 1} left: --offset {page.next_offset})"
+            )
+            console.print(Text(more, "dim"))
+
+    _with_client(ctx, go)
+
+
+@history_app.command("stats")
+def stats(
+    ctx: typer.Context,
+    nodes: NodesOption = None,
+    profile: ProfileOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Messages by role, tool calls by tool, turns and tokens of the transcripts."""
+
+    ids = _nodes(ctx, nodes)
+
+    def go(client: Heron) -> None:
+        found = client.canvas.history.stats(node_ids=ids, profile=profile)
+        if as_json:
+            _json(found)
+            return
+        console = _console()
+        roles = ", ".join(f"{role} {n}" for role, n in found.messages_by_role.items())
+        console.print(f"{found.nodes} nodes, {found.messages} messages ({roles or 'none'})")
+        console.print(
+            f"{found.turns} turns, {found.input_tokens} tokens in, {found.output_tokens} tokens out"
+        )
+        console.print(f"{found.tool_calls} tool calls, {found.tool_errors} failed")
+        for tool, n in found.tool_calls_by_tool.items():
+            console.print(f"  {tool} {n}")
+        _truncated(found.truncated)
 
     _with_client(ctx, go)

@@ -60,9 +60,9 @@ def _ids(node_ids: Sequence[str] | None) -> builtins.list[str] | None:
     return [check_id(n) for n in node_ids]
 
 
-def _limit(value: int, top: int = api.MAX_HISTORY_LIMIT) -> int:
+def _limit(value: int, top: int = api.MAX_HISTORY_LIMIT, name: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-        raise ValueError(f"limit must be a whole number from 1 to {top}, got {value!r}")
+        raise ValueError(f"{name} must be a whole number from 1 to {top}, got {value!r}")
     return value
 
 
@@ -145,15 +145,19 @@ class CanvasHistory(Resource[M]):
         self,
         *,
         node_ids: Sequence[str] | None = None,
+        profile: str | None = None,
         since: datetime | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[api.HistoryStats]:
         """``POST /v1/canvas/history/stats``: messages by role, tool calls by tool, turns
-        and tokens of the nodes chosen (``since``: only those active since then)."""
+        and tokens of the nodes chosen (``profile``: only its nodes; ``since``: only
+        those active since then)."""
         if since is not None and since.tzinfo is None:
             raise ValueError("since must be an aware datetime (give it a timezone)")
         body = _body(
-            node_ids=_ids(node_ids), since=since.isoformat() if since is not None else None
+            node_ids=_ids(node_ids),
+            profile=profile,
+            since=since.isoformat() if since is not None else None,
         )
         path = "/v1/canvas/history/stats"
         return self._call("POST", path, api.HistoryStats, body=body, options=options)
@@ -255,7 +259,7 @@ class Canvas(Resource[M]):
             board = client.canvas.dashboard()
             print(board.counts["running"], "running;", len(board.recent_failures), "failed")
         """
-        _limit(recent_failures, 1000)
+        _limit(recent_failures, 1000, "recent_failures")
         return self._dashboard(recent_failures, options)
 
     def _dashboard(self, recent: int, options: RequestOptions | None) -> Flow[Dashboard]:

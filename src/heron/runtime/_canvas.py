@@ -141,7 +141,7 @@ class Canvas:
     ) -> list[api.AttentionItem]:
         """What needs a person, most urgent first (oldest first within a reason)."""
         ids = _checked(node_ids)
-        rows, outcomes, _ = await self.engine.store.canvas_rows()
+        rows, outcomes = await self.engine.store.attention_rows(ids, profile)
         items = _node_items(rows, outcomes)
         items += await self._asked(ids)
         return _ordered(_filtered(items, ids, profile))
@@ -290,11 +290,15 @@ def _forget_workflows(engine: sa.Engine, node_ids: list[str]) -> None:
     schema = "dbos." if engine.dialect.name == "postgresql" else ""
     with engine.begin() as conn:
         for node_id in node_ids:
-            like = {"pattern": f"heron:{node_id}:%"}
+            # Ids may hold "_", a LIKE wildcard: escaped, or "n_1" would reach "nx1"'s.
+            escaped = node_id.replace("_", "\\_")
+            like = {"pattern": f"heron:{escaped}:%"}
             # operation_outputs first: on PostgreSQL it refers to workflow_status.
             for table in ("operation_outputs", "workflow_status"):
                 conn.execute(
-                    sa.text(f"DELETE FROM {schema}{table} WHERE workflow_uuid LIKE :pattern"),
+                    sa.text(
+                        f"DELETE FROM {schema}{table} WHERE workflow_uuid LIKE :pattern ESCAPE '\\'"
+                    ),
                     like,
                 )
 

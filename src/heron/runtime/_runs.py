@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._durable import Steps
+
+if TYPE_CHECKING:
+    from ..agents import BaseAgent
 
 __all__ = [
     "DETERMINISTIC",
@@ -70,6 +73,9 @@ class Active:
     """The run's steps (its ``caught_up`` says whether a resumed run is still replaying)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the run has saved its end."""
+    agent: BaseAgent | None = None
+    """The run's agent once made: its conversation so far (saved only when the run
+    ends) is what the canvas's history reads of a running node."""
 
 
 def run_workflow_id(node_id: str, run: int) -> str:

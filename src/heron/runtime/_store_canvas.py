@@ -84,10 +84,50 @@ class CanvasRows:
             events.c.node_id
         )
         with self.engine.begin() as conn:
+            _read_snapshot(conn)
             rows = [dict(r._mapping) for r in conn.execute(query)]
             found = {r.node_id: dict(r.outcome) for r in conn.execute(sa.select(outcomes))}
             numbers = {node_id: int(n) for node_id, n in conn.execute(last)}
         return rows, found, numbers
+
+    async def attention_rows(
+        self, node_ids: Collection[str] | None, profile: str | None
+    ) -> tuple[list[Row], dict[str, Row]]:
+        """Card columns of the nodes that may need a person (interrupted, failed,
+        cancelled, and resident roots dormant with an outcome), oldest first, with their
+        outcomes: the others (most of a daemon's nodes) are not read."""
+        return await self._run(self._attention_rows, node_ids, profile)
+
+    def _attention_rows(
+        self, node_ids: Collection[str] | None, profile: str | None
+    ) -> tuple[list[Row], dict[str, Row]]:
+        waiting = sa.and_(
+            nodes.c.status == "dormant",
+            nodes.c.root.is_(True),
+            nodes.c.root_lifecycle == "resident",
+            nodes.c.settled_at.is_not(None),
+        )
+        query = (
+            sa.select(*CARD_COLUMNS)
+            .where(
+                nodes.c.warm.is_(None),
+                sa.or_(nodes.c.status.in_(("interrupted", "failed", "cancelled")), waiting),
+            )
+            .order_by(nodes.c.created_at, nodes.c.node_id)
+        )
+        if node_ids is not None:
+            query = query.where(nodes.c.node_id.in_(list(node_ids)))
+        if profile is not None:
+            query = query.where(_of_profile(profile))
+        with self.engine.begin() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+            ids = [r["node_id"] for r in rows]
+            found: dict[str, Row] = {}
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                taken = sa.select(outcomes).where(outcomes.c.node_id.in_(chunk))
+                found.update((r.node_id, dict(r.outcome)) for r in conn.execute(taken))
+        return rows, found
 
     async def live_rows(self, statuses: Sequence[str]) -> list[Row]:
         """Card columns of the nodes with one of ``statuses``, oldest first."""
@@ -135,22 +175,59 @@ class CanvasRows:
         profile: str | None,
         since: float | None,
         limit: int,
-    ) -> tuple[list[str], bool]:
+        containing: Sequence[str] | None = None,
+        always: Collection[str] = (),
+    ) -> tuple[list[str], bool, int]:
         """Ids of the nodes whose transcripts a history request reads, most recently
-        active first, at most ``limit``; and whether more matched."""
-        query = sa.select(nodes.c.node_id).where(nodes.c.warm.is_(None))
+        active first, at most ``limit``; whether more matched; and how many nodes the
+        filters take in all (``containing`` aside).
+
+        ``containing``: only nodes whose saved conversation or prompt holds one of these
+        ASCII strings, in any case (a cheap pre-filter: the JSON text is matched, so it
+        may let through a node the caller then finds nothing in, never the reverse);
+        ``always``: nodes taken whatever ``containing`` says (those running here, whose
+        live conversation is not saved yet)."""
+        return await self._run(
+            self._transcript_ids, node_ids, profile, since, limit, containing, always
+        )
+
+    def _transcript_ids(
+        self,
+        node_ids: Collection[str] | None,
+        profile: str | None,
+        since: float | None,
+        limit: int,
+        containing: Sequence[str] | None,
+        always: Collection[str],
+    ) -> tuple[list[str], bool, int]:
+        scope: list[sa.ColumnElement[bool]] = [nodes.c.warm.is_(None)]
         if node_ids is not None:
-            query = query.where(nodes.c.node_id.in_(list(node_ids)))
+            scope.append(nodes.c.node_id.in_(list(node_ids)))
         if profile is not None:
-            if profile == "default":
-                query = query.where(sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile))
-            else:
-                query = query.where(nodes.c.profile == profile)
+            scope.append(_of_profile(profile))
         if since is not None:
-            query = query.where(nodes.c.updated_at >= since)
+            scope.append(nodes.c.updated_at >= since)
+        query = sa.select(nodes.c.node_id).where(*scope)
+        if containing is not None:
+            text = sa.cast(nodes.c.state, sa.Text)
+            held = [
+                sa.or_(
+                    text.ilike(_like(s), escape="\\"), nodes.c.prompt.ilike(_like(s), escape="\\")
+                )
+                for s in containing
+            ]
+            if always:
+                held.append(nodes.c.node_id.in_(list(always)))
+            query = query.where(sa.or_(*held))
         query = query.order_by(nodes.c.updated_at.desc(), nodes.c.node_id).limit(limit + 1)
-        ids = [r["node_id"] for r in await self._run(self._rows, query)]
-        return ids[:limit], len(ids) > limit
+        with self.engine.connect() as conn:
+            ids = [r.node_id for r in conn.execute(query)]
+            if containing is None and len(ids) <= limit:
+                total = len(ids)
+            else:
+                counted = sa.select(sa.func.count()).select_from(nodes).where(*scope)
+                total = int(conn.execute(counted).scalar_one())
+        return ids[:limit], len(ids) > limit, total
 
     async def transcripts(self, node_ids: Sequence[str]) -> list[Row]:
         """``node_id``, ``prompt``, ``state`` and counters of these nodes, in the given order."""
@@ -201,10 +278,15 @@ class CanvasRows:
         )
         query = sa.select(*columns).where(nodes.c.warm.is_(None))
         if not dry_run:
-            # PostgreSQL: no revive un-settles a node between the checks and the delete
-            # (SQLite's writer holds the database from BEGIN).
+            # PostgreSQL: no revive un-settles a node between the checks and the delete.
             query = query.with_for_update()
         with self.engine.begin() as conn:
+            if not dry_run and conn.dialect.name == "sqlite":
+                # SQLite's driver begins the transaction (BEGIN IMMEDIATE: the one
+                # writer's lock) only at a first write, so the checks would read outside
+                # it and a revive could land before the deletes: a write changing
+                # nothing takes the lock first.
+                conn.execute(nodes.update().where(sa.false()).values(status=nodes.c.status))
             rows = {r.node_id: dict(r._mapping) for r in conn.execute(query)}
             for node_id in busy:
                 if node_id in rows:
@@ -216,6 +298,33 @@ class CanvasRows:
                     for table in (events, messages, outcomes, reports, human_requests, nodes):
                         conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
         return plan
+
+
+def _read_snapshot(conn: sa.Connection) -> None:
+    """Make the transaction's reads one moment of the database.
+
+    SQLite's driver begins a transaction only at a first write: each read would see
+    the database as it is then. A plain ``BEGIN`` (deferred: no lock; WAL keeps the
+    snapshot of the first read) makes them one. PostgreSQL reads in its transaction
+    already; ``REPEATABLE READ`` is what makes them one snapshot there.
+    """
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+
+def _of_profile(profile: str) -> sa.ColumnElement[bool]:
+    """Nodes of this profile (``default`` takes those that named none too)."""
+    if profile == "default":
+        return sa.or_(nodes.c.profile.is_(None), nodes.c.profile == profile)
+    return nodes.c.profile == profile
+
+
+def _like(text: str) -> str:
+    """A ``LIKE`` pattern finding ``text`` anywhere (its wildcards escaped)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
 
 
 def _plan(

@@ -79,6 +79,7 @@ class _Run:
             try:
                 await engine.providers.prepare(model)
                 agent: BaseAgent | None = self._agent(plan, active, steps)
+                active.agent = agent
             except Exception as exc:  # a vanished cwd, a model without its API key ...
                 agent, failure = None, _failed(exc)
             prompt, nudges = plan["prompt"], 0

@@ -344,7 +344,14 @@ class Human:
             await engine.start_next_run(node_id)
 
     async def _node_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
-        """Settle hook: the node's open requests are cancelled (nobody waits for them)."""
+        """Settle hook: the node's open requests are cancelled (nobody waits for them).
+
+        Not a resident root's: it records an outcome at each answer and lives on, dormant,
+        for the next message (an application may well have asked a person on its behalf).
+        """
+        node = await self.engine.store.node(node_id)
+        if node is not None and node["status"] not in SETTLED:
+            return
         for request in await self.open_requests([node_id]):
             await self._cancel_quietly(request.request_id, "its node settled")
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Daemon, write_script
+from .conftest import Daemon, create, wait_settled, write_script
 from .test_files import error
 
 MIB = 1024 * 1024
@@ -220,3 +220,28 @@ def test_commands_do_not_inherit_the_daemons_secrets(tmp_path: Path) -> None:
     for name, value in secrets.items():
         assert value not in shown and f"{name}=" not in shown
     assert "ANTHROPIC_API_KEY=mine\n" in given and "owner-token-secret" not in given
+
+
+@pytest.mark.slow
+def test_a_nodes_own_shell_does_not_inherit_the_daemons_secrets(tmp_path: Path) -> None:
+    """An agent's ``bash-run`` starts from the same environment as ``/v1/bash``: the
+    model chooses what runs there, and its output goes into the transcript."""
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    secrets = {"HERON_TOKEN": "owner-token-secret", "OPENAI_API_KEY": "sk-openai-secret"}
+    run = {"name": "bash-run", "arguments": {"command": "env > seen.txt"}}
+    env = {"HERON_PROVIDER": write_script(home, "s", ["ok"]), "HERON_KEPT": "kept", **secrets}
+    own = Daemon(home, env).start()
+    try:
+        with own.client() as client:
+            model = write_script(home, "agent", [{"tool_calls": [run]}, "done"])
+            node = create(client, prompt="x", scopes=["act"], cwd=str(work), model=model)
+            assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "done"
+    finally:
+        own.stop()
+    seen = (work / "seen.txt").read_text()
+    assert "HERON_KEPT=kept\n" in seen
+    for name, value in secrets.items():
+        assert value not in seen and f"{name}=" not in seen

@@ -170,6 +170,19 @@ class TestRun:
             del os.environ["HERON_TEST_INHERITED"]
         assert result.structured["stdout"] == "yes/1 2\n"
 
+    async def test_a_base_environment_replaces_the_inherited_one(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("HERON_TEST_SECRET", "hidden")
+        base = {"PATH": os.environ["PATH"], "HERON_BASE": "b"}
+        async with bash_tools(tmp_path, base_env=base, env={"HERON_EXTRA": "e"}) as tools:
+            result = await ok(
+                LocalToolClient(tools),
+                "bash-run",
+                command='echo "${HERON_TEST_SECRET:-unset}/$HERON_BASE/$HERON_EXTRA"',
+            )
+        assert result.structured["stdout"] == "unset/b/e\n"
+
     async def test_undecodable_bytes_are_replaced(self, client: LocalToolClient) -> None:
         result = await ok(client, "bash-run", command=r"printf 'caf\xc3\xa9 \xff\n'")
         assert result.structured["stdout"] == "café \ufffd\n"

@@ -34,9 +34,9 @@ from starlette.requests import Request
 
 from .. import api
 from ..tools._bash_process import ShellProcess, Stream, describe_exit
+from ._environment import WITHHELD_VARIABLES, command_environment
 from ._errors import ApiError
 from ._files import check_path
-from ._routes_auth import KEY_VARIABLES
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -55,8 +55,6 @@ OUTPUT_LIMIT = 1024 * 1024
 KILL_GRACE = 2.0
 """Seconds a stopped command's group gets between SIGTERM and SIGKILL."""
 _DRAIN = 0.5  # seconds output may keep coming after the shell exited, before leftovers go
-WITHHELD_VARIABLES = frozenset({"HERON_TOKEN", "HERON_DATABASE_URL", *KEY_VARIABLES.values()})
-"""Variables of the daemon's environment a command does not inherit (its secrets)."""
 
 
 class _Capture:
@@ -96,15 +94,6 @@ def _check_env(env: dict[str, str] | None) -> dict[str, str]:
                 "and a value holds no NUL",
             )
     return dict(env or {})
-
-
-def command_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment a command runs in: the daemon's without :data:`WITHHELD_VARIABLES`,
-    then ``extra`` on top (a variable given there is passed, withheld or not)."""
-    inherited = {
-        name: value for name, value in os.environ.items() if name not in WITHHELD_VARIABLES
-    }
-    return {**inherited, **(extra or {})}
 
 
 def _check_cwd(raw: str) -> str:

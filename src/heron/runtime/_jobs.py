@@ -52,6 +52,7 @@ from ..tools import (
     ToolContext,
 )
 from ..tools import bash_tools as make_bash_tools
+from ._environment import command_environment
 from ._errors import ApiError
 from ._job_ledger import JobLedger, group_lives, start_ticks
 from ._rows import maybe_when, when
@@ -222,7 +223,9 @@ class Jobs:
             closing = asyncio.ensure_future(_close(entry, current))
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
-        shell = entry.shell = make_bash_tools(workspace)
+        # The daemon's environment less its secrets (the TCP token, API keys ...): the
+        # model chooses what runs here, and output goes into transcripts.
+        shell = entry.shell = make_bash_tools(workspace, base_env=command_environment())
         # Starts and exits only: sizes come from BashStarted.size (no line splitting).
         shell.interaction.subscribe(entry.on_event, output=False)
         return shell

@@ -17,6 +17,7 @@ from ._routing import errors
 
 if TYPE_CHECKING:  # the engine holds the features that use the checks below
     from ._engine import Engine
+from ._environment import KEY_VARIABLES
 
 __all__ = [
     "BASE_URL_VARIABLES",
@@ -27,13 +28,6 @@ __all__ = [
     "readiness",
     "without_userinfo",
 ]
-
-KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-}
-"""The environment variable holding each hosted provider's API key."""
 
 BASE_URL_VARIABLES = {
     "openai": "OPENAI_BASE_URL",

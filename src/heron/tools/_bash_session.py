@@ -62,6 +62,7 @@ class BashSession:
         shell: str,
         env: Mapping[str, str] | None,
         interaction: BashInteraction,
+        base_env: Mapping[str, str] | None = None,
         default_timeout: float,
         max_timeout: float,
         output_limit: int,
@@ -71,6 +72,7 @@ class BashSession:
         self.cwd = cwd
         self.shell = shell
         self.env = env
+        self.base_env = base_env
         self.interaction = interaction
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
@@ -146,7 +148,8 @@ class BashSession:
             size.add(text)
             on_output(stream, text)
 
-        environment = {**os.environ, **(self.env or {})}
+        base = os.environ if self.base_env is None else self.base_env
+        environment = {**base, **(self.env or {})}
         starting = ShellProcess.start(
             command,
             shell=self.shell,

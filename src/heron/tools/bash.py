@@ -129,6 +129,7 @@ def bash_tools(
     kill_grace: float = 2.0,
     max_processes: int = 8,
     env: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
     shell: str = "/bin/bash",
 ) -> BashTools:
     """Make the six bash tools, sharing one working directory and set of processes.
@@ -146,7 +147,10 @@ def bash_tools(
             process keeps the latest unread output, dropping the oldest.
         kill_grace: Seconds between SIGTERM and SIGKILL when stopping a process group.
         max_processes: Background processes that may run at once.
-        env: Variables added to this process's environment for every command.
+        env: Variables added to the base environment for every command.
+        base_env: The environment commands start from (default: this process's,
+            as it is when each command starts). Pass a copy without your secrets to
+            keep them from the commands (the daemon does: no API key or token).
         shell: The shell that runs commands with ``-c``.
 
     Hold on to the returned :class:`BashTools` and close it (``aclose()`` or
@@ -180,6 +184,7 @@ def bash_tools(
         root,
         shell=shell,
         env=dict(env or {}),
+        base_env=None if base_env is None else dict(base_env),
         interaction=interaction,
         default_timeout=float(timeout),
         max_timeout=float(max_timeout),

@@ -1,0 +1,34 @@
+"""What of the daemon's environment the commands it runs inherit: all but its secrets.
+
+Both ``POST /v1/bash`` and a node's own shell (its ``bash-*`` tools) start commands
+from :func:`command_environment`: the daemon's environment less
+:data:`WITHHELD_VARIABLES` (the TCP owner token, the database URL, which may carry a
+password, and the hosted providers' API keys). A command's output goes back over the
+wire and into transcripts, and the scripts it runs (``npm install`` hooks ...) read
+the environment they inherit; an agent's command is the model's to choose.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["KEY_VARIABLES", "WITHHELD_VARIABLES", "command_environment"]
+
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+}
+"""The environment variable holding each hosted provider's API key."""
+
+WITHHELD_VARIABLES = frozenset({"HERON_TOKEN", "HERON_DATABASE_URL", *KEY_VARIABLES.values()})
+"""Variables of the daemon's environment a command does not inherit (its secrets)."""
+
+
+def command_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a command runs in: the daemon's without :data:`WITHHELD_VARIABLES`,
+    then ``extra`` on top (a variable given there is passed, withheld or not)."""
+    inherited = {
+        name: value for name, value in os.environ.items() if name not in WITHHELD_VARIABLES
+    }
+    return {**inherited, **(extra or {})}

@@ -19,9 +19,9 @@ from heron.runtime._store_human import NotOpen
 
 from . import pg
 from .conftest import Daemon, create, node_row, wait_settled, wait_status, write_script
-from .test_postgres import cluster
+from .test_postgres import cluster, pg_daemon
 
-__all__ = ["cluster"]  # the PostgreSQL server fixture, shared with test_postgres
+__all__ = ["cluster", "pg_daemon"]  # test_postgres's server and daemon fixtures
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -99,19 +99,6 @@ def test_the_answer_and_its_message_are_one_transaction(store: Store) -> None:
         assert await store.claim_messages("n1", 3) == []
 
     asyncio.run(go())
-
-
-@pytest.fixture(scope="module")
-def pg_daemon(cluster: pg.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """A daemon on its own PostgreSQL database."""
-    home = tmp_path_factory.mktemp("heron-pg-human")
-    url = cluster.create_database("heron_human")
-    default = write_script(home, "default", ["Hello."])
-    process = Daemon(home, {"HERON_DATABASE_URL": url, "HERON_PROVIDER": default}).start()
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 @pytest.mark.slow

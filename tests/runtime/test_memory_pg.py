@@ -9,7 +9,6 @@ a path even when two creates race.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,36 +16,12 @@ import httpx
 import pytest
 
 from . import pg
-from .conftest import Daemon, write_script
+from .conftest import Daemon
 from .test_memory import code, make, search
 from .test_memory_review import check_summaries_without_bodies
+from .test_postgres import client, cluster, pg_daemon
 
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[pg.Cluster]:
-    """One PostgreSQL server for the module (skipped only where it is not installed)."""
-    if pg.bin_dir() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; CI installs it)")
-    with pg.cluster() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def pg_daemon(cluster: pg.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    home = tmp_path_factory.mktemp("heron-pg-memory")
-    url = cluster.create_database("heron_memory")
-    default = write_script(home, "default", ["Hello from PostgreSQL."])
-    process = Daemon(home, {"HERON_DATABASE_URL": url, "HERON_PROVIDER": default}).start()
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
-@pytest.fixture
-def client(pg_daemon: Daemon) -> Iterator[httpx.Client]:
-    with pg_daemon.client() as c:
-        yield c
+__all__ = ["client", "cluster", "pg_daemon"]  # test_postgres's server and daemon fixtures
 
 
 @pytest.fixture
@@ -145,7 +120,8 @@ def test_racing_creates_at_one_path_make_one_entry(
 
 
 def test_the_gin_index_serves_the_search(client: httpx.Client, cluster: pg.Cluster) -> None:
-    with cluster.connect("heron_memory") as conn:
+    # heron_shared: the database of test_postgres's pg_daemon, which this module uses.
+    with cluster.connect("heron_shared") as conn:
         conn.execute("SET enable_seqscan = off")
         plan = conn.execute(
             "EXPLAIN SELECT entry_id FROM heron_memory_entries WHERE search_vector"

@@ -20,6 +20,7 @@ from ..tools import Tool, ToolContext
 from ._cron_schedule import parse_schedule
 from ._durable import call_key
 from ._errors import ApiError
+from ._node_tools import narrowed_scopes
 from ._profiles import DEFAULT_PROFILE, given_model
 from ._store import Row
 
@@ -112,13 +113,7 @@ class CronCreateTool(_CronTool):
                 "(minute hour day month weekday), not a seconds field"
             )
         node = await self._node()
-        scopes = arguments.get("scopes")
-        if scopes is None:
-            scopes = node["scopes"]
-        elif node["scopes"] is not None:
-            beyond = sorted(set(scopes) - set(node["scopes"]))
-            if beyond:
-                raise ToolError(f"a cron's runs cannot have scopes you lack: {', '.join(beyond)}")
+        scopes = narrowed_scopes(arguments.get("scopes"), node["scopes"], "a cron's runs")
         try:
             request = api.CronCreateRequest(
                 schedule=arguments["schedule"],

@@ -40,6 +40,7 @@ __all__ = [
     "NodeTools",
     "SubmitResultTool",
     "admits",
+    "narrowed_scopes",
     "node_tools",
     "scope_of",
     "workspace_files",
@@ -95,6 +96,21 @@ def admits(
         return (scope is None or scope in allowed) and (keep is None or keep(name))
 
     return admitted
+
+
+def narrowed_scopes(
+    asked: Sequence[str] | None, own: Sequence[str] | None, what: str
+) -> list[str] | None:
+    """The scopes of what a node makes (a child, a cron's runs): ``asked``, or the node's
+    ``own`` when none are asked; :class:`ToolError` naming ``what`` if ``asked`` goes
+    beyond ``own`` (``None``: every scope)."""
+    if asked is None:
+        return None if own is None else list(own)
+    if own is not None:
+        beyond = sorted(set(asked) - set(own))
+        if beyond:
+            raise ToolError(f"{what} cannot have scopes you lack: {', '.join(beyond)}")
+    return list(asked)
 
 
 Submit = Callable[[Any], Awaitable[None]]

@@ -19,6 +19,7 @@ from .._core import ToolError
 from ..tools import Tool, ToolContext
 from ._durable import call_key
 from ._errors import ApiError
+from ._node_tools import narrowed_scopes
 from ._orchestration import Orchestration, answer, child_summary, claimed, outcome_limit
 from ._profiles import given_model
 from ._rows import to_node
@@ -159,13 +160,7 @@ class SpawnChildTool(_ChildTool):
                 raise ToolError(
                     f"you already have a child named {name!r} at work ({taken[0]['node_id']})"
                 )
-        scopes = arguments.get("scopes")
-        if scopes is None:
-            scopes = parent["scopes"]
-        elif parent["scopes"] is not None:
-            beyond = sorted(set(scopes) - set(parent["scopes"]))
-            if beyond:
-                raise ToolError(f"a child cannot have scopes you lack: {', '.join(beyond)}")
+        scopes = narrowed_scopes(arguments.get("scopes"), parent["scopes"], "a child")
         deliver = arguments.get("deliver_outcome", True)
         try:
             request = api.NodeCreateRequest(

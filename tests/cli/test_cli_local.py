@@ -39,3 +39,57 @@ def test_heron_run_answers_the_time_after_a_real_tool_call(tmp_path: Path) -> No
     assert re.fullmatch(
         r"tokens \d+ in / \d+ out · 2 turns · 1 tool call · \d+\.\d\d s", lines[-1]
     ), lines[-1]
+
+
+def _crashing(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """An environment whose model worker kills itself with SIGSEGV at its first request
+    (once: the worker that replaces it works)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERON_")}
+    env["HOME"] = str(tmp_path)
+    marker = tmp_path / "crash-once"
+    marker.touch()
+    return {**env, "HERON_TEST_LOCAL_WORKER_CRASH": str(marker), **extra}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("repack", "hint"),
+    [("on", "try HERON_LOCAL_REPACK=off"), ("off", "weight repacking was already off")],
+)
+def test_a_model_crash_in_heron_run_is_one_clear_line(
+    tmp_path: Path, repack: str, hint: str
+) -> None:
+    done = subprocess.run(
+        [str(HERON), "run", "What time is it in UTC?"],
+        capture_output=True,
+        text=True,
+        env=_crashing(tmp_path, HERON_LOCAL_REPACK=repack),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("heron: error: local: the embedded model crashed"), line
+    assert "SIGSEGV" in line and "SmolLM2-135M-Instruct" in line and hint in line
+    assert "Segmentation fault" not in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_heron_chat_survives_a_model_crash_and_answers_the_next_question(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [str(HERON), "chat"],
+        input="Hello?\nWhat is 2 + 2?\n/exit\n",
+        capture_output=True,
+        encoding="utf-8",
+        env=_crashing(tmp_path),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "the embedded model crashed" in line and "SIGSEGV" in line
+    # The next question got a fresh worker and its answer.
+    replies = [line for line in done.stdout.splitlines() if not line.startswith("tokens ")]
+    assert "4" in "".join(replies), done.stdout

@@ -20,6 +20,7 @@ from .. import __version__
 from .._core import HeronError, UserError
 from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
 from ..providers import Provider, default_provider, from_spec
+from ..providers._local_process import out_of_process
 from ..tools import get_current_time
 from ._canvas import canvas_app
 from ._crons import crons_app
@@ -136,6 +137,9 @@ def _agent(
     provider_spec: str | None, instruction: str, state_file: Path | None, max_turns: int
 ) -> SimpleAgent:
     provider: Provider = from_spec(provider_spec) if provider_spec else default_provider()
+    # The embedded model runs in a worker process: a native crash in it becomes one
+    # clear error (what crashed, the override to try), not a bare segmentation fault.
+    provider = out_of_process(provider)
     return _build(provider, instruction, _load_state(state_file), max_turns)
 
 

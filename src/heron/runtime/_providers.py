@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .._core import ProviderError, UserError
 from ..providers import Provider, ScriptedProvider, from_spec, load_script
+from ..providers._local_process import out_of_process
 from ..providers._spec import KEYED_KINDS
 from ..providers.scripted import Step
 from ._credentials import Credential, redact
@@ -133,7 +134,9 @@ class ProviderPool:
         if credential is not None:
             return from_spec(spec, api_key=credential.api_key, base_url=credential.base_url)
         try:
-            return from_spec(spec)
+            # The embedded model runs in a worker process: a native crash in it fails
+            # the turns it was serving, not the daemon and every node with it.
+            return out_of_process(from_spec(spec))
         except UserError as exc:
             if kind not in KEYED_KINDS:
                 raise

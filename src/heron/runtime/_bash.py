@@ -136,6 +136,7 @@ class Commands:
                 env=env,
                 on_output=on_output,
                 stdin=None if request.stdin is None else request.stdin.encode("utf-8", "replace"),
+                prefix=self._engine.sandbox.contain or (),
             )
         except OSError as exc:
             if exc.filename == cwd:
@@ -161,6 +162,9 @@ class Commands:
             ledger.remove([process.pid])
         await process.close()
         code, signal_name = describe_exit(process.returncode)
+        if self._engine.sandbox.contain and code is not None and 128 < code <= 128 + 64:
+            # The namespace's init reports a shell killed by signal n as 128 + n.
+            code, signal_name = describe_exit(128 - code)
         ended = process.ended if process.ended is not None else time.monotonic()
         result = api.BashResult(
             exit_code=code,

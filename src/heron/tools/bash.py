@@ -22,6 +22,7 @@ the model is not trusted.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -42,6 +43,7 @@ from ._bash_session import BashSession
 from ._closing import AsyncClosing
 from ._context import ToolContext
 from ._result import ToolResult
+from ._sandbox import Sandbox
 from ._tool import Tool
 
 __all__ = [
@@ -131,6 +133,7 @@ def bash_tools(
     env: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
     shell: str = "/bin/bash",
+    sandbox: Sandbox | None = None,
 ) -> BashTools:
     """Make the six bash tools, sharing one working directory and set of processes.
 
@@ -152,6 +155,11 @@ def bash_tools(
             as it is when each command starts). Pass a copy without your secrets to
             keep them from the commands (the daemon does: no API key or token).
         shell: The shell that runs commands with ``-c``.
+        sandbox: Run every command under bubblewrap (:class:`heron.tools.Sandbox`):
+            the host read-only but for ``cwd`` (made writable here) and the
+            sandbox's own ``writable`` paths, its ``hidden`` ones gone, a PID
+            namespace of its own. Pair it with
+            ``base_env=sandbox_environment()``: the environment is passed in as is.
 
     Hold on to the returned :class:`BashTools` and close it (``aclose()`` or
     ``async with``) to stop background processes::
@@ -180,6 +188,11 @@ def bash_tools(
         raise UserError(f"kill_grace must be a number of seconds >= 0, not {kill_grace!r}")
     if not (isinstance(max_processes, int) and max_processes >= 1):
         raise UserError(f"max_processes must be a positive integer, not {max_processes!r}")
+    if sandbox is not None:
+        if not isinstance(sandbox, Sandbox):
+            raise UserError(f"sandbox must be a Sandbox, not {type(sandbox).__name__}")
+        if str(root) not in sandbox.writable:
+            sandbox = dataclasses.replace(sandbox, writable=(*sandbox.writable, str(root)))
     session = BashSession(
         root,
         shell=shell,
@@ -191,6 +204,7 @@ def bash_tools(
         output_limit=output_limit,
         kill_grace=float(kill_grace),
         max_processes=max_processes,
+        sandbox=sandbox,
     )
     return BashTools(_make_tools(session), session)
 

@@ -117,10 +117,13 @@ class Sandbox:
         if self.visible is None:
             command += ["--ro-bind", "/", "/"]
         else:
-            for path in sorted({*SYSTEM_PATHS, *self.visible}, key=_depth):
+            for path in SYSTEM_PATHS:
                 command += ["--ro-bind-try", path, path]
         command += ["--dev", "/dev", "--proc", "/proc"]
         command += ["--tmpfs", "/tmp"] if self.tmp is None else ["--bind", self.tmp, "/tmp"]
+        # After /tmp: what is visible there (a virtual environment ...) stays visible.
+        for path in sorted(set(self.visible or ()) - set(SYSTEM_PATHS), key=_depth):
+            command += ["--ro-bind-try", path, path]
         # Parents before children: a path bound inside a hidden one stays reachable, a
         # hidden one inside a writable one stays hidden. At one path, hiding comes last.
         steps = [(path, 0) for path in self.writable]

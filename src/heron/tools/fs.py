@@ -33,14 +33,14 @@ _MAX_DEPTH = 10
 
 
 def filesystem_tools(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None = None,
     *,
     max_read_chars: int = 50_000,
     max_entries: int = 500,
     max_matches: int = 200,
     grep_timeout: float = 10.0,
 ) -> list[Tool]:
-    """The six filesystem tools, confined to ``root``.
+    """The six filesystem tools, confined to ``root`` (default: the current directory now).
 
     ``fs-read-file``, ``fs-write-file``, ``fs-list-directory``,
     ``fs-edit-file``, ``fs-glob`` and ``fs-grep``. ``root`` must be an
@@ -69,7 +69,7 @@ def filesystem_tools(
         or not grep_timeout > 0
     ):
         raise UserError(f"grep_timeout must be a positive number of seconds, not {grep_timeout!r}")
-    workspace = Workspace(root)
+    workspace = Workspace(os.getcwd() if root is None else root)
     setup = (workspace.root, max_read_chars, max_entries, max_matches, float(grep_timeout))
 
     def tool(name: str) -> Callable[[Callable[..., str]], FileTool]:

@@ -70,8 +70,21 @@ def test_a_nodes_commands_cannot_reach_the_daemons_secrets(tmp_path: Path) -> No
             settled = wait_settled(client, node["node_id"], timeout=60)
             assert settled["outcome"]["output_text"] == "done"
             text = transcript(client, node["node_id"])
+            # A node working in a folder that holds $HERON_HOME: its file tools refuse it.
+            looks = [
+                {"name": "fs-read-file", "arguments": {"path": "home/credentials.json"}},
+                {"name": "fs-grep", "arguments": {"pattern": "installed-marker"}},
+                {"name": "fs-glob", "arguments": {"pattern": "**/*.json"}},
+                run("cat home/credentials.json; ls home"),
+            ]
+            model = write_script(home, "looker", [{"tool_calls": looks}, "done"])
+            node = create(client, prompt="x", scopes=["act"], cwd=str(tmp_path), model=model)
+            assert wait_settled(client, node["node_id"], timeout=60)["outcome"]["output_text"]
+            looked = transcript(client, node["node_id"])
     finally:
         own.stop()
+    assert "not available to these tools" in looked
+    assert INSTALLED not in looked and "credentials.json: No such file" in looked
     for secret in [*MARKERS.values(), INSTALLED, "other-marker-1b2c"]:
         assert secret not in text
         assert secret not in (work / "env.txt").read_text()

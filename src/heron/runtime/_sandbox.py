@@ -103,6 +103,11 @@ class NodeSandbox:
         )
 
     @property
+    def hidden_from_files(self) -> tuple[str, ...]:
+        """What a node's file tools refuse even inside its directory (unless ``off``)."""
+        return () if self.mode == "off" else self.hidden
+
+    @property
     def active(self) -> bool:
         """Whether node commands run in the sandbox."""
         return self.problem is None

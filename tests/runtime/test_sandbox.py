@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from .conftest import Daemon, create, wait_settled, write_script
+from .test_worktrees import git
 
 pytestmark = pytest.mark.slow
 
@@ -143,3 +144,36 @@ def _running(cmdline: str) -> bool:
             except OSError:
                 pass
     return False
+
+
+def test_a_worktree_node_commits_but_cannot_plant_a_hook(
+    client: httpx.Client, scripts: Any, tmp_path: Path
+) -> None:
+    """The repository's git directory is writable (a commit needs it) except its hooks and
+    config, which would run code as the daemon's user at the owner's next git command."""
+    commit = run(
+        "echo done > result.txt && git add result.txt && "
+        "git -c user.name=N -c user.email=n@example.invalid commit -qm work && echo committed"
+    )
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("hello\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-qm", "1")
+    common = repo / ".git"
+    plant = run(
+        f"echo 'touch /tmp/pwned' > {common}/hooks/post-checkout; "
+        f"git config --file {common}/config core.hooksPath /tmp"
+    )
+    model = scripts("committer", [{"tool_calls": [commit]}, {"tool_calls": [plant]}, "done"])
+    node = create(client, prompt="commit", model=model, cwd=str(repo), worktree="sandboxed")
+    wait_settled(client, node["node_id"], timeout=60)
+    text = transcript(client, node["node_id"])
+    assert "committed" in text
+    assert git(repo, "show", "heron/sandboxed:result.txt") == "done\n"
+    assert not (common / "hooks" / "post-checkout").exists()
+    assert "hooksPath" not in (common / "config").read_text()
+    # The hook's write fails; git's config rewrite (a rename over it) too.
+    assert "post-checkout: Read-only file system" in text
+    assert "could not write config file" in text

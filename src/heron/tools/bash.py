@@ -15,9 +15,10 @@ are scoped by the calling client's ``env_id``. A :class:`BashInteraction`
 publishes output lines as they appear.
 
 A call's ``cwd`` must lie inside the tools' directory (symlinks resolved), but
-commands are not sandboxed: they run with this process's rights and may read
-or write anything it can. Run the agent in a container or a ``Computer`` when
-the model is not trusted.
+commands are not sandboxed unless given ``sandbox=`` (a :class:`Sandbox`:
+bubblewrap around each command): they run with this process's rights and may
+read or write anything it can. Sandbox them, or serve the tools from a
+``Computer``, when the model is not trusted.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def bash_tools(
     Args:
         cwd: Where commands run (default: the current directory now). A call
             may give a ``cwd`` inside it (relative ones start here); one
-            outside is refused. Commands themselves are not sandboxed.
+            outside is refused. Commands themselves are not sandboxed (see ``sandbox``).
         interaction: Publishes each command's start, output lines and exit
             (default: a new one, at ``tools.interaction``).
         timeout: Seconds ``bash-run`` lets a command run when the call gives none.

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,9 +38,20 @@ def test_paths_are_checked() -> None:
 async def test_commands_write_only_their_folder_and_never_see_hidden_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    work, private, keep = tmp_path / "work", tmp_path / "private", tmp_path / "tmp"
-    for folder in (work, private, keep):
+    work, keep = tmp_path / "work", tmp_path / "tmp"
+    for folder in (work, keep):
         folder.mkdir()
+    # Outside /tmp (a tmpfs of its own inside): what hides it is all that hides it.
+    private = Path(tempfile.mkdtemp(prefix="heron-private-", dir="/var/tmp"))
+    try:
+        await _sandboxed(work, private, keep, monkeypatch)
+    finally:
+        shutil.rmtree(private)
+
+
+async def _sandboxed(
+    work: Path, private: Path, keep: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (private / "key").write_text("sk-sandbox-marker")
     monkeypatch.setenv("SOME_API_KEY", "sk-env-marker")
     sandbox = Sandbox(hidden=(str(private),), tmp=str(keep), network=False)
@@ -47,6 +59,11 @@ async def test_commands_write_only_their_folder_and_never_see_hidden_paths(
         seen = await run(tools, f"cat {private}/key; ls -a {private}; env; echo made > here.txt")
         assert "sk-sandbox-marker" not in seen and "sk-env-marker" not in seen
         assert "HOME=/tmp" in seen and "SOME_API_KEY" not in seen
+        # No capability to undo the hiding, whoever runs it (root keeps them by default).
+        unhide = await run(
+            tools, f"grep CapEff /proc/self/status; umount -l {private}; cat {private}/key"
+        )
+        assert "0000000000000000" in unhide and "sk-sandbox-marker" not in unhide
         assert (work / "here.txt").read_text() == "made\n"
         refused = await run(tools, "touch /var/tmp/heron-sandbox-escape")
         assert "Read-only file system" in refused

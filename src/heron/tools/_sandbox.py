@@ -142,7 +142,9 @@ class Sandbox:
                 command += ["--ro-bind", "/dev/null", path]
         for path in emptied:  # read-only once whatever goes inside is bound
             command += ["--remount-ro", path]
-        command += ["--unshare-all"]
+        # No capabilities, even for root: with them (bwrap keeps root's by default) a
+        # command could unmount what hides a path and read what lies beneath.
+        command += ["--unshare-all", "--cap-drop", "ALL"]
         if self.network:
             command += ["--share-net"]
         if not self.outlive:

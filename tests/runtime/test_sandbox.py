@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +179,28 @@ def test_a_worktree_node_commits_but_cannot_plant_a_hook(
     # The hook's write fails; git's config rewrite (a rename over it) too.
     assert "post-checkout: Read-only file system" in text
     assert "could not write config file" in text
+
+
+def test_daemon_start_passes_require_sandbox_on(tmp_path: Path) -> None:
+    """``heron daemon start --require-sandbox``: the detached daemon refuses too."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    env = {
+        **os.environ,
+        "HERON_HOME": str(tmp_path / "home"),
+        "HERON_PROVIDER": write_script(tmp_path, "s", ["ok"]),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+    }
+    env.pop("HERON_SOCKET", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "heron", "daemon", "start", "--require-sandbox"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "no sandbox for node commands" in done.stderr + done.stdout

@@ -3,10 +3,12 @@
 Every command of a node's shell (``bash-run``, ``bash-start``) runs under
 ``bwrap`` (:class:`heron.tools.Sandbox`): the host's files read-only, the node's
 working directory writable (and, for a git worktree, its repository's git
-directory, hooks and config excepted), ``$HERON_HOME`` (credentials, database,
-socket, other nodes' folders), the daemon's socket and an SQLite database kept
-elsewhere invisible, a PID namespace of its own (no ``/proc`` of the daemon, and
-nothing it starts outlives it), and a scrubbed environment
+directory, hooks and config excepted); invisible: ``$HERON_HOME`` (credentials,
+database, socket, other nodes' folders), the daemon's socket, an SQLite database
+kept elsewhere and container engines' sockets (:data:`ENGINE_SOCKETS`). A PID
+namespace of its own (no ``/proc`` of the daemon; what a command leaves running
+stays in its process group, with the namespace's init, so killing the group
+ends all of it, ``setsid`` or not), no capabilities, and a scrubbed environment
 (:func:`heron.tools.sandbox_environment` plus ``HERON_SANDBOX_ENV``'s names). Its
 ``/tmp`` (also its ``HOME``) is a folder of the node's own, kept while the node's
 shell lives. The network is the host's: ``act``, which brings the shell, is the
@@ -40,10 +42,19 @@ from ._errors import DaemonError
 if TYPE_CHECKING:
     from ._config import RuntimeConfig
 
-__all__ = ["SANDBOX_MODES", "NodeSandbox", "git_paths"]
+__all__ = ["ENGINE_SOCKETS", "SANDBOX_MODES", "NodeSandbox", "git_paths"]
 
 SANDBOX_MODES = ("auto", "require", "off")
 """``HERON_SANDBOX``'s values."""
+
+ENGINE_SOCKETS = (
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+)
+"""Container engines' sockets, hidden too: whoever reaches one runs containers as root
+(a read-only mount does not stop a connect)."""
 
 log = logging.getLogger("heron.runtime")
 
@@ -58,11 +69,11 @@ class NodeSandbox:
         """Variables of the daemon's environment node commands keep."""
         self.root = config.home / "sandbox"
         """Where each node's ``/tmp`` lives (``<root>/<node_id>``), inside the hidden home."""
-        hidden = [config.home, config.socket_path]
+        hidden = [config.home, config.socket_path, *map(Path, ENGINE_SOCKETS)]
         database = _sqlite_path(config.db_url)
         if database is not None:
             hidden += [Path(f"{database}{end}") for end in ("", "-wal", "-shm", "-journal")]
-        self.hidden = tuple(os.path.realpath(path) for path in hidden)
+        self.hidden = tuple(dict.fromkeys(os.path.realpath(path) for path in hidden))
         """What node commands never see."""
         self.problem: str | None = "not checked yet"
         """Why commands are not sandboxed (``None``: they are)."""

@@ -24,6 +24,7 @@ from ._db import DatabaseUnavailable
 from ._engine import Engine
 from ._errors import DaemonError
 from ._local import daemon_pid, get_json
+from ._logging import configure_logging
 
 __all__ = ["DaemonError", "run_daemon", "serve"]
 
@@ -214,7 +215,7 @@ def run_daemon(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]]
     their workflows pending, and the next start resumes each from its last
     completed step, exactly as after a crash.
     """
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging()
 
     async def main() -> None:
         await serve(config, on_ready=on_ready)

@@ -23,7 +23,7 @@ from starlette.types import Message, Send
 from .. import api
 from ._engine import Engine
 from ._errors import ApiError
-from ._routing import NodeIdPath, errors
+from ._routing import NodeIdPath, errors, stopping
 from ._rows import when
 from ._runs import SETTLED
 from ._stream import Hub, Record, Subscription, encode, error_record, keepalive_record, merge
@@ -134,6 +134,15 @@ class EventStreams:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.closing = False
+        """The daemon is stopping: every stream ends (a client resumes from its cursor)."""
+        self._writing: set[Subscription] = set()
+
+    def close(self) -> None:
+        """End every stream now, and every stream opened from now on after its replay."""
+        self.closing = True
+        for sub in self._writing:
+            sub.wake.set()
 
     async def open(self, node_id: str, cursor: int | None) -> _Opened:
         """Validate the node, subscribe, and plan the replay (errors are raised before
@@ -275,12 +284,13 @@ class EventStreams:
         loop = asyncio.get_running_loop()
         settle_by = loop.time() + SETTLE_GRACE if opened.await_settled else None
         engine.events.readers += 1
+        self._writing.add(sub)
         try:
             if opened.first:
                 yield b"".join(opened.first)
             if opened.ended:
                 return
-            while True:
+            while not self.closing:
                 chunk: list[bytes] = []
                 ended = False
                 for record in sub.take():
@@ -309,6 +319,8 @@ class EventStreams:
                     timeout = min(timeout, max(settle_by - loop.time(), 0.0))
                 try:
                     await asyncio.wait_for(sub.wake.wait(), timeout)
+                    if self.closing:
+                        return
                 except TimeoutError:
                     if settle_by is not None and loop.time() >= settle_by:
                         yield await self._settled_from_row(node_id, written)
@@ -318,6 +330,7 @@ class EventStreams:
             log.exception("the event stream of node %s failed", node_id)
             yield error_record("stream_error", f"the event stream failed: {type(exc).__name__}")
         finally:
+            self._writing.discard(sub)
             engine.events.readers -= 1
             hub.unsubscribe(sub)
             engine.events.released(node_id)
@@ -395,6 +408,7 @@ def _report(row: dict[str, Any]) -> dict[str, Any]:
 def add_event_routes(app: FastAPI, engine: Engine) -> None:
     """Serve ``GET /v1/nodes/{node_id}/events``."""
     streams = EventStreams(engine)
+    stopping(app).on_set(streams.close)
 
     @app.get(
         "/v1/nodes/{node_id}/events",

@@ -51,6 +51,7 @@ from ._rows import (
     when,
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
+from ._sandbox import NodeSandbox
 from ._store import DuplicateNode, Row, Store
 from ._warm import WarmPool
 from ._worktrees import Worktrees
@@ -105,6 +106,7 @@ class Engine:
         how features react to a settlement (outcome delivery ...). A node's jobs are
         released separately, whenever its *status* becomes settled (``jobs.settled``)."""
         self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
+        self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
         self.jobs = Jobs(self)
         self.worktrees = Worktrees(self)
         self.kinds = Kinds.of(self)
@@ -127,6 +129,7 @@ class Engine:
         global _ENGINE
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
+        self.sandbox.check()  # refuses to start under --require-sandbox without one
         self.store.migrate()
         self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if (
@@ -268,6 +271,7 @@ class Engine:
             listeners=self.listeners,
             provider=self.providers.default,
             event_streams=self.events.stats(),
+            sandbox=self.sandbox.status(),
         )
 
     # -- create ----------------------------------------------------------------

@@ -180,6 +180,7 @@ class _Run:
                 else ()
             ),
             schedule=cron_tools(engine, node_id, self.run),
+            hidden=engine.sandbox.hidden_from_files,
         )
         skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
         # One context per node (``_jobs``): job ids stay unique across its runs; tool

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, BinaryIO
@@ -33,14 +33,15 @@ _MAX_DEPTH = 10
 
 
 def filesystem_tools(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None = None,
     *,
     max_read_chars: int = 50_000,
     max_entries: int = 500,
     max_matches: int = 200,
     grep_timeout: float = 10.0,
+    hidden: Iterable[str | os.PathLike[str]] = (),
 ) -> list[Tool]:
-    """The six filesystem tools, confined to ``root``.
+    """The six filesystem tools, confined to ``root`` (default: the current directory now).
 
     ``fs-read-file``, ``fs-write-file``, ``fs-list-directory``,
     ``fs-edit-file``, ``fs-glob`` and ``fs-grep``. ``root`` must be an
@@ -51,8 +52,10 @@ def filesystem_tools(
     result says when it hit its limit and how to see the rest.
     ``grep_timeout`` bounds the seconds one ``fs-grep`` spends matching, so
     a pattern that backtracks without end fails instead of hanging.
+    ``hidden`` paths inside ``root`` are as good as absent: refused when named,
+    never listed, globbed or searched (the daemon hides ``$HERON_HOME`` so).
 
-    Two calls with the same (resolved) root and limits make equal tools
+    Two calls with the same (resolved) root, limits and hidden paths make equal tools
     (:meth:`~heron.Tool.same_definition`): skills that each bring their own
     set can share one agent, and equal sets share their file locks.
     """
@@ -69,8 +72,17 @@ def filesystem_tools(
         or not grep_timeout > 0
     ):
         raise UserError(f"grep_timeout must be a positive number of seconds, not {grep_timeout!r}")
-    workspace = Workspace(root)
-    setup = (workspace.root, max_read_chars, max_entries, max_matches, float(grep_timeout))
+    if isinstance(hidden, str | bytes | os.PathLike):
+        raise UserError("hidden is a list of paths, not one path")
+    workspace = Workspace(os.getcwd() if root is None else root, hidden)
+    setup = (
+        workspace.root,
+        max_read_chars,
+        max_entries,
+        max_matches,
+        float(grep_timeout),
+        workspace.hidden,
+    )
 
     def tool(name: str) -> Callable[[Callable[..., str]], FileTool]:
         return lambda func: FileTool(func, name=name, setup=setup)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from heron import Message, RunResult, SimpleAgent, ToolCallRecord, tool
+from heron import Message, RunResult, SimpleAgent, ToolCallRecord, UserError, tool
 from heron.testing import ScriptedProvider, call
 
 
@@ -142,3 +142,57 @@ async def test_to_json_can_keep_the_messages() -> None:
     restored = RunResult.from_dict(json.loads(result.to_json(messages=True)))
     assert restored.messages == result.messages
     assert "messages" not in json.loads(result.to_json())
+
+
+@pytest.mark.parametrize(
+    ("output", "complaint"),
+    [
+        (
+            "Paris",
+            r"output must be a list of Message .*such as \[Message.assistant\(text\)\], not str",
+        ),
+        (
+            [Message.assistant("ok"), "Paris"],
+            r"output\[1\] must be a Message or its to_dict\(\) data, not str",
+        ),
+        ([{"content": "no role"}], r"output\[0\] is not a valid Message: missing 'role'"),
+        (
+            [{"role": "robot", "content": "x"}],
+            r"output\[0\] is not a valid Message: unknown message role",
+        ),
+        ([{"role": "assistant", "content": 5}], r"output\[0\] is not a valid Message"),
+        (None, "output must be a list of Message"),
+    ],
+)
+def test_malformed_output_is_refused_at_construction(output: object, complaint: str) -> None:
+    with pytest.raises(UserError, match=complaint):
+        RunResult(agent_name="a", output=output)  # type: ignore[arg-type]
+
+
+def test_output_and_tool_calls_may_be_given_as_their_dicts() -> None:
+    # As the seed allows hashes: entries in to_dict() form are rebuilt at once.
+    record = ToolCallRecord(id="c1", name="lookup", arguments={"q": "x"}, result="r")
+    result = RunResult(
+        agent_name="a",
+        output=[{"role": "assistant", "content": "Paris"}],  # type: ignore[list-item]
+        tool_calls=[record.to_dict()],  # type: ignore[list-item]
+    )
+    assert result.output == [Message.assistant("Paris")]
+    assert result.tool_calls == [record]
+    assert result.reply == "Paris"
+    assert RunResult.from_dict(result.export()).checksum == result.checksum
+
+
+def test_malformed_tool_calls_and_messages_are_refused_at_construction() -> None:
+    with pytest.raises(UserError, match=r"tool_calls\[0\] must be a ToolCallRecord"):
+        RunResult(agent_name="a", tool_calls=[("add", {"a": 1})])  # type: ignore[list-item]
+    with pytest.raises(UserError, match=r"tool_calls\[0\] is not a valid ToolCallRecord"):
+        RunResult(agent_name="a", tool_calls=[{"name": "add"}])  # type: ignore[list-item]
+    with pytest.raises(UserError, match="ToolCallRecord arguments must be a dict"):
+        ToolCallRecord(id="c1", name="add", arguments=[1, 2])  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"messages\[0\] must be a Message"):
+        RunResult(agent_name="a", messages=[42])  # type: ignore[list-item]
+    with pytest.raises(UserError, match="created_at must be a datetime"):
+        RunResult(agent_name="a", created_at="2026-04-18")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="content must be a str or a tuple"):
+        Message(role="assistant", content=["not", "parts"])  # type: ignore[arg-type]

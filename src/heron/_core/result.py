@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeAlias
@@ -13,6 +13,7 @@ from typing import Any, Generic, Literal, TypeAlias
 from pydantic_core import to_jsonable_python
 from typing_extensions import TypeVar
 
+from .errors import UserError
 from .messages import Message
 
 __all__ = ["OutputT", "RunResult", "StopReason", "ToolCallRecord"]
@@ -46,6 +47,23 @@ class ToolCallRecord:
     runs: tuple[RunResult[Any], ...] = ()
     """Other agents' runs made by this call (``as_tool()`` workers, delegations), in the
     order they started."""
+
+    def __post_init__(self) -> None:
+        for name in ("id", "name"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise UserError(f"ToolCallRecord {name} must be a str, not {type(value).__name__}")
+        if not isinstance(self.arguments, dict):
+            raise UserError(
+                f"ToolCallRecord arguments must be a dict, not {type(self.arguments).__name__}"
+            )
+        if not isinstance(self.result, str):
+            raise UserError(
+                f"ToolCallRecord result must be a str, not {type(self.result).__name__}"
+            )
+        runs = self.runs
+        if not isinstance(runs, tuple) or not all(isinstance(r, RunResult) for r in runs):
+            raise UserError("ToolCallRecord runs must be a tuple of RunResult")
 
     def to_dict(self, *, messages: bool = False) -> dict[str, Any]:
         """JSON-ready data; ``is_error``, ``duration`` and ``runs`` only when set.
@@ -82,6 +100,45 @@ class ToolCallRecord:
             duration=data.get("duration"),
             runs=tuple(RunResult.from_dict(r) for r in data.get("runs", ())),
         )
+
+
+_E = TypeVar("_E")
+
+
+def _entries(
+    name: str, value: object, kind: type[_E], build: Callable[[Mapping[str, Any]], _E]
+) -> list[_E]:
+    """``value`` as a list of ``kind``, dicts rebuilt with ``build``; else a :class:`UserError`.
+
+    A list whose entries are all of ``kind`` is kept as it is (not copied).
+    """
+    wanted = f"a list of {kind.__name__} (or their to_dict() data)"
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        hint = " such as [Message.assistant(text)]" if kind is Message else ""
+        raise UserError(f"RunResult {name} must be {wanted}{hint}, not {type(value).__name__}")
+    entries = list(value)
+    if isinstance(value, list) and all(isinstance(e, kind) for e in entries):
+        return value
+    for i, entry in enumerate(entries):
+        if isinstance(entry, kind):
+            continue
+        if not isinstance(entry, Mapping):
+            raise UserError(
+                f"RunResult {name}[{i}] must be a {kind.__name__} or its to_dict() data, "
+                f"not {type(entry).__name__}"
+            )
+        try:
+            entries[i] = build(entry)
+        except UserError as exc:
+            raise UserError(
+                f"RunResult {name}[{i}] is not a valid {kind.__name__}: {exc}"
+            ) from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise UserError(
+                f"RunResult {name}[{i}] is not a valid {kind.__name__}: {reason}"
+            ) from None
+    return entries
 
 
 # A typed stand-in for "no structured output", valid for any OutputT.
@@ -147,6 +204,23 @@ class RunResult(Generic[OutputT]):
     """What went wrong, when ``stop_reason`` is ``"error"``."""
     messages: list[Message] = field(default_factory=list)
     """Every message this run added to the conversation."""
+
+    def __post_init__(self) -> None:
+        # Checked now: a bad entry would otherwise surface much later, in export()
+        # or checksum, far from the code that made it.
+        if not isinstance(self.agent_name, str):
+            raise UserError(
+                f"RunResult agent_name must be a str, not {type(self.agent_name).__name__}"
+            )
+        if not isinstance(self.created_at, datetime):
+            raise UserError(
+                f"RunResult created_at must be a datetime, not {type(self.created_at).__name__}"
+            )
+        self.output = _entries("output", self.output, Message, Message.from_dict)
+        self.tool_calls = _entries(
+            "tool_calls", self.tool_calls, ToolCallRecord, ToolCallRecord.from_dict
+        )
+        self.messages = _entries("messages", self.messages, Message, Message.from_dict)
 
     @property
     def reply(self) -> str:

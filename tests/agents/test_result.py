@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from heron import Message, RunResult, SimpleAgent, ToolCallRecord, UserError, tool
-from heron.testing import ScriptedProvider, call
+from heron.testing import Reply, ScriptedProvider, call
 
 
 @tool
@@ -196,3 +196,29 @@ def test_malformed_tool_calls_and_messages_are_refused_at_construction() -> None
         RunResult(agent_name="a", created_at="2026-04-18")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="content must be a str or a tuple"):
         Message(role="assistant", content=["not", "parts"])  # type: ignore[arg-type]
+
+
+async def test_reply_falls_back_to_the_thinking_of_a_model_answering_only_in_it() -> None:
+    # Some models (qwen3 on Ollama) route their whole answer through reasoning.
+    provider = ScriptedProvider([Reply(text="", thinking="The answer is 4.")])
+    result = await SimpleAgent(provider=provider).run("2+2?")
+    assert result.reply == "The answer is 4."
+    assert result.output == [Message.assistant("The answer is 4.")]
+
+
+async def test_reply_prefers_content_to_thinking() -> None:
+    provider = ScriptedProvider([Reply(text="4", thinking="2 and 2 make 4.")])
+    assert (await SimpleAgent(provider=provider).run("2+2?")).reply == "4"
+
+
+async def test_reply_falls_back_to_the_latest_text_of_the_same_run() -> None:
+    provider = ScriptedProvider(
+        [Reply(text="Adding them now.", tool_calls=[call("add", a=2, b=2)]), "", "", "ok"]
+    )
+    agent = SimpleAgent(provider=provider, tools=[add])
+    first = await agent.run("2+2?")
+    assert first.reply == "Adding them now."
+    # Only this run's text counts: an empty answer never borrows an earlier run's.
+    second = await agent.run("And again?")
+    assert second.reply == ""
+    assert second.output == []

@@ -239,11 +239,9 @@ class Run:
 
     def _finish(self, reason: StopReason) -> bool:
         self.result.stop_reason = reason
-        for m in reversed(self.result.messages):
-            if m.role == "assistant":
-                if m.text:
-                    self.result.output = [Message.assistant(m.text)]
-                break
+        reply = final_reply(self.result.messages)
+        if reply:
+            self.result.output = [Message.assistant(reply)]
         if self.spec is not None and reason != "end_turn":
             # A typed output_value is a promise: a run that cannot keep it fails.
             raise RunError(f"the run ended ({reason}) before the model gave its structured answer")
@@ -405,6 +403,22 @@ class Run:
                 is_error=res.is_error,
             )
             self.conversation.append(message, self.result)
+
+
+def final_reply(messages: Sequence[Message]) -> str:
+    """A run's reply: the last turn's text, else its thinking, else the run's latest text.
+
+    A model that answers only in its reasoning (some Ollama models do) still
+    has a reply; a last turn that wrote nothing at all (it only called a stop
+    tool, say) falls back to the most recent text of the same run.
+    """
+    turns = [m for m in messages if m.role == "assistant"]
+    if not turns:
+        return ""
+    last = turns[-1]
+    if last.text or last.thinking:
+        return last.text or last.thinking or ""
+    return next((m.text for m in reversed(turns) if m.text), "")
 
 
 def _cancelling() -> int:

@@ -32,8 +32,8 @@ PUBLIC_MODULES = [
 
 EXPECTED = {
     "AgentOptions", "AgentRun", "AgentState", "AgentStream", "AgentTool", "BaseAgent",
-    "Capabilities",
-    "ChatResponse", "ChunkCallback", "DelegationFuture", "FinishReason", "FunctionTool",
+    "Capabilities", "ChatResponse", "ChunkCallback", "Compaction",
+    "DelegationFuture", "FinishReason", "FunctionTool",
     "HeronError", "IdGenerator", "ImagePart", "LocalToolClient", "MemoryStorage", "Message",
     "Network", "OutputValidationError", "Part", "Pipeline", "Provider", "ProviderError", "Role",
     "Route", "Router", "RunError", "RunResult", "ScriptExhaustedError", "SimpleAgent", "Skill",

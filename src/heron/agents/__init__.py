@@ -2,6 +2,7 @@
 
 from .._core.result import RunResult, StopReason, ToolCallRecord
 from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
+from ._compaction import Compaction
 from ._delegation import AgentTool, DelegationFuture, gather_delegations
 from ._iter import AgentRun, Turn
 from ._network import DEFAULT_MAX_STEPS, DONE, Network, Route, Router
@@ -23,6 +24,7 @@ __all__ = [
     "AgentStream",
     "AgentTool",
     "BaseAgent",
+    "Compaction",
     "DelegationFuture",
     "ImageDescriber",
     "Network",

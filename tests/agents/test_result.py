@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 
-from heron import Message, RunResult, SimpleAgent, ToolCallRecord, UserError, tool
+from heron import (
+    Capabilities,
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    Provider,
+    ProviderMetadata,
+    RunResult,
+    SimpleAgent,
+    ToolCall,
+    ToolCallRecord,
+    ToolSchema,
+    UserError,
+    tool,
+)
 from heron.testing import Reply, ScriptedProvider, call
 
 
@@ -222,3 +237,76 @@ async def test_reply_falls_back_to_the_latest_text_of_the_same_run() -> None:
     second = await agent.run("And again?")
     assert second.reply == ""
     assert second.output == []
+
+
+class _MetadataProvider(Provider):
+    """A provider whose turns carry vendor metadata, the first one all of it."""
+
+    name = "meta"
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        self.turn += 1
+        if self.turn == 1:
+            return ChatResponse(
+                tool_calls=(ToolCall(id="c1", name="add", arguments={"a": 1, "b": 2}),),
+                input_tokens=40,
+                output_tokens=5,
+                stop_reason="tool_use",
+                finish_reason="tool_calls",
+                request_id="req_1",
+                response_id="chatcmpl-1",
+                cached_input_tokens=32,
+                cache_write_tokens=8,
+            )
+        if self.turn == 2:
+            return ChatResponse(content="3", input_tokens=50, output_tokens=1)  # none given
+        return ChatResponse(content="done", finish_reason="stop")
+
+
+async def test_each_turns_provider_metadata_is_kept_in_the_export() -> None:
+    agent = SimpleAgent(provider=_MetadataProvider(), tools=[add])
+    result = await agent.run("1+2")
+    assert result.reply == "3"
+    assert result.provider_metadata == [
+        ProviderMetadata(
+            turn=1,
+            request_id="req_1",
+            response_id="chatcmpl-1",
+            finish_reason="tool_calls",
+            cached_input_tokens=32,
+            cache_write_tokens=8,
+        )
+    ]
+    exported = json.loads(result.to_json())
+    assert exported["provider_metadata"] == [
+        {
+            "turn": 1,
+            "request_id": "req_1",
+            "response_id": "chatcmpl-1",
+            "finish_reason": "tool_calls",
+            "cached_input_tokens": 32,
+            "cache_write_tokens": 8,
+        }
+    ]
+    assert RunResult.from_dict(exported).provider_metadata == result.provider_metadata
+    # Turns are counted within the run: the next run's first turn is turn 1 again.
+    second = await agent.run("and?")
+    assert second.provider_metadata == [ProviderMetadata(turn=1, finish_reason="stop")]
+    # A run whose provider gives none exports no such key.
+    plain = await SimpleAgent(provider=ScriptedProvider(["hi"])).run("hello")
+    assert plain.provider_metadata == [] and "provider_metadata" not in plain.export()
+    with pytest.raises(UserError, match=r"provider_metadata\[0\]"):
+        RunResult(agent_name="a", provider_metadata=[{"request_id": "x"}])  # type: ignore[list-item]

@@ -15,8 +15,9 @@ from typing_extensions import TypeVar
 
 from .errors import UserError
 from .messages import Message
+from .responses import ChatResponse
 
-__all__ = ["OutputT", "RunResult", "StopReason", "ToolCallRecord"]
+__all__ = ["OutputT", "ProviderMetadata", "RunResult", "StopReason", "ToolCallRecord"]
 
 OutputT = TypeVar("OutputT", default=Any)
 """The type of a run's structured output (``None`` when none was asked for)."""
@@ -141,6 +142,69 @@ def _entries(
     return entries
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProviderMetadata:
+    """What the provider said about one model turn besides its answer (the seed's ``raw``).
+
+    Kept on :attr:`RunResult.provider_metadata` for turns whose provider gave
+    any of it; ``None`` fields were not given.
+    """
+
+    turn: int
+    """The model turn it belongs to, counting from 1."""
+    request_id: str | None = None
+    """The vendor's id of the HTTP request, to quote to its support."""
+    response_id: str | None = None
+    """The vendor's id of the response."""
+    finish_reason: str | None = None
+    """The vendor's own stop reason, as sent (``RunResult.stop_reason`` is Heron's)."""
+    cached_input_tokens: int | None = None
+    """Input tokens read from the vendor's prompt cache."""
+    cache_write_tokens: int | None = None
+    """Input tokens written to the vendor's prompt cache."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.turn, bool) or not isinstance(self.turn, int) or self.turn < 1:
+            raise UserError(f"ProviderMetadata turn must be a whole number >= 1, not {self.turn!r}")
+
+    @classmethod
+    def of(cls, turn: int, response: ChatResponse) -> ProviderMetadata | None:
+        """The metadata of ``response`` as turn ``turn``, or ``None`` when it carries none."""
+        found = cls(
+            turn=turn,
+            request_id=response.request_id,
+            response_id=response.response_id,
+            finish_reason=response.finish_reason,
+            cached_input_tokens=response.cached_input_tokens,
+            cache_write_tokens=response.cache_write_tokens,
+        )
+        return found if len(found.to_dict()) > 1 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data, fields not given left out."""
+        data = {
+            "turn": self.turn,
+            "request_id": self.request_id,
+            "response_id": self.response_id,
+            "finish_reason": self.finish_reason,
+            "cached_input_tokens": self.cached_input_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProviderMetadata:
+        """Rebuild from :meth:`to_dict` output."""
+        return cls(
+            turn=int(data["turn"]),
+            request_id=data.get("request_id"),
+            response_id=data.get("response_id"),
+            finish_reason=data.get("finish_reason"),
+            cached_input_tokens=data.get("cached_input_tokens"),
+            cache_write_tokens=data.get("cache_write_tokens"),
+        )
+
+
 # A typed stand-in for "no structured output", valid for any OutputT.
 _NO_OUTPUT: Any = None
 
@@ -204,6 +268,9 @@ class RunResult(Generic[OutputT]):
     """What went wrong, when ``stop_reason`` is ``"error"``."""
     messages: list[Message] = field(default_factory=list)
     """Every message this run added to the conversation."""
+    provider_metadata: list[ProviderMetadata] = field(default_factory=list)
+    """Per model turn, what the provider said besides its answer (request ids, the
+    vendor's finish reason, cached tokens), for the turns whose provider gave any."""
 
     def __post_init__(self) -> None:
         # Checked now: a bad entry would otherwise surface much later, in export()
@@ -221,6 +288,12 @@ class RunResult(Generic[OutputT]):
             "tool_calls", self.tool_calls, ToolCallRecord, ToolCallRecord.from_dict
         )
         self.messages = _entries("messages", self.messages, Message, Message.from_dict)
+        self.provider_metadata = _entries(
+            "provider_metadata",
+            self.provider_metadata,
+            ProviderMetadata,
+            ProviderMetadata.from_dict,
+        )
 
     @property
     def reply(self) -> str:
@@ -321,6 +394,7 @@ class RunResult(Generic[OutputT]):
             "output_tokens": self.output_tokens or None,
             "output_value": to_jsonable_python(self.output_value),
             "error": self.error,
+            "provider_metadata": [m.to_dict() for m in self.provider_metadata] or None,
         }
         return {k: v for k, v in data.items() if v is not None}
 
@@ -364,6 +438,9 @@ class RunResult(Generic[OutputT]):
             output_value=data.get("output_value"),
             error=data.get("error"),
             messages=[Message.from_dict(m) for m in data.get("messages", ())],
+            provider_metadata=[
+                ProviderMetadata.from_dict(m) for m in data.get("provider_metadata", ())
+            ],
         )
         expected = data.get("checksum")
         if expected is not None and expected != result.checksum:

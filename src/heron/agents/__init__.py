@@ -1,6 +1,6 @@
 """Agents: the run loop, memory compaction, saved state, run results and teams."""
 
-from .._core.result import RunResult, StopReason, ToolCallRecord
+from .._core.result import ProviderMetadata, RunResult, StopReason, ToolCallRecord
 from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
 from ._compaction import Compaction
 from ._delegation import AgentTool, DelegationFuture, gather_delegations
@@ -29,6 +29,7 @@ __all__ = [
     "ImageDescriber",
     "Network",
     "Pipeline",
+    "ProviderMetadata",
     "ProviderRole",
     "ProvidersInput",
     "Route",

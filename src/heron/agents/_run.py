@@ -28,7 +28,7 @@ from .._core import (
     ToolSchema,
     emit,
 )
-from .._core.result import RunResult, StopReason, ToolCallRecord
+from .._core.result import ProviderMetadata, RunResult, StopReason, ToolCallRecord
 from ..providers import InvalidToolCall, Provider
 from ..tools import ToolClient, ToolResult
 from ._call_ids import CallIds
@@ -201,6 +201,9 @@ class Run:
         response = await agent.provider.chat(messages, tools=self._tools or None, on_chunk=on_chunk)
         conversation.account(response, result, messages)
         result.turns += 1
+        metadata = ProviderMetadata.of(result.turns, response)
+        if metadata is not None:
+            result.provider_metadata.append(metadata)
         calls = ids.fix_all(response.tool_calls)
         if self.on_chunk is not None and not ids.streamed_any:
             await self._replay(response, calls)

@@ -290,4 +290,5 @@ class _Turn:
             tool_calls=tuple(self.calls),
             thinking=thinking or None,
             stop_reason="tool_use" if self.calls else _DONE.get(final.done_reason or "", "other"),
+            finish_reason=final.done_reason or None,
         )

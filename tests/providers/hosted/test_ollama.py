@@ -303,3 +303,10 @@ async def test_a_call_the_server_repeats_in_a_later_part_runs_once(
     replayed = wire.last["messages"]
     assert [m["role"] for m in replayed] == ["user", "assistant", "tool", "tool"]
     assert len(replayed[1]["tool_calls"]) == 2
+
+
+async def test_the_servers_done_reason_is_kept(wire: Any, provider: Any) -> None:
+    wire.reply(wire.body({**ANSWER, "done_reason": "length"}))
+    response = await provider().chat([Message.user("Hi")])
+    assert (response.stop_reason, response.finish_reason) == ("max_tokens", "length")
+    assert response.request_id is None and response.cached_input_tokens is None

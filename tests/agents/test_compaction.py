@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import Callable, Sequence
@@ -346,3 +347,29 @@ async def test_compact_from_inside_the_agents_own_run_is_refused() -> None:
     record = result.tool_calls[0]
     assert record.is_error and "compact from inside its own run" in record.result
     assert agent.compactions == 0
+
+
+async def test_compact_waits_for_a_run_in_progress() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Take a while."""
+        started.set()
+        await release.wait()
+        return "slow result"
+
+    provider = ScriptedProvider([call("slow"), "finished", lambda m: "Memory: slow ran."])
+    agent = SimpleAgent(provider=provider, tools=[slow])
+    run = asyncio.ensure_future(agent.run("go"))
+    await started.wait()
+    compacting = asyncio.ensure_future(agent.compact())
+    for _ in range(10):  # give it every chance to (wrongly) go ahead
+        await asyncio.sleep(0)
+    assert not compacting.done()  # it queues behind the run
+    release.set()
+    result = await run
+    done = await compacting
+    assert result.reply == "finished"
+    # It folded the whole finished run, the answer included.
+    assert done.compacted and done.folded == 4 and agent.memory == "Memory: slow ran."

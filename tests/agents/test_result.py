@@ -310,3 +310,16 @@ async def test_each_turns_provider_metadata_is_kept_in_the_export() -> None:
     assert plain.provider_metadata == [] and "provider_metadata" not in plain.export()
     with pytest.raises(UserError, match=r"provider_metadata\[0\]"):
         RunResult(agent_name="a", provider_metadata=[{"request_id": "x"}])  # type: ignore[list-item]
+
+
+def test_a_response_pickled_before_the_metadata_fields_existed_gives_none() -> None:
+    # A daemon replays recorded (pickled) turns; one recorded by an older Heron
+    # has no slots for the metadata fields at all.
+    response = ChatResponse(content="x", finish_reason="stop", request_id="req_1")
+    old = ChatResponse.__new__(ChatResponse)
+    old.__setstate__(response.__getstate__()[:7])  # type: ignore[attr-defined]
+    assert old.content == "x"
+    assert ProviderMetadata.of(3, old) is None
+    assert ProviderMetadata.of(3, response) == ProviderMetadata(
+        turn=3, finish_reason="stop", request_id="req_1"
+    )

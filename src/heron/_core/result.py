@@ -170,13 +170,13 @@ class ProviderMetadata:
     @classmethod
     def of(cls, turn: int, response: ChatResponse) -> ProviderMetadata | None:
         """The metadata of ``response`` as turn ``turn``, or ``None`` when it carries none."""
+        # getattr: a response pickled by an older Heron (a daemon's recorded turn,
+        # replayed after an upgrade) lacks these slots altogether.
+        fields = ("request_id", "response_id", "finish_reason")
+        counts = ("cached_input_tokens", "cache_write_tokens")
         found = cls(
             turn=turn,
-            request_id=response.request_id,
-            response_id=response.response_id,
-            finish_reason=response.finish_reason,
-            cached_input_tokens=response.cached_input_tokens,
-            cache_write_tokens=response.cache_write_tokens,
+            **{name: getattr(response, name, None) for name in (*fields, *counts)},
         )
         return found if len(found.to_dict()) > 1 else None
 

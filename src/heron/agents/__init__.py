@@ -1,7 +1,8 @@
 """Agents: the run loop, memory compaction, saved state, run results and teams."""
 
-from .._core.result import RunResult, StopReason, ToolCallRecord
+from .._core.result import ProviderMetadata, RunResult, StopReason, ToolCallRecord
 from ._agent import DEFAULT_MAX_TURNS, AgentOptions, BaseAgent, SimpleAgent
+from ._compaction import Compaction
 from ._delegation import AgentTool, DelegationFuture, gather_delegations
 from ._iter import AgentRun, Turn
 from ._network import DEFAULT_MAX_STEPS, DONE, Network, Route, Router
@@ -23,10 +24,12 @@ __all__ = [
     "AgentStream",
     "AgentTool",
     "BaseAgent",
+    "Compaction",
     "DelegationFuture",
     "ImageDescriber",
     "Network",
     "Pipeline",
+    "ProviderMetadata",
     "ProviderRole",
     "ProvidersInput",
     "Route",

@@ -53,10 +53,7 @@ CODE = {
     "import heron": "import heron",
     "import heron.client": "import heron.client",
     "heron --version": (
-        "import sys\n"
-        "sys.argv = ['heron', '--version']\n"
-        "from heron.cli import main\n"
-        "main()\n"
+        "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
     ),
     "import heron.cli._app": "import heron.cli._app",
 }

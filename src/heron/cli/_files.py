@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from ._nodes import JsonOption, _console, _fail, _print_json, _with_client
+from ._table import Column, print_table
 
 if TYPE_CHECKING:
     from .. import api
@@ -170,17 +170,24 @@ def list_(
         if as_json:
             _print_json(listing)
             return
-        table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-        table.add_column("TYPE")
-        table.add_column("SIZE", justify="right")
-        table.add_column("MODIFIED")
-        table.add_column("NAME", overflow="fold")
-        for entry in listing.entries:
-            moment = entry.modified_at.astimezone().strftime("%Y-%m-%d %H:%M")
-            table.add_row(entry.type, _size(entry), moment, _name(entry))
+        columns = [
+            Column("TYPE", whole=True),
+            Column("SIZE", whole=True, justify="right"),
+            Column("MODIFIED", drop=1, wrap_min=10),
+            Column("NAME", whole=True),
+        ]
+        rows = [
+            [
+                entry.type,
+                _size(entry),
+                entry.modified_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+                _name(entry),
+            ]
+            for entry in listing.entries
+        ]
         console = _console()
         if listing.entries:
-            console.print(table)
+            print_table(columns, rows)
         else:
             console.print(f"{listing.path} is empty", soft_wrap=True)
         if listing.truncated:

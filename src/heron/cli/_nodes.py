@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast, get_a
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ._table import Cell, Column, print_table
 from ._view import _one_line, fail
 from ._watch import NodeView, outcome_lines
 
@@ -342,36 +342,61 @@ def list_(
             help=f"Only nodes with this status (repeat for more): {', '.join(_STATUSES)}.",
         ),
     ] = None,
+    root: Annotated[
+        bool | None,
+        typer.Option(
+            "--root/--children",
+            help="Only roots (nodes no other node started), or only children.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the nodes, oldest first: id, status, name (or prompt), created, turns."""
+    """List the nodes, oldest first: id, status, parent, name (or prompt), created, turns.
+
+    Ids are shown whole; on a narrow terminal the name wraps and the columns that do
+    not fit are left out (--json has every field).
+    """
 
     def go(client: Heron) -> None:
         wanted = cast("list[api.NodeStatus]", status or [])
-        nodes = client.nodes.list(status=wanted or None)
+        nodes = client.nodes.list(status=wanted or None, root=root)
         if as_json:
             _print_json(nodes)
             return
         if not nodes:
-            _say("no nodes" + (f" with status {', '.join(status)}" if status else ""))
+            which = f" with status {', '.join(status)}" if status else ""
+            kind = {True: " (roots)", False: " (children)", None: ""}[root]
+            _say(f"no nodes{which}{kind}")
             return
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        table.add_column("ID", no_wrap=True)
-        table.add_column("STATUS", no_wrap=True)
-        table.add_column("NAME / PROMPT", overflow="ellipsis", no_wrap=True)
-        table.add_column("CREATED", no_wrap=True)
-        table.add_column("TURNS", justify="right")
-        for node in nodes:
-            table.add_row(
-                node.node_id,
-                Text(node.status, style=_STATUS_STYLE.get(node.status, "")),
-                _label(node),
-                _when(node.created_at),
-                str(node.turns),
-            )
-        _console().print(table)
+        _node_table(nodes)
 
     _with_client(ctx, go)
+
+
+def _node_table(nodes: list[api.Node]) -> None:
+    """The ``list`` table; a PARENT column only when some node has a parent."""
+    parents = any(node.parent for node in nodes)
+    columns = [
+        Column("ID", whole=True),
+        Column("STATUS", whole=True),
+        *([Column("PARENT", whole=True, drop=2)] if parents else []),
+        Column("NAME / PROMPT", drop=1, wrap_min=16),
+        Column("CREATED", drop=3, wrap_min=10),
+        Column("TURNS", whole=True, justify="right"),
+    ]
+    rows: list[list[Cell]] = [
+        [
+            node.node_id,
+            Text(node.status, style=_STATUS_STYLE.get(node.status, "")),
+            *([node.parent or "-"] if parents else []),
+            _label(node, 60),
+            _when(node.created_at),
+            str(node.turns),
+        ]
+        for node in nodes
+    ]
+    print_table(columns, rows)
 
 
 _STATUS_STYLE = {

@@ -361,9 +361,11 @@ def test_outcome_exit_statuses(client: Heron, scripts: Scripts) -> None:
     assert failed.code == 3
     assert failed.out.startswith("✗ failed: provider_error\n")
 
-    assert "--follow" in heron("nodes", "outcome", ok, "--wait", "26").err
+    # Bad usage exits 2, as the README's exit statuses say.
+    too_long = heron("nodes", "outcome", ok, "--wait", "30")
+    assert too_long.code == 2 and "--follow" in too_long.err, too_long
     both = heron("nodes", "outcome", ok, "--wait", "3", "--follow")
-    assert both.code == 1 and "do not go together" in both.err
+    assert both.code == 2 and "do not go together" in both.err
     # A usage error keeps Click's 2, which no outcome shares.
     assert heron("nodes", "outcome", ok, "--wait", "soon").code == 2
     shown = " ".join(heron("nodes", "outcome", "--help").out.split())

@@ -489,9 +489,12 @@ def outcome(
     """How a node settled: its result, or why it failed."""
     _check_id(ctx, node_id)
     if not 0 <= wait <= 25:
-        _fail(ctx, f"--wait must be 0 to 25 seconds, got {wait} (use --follow to wait longer)")
+        raise typer.BadParameter(
+            f"must be 0 to 25 seconds, got {wait} (use --follow to wait longer)",
+            param_hint="--wait",
+        )
     if follow and wait:
-        _fail(ctx, "--wait and --follow do not go together")
+        raise typer.BadParameter("--wait and --follow do not go together", param_hint="--wait")
 
     def go(client: Heron) -> int:
         poll = client.nodes.outcome(node_id, wait=wait)

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from heron import api
 from heron.cli import app
-from heron.client import Heron
+from heron.client import APIError, Heron
 
 __all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
 
@@ -145,10 +145,10 @@ def test_api_errors_are_one_line_with_their_code(client: Heron, scripts: Scripts
     assert again.code == 1
     assert again.err.startswith("heron: error: node_id_exists: ") and again.err.count("\n") == 1
 
-    bad = heron("nodes", "create", "a", "--model", model, "--deadline", "soon")
+    bad = heron("nodes", "create", "a", "--model", model, "--name", "x" * 600)
     assert bad.code == 1
     assert bad.err.startswith("heron: error: invalid_request: the request does not match")
-    assert "(deadline: " in bad.err
+    assert "(name: " in bad.err
 
     missing = heron("nodes", "get", "no-such-node")
     assert missing.code == 1
@@ -470,3 +470,41 @@ def test_ctrl_c_stops_watching_and_leaves_the_node_running(
     assert f"heron nodes watch {node.node_id} --after " in out
     assert client.nodes.retrieve(node.node_id).status == "running"
     client.nodes.cancel(node.node_id)
+
+
+# -- durations ---------------------------------------------------------------------
+
+
+def test_one_duration_syntax_with_errors_in_words(client: Heron, scripts: Scripts) -> None:
+    model = scripts("d", ["x"])
+    day = json.loads(
+        heron("nodes", "create", "a", "--model", model, "--deadline", "1d", "--no-kickoff",
+              "--json").out
+    )  # fmt: skip
+    node = client.nodes.retrieve(day["node_id"])
+    assert node.deadline_at is not None
+    left = (node.deadline_at - node.created_at).total_seconds()
+    assert 86400 - 5 < left <= 86400 + 5
+
+    for flag, value in (("--deadline", "soon"), ("--deadline", "1y"), ("--deadline", "0s")):
+        done = heron("nodes", "create", "a", "--model", model, flag, value)
+        assert done.code == 2, done  # a usage error, caught before anything is sent
+        said = " ".join(done.err.split())
+        assert "duration" in said and "\\d" not in said and "^" not in said, said
+    assert "d (days), h (hours)" in " ".join(
+        heron("nodes", "create", "a", "--deadline", "soon").err.split()
+    )
+    pruned = heron("canvas", "prune", "--older-than", "30m", "--dry-run")
+    assert pruned.code == 0 and pruned.out.startswith("would prune "), pruned
+    assert heron("canvas", "prune", "--older-than", "a week").code == 2
+    assert heron("crons", "create", "@daily", "go", "--deadline", "1w").code == 2
+
+    # The daemon reads the same syntax, and says what is wrong in words.
+    cwd = str(Path.cwd())
+    made = client.request("POST", "/v1/nodes", {"prompt": "a", "cwd": cwd, "deadline": "2d",
+                                                "no_kickoff": True, "model": model})  # fmt: skip
+    assert made["deadline_at"] is not None
+    with pytest.raises(APIError) as refused:
+        client.request("POST", "/v1/nodes", {"prompt": "a", "cwd": cwd, "deadline": "soon"})
+    assert "'soon' is not a duration" in str(refused.value.details)
+    assert "\\d" not in str(refused.value.details)

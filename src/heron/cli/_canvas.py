@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ._nodes import _check_id, _with_client
+from ._nodes import _check_id, _with_client, duration
 from ._table import Cell, Column, print_table
 from ._view import _one_line
 
@@ -153,7 +153,9 @@ def prune(
         str | None,
         typer.Option(
             "--older-than",
-            help="Only nodes settled longer ago than this (7d, 12h); default 7d without --node.",
+            parser=duration,
+            help="Only nodes settled longer ago than this (7d, 12h, 30m); default 7d "
+            "without --node.",
             show_default=False,
         ),
     ] = None,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import api
-from ._nodes import JsonOption, _check_id, _fail, _print_json, _say, _when, _with_client
+from ._nodes import JsonOption, _check_id, _fail, _print_json, _say, _when, _with_client, duration
 from ._table import Column, print_table
 
 if TYPE_CHECKING:
@@ -144,7 +144,9 @@ def create(
         list[str] | None,
         typer.Option("--scope", help="Allow only this scope (repeat for more); default: all."),
     ] = None,
-    deadline: Annotated[str | None, typer.Option(help="Each node's wall clock, e.g. 1h.")] = None,
+    deadline: Annotated[
+        str | None, typer.Option(parser=duration, help="Each node's wall clock (1d, 2h, 30m).")
+    ] = None,
     paused: Annotated[bool, typer.Option("--paused", help="Create it paused.")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -187,7 +189,9 @@ def update(
     prompt: Annotated[str | None, typer.Option(help="New brief for its nodes.")] = None,
     model: Annotated[str | None, typer.Option(help="New model (provider spec).")] = None,
     kind: Annotated[str | None, typer.Option(help="New persona.")] = None,
-    deadline: Annotated[str | None, typer.Option(help="New wall clock per node.")] = None,
+    deadline: Annotated[
+        str | None, typer.Option(parser=duration, help="New wall clock per node (1d, 2h, 30m).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Change a cron (its id and firings stay): schedule, timezone, name, or its

@@ -132,6 +132,18 @@ def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
     )
 
 
+def duration(value: str) -> str:
+    """A Typer ``parser`` for duration options (``--deadline 1d``, ``--older-than 7d``):
+    the value as given, or a usage error in words (exit 2)."""
+    from ..api._durations import parse_duration
+
+    try:
+        parse_duration(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return value
+
+
 def _check_id(ctx: typer.Context, value: str, what: str = "node id") -> str:
     """``value``, or one error line (the client's own check, before any client is built)."""
     from ..client._resource import check_id
@@ -258,7 +270,10 @@ def create(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Display label.")] = None,
     deadline: Annotated[
-        str | None, typer.Option(help="Wall clock from now, e.g. 1h30m; expiry cancels it.")
+        str | None,
+        typer.Option(
+            parser=duration, help="Wall clock from now (1d, 2h, 1h30m); expiry cancels it."
+        ),
     ] = None,
     schema: Annotated[
         str | None,

@@ -246,8 +246,8 @@ def test_create_watch_draws_text_tool_steps_reports_and_the_outcome(
     start = lines.index("Reading two things.")
     # The two calls run side by side: either may finish first.
     assert sorted(lines[start + 1 : start + 3]) == [
-        "  ✓ get-current-time (object with 0 fields)",
-        "  ✗ fs-read-file (object with 1 field) failed",
+        "  ✓ get-current-time · checking the time",
+        "  ✗ fs-read-file · reading a file failed",
     ]
     report = lines.index("▍ report · milestone · Halfway")
     assert lines[report + 1] == "  One read failed."
@@ -312,7 +312,7 @@ def test_create_watch_draws_the_first_turn_even_when_it_joins_late(
         relay.close()
     assert done.code == 0, done
     lines = done.out.splitlines()
-    assert lines[1:4] == ["Quick.", "  ✓ get-current-time (object with 0 fields)", "Slow."], done
+    assert lines[1:4] == ["Quick.", "  ✓ get-current-time · checking the time", "Slow."], done
 
 
 def test_watch_of_a_failing_node_exits_3_with_the_reason(client: Heron, scripts: Scripts) -> None:
@@ -403,7 +403,8 @@ def test_interrupt_revive_cancel_and_fork(client: Heron, scripts: Scripts) -> No
     wait_status(client, node_id, "running")
 
     stopped = heron("nodes", "interrupt", node_id)
-    assert stopped.out == f"node {node_id} interrupted (interrupted)\n", stopped
+    # The status is said once, with what comes next.
+    assert stopped.out == f"node {node_id} interrupted: heron nodes revive {node_id} goes on\n"
 
     revived = heron("nodes", "revive", node_id, "--message", "go on")
     assert revived.out == f"node {node_id} revived (running)\n", revived
@@ -422,7 +423,7 @@ def test_interrupt_revive_cancel_and_fork(client: Heron, scripts: Scripts) -> No
     assert forked.code == 0 and match, forked
     fork = client.nodes.retrieve(match[1])
     assert fork.forked_from == node_id and fork.name == "twin" and fork.prompt == "Again"
-    assert heron("nodes", "cancel", match[1]).out == f"node {match[1]} cancelled (cancelled)\n"
+    assert heron("nodes", "cancel", match[1]).out == f"node {match[1]} cancelled\n"
 
 
 # -- Ctrl-C ------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ._canvas import canvas_app
 from ._crons import crons_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
+from ._help import plain_help
 from ._inbox import inbox_app
 from ._memory import memory_app
 from ._models import models_app
@@ -32,6 +33,8 @@ from ._nodes import nodes_app
 from ._view import LiveView, fail
 
 __all__ = ["app", "main"]
+
+plain_help()
 
 T = TypeVar("T")
 

@@ -154,6 +154,7 @@ def prune(
         typer.Option(
             "--older-than",
             parser=duration,
+            metavar="DURATION",
             help="Only nodes settled longer ago than this (7d, 12h, 30m); default 7d "
             "without --node.",
             show_default=False,

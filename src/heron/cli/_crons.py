@@ -145,7 +145,10 @@ def create(
         typer.Option("--scope", help="Allow only this scope (repeat for more); default: all."),
     ] = None,
     deadline: Annotated[
-        str | None, typer.Option(parser=duration, help="Each node's wall clock (1d, 2h, 30m).")
+        str | None,
+        typer.Option(
+            parser=duration, metavar="DURATION", help="Each node's wall clock (1d, 2h, 30m)."
+        ),
     ] = None,
     paused: Annotated[bool, typer.Option("--paused", help="Create it paused.")] = False,
     as_json: JsonOption = False,
@@ -190,7 +193,10 @@ def update(
     model: Annotated[str | None, typer.Option(help="New model (provider spec).")] = None,
     kind: Annotated[str | None, typer.Option(help="New persona.")] = None,
     deadline: Annotated[
-        str | None, typer.Option(parser=duration, help="New wall clock per node (1d, 2h, 30m).")
+        str | None,
+        typer.Option(
+            parser=duration, metavar="DURATION", help="New wall clock per node (1d, 2h, 30m)."
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -43,6 +43,16 @@ def _note(text: str) -> None:
     typer.echo(f"heron: {text}", err=True)
 
 
+def _binary_on_terminal(ctx: typer.Context, page: api.FilePeek) -> None:
+    """Refuse to write a binary file's bytes to a terminal (they can garble it)."""
+    if page.encoding == "base64" and sys.stdout.isatty():
+        _fail(
+            ctx,
+            f"{page.path} holds binary data ({page.size} bytes), which is not written to a "
+            f"terminal: redirect it (heron files read {page.path} > FILE) or use --json",
+        )
+
+
 def _write_out(page: api.FilePeek) -> None:
     if page.encoding == "base64":
         sys.stdout.buffer.write(base64.b64decode(page.content))
@@ -65,7 +75,10 @@ def read(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Print a file's content (its bytes as they are; a note on stderr if more follows)."""
+    """Print a file's content (its bytes as they are; a note on stderr if more follows).
+
+    A binary file is not written to a terminal: redirect it to a file, or use --json.
+    """
     if whole and as_json:
         _fail(ctx, "--all prints the whole content; --json prints one answer: choose one")
 
@@ -74,6 +87,7 @@ def read(
         if as_json:
             _print_json(page)
             return
+        _binary_on_terminal(ctx, page)
         _write_out(page)
         while whole and page.truncated and page.next_offset is not None:
             page = client.files.read(path, offset=page.next_offset, limit=limit)

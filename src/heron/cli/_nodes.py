@@ -272,7 +272,9 @@ def create(
     deadline: Annotated[
         str | None,
         typer.Option(
-            parser=duration, help="Wall clock from now (1d, 2h, 1h30m); expiry cancels it."
+            parser=duration,
+            metavar="DURATION",
+            help="Wall clock from now (1d, 2h, 1h30m); expiry cancels it.",
         ),
     ] = None,
     schema: Annotated[
@@ -578,7 +580,9 @@ def _node_action(
         if as_json:
             _print_json(node)
         else:
-            _say(done.format(id=node.node_id, status=node.status))
+            text = done.format(id=node.node_id, status=node.status)
+            # "interrupted (interrupted)" says one thing twice: the status only when it adds.
+            _say(text.replace(f" ({node.status})", "") if f"{node.status} (" in text else text)
 
     _with_client(ctx, go, start=start)
 
@@ -591,7 +595,7 @@ def interrupt(ctx: typer.Context, node_id: NodeIdArg, as_json: JsonOption = Fals
         node_id,
         as_json,
         lambda c: c.nodes.interrupt(node_id),
-        "node {id} interrupted ({status})",
+        "node {id} interrupted ({status}): heron nodes revive {id} goes on",
     )
 
 

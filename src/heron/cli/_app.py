@@ -27,9 +27,11 @@ from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
 from ._help import plain_help
 from ._inbox import inbox_app
+from ._lineage import jobs_app  # noqa: F401 - adds its commands to nodes_app
 from ._memory import memory_app
 from ._models import models_app
 from ._nodes import nodes_app
+from ._profiles import kinds_app, profiles_app
 from ._view import LiveView, fail
 
 __all__ = ["app", "main"]
@@ -270,6 +272,8 @@ app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)
 app.add_typer(canvas_app, name="canvas")
+app.add_typer(profiles_app, name="profiles")
+app.add_typer(kinds_app, name="kinds")
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast, get_args
@@ -162,8 +162,8 @@ def _say(text: str, style: str | None = None) -> None:
     _console().print(Text(text, style=style or ""), soft_wrap=True)
 
 
-def _print_json(value: BaseModel | list[api.Node]) -> None:
-    if isinstance(value, list):
+def _print_json(value: BaseModel | Sequence[BaseModel]) -> None:
+    if isinstance(value, Sequence):
         data: Any = [item.model_dump(mode="json") for item in value]
     else:
         data = value.model_dump(mode="json")

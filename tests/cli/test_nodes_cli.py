@@ -509,3 +509,49 @@ def test_one_duration_syntax_with_errors_in_words(client: Heron, scripts: Script
         client.request("POST", "/v1/nodes", {"prompt": "a", "cwd": cwd, "deadline": "soon"})
     assert "'soon' is not a duration" in str(refused.value.details)
     assert "\\d" not in str(refused.value.details)
+
+
+# -- watching a node already running ---------------------------------------------------
+
+
+def test_watch_of_a_running_node_says_at_once_what_it_does_then_its_history_in_order(
+    client: Heron, scripts: Scripts
+) -> None:
+    push = {"tier": "progress", "title": "Step", "body": "Halfway."}
+    model = scripts(
+        "joined",
+        [
+            {"text": "First part.", "tool_calls": [{"name": "push-report", "arguments": push}]},
+            {"text": "Second part.", "delay": 2},
+        ],
+    )
+    node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
+    with client.nodes.events(node.node_id, after=0) as stream:
+        turns = 0
+        for event in stream:
+            turns += isinstance(event, api.TurnStarted)
+            if turns == 2:
+                break
+    done = heron("nodes", "watch", node.node_id)
+    assert done.code == 0, done
+    lines = done.out.splitlines()
+    assert re.fullmatch(
+        rf"{node.node_id} is running · 1 run · \d+ turns? so far · tokens \d+ in / \d+ out",
+        lines[0],
+    ), done.out
+    # The text came before the report its turn pushed, and is drawn so.
+    assert lines.index("First part.") < lines.index("▍ report · progress · Step")
+    assert lines.index("▍ report · progress · Step") < lines.index("Second part.")
+    assert "✓ completed" in lines
+
+
+def test_watch_of_a_node_reading_its_prompt_shows_its_status_first(
+    client: Heron, scripts: Scripts
+) -> None:
+    model = scripts("slow-start", [{"text": "Late.", "delay": 2}])
+    node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
+    wait_status(client, node.node_id, "running")
+    done = heron("nodes", "watch", node.node_id)
+    assert done.code == 0, done
+    assert done.out.splitlines()[0].startswith(f"{node.node_id} is running · 1 run · 0 turns")
+    assert done.out.splitlines()[1] == "Late."

@@ -190,6 +190,8 @@ def _watch(client: Heron, node_id: str, after: int | None) -> int:
     """Render the node's events until it settles; the exit status to end with."""
     console = _console()
     view = NodeView(console, node_id)
+    if after is None:
+        _now(client, console, node_id)
     try:
         with client.nodes.events(node_id, after=after) as stream:
             for event in stream:
@@ -216,6 +218,18 @@ def _watch(client: Heron, node_id: str, after: int | None) -> int:
         return 1
     _summary(client, console, node_id)
     return 0 if isinstance(view.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME
+
+
+def _now(client: Heron, console: Console, node_id: str) -> None:
+    """Before the stream: what a running node is doing, at once (its text may be
+    seconds away while the model reads its prompt)."""
+    node = client.nodes.retrieve(node_id)
+    if node.status != "running":
+        return  # the stream's first events say it (dormant, or the settled replay)
+    line = f"{node.node_id} is running · {_count(node.runs, 'run')} · "
+    line += f"{_count(node.turns, 'turn')} so far · tokens {node.input_tokens} in / "
+    line += f"{node.output_tokens} out"
+    console.print(Text(line, style="dim"), soft_wrap=True)
 
 
 def _summary(client: Heron, console: Console, node_id: str) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import Field, StringConstraints
 
 from ._common import NodeId, RequestModel, WireModel
+from ._durations import Duration
 from ._worktrees import NodeWorktree
 
 __all__ = [
@@ -48,13 +49,6 @@ OutcomeReason: TypeAlias = Literal[
     "declined", "deadline_exceeded", "cancelled", "provider_error", "crashed"
 ]
 """Why a node failed."""
-
-Duration = Annotated[
-    str,
-    StringConstraints(pattern=r"^\s*(\d+\s*[hms]\s*)+$", max_length=64),
-    Field(examples=["1h30m", "45s"]),
-]
-"""A span of time such as ``1h30m``, ``90s`` or ``2h``."""
 
 Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 """Free text, up to 256 KiB."""

@@ -237,20 +237,38 @@ class EventStreams:
                 opened.ended = True
 
     async def _seed(self, node_id: str, snap: _Snapshot) -> list[bytes]:
-        """A mid-run joiner's start: the reports pushed so far (their own events, oldest
-        first), the run's completed messages, then its partial text as one delta."""
+        """A mid-run joiner's start, in the order it happened: the node's ``running``
+        status, the reports pushed so far, the run's completed messages and the tool calls
+        still running (each its own event, by number), then its partial text as one delta.
+
+        The status comes first even when its number is not the lowest, so a joiner can say
+        at once what the node is doing, before any text of the run arrives.
+        """
         known, done, partial, partial_seq = snap.run
-        first = [r.wire for r in await self._typed(node_id, ("node.report.pushed",), snap)]
+        status = await self._latest(node_id, "node.status.changed", snap)
+        running = status is not None and status.data.get("status") == "running"
+        started = status.sequence_number if status is not None and running else 0
+        first = [
+            status.wire
+            if status is not None and running
+            else await self._status_now(node_id, "running", snap)
+        ]
+        reports = await self._typed(node_id, ("node.report.pushed",), snap)
         if not known:
             # This process did not see the run start (a restart, or its hub was let go):
             # the run's completed messages are in the log, after its running status.
-            started = 0
-            for record in await self._typed(node_id, ("node.status.changed",), snap):
-                if record.data.get("status") == "running":
-                    started = record.sequence_number
             logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
             done = merge(logged, done)
-        first += [r.wire for r in done]
+        calls = await self._typed(
+            node_id, ("node.tool_call.started", "node.tool_call.completed"), snap, after=started
+        )
+        ended = {r.data.get("tool_call_id") for r in calls if r.type == "node.tool_call.completed"}
+        open_calls = [
+            r
+            for r in calls
+            if r.type == "node.tool_call.started" and r.data.get("tool_call_id") not in ended
+        ]
+        first += [r.wire for r in merge(merge(reports, done), open_calls)]
         if partial:
             first.append(
                 encode(node_id, partial_seq, "node.output_text.delta", {"delta": partial}).wire

@@ -45,9 +45,20 @@ NodeMode: TypeAlias = Literal["base", "orchestrator"]
 """Whether the node works hands-on or fans out to children."""
 
 OutcomeReason: TypeAlias = Literal[
-    "declined", "deadline_exceeded", "cancelled", "provider_error", "crashed"
+    "declined",
+    "deadline_exceeded",
+    "cancelled",
+    "provider_error",
+    "crashed",
+    "no_result",
+    "invalid_result",
 ]
-"""Why a node failed."""
+"""Why a node failed: ``declined`` (the agent refused), ``deadline_exceeded``,
+``cancelled`` (closed), ``provider_error`` (the model service failed), ``crashed`` (the
+run failed otherwise), ``no_result`` (it had to submit a result and ended without one or
+a decline). ``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
+gives it to a result that passed the daemon's JSON-schema check but not the Python
+class's own validation."""
 
 Duration = Annotated[
     str,

@@ -224,10 +224,13 @@ class Nodes(NodeStreams[M]):
         ``output_schema`` is a class pydantic can validate — a model, a dataclass, a
         ``TypedDict`` (``output_parsed`` is then validated from ``structured_result``
         as that class) — or a JSON schema (a mapping or JSON string: ``output_parsed``
-        is the raw value). A result the class refuses beyond its JSON schema (a
-        validator) raises ``pydantic.ValidationError``, noting the node's id.
-        ``output_parsed`` is set exactly when ``kind == "result"``; a decline or a
-        failure comes back as a value with ``output_parsed`` ``None``::
+        is the raw value). An agent's outcome is returned, never raised: a result the
+        class refuses beyond its JSON schema (a validator; the daemon checks only the
+        schema) comes back as a :class:`ParsedFailure` with ``reason ==
+        "invalid_result"``, the validation errors in ``detail`` and the unparsed value in
+        ``structured_result``. ``output_parsed`` is set exactly when ``kind ==
+        "result"``; a decline or a failure comes back as a value with ``output_parsed``
+        ``None``::
 
             class Package(BaseModel):
                 name: str

@@ -20,6 +20,7 @@ from ._params import (
     NodeConfigParams,
     NodeCreateParams,
     ParseParams,
+    check_fields,
     create_body,
     model_body,
 )
@@ -320,7 +321,7 @@ class Nodes(NodeStreams[M]):
             fork = client.nodes.fork(node.node_id, prompt="Try the other approach")
         """
         path = _path(node_id, "/fork")
-        body = model_body(params, api.ForkRequest, {})
+        body = model_body(params, api.ForkRequest, {}, also=("new_node_id",))
         given = dict(fields)
         if "new_node_id" in body:
             renamed = body.pop("new_node_id")
@@ -333,6 +334,7 @@ class Nodes(NodeStreams[M]):
         if "new_node_id" in given:
             given["node_id"] = given.pop("new_node_id")
         body.update(given)
+        check_fields(body, api.ForkRequest, ())
         if body.get("node_id") is not None:
             check_id(body["node_id"], "new node id")
         return self._call("POST", path, api.Node, body=body or None, options=options)

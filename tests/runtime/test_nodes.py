@@ -86,6 +86,31 @@ class TestCreate:
         bad_deadline = client.post("/v1/nodes", json={"prompt": "x", "deadline": "soon"})
         assert bad_deadline.status_code == 422
 
+    def test_an_output_schema_whose_ref_leads_nowhere_is_refused_at_create(
+        self, client: httpx.Client
+    ) -> None:
+        broken = {
+            "type": "object",
+            "$defs": {"Name": {"type": "string"}},
+            "properties": {"a": {"$ref": "#/$defs/Name"}, "b": {"$ref": "#/$defs/Missing"}},
+        }
+        remote = {"$ref": "https://example.invalid/schema.json"}
+        for schema in (broken, remote, json.dumps(broken)):
+            response = client.post("/v1/nodes", json={"prompt": "x", "output_schema": schema})
+            assert response.status_code == 422, schema
+            error = response.json()["error"]
+            assert error["code"] == "invalid_output_schema"
+            assert "does not resolve" in error["message"]
+        assert error["details"] == ["/properties/b: $ref '#/$defs/Missing' does not resolve"]
+        # References that resolve (and "$ref" keys that are data, in an enum) are fine.
+        fine = {
+            "$defs": {"Name": {"type": "string"}},
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/Name"}, "c": {"enum": [{"$ref": "#/x"}]}},
+        }
+        ok = client.post("/v1/nodes", json={"no_kickoff": True, "output_schema": fine})
+        assert ok.status_code == 201, ok.text
+
 
 class TestMessages:
     def test_no_kickoff_waits_dormant_until_a_message_wakes_it(
@@ -277,7 +302,9 @@ class TestStructuredResults:
         model = scripts("never", ["I think it is done.", "Really done.", "Still done."])
         node = create(client, prompt="x", output_schema=self.SCHEMA, model=model)
         poll = wait_settled(client, node["node_id"])
-        assert poll["outcome"]["reason"] == "crashed"
+        # Its own reason, not "crashed": nothing failed, the agent just never submitted.
+        assert poll["outcome"]["reason"] == "no_result"
+        assert poll["outcome"]["detail"]["error_type"] == "NoResultSubmitted"
         assert "without submitting" in poll["outcome"]["detail"]["message"]
         assert client.get(f"/v1/nodes/{node['node_id']}").json()["turns"] == 3
 

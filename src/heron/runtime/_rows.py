@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from .. import api
 from ._durations import parse_duration
@@ -75,7 +78,52 @@ def check_output_schema(value: str | dict[str, Any] | None) -> dict[str, Any] | 
         raise ApiError(
             422, "invalid_output_schema", f"output_schema is not a valid JSON schema: {exc.message}"
         ) from None
+    _check_references(value)
     return value
+
+
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "example"})
+"""Keywords whose values are instances, not schemas: a ``$ref`` key there is data."""
+
+
+def _check_references(schema: dict[str, Any]) -> None:
+    """``422 invalid_output_schema`` for a ``$ref`` that does not resolve within the schema
+    (a missing ``$defs`` entry, a remote document: nothing is fetched), so a broken schema
+    is refused at create instead of failing every submission later."""
+    resource = DRAFT202012.create_resource(schema)
+    base = resource.id() or ""
+    registry: Registry[Any] = Registry().with_resource(base, resource)
+    problems: list[str] = []
+
+    def walk(node: Any, resolver: Any, where: str) -> None:
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, resolver, f"{where}/{i}")
+            return
+        if not isinstance(node, dict):
+            return
+        if isinstance(node.get("$id"), str) and where:
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                problems.append(f"{where or '(root)'}: $ref {ref!r} does not resolve")
+        for key, child in node.items():
+            if key not in _DATA_KEYWORDS:
+                walk(child, resolver, f"{where}/{key}")
+
+    walk(schema, registry.resolver(base_uri=base), "")
+    if problems:
+        raise ApiError(
+            422,
+            "invalid_output_schema",
+            f"output_schema has references that lead nowhere: {'; '.join(problems[:5])} "
+            "(a $ref must point inside the schema, e.g. #/$defs/Name; remote schemas are "
+            "not fetched)",
+            problems,
+        )
 
 
 def to_node(row: Row) -> api.Node:

@@ -86,6 +86,24 @@ class TestCreate:
         bad_deadline = client.post("/v1/nodes", json={"prompt": "x", "deadline": "soon"})
         assert bad_deadline.status_code == 422
 
+    def test_unknown_scopes_are_refused_naming_the_known_ones(self, client: httpx.Client) -> None:
+        for scopes in (["memory-read"], ["ask", "none"], [""]):
+            response = client.post("/v1/nodes", json={"prompt": "x", "scopes": scopes})
+            assert response.status_code == 422, scopes
+            error = response.json()["error"]
+            assert error["code"] == "invalid_request"
+            if scopes != [""]:
+                (problem,) = error["details"]
+                assert (
+                    "known scopes: act, ask, memory:read, memory:write, schedule"
+                    in (problem["msg"])
+                )
+        typo = client.post("/v1/nodes", json={"prompt": "x", "scopes": ["memory-read"]})
+        assert "did you mean 'memory:read'?" in typo.json()["error"]["details"][0]["msg"]
+        # An empty list is "no scopes", kept as such.
+        none = client.post("/v1/nodes", json={"no_kickoff": True, "scopes": []})
+        assert none.status_code == 201 and none.json()["scopes"] == []
+
     def test_an_output_schema_whose_ref_leads_nowhere_is_refused_at_create(
         self, client: httpx.Client
     ) -> None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from ._common import NodeId, RequestModel, WireModel
 from ._worktrees import NodeWorktree
 
 __all__ = [
+    "SCOPES",
     "CloseRequest",
     "DeclineRequest",
     "Declined",
@@ -73,8 +75,27 @@ Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 Label = Annotated[str, StringConstraints(max_length=512)]
 """A short display string."""
 
-Scope = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-"""One entry of a node's scope allow-list (``ask``, ``act``, ``memory:read`` ...)."""
+SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "schedule")
+"""The scopes a node's ``scopes`` may name, each deciding some of its tools: ``act`` the
+file and shell tools, ``ask`` asking a person, ``memory:read`` / ``memory:write`` the
+memory tools, ``schedule`` the cron tools. An empty list grants none of them."""
+
+
+def _known_scope(value: str) -> str:
+    if value not in SCOPES:
+        close = difflib.get_close_matches(value, SCOPES, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"unknown scope {value!r}{hint}; known scopes: {', '.join(SCOPES)} "
+            "(an empty list means no scopes)"
+        )
+    return value
+
+
+Scope = Annotated[
+    str, StringConstraints(min_length=1, max_length=256), AfterValidator(_known_scope)
+]
+"""One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 
 
 class NodeCreateRequest(RequestModel):
@@ -113,7 +134,8 @@ class NodeCreateRequest(RequestModel):
     creator: NodeId | None = None
     """The node that created this one (external callers leave it unset)."""
     scopes: list[Scope] | None = Field(default=None, max_length=64)
-    """Per-run allow-list; omitted to inherit every scope."""
+    """Per-run allow-list of :data:`SCOPES`; omitted to inherit every scope, ``[]`` for
+    none (an unknown name is refused, listing the known ones)."""
     worktree: bool | Label | None = None
     """Work in a managed git worktree of ``cwd``'s repository: ``true`` names it after the
     node, a string names it; on a new branch ``heron/<name>`` from ``HEAD``."""

@@ -241,6 +241,15 @@ def _schema(ctx: typer.Context, value: str | None) -> dict[str, Any] | None:
     return schema
 
 
+def _scope(value: str) -> str:
+    if value not in api.SCOPES:
+        hint = " (--no-scopes grants none)" if value.strip().lower() in ("", "none") else ""
+        raise typer.BadParameter(
+            f"unknown scope {value!r}{hint}; known scopes: {', '.join(api.SCOPES)}"
+        )
+    return value
+
+
 @nodes_app.command("create")
 def create(
     ctx: typer.Context,
@@ -266,8 +275,16 @@ def create(
     ] = None,
     scope: Annotated[
         list[str] | None,
-        typer.Option("--scope", help="Allow only this scope (repeat for more); default: all."),
+        typer.Option(
+            "--scope",
+            parser=_scope,
+            help=f"Allow only this scope (repeat for more): {', '.join(api.SCOPES)}; "
+            "default: all.",
+        ),
     ] = None,
+    no_scopes: Annotated[
+        bool, typer.Option("--no-scopes", help="Grant no scopes (no file, shell, ask ... tools).")
+    ] = False,
     node_id: Annotated[
         str | None, typer.Option("--node-id", help="Create at this id (retry-safe).")
     ] = None,
@@ -290,6 +307,8 @@ def create(
         _fail(ctx, "--watch draws the run; --json prints the created node: choose one")
     if node_id is not None:
         _check_id(ctx, node_id)
+    if no_scopes and scope:
+        _fail(ctx, "--no-scopes and --scope do not go together")
     body: dict[str, Any] = {
         "prompt": prompt,
         "cwd": os.fspath((cwd or Path.cwd()).expanduser().resolve()),
@@ -299,7 +318,7 @@ def create(
         "name": name,
         "deadline": deadline,
         "output_schema": _schema(ctx, schema),
-        "scopes": scope or None,
+        "scopes": [] if no_scopes else scope or None,
         "node_id": node_id,
     }
     body = {key: value for key, value in body.items() if value is not None}

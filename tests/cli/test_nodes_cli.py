@@ -129,6 +129,20 @@ def test_no_scopes_and_unknown_scopes(client: Heron, scripts: Scripts) -> None:
     assert len(client.nodes.list()) == before  # none of them created a node
 
 
+def test_list_limit_prints_the_next_page_command(client: Heron, scripts: Scripts) -> None:
+    model = scripts("paged", ["x"])
+    for _ in range(3):
+        client.nodes.create(prompt="p", model=model, no_kickoff=True)
+    everything = [n.node_id for n in client.nodes.list()]
+    first = heron("nodes", "list", "--limit", "2", "--json")
+    assert first.code == 0 and [n["node_id"] for n in json.loads(first.out)] == everything[:2]
+    match = re.fullmatch(r"more: heron nodes list --limit 2 --after (\S+)\n", first.err)
+    assert match, first.err
+    second = heron("nodes", "list", "--limit", "2", "--after", match[1], "--json")
+    assert [n["node_id"] for n in json.loads(second.out)] == everything[2:4]
+    assert heron("nodes", "list", "--limit", "0").code == 2
+
+
 def test_create_json_prints_the_created_node(client: Heron, scripts: Scripts) -> None:
     done = heron("nodes", "create", "Hi", "--model", scripts("hi", ["Hello."]), "--json")
     node = json.loads(done.out)

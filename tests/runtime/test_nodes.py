@@ -73,6 +73,36 @@ class TestCreate:
         roots = client.get("/v1/nodes", params={"root": "true"}).json()
         assert waiting["node_id"] not in {n["node_id"] for n in roots}
 
+    def test_list_pages_with_limit_and_the_next_cursor_header(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("paged", ["ok"])
+        for _ in range(5):
+            create(client, no_kickoff=True, model=model)
+        everything = client.get("/v1/nodes").json()
+        assert "heron-next-cursor" not in client.get("/v1/nodes").headers  # no limit: all
+        pages: list[list[dict[str, Any]]] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 2, **({"after": cursor} if cursor else {})}
+            response = client.get("/v1/nodes", params=params)
+            assert response.status_code == 200
+            page = response.json()
+            assert isinstance(page, list) and 1 <= len(page) <= 2  # still a plain array
+            pages.append(page)
+            cursor = response.headers.get("heron-next-cursor")
+            if cursor is None:
+                break
+        assert [n["node_id"] for p in pages for n in p] == [n["node_id"] for n in everything]
+        assert all(len(p) == 2 for p in pages[:-1])
+        # Filters apply before the limit.
+        dormant = client.get("/v1/nodes", params={"status": "dormant", "limit": 1})
+        assert [n["status"] for n in dormant.json()] == ["dormant"]
+        for bad in ({"limit": 0}, {"limit": 1001}, {"limit": "x"}):
+            assert client.get("/v1/nodes", params=bad).status_code == 422, bad
+        wrong = client.get("/v1/nodes", params={"after": "not a cursor"})
+        assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "invalid_cursor"
+
     def test_invalid_create_parameters_are_422_with_a_code(self, client: httpx.Client) -> None:
         cases = {
             "invalid_cwd": {"cwd": "relative/dir"},

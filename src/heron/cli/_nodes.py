@@ -278,8 +278,7 @@ def create(
         typer.Option(
             "--scope",
             parser=_scope,
-            help=f"Allow only this scope (repeat for more): {', '.join(api.SCOPES)}; "
-            "default: all.",
+            help=f"Allow only this scope (repeat for more): {', '.join(api.SCOPES)}; default: all.",
         ),
     ] = None,
     no_scopes: Annotated[
@@ -361,13 +360,30 @@ def list_(
             help=f"Only nodes with this status (repeat for more): {', '.join(_STATUSES)}.",
         ),
     ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, max=1000, help="At most this many nodes (1-1000)."),
+    ] = None,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="Continue after this cursor (what --limit printed)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the nodes, oldest first: id, status, name (or prompt), created, turns."""
+    """List the nodes, oldest first: id, status, name (or prompt), created, turns.
+
+    With --limit, the command for the next page is printed on stderr when there is one.
+    """
 
     def go(client: Heron) -> None:
         wanted = cast("list[api.NodeStatus]", status or [])
-        nodes = client.nodes.list(status=wanted or None)
+        nodes = client.nodes.list(status=wanted or None, limit=limit, after=after)
+        if nodes.next_cursor is not None:
+            statuses = "".join(f" --status {s}" for s in status or [])
+            typer.echo(
+                f"more: heron nodes list{statuses} --limit {limit} --after {nodes.next_cursor}",
+                err=True,
+            )
         if as_json:
             _print_json(nodes)
             return

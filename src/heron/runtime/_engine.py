@@ -47,6 +47,8 @@ from ._rows import (
     check_duration,
     check_output_schema,
     maybe_when,
+    node_cursor,
+    read_cursor,
     to_node,
     when,
 )
@@ -230,10 +232,25 @@ class Engine:
         return to_node(await self.row(node_id))
 
     async def nodes(
-        self, *, status: list[str] | None = None, root: bool | None = None
-    ) -> list[api.Node]:
-        """Every node, oldest first, optionally filtered."""
-        return [to_node(r) for r in await self.store.list_nodes(status=status, root=root)]
+        self,
+        *,
+        status: list[str] | None = None,
+        root: bool | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> tuple[list[api.Node], str | None]:
+        """The nodes, oldest first, optionally filtered: at most ``limit`` of them, after
+        the cursor ``after``; with the cursor of the next page (``None``: no more)."""
+        rows = await self.store.list_nodes(
+            status=status,
+            root=root,
+            limit=limit + 1 if limit is not None else None,  # one more: is there a next?
+            after=read_cursor(after) if after is not None else None,
+        )
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit] if more else rows
+        cursor = node_cursor(rows[-1]) if more else None
+        return [to_node(r) for r in rows], cursor
 
     async def outcome(self, node_id: str, wait: int) -> api.OutcomePoll:
         """One long poll: answer when the node settles or after ``wait`` seconds."""

@@ -23,6 +23,8 @@ __all__ = [
     "check_duration",
     "check_output_schema",
     "maybe_when",
+    "node_cursor",
+    "read_cursor",
     "to_node",
     "when",
 ]
@@ -124,6 +126,29 @@ def _check_references(schema: dict[str, Any]) -> None:
             "not fetched)",
             problems,
         )
+
+
+def node_cursor(row: Row) -> str:
+    """The cursor of ``GET /v1/nodes`` listing the nodes after this one: where it sits
+    in the listing (its creation time and id), so it holds after the node is pruned."""
+    return f"{row['created_at']!r}:{row['node_id']}"
+
+
+def read_cursor(cursor: str) -> tuple[float, str]:
+    """``(created_at, node_id)`` from a :func:`node_cursor`; ``400 invalid_cursor``."""
+    created, _, node_id = cursor.partition(":")
+    try:
+        at = float(created)
+    except ValueError:
+        at = float("nan")
+    if not api.is_valid_id(node_id) or at != at:  # (NaN is not equal to itself)
+        raise ApiError(
+            400,
+            "invalid_cursor",
+            f"not a cursor of this listing: {cursor[:80]!r} (pass on the Heron-Next-Cursor "
+            "header of the previous page as it is)",
+        )
+    return at, node_id
 
 
 def to_node(row: Row) -> api.Node:

@@ -214,6 +214,21 @@ class TestMessages:
 
 
 class TestStopping:
+    def test_interrupting_a_node_that_is_not_running_names_its_state(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        # The seed's codes: node_dormant for a node waiting for a message, node_settled.
+        dormant = create(client, prompt="later", no_kickoff=True, model=scripts("d", ["x"]))
+        refused = client.post(f"/v1/nodes/{dormant['node_id']}/interrupt")
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "node_dormant"
+        assert "send one to wake it" in refused.json()["error"]["message"]
+        done = create(client, prompt="hi", model=scripts("s", ["bye"]))
+        wait_settled(client, done["node_id"])
+        settled = client.post(f"/v1/nodes/{done['node_id']}/interrupt")
+        assert settled.status_code == 409
+        assert settled.json()["error"]["code"] == "node_settled"
+
     def test_interrupt_stops_the_turn_and_keeps_the_node(
         self, client: httpx.Client, scripts: Any, daemon: Daemon
     ) -> None:

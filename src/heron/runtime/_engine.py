@@ -576,11 +576,21 @@ class Engine:
         """
         async with self._lock(node_id):
             row = await self.row(node_id)
-            if row["status"] != "running":
+            status = row["status"]
+            if status != "running":
+                # The seed's codes: a node waiting for a message is ``node_dormant``, a
+                # settled one ``node_settled``; an interrupted one is ``node_not_running``.
+                code = (
+                    "node_dormant"
+                    if status == "dormant"
+                    else "node_settled"
+                    if status in SETTLED
+                    else "node_not_running"
+                )
+                hint = " (it waits for a message: send one to wake it)"
+                hint = hint if code == "node_dormant" else ""
                 raise ApiError(
-                    409,
-                    "node_not_running",
-                    f"node {node_id!r} is {row['status']}: nothing to interrupt",
+                    409, code, f"node {node_id!r} is {status}: nothing to interrupt{hint}"
                 )
             await self.store.merge_extra(node_id, interrupted_by=by)
         await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))

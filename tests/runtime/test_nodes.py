@@ -535,3 +535,57 @@ def wait_logged(daemon: Daemon, node_id: str, type: str) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"{node_id} never logged {type}")
+
+
+class TestPlacement:
+    def test_a_creator_that_does_not_exist_is_404(self, client: httpx.Client) -> None:
+        response = client.post("/v1/nodes", json={"prompt": "x", "creator": "no-such-creator"})
+        assert response.status_code == 404
+        error = response.json()["error"]
+        assert error["code"] == "node_not_found"
+        assert error["message"] == "creator: no node 'no-such-creator'"
+        made = create(client, no_kickoff=True)
+        child = create(client, no_kickoff=True, creator=made["node_id"])
+        assert child["creator"] == made["node_id"]
+
+    def test_pin_cwd_wins_over_cwd_and_refuses_a_worktree(
+        self, client: httpx.Client, tmp_path: Path
+    ) -> None:
+        pinned, other = tmp_path / "pinned", tmp_path / "other"
+        pinned.mkdir()
+        other.mkdir()
+        node = create(client, no_kickoff=True, cwd=str(other), pin_cwd=str(pinned))
+        assert (node["cwd"], node["pin_cwd"]) == (str(pinned), True)
+        both = {"no_kickoff": True, "pin_cwd": str(pinned), "worktree": True}
+        refused = client.post("/v1/nodes", json=both)
+        assert refused.status_code == 422
+        assert "pinned to" in refused.json()["error"]["message"]
+
+    def test_a_fork_of_a_pinned_node_stays_pinned(
+        self, client: httpx.Client, tmp_path: Path
+    ) -> None:
+        pinned, other = tmp_path / "pin", tmp_path / "elsewhere"
+        pinned.mkdir()
+        other.mkdir()
+        source = create(client, no_kickoff=True, pin_cwd=str(pinned))["node_id"]
+        fork = create(client, no_kickoff=True, fork_from=source)
+        assert (fork["cwd"], fork["pin_cwd"]) == (str(pinned), True)
+        moved = client.post(
+            "/v1/nodes", json={"no_kickoff": True, "fork_from": source, "cwd": str(other)}
+        )
+        assert moved.status_code == 422 and moved.json()["error"]["code"] == "invalid_cwd"
+        repinned = create(client, no_kickoff=True, fork_from=source, pin_cwd=str(other))
+        assert (repinned["cwd"], repinned["pin_cwd"]) == (str(other), True)
+
+    def test_children_of_a_pinned_orchestrator_are_pinned_to_its_directory(
+        self, client: httpx.Client, scripts: Any, tmp_path: Path
+    ) -> None:
+        child_model = scripts("pinned-child", ["child done"])
+        spawn = {"name": "spawn-child", "arguments": {"prompt": "part", "model": child_model}}
+        model = scripts("pinned-parent", [{"tool_calls": [spawn]}, "spawned"])
+        parent = create(
+            client, prompt="go", model=model, mode="orchestrator", pin_cwd=str(tmp_path)
+        )["node_id"]
+        wait_settled(client, parent)
+        (child,) = [n for n in client.get("/v1/nodes").json() if n["parent"] == parent]
+        assert (child["cwd"], child["pin_cwd"]) == (str(tmp_path), True)

@@ -112,7 +112,9 @@ class NodeCreateRequest(RequestModel):
     cwd: Text | None = None
     """Where the request came from (an absolute directory)."""
     pin_cwd: Text | None = None
-    """Pin the node to this directory regardless of ``cwd``."""
+    """Pin the node to this directory regardless of ``cwd``: it works there, takes no
+    ``worktree`` (``422``), and its forks and children are pinned there too (a fork
+    given another ``cwd`` is refused; give ``pin_cwd`` to pin a fork elsewhere)."""
     situational_context: Text | None = None
     """Ambient context the model sees but the visible prompt does not carry."""
     deadline: Duration | None = None
@@ -132,7 +134,8 @@ class NodeCreateRequest(RequestModel):
     parent: NodeId | None = None
     """The node this one is placed under (external callers leave it unset)."""
     creator: NodeId | None = None
-    """The node that created this one (external callers leave it unset)."""
+    """The node that created this one (external callers leave it unset); it must exist
+    (``404 node_not_found`` otherwise)."""
     scopes: list[Scope] | None = Field(default=None, max_length=64)
     """Per-run allow-list of :data:`SCOPES`; omitted to inherit every scope, ``[]`` for
     none (an unknown name is refused, listing the known ones)."""

@@ -103,7 +103,8 @@ class NotFoundError(APIError):
 
 
 class ConflictError(APIError):
-    """409: the request clashes with the resource's state (``node_id_exists``, ``node_settled``)."""
+    """409: the request clashes with the resource's state (``node_id_exists``, ``node_settled``,
+    ``node_dormant``)."""
 
 
 class UnprocessableEntityError(APIError):

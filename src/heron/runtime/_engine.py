@@ -304,6 +304,7 @@ class Engine:
         row["extra"].update(extra or {})
         if request.fork_from is not None:  # copies the conversation and unset settings
             await self.lineage.inherit(row, request)
+        await self._check_placement(row, request)
         await self.profiles.apply(row)  # profile, kind, and the model they imply
         if row["model"] is not None:
             await self._prepare_model(row["model"])
@@ -358,6 +359,23 @@ class Engine:
                 ) from None
             raise
         return warm
+
+    async def _check_placement(self, row: Row, request: api.NodeCreateRequest) -> None:
+        """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
+        a node pinned to its directory (``pin_cwd``: it works there and nowhere else)."""
+        if request.creator is not None:
+            try:
+                await self.row(request.creator)
+            except ApiError as exc:
+                raise ApiError(exc.status, exc.code, f"creator: {exc.message}") from None
+        worktree = row["extra"]["worktree"]
+        if row["pin_cwd"] and worktree is not None and worktree is not False:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"the node is pinned to {row['cwd']} (pin_cwd): it takes no worktree, "
+                "which would move it elsewhere; drop one of the two",
+            )
 
     async def _check_parent(self, parent_id: str) -> None:
         """``404`` if there is no such parent, ``409 node_settled`` if it has settled."""

@@ -367,8 +367,11 @@ def _done_outcome(
     if pending is None:
         stop = Stop(
             kind="failed",
-            reason="crashed",
-            message="the agent ended without submitting a result or declining",
+            reason="no_result",
+            message=(
+                f"the agent ended without submitting a result or declining "
+                f"(reminded {NUDGES} times)"
+            ),
             error_type=NO_RESULT,
         )
         return failure_outcome(stop)

@@ -134,6 +134,7 @@ from ._models import (
     ModelCredentialInstallRequest,
 )
 from ._nodes import (
+    SCOPES,
     CloseRequest,
     Declined,
     DeclineRequest,
@@ -172,6 +173,7 @@ __all__ = [
     "ID_PATTERN",
     "MAX_HISTORY_LIMIT",
     "MAX_MEMORY_BODY",
+    "SCOPES",
     "AttentionCounts",
     "AttentionCountsRequest",
     "AttentionItem",

@@ -119,7 +119,8 @@ def _detach(config: object, listen: str | None) -> None:
     assert isinstance(config, RuntimeConfig)
     running = daemon_pid(config.pid_path)
     if running is not None:
-        raise _fail(f"a Heron daemon already runs (pid {running}); `heron daemon stop` first")
+        _already_running(config, running, listen)
+        return
     config.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     command = [sys.executable, "-m", "heron", "daemon"]
     if listen is not None:
@@ -150,6 +151,38 @@ def _detach(config: object, listen: str | None) -> None:
             _say(f"also on tcp {listener['address']} (bearer token: {_token_source(config.home)})")
 
 
+def _already_running(config: object, pid: int, listen: str | None) -> None:
+    """``start`` with a daemon up: say so and succeed, unless it lacks the asked-for
+    TCP listener (then starting nothing would not give what was asked)."""
+    from ..runtime import RuntimeConfig
+    from ..runtime._local import get_json
+
+    assert isinstance(config, RuntimeConfig)
+    where = f"on {config.socket_path}"
+    if listen is not None:
+        try:
+            status = get_json(config.socket_path, "/v1/status")
+        except OSError:
+            status = {}
+        tcp = [
+            str(item.get("address", ""))
+            for item in status.get("listeners", [])
+            if item.get("kind") == "tcp"
+        ]
+        host, _, port = listen.rpartition(":")
+        if not any(
+            address == listen or (port == "0" and address.rpartition(":")[0] == host)
+            for address in tcp
+        ):
+            has = f"listens on tcp {', '.join(tcp)}" if tcp else "has no TCP listener"
+            raise _fail(
+                f"a Heron daemon already runs (pid {pid}) and {has}, not {listen}: "
+                "stop it first (heron daemon stop)"
+            )
+        where += f" and tcp {', '.join(tcp)}"
+    _say(f"heron daemon already running (pid {pid}) {where}: nothing to do")
+
+
 def _token_source(home: Path) -> str:
     """Where the TCP listener's token comes from, for the startup message."""
     if os.environ.get("HERON_TOKEN"):
@@ -166,7 +199,11 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 @daemon_app.command("start")
 def start(listen: ListenOption = None, require_sandbox: RequireSandboxOption = False) -> None:
-    """Start the daemon in the background and return once it answers (what --detach does)."""
+    """Start the daemon in the background and return once it answers (what --detach does).
+
+    With a daemon already running it says so and exits 0 (with --listen, only if that
+    daemon listens there).
+    """
     from ..runtime import RuntimeConfig
 
     config = _config(listen, require_sandbox)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from .._core import ToolError
 from ..tools import (
     BashTools,
@@ -49,8 +50,8 @@ __all__ = [
 ASK_TOOL = "ask-questions"
 """The tool ``ask`` brings: a run that ends with it leaves the node dormant, not settled."""
 
-ENFORCED_SCOPES = frozenset({"ask", "act", "schedule", "memory:read", "memory:write"})
-"""Scopes that decide which tools a node gets; any other scope is recorded only."""
+ENFORCED_SCOPES = frozenset(api.SCOPES)
+"""Scopes that decide which tools a node gets (the only ones a create may name)."""
 
 KIND_FIXED_TOOLS = (
     "submit-result",

@@ -29,7 +29,15 @@ from .browser import (
     browser_tools,
 )
 from .catalog import Catalog, catalog
-from .fs import filesystem_tools
+from .fs import (
+    filesystem_tools,
+    fs_edit_file_tool,
+    fs_glob_tool,
+    fs_grep_tool,
+    fs_list_directory_tool,
+    fs_read_file_tool,
+    fs_write_file_tool,
+)
 from .present import present_tools
 from .question_answer import Question, asked_questions, question_answer_tool
 from .time import get_current_time
@@ -72,6 +80,12 @@ __all__ = [
     "browser_tools",
     "catalog",
     "filesystem_tools",
+    "fs_edit_file_tool",
+    "fs_glob_tool",
+    "fs_grep_tool",
+    "fs_list_directory_tool",
+    "fs_read_file_tool",
+    "fs_write_file_tool",
     "get_current_time",
     "load_todos",
     "merge_tools",

@@ -121,7 +121,7 @@ def test_no_scopes_and_unknown_scopes(client: Heron, scripts: Scripts) -> None:
     before = len(client.nodes.list())
     typo = heron("nodes", "create", "go", "--model", model, "--scope", "memory-read")
     assert typo.code == 2 and "unknown scope 'memory-read'" in typo.err
-    assert "known scopes: act, ask, memory:read, memory:write, schedule" in typo.err
+    assert "known scopes: act, ask, memory:read, memory:write, net, schedule" in typo.err
     none = heron("nodes", "create", "go", "--model", model, "--scope", "none")
     assert none.code == 2 and "--no-scopes grants none" in none.err
     both = heron("nodes", "create", "go", "--no-scopes", "--scope", "ask")

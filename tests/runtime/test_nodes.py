@@ -125,7 +125,7 @@ class TestCreate:
             if scopes != [""]:
                 (problem,) = error["details"]
                 assert (
-                    "known scopes: act, ask, memory:read, memory:write, schedule"
+                    "known scopes: act, ask, memory:read, memory:write, net, schedule"
                     in (problem["msg"])
                 )
         typo = client.post("/v1/nodes", json={"prompt": "x", "scopes": ["memory-read"]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -204,3 +205,23 @@ def test_daemon_start_passes_require_sandbox_on(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "no sandbox for node commands" in done.stderr + done.stdout
+
+
+def test_the_net_scope_decides_whether_commands_reach_the_network(
+    client: httpx.Client, scripts: Any, tmp_path: Path
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        probe = run(
+            f'{sys.executable} -c "import socket; '
+            f"socket.create_connection(('127.0.0.1', {port}), timeout=5); "
+            "print('ok-' + 'connected')\""
+        )
+        seen = {}
+        for scopes in (["act"], ["act", "net"]):
+            model = scripts("-".join(scopes), [{"tool_calls": [probe]}, "done"])
+            node = create(client, prompt="x", scopes=scopes, cwd=str(tmp_path), model=model)
+            wait_settled(client, node["node_id"], timeout=60)
+            seen["+".join(scopes)] = transcript(client, node["node_id"])
+    assert "ok-connected" not in seen["act"] and "Connection refused" in seen["act"]
+    assert "ok-connected" in seen["act+net"]

@@ -69,10 +69,11 @@ Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 Label = Annotated[str, StringConstraints(max_length=512)]
 """A short display string."""
 
-SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "schedule")
+SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "net", "schedule")
 """The scopes a node's ``scopes`` may name, each deciding some of its tools: ``act`` the
 file and shell tools, ``ask`` asking a person, ``memory:read`` / ``memory:write`` the
-memory tools, ``schedule`` the cron tools. An empty list grants none of them."""
+memory tools, ``schedule`` the cron tools; ``net`` lets the node's commands reach the
+network (without it each has only a loopback of its own). An empty list grants none."""
 
 
 def _known_scope(value: str) -> str:

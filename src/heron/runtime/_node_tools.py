@@ -51,7 +51,8 @@ ASK_TOOL = "ask-questions"
 """The tool ``ask`` brings: a run that ends with it leaves the node dormant, not settled."""
 
 ENFORCED_SCOPES = frozenset(api.SCOPES)
-"""Scopes that decide which tools a node gets (the only ones a create may name)."""
+"""Scopes that decide which tools a node gets (the only ones a create may name); ``net``
+decides whether its sandboxed commands reach the network."""
 
 KIND_FIXED_TOOLS = (
     "submit-result",

@@ -11,8 +11,9 @@ stays in its process group, with the namespace's init, so killing the group
 ends all of it, ``setsid`` or not), no capabilities, and a scrubbed environment
 (:func:`heron.tools.sandbox_environment` plus ``HERON_SANDBOX_ENV``'s names). Its
 ``/tmp`` (also its ``HOME``) is a folder of the node's own, kept while the node's
-shell lives. The network is the host's: ``act``, which brings the shell, is the
-only scope that runs commands, and it includes the network.
+shell lives. The network is the host's for a node with the ``net`` scope (every node
+given no scopes); without it each command has only a loopback of its own, so a server
+one command starts is out of another's reach too.
 
 ``HERON_SANDBOX`` (``auto`` by default) says what happens where no sandbox can
 start (no bubblewrap, no user namespaces): ``auto`` runs commands unconfined
@@ -134,8 +135,9 @@ class NodeSandbox:
             host_commands="pid_namespace" if self.contain is not None else "process_group",
         )
 
-    def for_node(self, node_id: str, workspace: Path) -> Sandbox | None:
-        """The sandbox of ``node_id``'s commands in ``workspace`` (``None``: none here)."""
+    def for_node(self, node_id: str, workspace: Path, *, network: bool = True) -> Sandbox | None:
+        """The sandbox of ``node_id``'s commands in ``workspace`` (``None``: none here);
+        without ``network`` each command gets a network namespace of its own (a loopback)."""
         if not self.active:
             return None
         tmp = self.root / node_id
@@ -146,7 +148,7 @@ class NodeSandbox:
             readonly=readonly,
             hidden=self.hidden,
             tmp=str(tmp),
-            network=True,
+            network=network,
             outlive=True,  # a bash-start job's leftovers live on, listed, until cancelled
         )
 

@@ -155,9 +155,12 @@ class _Run:
         kind = engine.kinds.get(plan.get("kind") or DEFAULT_KIND, status=422)
         workspace = engine.workspace(node_id, plan["cwd"])
 
+        # ``net`` (every scope, when none are given) lets the node's commands reach the network.
+        network = plan["scopes"] is None or "net" in plan["scopes"]
+
         def shell(workspace: Path) -> BashTools:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
-            return engine.jobs.shell(node_id, workspace)
+            return engine.jobs.shell(node_id, workspace, network=network)
 
         keep = keeps(kind.tools)
         tools = self.tools = node_tools(

@@ -31,6 +31,17 @@ def run(command: str) -> dict[str, Any]:
     return {"name": "bash-run", "arguments": {"command": command}}
 
 
+def broken_bwrap(folder: Path, says: str) -> Path:
+    """A folder holding a ``bwrap`` that fails saying ``says``, to put first on ``PATH``
+    (a bubblewrap that cannot make namespaces, as in a locked-down container)."""
+    fake = folder / "bin"
+    fake.mkdir()
+    bwrap = fake / "bwrap"
+    bwrap.write_text(f"#!/bin/sh\necho '{says}' >&2\nexit 1\n")
+    bwrap.chmod(bwrap.stat().st_mode | stat.S_IXUSR)
+    return fake
+
+
 def transcript(client: httpx.Client, node_id: str) -> str:
     page = client.get("/v1/canvas/history/read", params={"node_id": node_id, "limit": 500})
     assert page.status_code == 200, page.text
@@ -108,13 +119,7 @@ def test_a_nodes_commands_cannot_reach_the_daemons_secrets(tmp_path: Path) -> No
 
 def test_without_a_sandbox_the_daemon_says_so_or_refuses(tmp_path: Path) -> None:
     """A ``bwrap`` that cannot make namespaces (as in a locked-down container)."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    bwrap = fake / "bwrap"
-    bwrap.write_text(
-        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
-    )
-    bwrap.chmod(bwrap.stat().st_mode | stat.S_IXUSR)
+    fake = broken_bwrap(tmp_path, "bwrap: No permissions to create new namespace")
     home = tmp_path / "home"
     env = {
         "HERON_PROVIDER": write_script(tmp_path, "s", ["ok"]),
@@ -184,10 +189,7 @@ def test_a_worktree_node_commits_but_cannot_plant_a_hook(
 
 def test_daemon_start_passes_require_sandbox_on(tmp_path: Path) -> None:
     """``heron daemon start --require-sandbox``: the detached daemon refuses too."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")
-    (fake / "bwrap").chmod(0o755)
+    fake = broken_bwrap(tmp_path, "bwrap: no")
     env = {
         **os.environ,
         "HERON_HOME": str(tmp_path / "home"),
@@ -225,3 +227,24 @@ def test_the_net_scope_decides_whether_commands_reach_the_network(
             seen["+".join(scopes)] = transcript(client, node["node_id"])
     assert "ok-connected" not in seen["act"] and "Connection refused" in seen["act"]
     assert "ok-connected" in seen["act+net"]
+
+
+def test_daemon_start_warns_when_commands_run_unsandboxed(tmp_path: Path) -> None:
+    fake = broken_bwrap(tmp_path, "bwrap: no namespaces here")
+    env = {
+        **os.environ,
+        "HERON_HOME": str(tmp_path / "home"),
+        "HERON_PROVIDER": write_script(tmp_path, "s", ["ok"]),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+    }
+    env.pop("HERON_SOCKET", None)
+    heron = [sys.executable, "-m", "heron", "daemon"]
+    try:
+        done = subprocess.run(
+            [*heron, "start"], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+    finally:
+        subprocess.run([*heron, "stop"], env=env, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "node commands run without a sandbox (bubblewrap cannot start" in done.stderr
+    assert "no namespaces here" in done.stderr

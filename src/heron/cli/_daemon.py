@@ -149,6 +149,14 @@ def _detach(config: object, listen: str | None) -> None:
     for listener in status.get("listeners", []):
         if listener.get("kind") == "tcp":
             _say(f"also on tcp {listener['address']} (bearer token: {_token_source(config.home)})")
+    sandbox = status.get("sandbox") or {}
+    if sandbox and not sandbox.get("active"):
+        _say(
+            f"warning: node commands run without a sandbox ({sandbox.get('problem')}); "
+            "--require-sandbox refuses to start like this",
+            err=True,
+            style="yellow",
+        )
 
 
 def _already_running(config: object, pid: int, listen: str | None) -> None:

@@ -15,6 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
+from heron.runtime import RuntimeConfig
+from heron.runtime._sandbox import NodeSandbox
+
 from .conftest import Daemon, create, wait_settled, write_script
 from .test_worktrees import git
 
@@ -248,3 +251,17 @@ def test_daemon_start_warns_when_commands_run_unsandboxed(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert "node commands run without a sandbox (bubblewrap cannot start" in done.stderr
     assert "no namespaces here" in done.stderr
+
+
+def test_off_means_no_bubblewrap_at_all(tmp_path: Path) -> None:
+    sandbox = NodeSandbox(RuntimeConfig(home=tmp_path, sandbox="off"))
+    sandbox.check()
+    status = sandbox.status()
+    assert (status.active, status.mode, status.problem) == (False, "off", "HERON_SANDBOX=off")
+    assert status.host_commands == "process_group" and sandbox.contain is None
+    assert sandbox.for_node("n-1", tmp_path) is None
+    assert sandbox.hidden_from_files == ()
+    on = NodeSandbox(RuntimeConfig(home=tmp_path / "home", sandbox="require"))
+    on.check()  # bubblewrap works here: no refusal
+    assert on.status().host_commands == "pid_namespace"
+    assert str((tmp_path / "home").resolve()) in on.hidden_from_files

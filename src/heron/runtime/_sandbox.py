@@ -18,7 +18,10 @@ one command starts is out of another's reach too.
 ``HERON_SANDBOX`` (``auto`` by default) says what happens where no sandbox can
 start (no bubblewrap, no user namespaces): ``auto`` runs commands unconfined
 and says so in the log at start and in ``GET /v1/status``; ``require`` (``heron
-daemon --require-sandbox``) refuses to start; ``off`` never sandboxes.
+daemon --require-sandbox``) refuses to start; ``off`` never sandboxes, and leaves
+``/v1/bash`` commands without their PID namespace too (a daemon not running as root
+gets that namespace inside a user namespace, where ``sudo`` and other set-user-id
+programs do not raise privileges).
 """
 
 from __future__ import annotations
@@ -90,11 +93,11 @@ class NodeSandbox:
             self.problem = sandbox_problem(Sandbox(hidden=self.hidden))
         shutil.rmtree(self.root, ignore_errors=True)  # no shell lives yet: old /tmps go
         try:
-            works = _runs(contained(["/bin/sh", "-c", "exit 0"]))
+            works = self.mode != "off" and _runs(contained(["/bin/sh", "-c", "exit 0"]))
         except FileNotFoundError:  # no bubblewrap
             works = False
         self.contain = contained([]) if works else None
-        if self.contain is None:
+        if self.contain is None and self.mode != "off":
             log.warning(
                 "/v1/bash commands get no PID namespace (bubblewrap cannot start one): "
                 "what a command starts in a session of its own can outlive its request"

@@ -99,9 +99,15 @@ def test_a_nodes_commands_cannot_reach_the_daemons_secrets(tmp_path: Path) -> No
             node = create(client, prompt="x", scopes=["act"], cwd=str(tmp_path), model=model)
             assert wait_settled(client, node["node_id"], timeout=60)["outcome"]["output_text"]
             looked = transcript(client, node["node_id"])
+            # Even working in $HERON_HOME itself, its secret files stay out of reach.
+            read = {"name": "fs-read-file", "arguments": {"path": "credentials.json"}}
+            model = write_script(home, "inside", [{"tool_calls": [read]}, "done"])
+            node = create(client, prompt="x", scopes=["act"], cwd=str(home), model=model)
+            assert wait_settled(client, node["node_id"], timeout=60)["outcome"]["output_text"]
+            looked += transcript(client, node["node_id"])
     finally:
         own.stop()
-    assert "not available to these tools" in looked
+    assert looked.count("not available to these tools") == 2
     assert INSTALLED not in looked and "credentials.json: No such file" in looked
     for secret in [*MARKERS.values(), INSTALLED, "other-marker-1b2c"]:
         assert secret not in text

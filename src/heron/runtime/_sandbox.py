@@ -41,6 +41,8 @@ from ..tools._sandbox import (
     sandbox_environment,
     sandbox_problem,
 )
+from ._config import CONNECT_FILE
+from ._credentials import CREDENTIALS_FILE
 from ._errors import DaemonError
 
 if TYPE_CHECKING:
@@ -73,7 +75,9 @@ class NodeSandbox:
         """Variables of the daemon's environment node commands keep."""
         self.root = config.home / "sandbox"
         """Where each node's ``/tmp`` lives (``<root>/<node_id>``), inside the hidden home."""
-        hidden = [config.home, config.socket_path, *map(Path, ENGINE_SOCKETS)]
+        # The home's secrets by name too: for file tools whose root is the home itself.
+        secrets = [config.home / name for name in (CREDENTIALS_FILE, CONNECT_FILE)]
+        hidden = [config.home, *secrets, config.socket_path, *map(Path, ENGINE_SOCKETS)]
         database = _sqlite_path(config.db_url)
         if database is not None:
             hidden += [Path(f"{database}{end}") for end in ("", "-wal", "-shm", "-journal")]

@@ -271,3 +271,22 @@ def test_off_means_no_bubblewrap_at_all(tmp_path: Path) -> None:
     on.check()  # bubblewrap works here: no refusal
     assert on.status().host_commands == "pid_namespace"
     assert str((tmp_path / "home").resolve()) in on.hidden_from_files
+
+
+@pytest.mark.parametrize(
+    ("url", "hidden"),
+    [
+        ("postgresql+psycopg://heron:pw@/heron?host=/srv/pg", ["/srv/pg"]),
+        ("postgresql+psycopg:///heron", ["/run/postgresql"]),
+        ("postgresql+psycopg://heron:pw@db.example:5432/heron", []),
+    ],
+)
+def test_a_postgresql_reached_by_socket_is_hidden(
+    tmp_path: Path, url: str, hidden: list[str]
+) -> None:
+    """Over a Unix socket the daemon's user may need no password (peer authentication):
+    its folder goes; over TCP the password is what protects it (withheld)."""
+    sandbox = NodeSandbox(RuntimeConfig(home=tmp_path, database_url=url))
+    assert {os.path.realpath(path) for path in hidden} <= set(sandbox.hidden)
+    if not hidden:
+        assert os.path.realpath("/run/postgresql") not in sandbox.hidden

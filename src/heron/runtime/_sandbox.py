@@ -5,7 +5,8 @@ Every command of a node's shell (``bash-run``, ``bash-start``) runs under
 working directory writable (and, for a git worktree, its repository's git
 directory, hooks and config excepted); invisible: ``$HERON_HOME`` (credentials,
 database, socket, other nodes' folders), the daemon's socket, an SQLite database
-kept elsewhere and container engines' sockets (:data:`ENGINE_SOCKETS`). A PID
+kept elsewhere, the socket folder of a PostgreSQL database reached by one, and
+container engines' sockets (:data:`ENGINE_SOCKETS`). A PID
 namespace of its own (no ``/proc`` of the daemon; what a command leaves running
 stays in its process group, with the namespace's init, so killing the group
 ends all of it, ``setsid`` or not), no capabilities, and a scrubbed environment
@@ -32,6 +33,9 @@ import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from .. import api
 from ..tools._sandbox import (
@@ -81,6 +85,7 @@ class NodeSandbox:
         database = _sqlite_path(config.db_url)
         if database is not None:
             hidden += [Path(f"{database}{end}") for end in ("", "-wal", "-shm", "-journal")]
+        hidden += map(Path, _postgres_sockets(config.db_url))
         self.hidden = tuple(dict.fromkeys(os.path.realpath(path) for path in hidden))
         """What node commands never see."""
         self.problem: str | None = "not checked yet"
@@ -195,6 +200,22 @@ def _runs(argv: list[str]) -> bool:
         return subprocess.run(argv, capture_output=True, timeout=10, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+def _postgres_sockets(url: str) -> list[str]:
+    """The folders of a PostgreSQL database's Unix sockets, when it is reached by one: there
+    the daemon's user may get in with no password at all (peer authentication)."""
+    if not url.startswith("postgres"):
+        return []
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return []
+    given = parsed.query.get("host") or parsed.host or ""
+    hosts = [given] if isinstance(given, str) else list(given)
+    if any(host and not host.startswith("/") for host in hosts):
+        return []  # over TCP: nothing on the filesystem to hide
+    return [h for h in hosts if h] or ["/run/postgresql", "/var/run/postgresql"]
 
 
 def _sqlite_path(url: str) -> str | None:

@@ -16,7 +16,11 @@ import httpx
 import pytest
 
 from heron.runtime import RuntimeConfig
+from heron.runtime._kinds import kind_skills
+from heron.runtime._node_tools import NodeTools
 from heron.runtime._sandbox import NodeSandbox
+from heron.tools import bash_tools
+from heron.tools.present import PresentZipTool
 
 from .conftest import Daemon, create, wait_settled, write_script
 from .test_worktrees import git
@@ -290,3 +294,14 @@ def test_a_postgresql_reached_by_socket_is_hidden(
     assert {os.path.realpath(path) for path in hidden} <= set(sandbox.hidden)
     if not hidden:
         assert os.path.realpath("/run/postgresql") not in sandbox.hidden
+
+
+def test_a_nodes_present_skill_never_zips_the_daemons_home(tmp_path: Path) -> None:
+    home = tmp_path / ".heron"
+    home.mkdir()
+    (home / "credentials.json").write_text("{}")
+    made = NodeTools(tools=[], hidden=(str(home),))
+    (skill,) = kind_skills(["present"], workspace=tmp_path, made=made, shell=bash_tools)
+    zip_tool = next(t for t in skill.tools if t.name == "present-zip")
+    assert isinstance(zip_tool, PresentZipTool)
+    assert zip_tool.workspace.hidden == (home,)

@@ -209,6 +209,8 @@ class NodeTools:
     """Whether the node's scopes and kind let it have a tool (its skills' too)."""
     files: tuple[Tool, ...] = ()
     """The node's file tools, whatever its kind keeps (skills working on files share them)."""
+    hidden: tuple[str, ...] = ()
+    """What the node's file tools (and its skills' ``hidden``) keep out of reach."""
 
     async def aclose(self) -> None:
         """Stop what the tools started (background shell processes)."""
@@ -253,6 +255,7 @@ def node_tools(
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
     made.admits = wanted
+    made.hidden = hidden
     # The orchestrator's tools (its mode) and push-report belong to the node, like
     # submit-result: a kind does not narrow them (KIND_FIXED_TOOLS).
     made.tools += orchestrator

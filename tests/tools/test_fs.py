@@ -565,3 +565,35 @@ class TestEdit:
         )
         assert not any(r.is_error for r in replies)
         assert path.read_text() == "".join(f"item {n}: done\n" for n in range(30))
+
+
+async def test_hidden_paths_inside_the_root_are_as_good_as_absent(tmp_path: Path) -> None:
+    """What the daemon does for ``$HERON_HOME`` in a node's directory: named, listed,
+    globbed, grepped or reached through a link, the hidden folder yields nothing."""
+    root = tmp_path / "root"
+    private = root / ".heron"
+    private.mkdir(parents=True)
+    (private / "credentials.json").write_text('{"api_key": "sk-hidden-marker"}')
+    (root / "notes.txt").write_text("sk-hidden-marker is not here\n")
+    (root / "link").symlink_to(private, target_is_directory=True)
+    client = LocalToolClient(filesystem_tools(root, hidden=[private]))
+
+    async def call(name: str, **arguments: object) -> tuple[bool, str]:
+        result = await client.call_tool(name, arguments)
+        return result.is_error, result.text
+
+    for path in (".heron/credentials.json", "link/credentials.json", str(private / "x")):
+        failed, text = await call("fs-read-file", path=path)
+        assert failed and "not available to these tools" in text, text
+    failed, text = await call("fs-write-file", path=".heron/planted.txt", content="x")
+    assert failed and not (private / "planted.txt").exists()
+    for name, arguments in [
+        ("fs-list-directory", {"depth": 3}),
+        ("fs-glob", {"pattern": "**/*"}),
+        ("fs-grep", {"pattern": "sk-hidden-marker"}),
+    ]:
+        failed, text = await call(name, **arguments)
+        assert not failed and ".heron" not in text and "credentials" not in text, text
+    assert "notes.txt" in (await call("fs-grep", pattern="sk-hidden-marker"))[1]
+    with pytest.raises(UserError, match="a list of paths"):
+        filesystem_tools(root, hidden=str(private))  # type: ignore[arg-type]

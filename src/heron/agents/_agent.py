@@ -28,6 +28,7 @@ from ._compaction import Compaction
 from ._conversation import Conversation
 from ._delegation import AgentTool, DelegationFuture
 from ._iter import AgentRun
+from ._limits import DEFAULT_MAX_TURNS
 from ._output import OutputSpec
 from ._roles import ImageDescriber, ProvidersInput, resolve_providers
 from ._run import Run, ToolCallHook, ToolResultHook, system_text
@@ -39,8 +40,6 @@ __all__ = ["DEFAULT_MAX_TURNS", "AgentOptions", "BaseAgent", "SimpleAgent"]
 
 T = TypeVar("T")
 
-DEFAULT_MAX_TURNS = 25
-"""Model turns one run may take before it stops with ``stop_reason="max_turns"``."""
 
 # The agents whose run() is in progress in this task (and the tasks it started),
 # outermost first, so that a tool calling its own agent, or two agents calling

@@ -11,7 +11,7 @@ import openai
 from .._core import Capabilities, ChatResponse, Message, ToolSchema
 from ._checks import require_key
 from ._faults import classify_sdk_error, malformed
-from ._hosted import HostedProvider, response_header
+from ._hosted import HostedProvider, response_header, split_query
 from ._openai_wire import (
     StreamAssembler,
     cached_tokens,
@@ -72,8 +72,13 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
         # The read timeout bounds a whole non-streamed response; a stream is
         # watched by idle_limit() instead, event by event.
         timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
+        base_url, query = split_query(self.base_url)
         return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._api_key,
+            base_url=base_url,
+            default_query=query,
+            max_retries=0,
+            timeout=timeout,
         )
 
     async def _disconnect(self, client: openai.AsyncOpenAI) -> None:

@@ -26,7 +26,7 @@ from ._base import think_budget
 from ._calls import parse_call
 from ._checks import require_effort, require_key
 from ._faults import classify_sdk_error, malformed, truncated
-from ._hosted import HostedProvider, by_prefix, response_header
+from ._hosted import HostedProvider, by_prefix, response_header, split_query
 from ._retry import Fault, RetryPolicy, Tracker, idle_limit
 
 __all__ = ["AnthropicProvider"]
@@ -135,8 +135,13 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
         # The read timeout bounds a whole non-streamed response; a stream is
         # watched by idle_limit() instead, event by event.
         timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
+        base_url, query = split_query(self.base_url)
         return anthropic.AsyncAnthropic(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._api_key,
+            base_url=base_url,
+            default_query=query,
+            max_retries=0,
+            timeout=timeout,
         )
 
     async def _disconnect(self, client: anthropic.AsyncAnthropic) -> None:

@@ -4,6 +4,7 @@ from ._client import LocalToolClient, ToolClient
 from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
 from ._events import Interaction
 from ._result import ToolResult, to_tool_result
+from ._sandbox import Sandbox, sandbox_environment
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
 from .bash import (
@@ -65,6 +66,7 @@ __all__ = [
     "LocalToolClient",
     "MemoryStorage",
     "Question",
+    "Sandbox",
     "Skill",
     "Storage",
     "TodoItem",
@@ -91,6 +93,7 @@ __all__ = [
     "question_answer_tool",
     "render_skills",
     "require_skills",
+    "sandbox_environment",
     "to_tool_result",
     "todo_tools",
     "tool",

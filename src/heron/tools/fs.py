@@ -15,7 +15,7 @@ making the same tool :func:`filesystem_tools` includes.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated
 
 import regex
@@ -53,14 +53,15 @@ _MAX_DEPTH = 10
 
 
 def filesystem_tools(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None = None,
     *,
     max_read_chars: int = 50_000,
     max_entries: int = 500,
     max_matches: int = 200,
     grep_timeout: float = 10.0,
+    hidden: Iterable[str | os.PathLike[str]] = (),
 ) -> list[Tool]:
-    """The six filesystem tools, confined to ``root``.
+    """The six filesystem tools, confined to ``root`` (default: the current directory now).
 
     ``fs-read-file``, ``fs-write-file``, ``fs-list-directory``,
     ``fs-edit-file``, ``fs-glob`` and ``fs-grep``. ``root`` must be an
@@ -71,18 +72,22 @@ def filesystem_tools(
     result says when it hit its limit and how to see the rest.
     ``grep_timeout`` bounds the seconds one ``fs-grep`` spends matching, so
     a pattern that backtracks without end fails instead of hanging.
+    ``hidden`` paths inside ``root`` are as good as absent: refused when named,
+    never listed, globbed or searched (the daemon hides ``$HERON_HOME`` so).
 
-    A tool made for the same (resolved) root and the limits it uses is
-    equal to this one (:meth:`~heron.Tool.same_definition`), whether it comes
-    from another call or from its own factory (:func:`fs_read_file_tool` ...):
-    skills that each bring their own share one agent, and equal tools share
-    their file locks.
+    Tools made for the same (resolved) root, hidden paths and limits are
+    equal (:meth:`~heron.Tool.same_definition`), whether they come from
+    another call or from a single tool's factory (:func:`fs_read_file_tool`
+    ...): skills that each bring their own share one agent, and equal tools
+    share their file locks.
     """
     max_read_chars = _count("max_read_chars", max_read_chars)
     max_entries = _count("max_entries", max_entries)
     max_matches = _count("max_matches", max_matches)
     seconds = _seconds(grep_timeout)
-    workspace = Workspace(root)
+    if isinstance(hidden, str | bytes | os.PathLike):
+        raise UserError("hidden is a list of paths, not one path")
+    workspace = Workspace(os.getcwd() if root is None else root, hidden)
     return [
         _read_file(workspace, max_read_chars),
         _write_file(workspace),
@@ -163,7 +168,7 @@ def _file_tool(
     name: str, workspace: Workspace, *limits: object
 ) -> Callable[[Callable[..., str]], FileTool]:
     """Make a function the file tool ``name``, equal to others of its root and ``limits``."""
-    return lambda func: FileTool(func, name=name, setup=(workspace.root, *limits))
+    return lambda func: FileTool(func, name=name, setup=(workspace.root, workspace.hidden, *limits))
 
 
 def _read_file(workspace: Workspace, max_read_chars: int) -> FileTool:

@@ -207,6 +207,12 @@ def test_malformed_tool_calls_and_messages_are_refused_at_construction() -> None
         ToolCallRecord(id="c1", name="add", arguments=[1, 2])  # type: ignore[arg-type]
     with pytest.raises(UserError, match=r"messages\[0\] must be a Message"):
         RunResult(agent_name="a", messages=[42])  # type: ignore[list-item]
+    with pytest.raises(UserError, match="duration must be seconds"):
+        RunResult(agent_name="a", duration="2s")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="input_tokens must be an int"):
+        RunResult(agent_name="a", input_tokens=None)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"tool_calls\[0\] is not a valid ToolCallRecord: .*dur"):
+        RunResult(agent_name="a", tool_calls=[{"id": "c", "name": "n", "duration": "slow"}])  # type: ignore[list-item]
     with pytest.raises(UserError, match="created_at must be a datetime"):
         RunResult(agent_name="a", created_at="2026-04-18")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="content must be a str or a tuple"):

@@ -62,6 +62,10 @@ class ToolCallRecord:
             raise UserError(
                 f"ToolCallRecord result must be a str, not {type(self.result).__name__}"
             )
+        if self.duration is not None and not _is_number(self.duration):
+            raise UserError(
+                f"ToolCallRecord duration must be seconds or None, not {self.duration!r}"
+            )
         runs = self.runs
         if not isinstance(runs, tuple) or not all(isinstance(r, RunResult) for r in runs):
             raise UserError("ToolCallRecord runs must be a tuple of RunResult")
@@ -104,6 +108,10 @@ class ToolCallRecord:
 
 
 _E = TypeVar("_E")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _entries(
@@ -279,6 +287,12 @@ class RunResult(Generic[OutputT]):
             raise UserError(
                 f"RunResult agent_name must be a str, not {type(self.agent_name).__name__}"
             )
+        for name in ("input_tokens", "output_tokens", "turns"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UserError(f"RunResult {name} must be an int, not {value!r}")
+        if not _is_number(self.duration):
+            raise UserError(f"RunResult duration must be seconds, not {self.duration!r}")
         if not isinstance(self.created_at, datetime):
             raise UserError(
                 f"RunResult created_at must be a datetime, not {type(self.created_at).__name__}"

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.status import Status
 from rich.text import Text
 
 from .._core import StreamChunk, ToolCall
@@ -39,6 +40,20 @@ class LiveView:
         self._calls: dict[str, ToolCall] = {}
         self._column = 0  # characters on the current line, to know when to break it
         self._thinking = False
+        self._status: Status | None = None
+
+    def working(self, text: str = "reading the prompt…") -> None:
+        """Show ``text`` with a spinner until the first chunk arrives (on a terminal only:
+        a small model can read a prompt for seconds before it writes anything)."""
+        if self.console.is_terminal and self._status is None:
+            self._status = Status(Text(text, style="dim"), console=self.console, spinner="dots")
+            self._status.start()
+
+    def stop_working(self) -> None:
+        """Take the spinner of :meth:`working` away (idempotent)."""
+        if self._status is not None:
+            status, self._status = self._status, None
+            status.stop()
 
     def _write(self, text: str, style: str | None = None) -> None:
         if not text:
@@ -55,6 +70,7 @@ class LiveView:
         """Draw one chunk (pass this as ``on_chunk``)."""
         if chunk.role == "user":
             return  # the user typed it; echoing it back is noise
+        self.stop_working()
         if chunk.role == "tool":
             self._tool_line(chunk)
             return
@@ -86,12 +102,14 @@ class LiveView:
 
     def note(self, text: str, style: str | None) -> None:
         """Print ``text`` on a line of its own (after the current one, if any)."""
+        self.stop_working()
         self._line_break()
         if text:
             self.console.print(Text(text, style=style or ""), soft_wrap=True)
 
     def finish(self, result: RunResult[Any]) -> None:
         """Close the last line and print the one-line summary."""
+        self.stop_working()
         self._line_break()
         self.console.print(Text(summary_line(result), style="dim"), soft_wrap=True)
 

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from .._core import StreamChunk, ToolCall
 from ..agents import RunResult
+from ._markdown import MarkdownStream
 
 __all__ = ["LiveView", "fail", "summary_line"]
 
@@ -41,6 +42,7 @@ class LiveView:
         self._column = 0  # characters on the current line, to know when to break it
         self._thinking = False
         self._status: Status | None = None
+        self._markdown = MarkdownStream(console)
 
     def working(self, text: str = "reading the prompt…") -> None:
         """Show ``text`` with a spinner until the first chunk arrives (on a terminal only:
@@ -50,7 +52,12 @@ class LiveView:
             self._status.start()
 
     def stop_working(self) -> None:
-        """Take the spinner of :meth:`working` away (idempotent)."""
+        """Take the spinner of :meth:`working` away, and print the text still held to
+        be rendered (idempotent)."""
+        self._markdown.end()
+        self._stop_spinner()
+
+    def _stop_spinner(self) -> None:
         if self._status is not None:
             status, self._status = self._status, None
             status.stop()
@@ -70,12 +77,13 @@ class LiveView:
         """Draw one chunk (pass this as ``on_chunk``)."""
         if chunk.role == "user":
             return  # the user typed it; echoing it back is noise
-        self.stop_working()
+        self._stop_spinner()
         if chunk.role == "tool":
             self._tool_line(chunk)
             return
         if chunk.thinking:
             if not self._thinking:
+                self._markdown.end()
                 self._line_break()
                 self._thinking = True
             self._write(chunk.thinking, "dim italic")
@@ -83,14 +91,19 @@ class LiveView:
             if self._thinking:
                 self._thinking = False
                 self._line_break()
-            self._write(chunk.content)
+            if self._markdown.rendering:
+                self._markdown.feed(chunk.content)
+            else:
+                self._write(chunk.content)
         for call in chunk.tool_calls:
             self._calls[call.id] = call
         if chunk.done:
             self._thinking = False
+            self._markdown.end()
             self._line_break()
 
     def _tool_line(self, chunk: StreamChunk) -> None:
+        self._markdown.end()
         self._line_break()
         call = self._calls.pop(chunk.tool_call_id or "", None)
         shown = _call_text(call) if call else chunk.tool_name or "tool"

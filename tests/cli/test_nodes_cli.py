@@ -113,6 +113,36 @@ def test_create_sends_every_option_and_get_shows_the_node(
     assert json.loads(as_json.out) == client.nodes.retrieve("cli-counter").model_dump(mode="json")
 
 
+def test_no_scopes_and_unknown_scopes(client: Heron, scripts: Scripts) -> None:
+    model = scripts("none", ["x"])
+    done = heron("nodes", "create", "go", "--model", model, "--no-kickoff", "--no-scopes", "--json")
+    assert done.code == 0, done
+    assert client.nodes.retrieve(json.loads(done.out)["node_id"]).scopes == []
+    before = len(client.nodes.list())
+    typo = heron("nodes", "create", "go", "--model", model, "--scope", "memory-read")
+    assert typo.code == 2 and "unknown scope 'memory-read'" in typo.err
+    assert "known scopes: act, ask, memory:read, memory:write, schedule" in typo.err
+    none = heron("nodes", "create", "go", "--model", model, "--scope", "none")
+    assert none.code == 2 and "--no-scopes grants none" in none.err
+    both = heron("nodes", "create", "go", "--no-scopes", "--scope", "ask")
+    assert both.code != 0 and "do not go together" in both.err
+    assert len(client.nodes.list()) == before  # none of them created a node
+
+
+def test_list_limit_prints_the_next_page_command(client: Heron, scripts: Scripts) -> None:
+    model = scripts("paged", ["x"])
+    for _ in range(3):
+        client.nodes.create(prompt="p", model=model, no_kickoff=True)
+    everything = [n.node_id for n in client.nodes.list()]
+    first = heron("nodes", "list", "--limit", "2", "--json")
+    assert first.code == 0 and [n["node_id"] for n in json.loads(first.out)] == everything[:2]
+    match = re.fullmatch(r"more: heron nodes list --limit 2 --after (\S+)\n", first.err)
+    assert match, first.err
+    second = heron("nodes", "list", "--limit", "2", "--after", match[1], "--json")
+    assert [n["node_id"] for n in json.loads(second.out)] == everything[2:4]
+    assert heron("nodes", "list", "--limit", "0").code == 2
+
+
 def test_create_json_prints_the_created_node(client: Heron, scripts: Scripts) -> None:
     done = heron("nodes", "create", "Hi", "--model", scripts("hi", ["Hello."]), "--json")
     node = json.loads(done.out)

@@ -36,6 +36,15 @@ ListenOption = Annotated[
 ]
 
 
+RequireSandboxOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-sandbox",
+        help="Refuse to start unless node commands can run in a sandbox (bubblewrap).",
+    ),
+]
+
+
 def _say(message: str, *, err: bool = False, style: str | None = None) -> None:
     Console(stderr=err, highlight=False, soft_wrap=True).print(Text(message, style=style or ""))
 
@@ -45,13 +54,16 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _config(listen: str | None) -> object:
+def _config(listen: str | None, require_sandbox: bool = False) -> object:
+    import dataclasses
+
     from ..runtime import RuntimeConfig
 
     try:
-        return RuntimeConfig.from_env(listen=listen)
+        config = RuntimeConfig.from_env(listen=listen)
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    return dataclasses.replace(config, sandbox="require") if require_sandbox else config
 
 
 @daemon_app.callback()
@@ -61,10 +73,11 @@ def daemon(
     detach: Annotated[
         bool, typer.Option("--detach", help="Run in the background and return once it is up.")
     ] = False,
+    require_sandbox: RequireSandboxOption = False,
 ) -> None:
     """Run the daemon on $HERON_HOME/heron.sock (and TCP with --listen)."""
     if ctx.invoked_subcommand is not None:
-        if listen is not None or detach:
+        if listen is not None or detach or require_sandbox:
             # Silently dropping them would start a daemon the caller did not ask for.
             raise _fail(
                 f"give the options after the command: heron daemon {ctx.invoked_subcommand} ..."
@@ -72,7 +85,7 @@ def daemon(
         return
     from ..runtime import RuntimeConfig
 
-    config = _config(listen)
+    config = _config(listen, require_sandbox)
     assert isinstance(config, RuntimeConfig)
     if detach:
         _detach(config, listen)
@@ -112,6 +125,8 @@ def _detach(config: object, listen: str | None) -> None:
     command = [sys.executable, "-m", "heron", "daemon"]
     if listen is not None:
         command += ["--listen", listen]
+    if config.sandbox == "require":
+        command += ["--require-sandbox"]
     with open(config.log_path, "ab") as log:
         process = subprocess.Popen(
             command,
@@ -183,7 +198,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 @daemon_app.command("start")
-def start(listen: ListenOption = None) -> None:
+def start(listen: ListenOption = None, require_sandbox: RequireSandboxOption = False) -> None:
     """Start the daemon in the background and return once it answers (what --detach does).
 
     With a daemon already running it says so and exits 0 (with --listen, only if that
@@ -191,7 +206,7 @@ def start(listen: ListenOption = None) -> None:
     """
     from ..runtime import RuntimeConfig
 
-    config = _config(listen)
+    config = _config(listen, require_sandbox)
     assert isinstance(config, RuntimeConfig)
     _detach(config, listen)
 

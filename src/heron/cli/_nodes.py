@@ -267,6 +267,15 @@ def _schema(ctx: typer.Context, value: str | None) -> dict[str, Any] | None:
     return schema
 
 
+def _scope(value: str) -> str:
+    if value not in api.SCOPES:
+        hint = " (--no-scopes grants none)" if value.strip().lower() in ("", "none") else ""
+        raise typer.BadParameter(
+            f"unknown scope {value!r}{hint}; known scopes: {', '.join(api.SCOPES)}"
+        )
+    return value
+
+
 @nodes_app.command("create")
 def create(
     ctx: typer.Context,
@@ -297,8 +306,15 @@ def create(
     ] = None,
     scope: Annotated[
         list[str] | None,
-        typer.Option("--scope", help="Allow only this scope (repeat for more); default: all."),
+        typer.Option(
+            "--scope",
+            parser=_scope,
+            help=f"Allow only this scope (repeat for more): {', '.join(api.SCOPES)}; default: all.",
+        ),
     ] = None,
+    no_scopes: Annotated[
+        bool, typer.Option("--no-scopes", help="Grant no scopes (no file, shell, ask ... tools).")
+    ] = False,
     node_id: Annotated[
         str | None, typer.Option("--node-id", help="Create at this id (retry-safe).")
     ] = None,
@@ -321,6 +337,8 @@ def create(
         _fail(ctx, "--watch draws the run; --json prints the created node: choose one")
     if node_id is not None:
         _check_id(ctx, node_id)
+    if no_scopes and scope:
+        _fail(ctx, "--no-scopes and --scope do not go together")
     body: dict[str, Any] = {
         "prompt": prompt,
         "cwd": os.fspath((cwd or Path.cwd()).expanduser().resolve()),
@@ -330,7 +348,7 @@ def create(
         "name": name,
         "deadline": deadline,
         "output_schema": _schema(ctx, schema),
-        "scopes": scope or None,
+        "scopes": [] if no_scopes else scope or None,
         "node_id": node_id,
     }
     body = {key: value for key, value in body.items() if value is not None}
@@ -381,17 +399,34 @@ def list_(
             show_default=False,
         ),
     ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, max=1000, help="At most this many nodes (1-1000)."),
+    ] = None,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="Continue after this cursor (what --limit printed)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """List the nodes, oldest first: id, status, parent, name (or prompt), created, turns.
 
     Ids are shown whole; on a narrow terminal the name wraps and the columns that do
-    not fit are left out (--json has every field).
+    not fit are left out (--json has every field). With --limit, the command for the
+    next page is printed on stderr when there is one.
     """
 
     def go(client: Heron) -> None:
         wanted = cast("list[api.NodeStatus]", status or [])
-        nodes = client.nodes.list(status=wanted or None, root=root)
+        nodes = client.nodes.list(status=wanted or None, root=root, limit=limit, after=after)
+        if nodes.next_cursor is not None:
+            statuses = "".join(f" --status {s}" for s in status or [])
+            roots = {None: "", True: " --root", False: " --children"}[root]
+            typer.echo(
+                f"more: heron nodes list{statuses}{roots} --limit {limit}"
+                f" --after {nodes.next_cursor}",
+                err=True,
+            )
         if as_json:
             _print_json(nodes)
             return

@@ -228,3 +228,15 @@ def test_outcome_lines_render_markdown_when_asked() -> None:
     assert "Is bold." in _final(out.getvalue()) and "**" not in out.getvalue()
     plain = outcome_lines(result)
     assert [str(line) for line in plain] == ["✓ completed", "Is **bold**."]
+
+
+def test_a_long_block_being_written_shows_its_newest_words() -> None:
+    from heron.cli._markdown import MarkdownStream
+
+    out = io.StringIO()
+    stream = MarkdownStream(Console(file=out, width=20, height=5, force_terminal=True))
+    stream.feed("one " * 50 + "last words")
+    shown = stream._tail()
+    assert shown.endswith("last words") and len(shown) <= 3 * 20
+    stream.end()
+    assert "last words" in _final(out.getvalue()).rsplit("one", 1)[-1]

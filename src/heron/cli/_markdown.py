@@ -59,16 +59,23 @@ class MarkdownStream:
             self._hide()
             self.console.print(Markdown(done.strip("\n")))
         if self._pending:
+            shown = Text(self._tail())
             if self._live is None:
                 self._live = Live(
-                    Text(self._pending),
+                    shown,
                     console=self.console,
                     transient=True,
                     auto_refresh=False,
                     vertical_overflow="crop",
                 )
                 self._live.start()
-            self._live.update(Text(self._pending), refresh=True)
+            self._live.update(shown, refresh=True)
+
+    def _tail(self) -> str:
+        """The end of the block being written, as much as fits the terminal's height (a
+        long paragraph shows its newest words, not its first screenful)."""
+        room = max(1, self.console.height - 2) * max(1, self.console.width)
+        return self._pending if len(self._pending) <= room else "…" + self._pending[-room + 1 :]
 
     def end(self) -> None:
         """The text is complete: print what is left of it, rendered."""

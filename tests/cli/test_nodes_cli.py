@@ -552,7 +552,7 @@ def test_watch_of_a_running_node_says_at_once_what_it_does_then_its_history_in_o
         "joined",
         [
             {"text": "First part.", "tool_calls": [{"name": "push-report", "arguments": push}]},
-            {"text": "Second part.", "delay": 2},
+            {"text": "Second part.", "delay": 8},
         ],
     )
     node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
@@ -578,7 +578,7 @@ def test_watch_of_a_running_node_says_at_once_what_it_does_then_its_history_in_o
 def test_watch_of_a_node_reading_its_prompt_shows_its_status_first(
     client: Heron, scripts: Scripts
 ) -> None:
-    model = scripts("slow-start", [{"text": "Late.", "delay": 2}])
+    model = scripts("slow-start", [{"text": "Late.", "delay": 8}])
     node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
     wait_status(client, node.node_id, "running")
     done = heron("nodes", "watch", node.node_id)

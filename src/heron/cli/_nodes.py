@@ -577,8 +577,8 @@ def outcome(
             _say(f"pending: node {node_id} is {poll.node_status}")
         else:
             console = _console()
-            for line in outcome_lines(poll.outcome):
-                console.print(line, soft_wrap=True)
+            for line in outcome_lines(poll.outcome, markdown=console.is_terminal):
+                console.print(line, soft_wrap=isinstance(line, Text))
         if poll.outcome is None:
             return EXIT_PENDING
         return 0 if isinstance(poll.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME

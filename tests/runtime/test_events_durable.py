@@ -171,7 +171,8 @@ def test_resuming_across_a_sigkill_misses_nothing_but_text_deltas(
         # are not reported missing (no delta was lost after it).
         at_crash = collect(client, node, after=before[-1].seq)
     done_before = next(e for e in before if e.event == "node.output_text.done")
-    assert joined[0] == done_before
+    assert joined[0].event == "node.status.changed" and joined[0].data["status"] == "running"
+    assert joined[1] == done_before
     assert joined[-1].event == "node.settled" and "error" not in kinds(joined)
     gap = resumed[0]
     assert gap.event == "error" and gap.data["error"]["code"] == "stream_gap"

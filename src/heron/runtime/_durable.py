@@ -96,6 +96,15 @@ class Steps:
                 self.caught_up.set()
 
 
+_EXPLAINED_TOOLS = frozenset({"submit-result"})
+"""Tools whose failure reason goes on ``node.tool_call.completed``: the daemon's own
+check of the node's result, which whoever watches needs to see (other tools' output
+stays off the stream)."""
+
+_MAX_EXPLAINED = 2000
+"""The most characters of a failure reason put on an event."""
+
+
 def shape_summary(value: Any) -> str:
     """The shape of tool arguments without their values: ``object with 2 fields`` ..."""
     if value is None:
@@ -248,6 +257,8 @@ class DurableToolClient(ToolClient):
             with self._announced(call_id, name, arguments) as step:
                 result = await self._inner.call_tool(name, arguments)
                 step["status"] = "error" if result.is_error else "ok"
+                if result.is_error and name in _EXPLAINED_TOOLS:
+                    step["error"] = result.text[:_MAX_EXPLAINED]
         except asyncio.CancelledError:
             raise
         except BaseException:

@@ -23,7 +23,7 @@ from starlette.types import Message, Send
 from .. import api
 from ._engine import Engine
 from ._errors import ApiError
-from ._routing import NodeIdPath, errors
+from ._routing import NodeIdPath, errors, stopping
 from ._rows import when
 from ._runs import SETTLED
 from ._stream import Hub, Record, Subscription, encode, error_record, keepalive_record, merge
@@ -127,6 +127,15 @@ class EventStreams:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.closing = False
+        """The daemon is stopping: every stream ends (a client resumes from its cursor)."""
+        self._writing: set[Subscription] = set()
+
+    def close(self) -> None:
+        """End every stream now, and every stream opened from now on after its replay."""
+        self.closing = True
+        for sub in self._writing:
+            sub.wake.set()
 
     async def open(self, node_id: str, cursor: int | None) -> _Opened:
         """Validate the node, subscribe, and plan the replay (errors are raised before
@@ -228,20 +237,38 @@ class EventStreams:
                 opened.ended = True
 
     async def _seed(self, node_id: str, snap: _Snapshot) -> list[bytes]:
-        """A mid-run joiner's start: the reports pushed so far (their own events, oldest
-        first), the run's completed messages, then its partial text as one delta."""
+        """A mid-run joiner's start, in the order it happened: the node's ``running``
+        status, the reports pushed so far, the run's completed messages and the tool calls
+        still running (each its own event, by number), then its partial text as one delta.
+
+        The status comes first even when its number is not the lowest, so a joiner can say
+        at once what the node is doing, before any text of the run arrives.
+        """
         known, done, partial, partial_seq = snap.run
-        first = [r.wire for r in await self._typed(node_id, ("node.report.pushed",), snap)]
+        status = await self._latest(node_id, "node.status.changed", snap)
+        running = status is not None and status.data.get("status") == "running"
+        started = status.sequence_number if status is not None and running else 0
+        first = [
+            status.wire
+            if status is not None and running
+            else await self._status_now(node_id, "running", snap)
+        ]
+        reports = await self._typed(node_id, ("node.report.pushed",), snap)
         if not known:
             # This process did not see the run start (a restart, or its hub was let go):
             # the run's completed messages are in the log, after its running status.
-            started = 0
-            for record in await self._typed(node_id, ("node.status.changed",), snap):
-                if record.data.get("status") == "running":
-                    started = record.sequence_number
             logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
             done = merge(logged, done)
-        first += [r.wire for r in done]
+        calls = await self._typed(
+            node_id, ("node.tool_call.started", "node.tool_call.completed"), snap, after=started
+        )
+        ended = {r.data.get("tool_call_id") for r in calls if r.type == "node.tool_call.completed"}
+        open_calls = [
+            r
+            for r in calls
+            if r.type == "node.tool_call.started" and r.data.get("tool_call_id") not in ended
+        ]
+        first += [r.wire for r in merge(merge(reports, done), open_calls)]
         if partial:
             first.append(
                 encode(node_id, partial_seq, "node.output_text.delta", {"delta": partial}).wire
@@ -265,12 +292,13 @@ class EventStreams:
         loop = asyncio.get_running_loop()
         settle_by = loop.time() + SETTLE_GRACE if opened.await_settled else None
         engine.events.readers += 1
+        self._writing.add(sub)
         try:
             if opened.first:
                 yield b"".join(opened.first)
             if opened.ended:
                 return
-            while True:
+            while not self.closing:
                 chunk: list[bytes] = []
                 ended = False
                 for record in sub.take():
@@ -299,6 +327,8 @@ class EventStreams:
                     timeout = min(timeout, max(settle_by - loop.time(), 0.0))
                 try:
                     await asyncio.wait_for(sub.wake.wait(), timeout)
+                    if self.closing:
+                        return
                 except TimeoutError:
                     if settle_by is not None and loop.time() >= settle_by:
                         yield await self._settled_from_row(node_id, written)
@@ -308,6 +338,7 @@ class EventStreams:
             log.exception("the event stream of node %s failed", node_id)
             yield error_record("stream_error", f"the event stream failed: {type(exc).__name__}")
         finally:
+            self._writing.discard(sub)
             engine.events.readers -= 1
             hub.unsubscribe(sub)
             engine.events.released(node_id)
@@ -385,6 +416,7 @@ def _report(row: dict[str, Any]) -> dict[str, Any]:
 def add_event_routes(app: FastAPI, engine: Engine) -> None:
     """Serve ``GET /v1/nodes/{node_id}/events``."""
     streams = EventStreams(engine)
+    stopping(app).on_set(streams.close)
 
     @app.get(
         "/v1/nodes/{node_id}/events",

@@ -98,12 +98,25 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         return dict(row._mapping) if row is not None else None
 
     async def list_nodes(
-        self, *, status: Sequence[str] | None = None, root: bool | None = None
+        self,
+        *,
+        status: Sequence[str] | None = None,
+        root: bool | None = None,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[Row]:
-        """Nodes, oldest first, optionally only those with one of ``status`` and ``root``."""
-        return await self._run(self._list_nodes, status, root)
+        """Nodes, oldest first, optionally only those with one of ``status`` and ``root``;
+        at most ``limit``, and only those listed after ``after`` (``(created_at, node_id)``
+        of the last one already seen)."""
+        return await self._run(self._list_nodes, status, root, limit, after)
 
-    def _list_nodes(self, status: Sequence[str] | None, root: bool | None) -> list[Row]:
+    def _list_nodes(
+        self,
+        status: Sequence[str] | None,
+        root: bool | None,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
+    ) -> list[Row]:
         query = (
             sa.select(nodes)
             .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
@@ -113,6 +126,16 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             query = query.where(nodes.c.status.in_(list(status)))
         if root is not None:
             query = query.where(nodes.c.root == root)
+        if after is not None:
+            created, node_id = after
+            query = query.where(
+                sa.or_(
+                    nodes.c.created_at > created,
+                    sa.and_(nodes.c.created_at == created, nodes.c.node_id > node_id),
+                )
+            )
+        if limit is not None:
+            query = query.limit(limit)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 

@@ -180,6 +180,7 @@ class _Run:
                 else ()
             ),
             schedule=cron_tools(engine, node_id, self.run),
+            hidden=engine.sandbox.hidden_from_files,
         )
         skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
         # One context per node (``_jobs``): job ids stay unique across its runs; tool
@@ -366,8 +367,11 @@ def _done_outcome(
     if pending is None:
         stop = Stop(
             kind="failed",
-            reason="crashed",
-            message="the agent ended without submitting a result or declining",
+            reason="no_result",
+            message=(
+                f"the agent ended without submitting a result or declining "
+                f"(reminded {NUDGES} times)"
+            ),
             error_type=NO_RESULT,
         )
         return failure_outcome(stop)

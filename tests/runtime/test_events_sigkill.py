@@ -160,6 +160,9 @@ def test_sigkills_under_load_lose_no_node_event_settlement_or_count(tmp_path: Pa
         assert settled[node_id]["output_text"] == f"n{n} done."
         # node.settled once, last; every completed step's events once.
         assert kinds.count("node.settled") == 1 and kinds[-1] == "node.settled"
+        # It ran once, however often it was recovered: said once.
+        changes = [d["status"] for _, k, d in events if k == "node.status.changed"]
+        assert changes == ["running", "completed"], changes
         assert kinds.count("node.output_text.done") == TURNS, kinds
         assert kinds.count("node.turn.completed") == TURNS, kinds
         completed = [d["tool_call_id"] for _, k, d in events if k == "node.tool_call.completed"]

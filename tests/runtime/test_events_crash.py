@@ -248,3 +248,19 @@ def test_a_model_turn_run_again_counts_once_and_says_so_once(tmp_path: Path) -> 
         assert statuses(after) == ["running", "completed", "SETTLED"]
     finally:
         daemon.stop()
+
+
+@pytest.mark.slow
+def test_a_close_answered_is_in_the_log_at_once(tmp_path: Path) -> None:
+    """Closing an idle node answers once its settlement's events are written: a SIGKILL
+    right after the answer loses none of them."""
+    default = write_script(tmp_path, "default", ["Default."])
+    daemon = Daemon(tmp_path / "home", {"HERON_PROVIDER": default}).start()
+    try:
+        with daemon.client() as client:
+            node = create(client, prompt="Go.", model=default, no_kickoff=True)["node_id"]
+            assert client.post(f"/v1/nodes/{node}/close").status_code == 200
+        daemon.kill()
+        assert statuses(logged(daemon, node)) == ["dormant", "cancelled", "SETTLED"]
+    finally:
+        daemon.stop()

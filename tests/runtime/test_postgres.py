@@ -28,7 +28,7 @@ from heron.runtime._db import (
     migrate,
     redact_url,
 )
-from heron.runtime._store import Store
+from heron.runtime._store import StepMark, Store
 
 from . import pg
 from .conftest import Daemon, node_row, wait_settled, wait_status, write_script
@@ -551,6 +551,22 @@ def test_passwords_in_the_query_are_redacted_too() -> None:
     )
     assert not {"one-secret", "two-secret", "three-secret"} & set(re.split(r"[:@?&=]", shown))
     assert "sslmode=require" in shown and shown.startswith("postgresql+psycopg://heron:***@")
+
+
+async def test_a_step_mark_counts_a_turn_once(store: Store) -> None:
+    await store.insert_node(node_row("marked"), None)
+    turn = StepMark(key="1:2", usage=(100, 7))
+    rows = [("marked", 1, "node.turn.started", {}, 1.0)]
+    await store.append_events(rows, marks={"marked": turn})
+    await store.append_events([], marks={"marked": turn})  # the step ended again: once
+    await store.append_events([], marks={"marked": StepMark(key="1:4", usage=(5, 1))})
+    row = await store.node("marked")
+    assert row is not None and (row["turns"], row["input_tokens"], row["output_tokens"]) == (
+        2,
+        105,
+        8,
+    )
+    assert await store.step_mark("marked") == "1:4"
 
 
 async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: Store) -> None:

@@ -677,6 +677,7 @@ class Engine:
         self.events.publish(node_id, "node.status.changed", {"status": status})
         if settled:
             await self._announce_settled(node_id, outcome)
+        await self.events.durable(node_id)  # a close answered is in the log
         await self._disarm_if_settled(node_id)
         # Keyed on the status, not the outcome: a resident root that answered kept an
         # outcome while dormant, so closing it settles no new one (and fires no hooks).

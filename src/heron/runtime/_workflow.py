@@ -72,10 +72,12 @@ class _Run:
         steps = Steps(recorded - 1, node_id=node_id, run=self.run)
         current = await engine.store.node(node_id)  # the model as PATCHed since begin
         model = current["model"] if current is not None else plan["model"]
-        # A run recovered after a restart says it runs again (a warm node's create
-        # announces it) — unless its end was saved: it only replays to its end then.
+        # A run recovered after a restart is running as the log says (unless a SIGKILL
+        # took its `running` event): no second one, so the log reads as the node lived and
+        # a joiner finds the run's start. Not if its end was saved: it replays to its end.
+        # (A warm node's create announces it.)
         if not plan.get("warm") and current is not None and current["status"] == "running":
-            engine.events.announce(node_id, "running")
+            await engine.events.repair_status(node_id, "running")
         active = engine.register(node_id, self.run, model, steps)
         try:
             try:

@@ -216,7 +216,7 @@ class HumanRequestReplace(RequestModel):
     """The new body."""
     questions: list[HumanQuestionInput] = Field(default_factory=list, max_length=MAX_QUESTIONS)
     """The new questions."""
-    revision: Annotated[int, Field(ge=1)] | None = None
+    revision: Annotated[int, Field(ge=1, le=2**63 - 1)] | None = None
     """Replace only if the request is still at this revision (``409 revision_conflict``)."""
 
 
@@ -232,7 +232,7 @@ class HumanRespondRequest(RequestModel):
     """A reply to the whole request."""
     responded_by: _Who | None = None
     """Who is responding (shown to the node)."""
-    revision: Annotated[int, Field(ge=1)] | None = None
+    revision: Annotated[int, Field(ge=1, le=2**63 - 1)] | None = None
     """Answer only if the request is still at this revision, the one the person read
     (``409 revision_conflict``): answers go by position, and a replace may have
     changed the questions since."""

@@ -144,7 +144,7 @@ class MemoryUpdateRequest(RequestModel):
     """A new body."""
     tags: _Tags | None = None
     """New tags (replacing all of them)."""
-    expected_version: Annotated[int, Field(ge=1)] | None = None
+    expected_version: Annotated[int, Field(ge=1, le=2**63 - 1)] | None = None
     """Refuse (``409 version_conflict``) unless the entry is at this version."""
 
 
@@ -153,7 +153,7 @@ class MemoryMoveRequest(RequestModel):
 
     path: _Path
     """The new path (not taken among the profile's live entries)."""
-    expected_version: Annotated[int, Field(ge=1)] | None = None
+    expected_version: Annotated[int, Field(ge=1, le=2**63 - 1)] | None = None
     """Refuse (``409 version_conflict``) unless the entry is at this version."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
@@ -227,12 +228,42 @@ def _lone_surrogate(value: Any, where: list[str | int]) -> list[str | int] | Non
     return None
 
 
+def _fixed_paths(app: Any) -> frozenset[str]:
+    """The paths of ``app``'s routes that take no parameter (worked out once per app)."""
+    found: frozenset[str] | None = getattr(app.state, "fixed_paths", None)
+    if found is None:
+        found = frozenset(
+            route.path
+            for route in app.router.routes
+            if isinstance(route, APIRoute) and not route.param_convertors
+        )
+        app.state.fixed_paths = found
+    return found
+
+
 class UnicodeRoute(APIRoute):
     """A route refusing a JSON body whose strings are not all Unicode text.
 
     A cheap byte scan finds the bodies that could hold one; only those are read
     twice (the request caches the body, so the handler does not read it again).
+
+    A route with a path parameter never matches a path that a route of its own
+    serves (``/v1/crons/{cron_id}`` does not take ``poke`` for an id): a method the
+    fixed path lacks answers 405 with the fixed path's ``Allow``, as the spec has it.
     """
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """Starlette's match, but none for a path that a parameterless route has."""
+        match, child = super().matches(scope)
+        app = scope.get("app")
+        if (
+            match is not Match.NONE
+            and self.param_convertors
+            and app is not None
+            and scope.get("path") in _fixed_paths(app)
+        ):
+            return Match.NONE, {}
+        return match, child
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

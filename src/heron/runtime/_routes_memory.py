@@ -9,7 +9,7 @@ from fastapi import FastAPI, Path, Query
 
 from .. import api
 from ._engine import Engine
-from ._routing import errors
+from ._routing import INT64_MAX, errors
 
 __all__ = ["add_memory_routes"]
 
@@ -30,7 +30,8 @@ ProfileQuery = Annotated[str, Query(max_length=128, description="The profile who
 """The ``profile`` a route works in (``default`` when not given)."""
 
 ExpectedVersion = Annotated[
-    int | None, Query(ge=1, description="Refuse (409 version_conflict) unless at this version.")
+    int | None,
+    Query(ge=1, le=INT64_MAX, description="Refuse (409 version_conflict) unless at this version."),
 ]
 
 
@@ -120,7 +121,8 @@ def add_memory_routes(app: FastAPI, engine: Engine) -> None:
             int | None, Query(ge=1, le=1000, description="At most this many (1-1000).")
         ] = None,
         before: Annotated[
-            int | None, Query(ge=1, description="Only versions older than this one.")
+            int | None,
+            Query(ge=1, le=INT64_MAX, description="Only versions older than this one."),
         ] = None,
     ) -> list[api.MemoryVersion]:
         """The entry's versions, newest first (a deleted entry's too): all of them, or

@@ -10,7 +10,21 @@ from fastapi import FastAPI, Path, Query
 
 from .. import api
 
-__all__ = ["ACTION", "READ", "WITH_BODY", "NodeIdPath", "Stopping", "Wait", "errors", "stopping"]
+__all__ = [
+    "ACTION",
+    "INT64_MAX",
+    "READ",
+    "WITH_BODY",
+    "NodeIdPath",
+    "Stopping",
+    "Wait",
+    "errors",
+    "stopping",
+]
+
+INT64_MAX = 2**63 - 1
+"""The largest integer a query or body may give where the database keeps it (both
+SQLite and PostgreSQL store 64-bit integers): larger ones are refused with 422."""
 
 _STATUS_TEXT = {
     400: "Malformed request: the body is not JSON, or an id is not a valid id",

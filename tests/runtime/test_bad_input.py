@@ -289,3 +289,13 @@ def test_the_event_stream_is_declared_as_server_sent_events(client: httpx.Client
     assert item["type"] == "object"
     assert set(item["properties"]) >= {"data", "event", "id"}
     assert item["properties"]["data"]["contentMediaType"] == "application/json"
+
+
+def test_a_whole_number_written_with_a_fraction_is_an_integer(client: httpx.Client) -> None:
+    """JSON Schema's ``integer`` takes 10.0 (JSON has one kind of number); a string is not."""
+    search = {"query": "anything", "limit": 10.0}
+    assert client.post("/v1/memory/search", json=search).status_code == 200
+    refused = client.post("/v1/memory/search", json={"query": "anything", "limit": 10.5})
+    assert_error(refused, 422, "invalid_request")
+    as_text = client.post("/v1/memory/search", json={"query": "anything", "limit": "10"})
+    assert_error(as_text, 422, "invalid_request")

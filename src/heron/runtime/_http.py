@@ -228,6 +228,13 @@ def _lone_surrogate(value: Any, where: list[str | int]) -> list[str | int] | Non
     return None
 
 
+def _number(text: str) -> int | float:
+    """A JSON number with a fraction or exponent: an ``int`` if it is a whole number
+    (``3.0``, ``1e3``), as JSON Schema's ``integer`` counts it, else a ``float``."""
+    number = float(text)
+    return int(number) if number.is_integer() else number
+
+
 def _fixed_paths(app: Any) -> frozenset[str]:
     """The paths of ``app``'s routes that take no parameter (worked out once per app)."""
     found: frozenset[str] | None = getattr(app.state, "fixed_paths", None)
@@ -271,11 +278,14 @@ class UnicodeRoute(APIRoute):
         async def checked(request: Request) -> Response:
             if request.method in ("POST", "PUT", "PATCH", "DELETE"):
                 body = await request.body()
+                value: Any = None
+                try:
+                    # Parsed here for the handler (the request keeps it): JSON has one
+                    # kind of number, so 3.0 is the integer 3, as the schema says.
+                    value = request._json = json.loads(body, parse_float=_number)
+                except ValueError:
+                    pass  # not JSON: the handler answers for that
                 if _MAYBE_SURROGATE.search(body):
-                    try:
-                        value = json.loads(body)
-                    except ValueError:
-                        value = None  # not JSON: the handler answers for that
                     where = _lone_surrogate(value, [])
                     if where is not None:
                         raise NotUnicode(where)

@@ -228,7 +228,7 @@ def test_the_spec_documents_every_error_as_the_error_body(client: httpx.Client) 
                 assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)
 
 
-def test_an_integer_past_int64_is_422_not_a_crash(client: httpx.Client) -> None:
+def test_an_integer_past_the_largest_is_422_not_a_crash(client: httpx.Client) -> None:
     entry = client.post("/v1/memory", json={"path": "big/numbers", "title": "t", "body": "b"})
     assert entry.status_code == 201, entry.text
     entry_id = entry.json()["entry_id"]
@@ -242,7 +242,7 @@ def test_an_integer_past_int64_is_422_not_a_crash(client: httpx.Client) -> None:
     for response in checks:
         error = assert_error(response, 422, "invalid_request")
         assert error["details"][0]["loc"][-1] in ("before", "expected_version", "offset")
-    largest = client.get(f"/v1/memory/{entry_id}/history", params={"before": str(2**63 - 1)})
+    largest = client.get(f"/v1/memory/{entry_id}/history", params={"before": str(2**53 - 1)})
     assert largest.status_code == 200 and len(largest.json()) == 1
 
 
@@ -299,3 +299,15 @@ def test_a_whole_number_written_with_a_fraction_is_an_integer(client: httpx.Clie
     assert_error(refused, 422, "invalid_request")
     as_text = client.post("/v1/memory/search", json={"query": "anything", "limit": "10"})
     assert_error(as_text, 422, "invalid_request")
+
+
+def test_a_model_file_name_too_long_is_not_a_crash(client: httpx.Client) -> None:
+    """``local:PATH`` and ``scripted:FILE`` are looked up: a name too long for the file
+    system is a file that is not there (it answered 500, OSError)."""
+    for kind in ("local", "scripted"):
+        spec = f"{kind}:/{'x' * 300}"
+        response = client.put("/v1/model-config", json={"default_model": spec})
+        assert response.status_code < 500, response.text
+        readiness = client.get("/v1/model-auth/readiness")
+        assert readiness.status_code == 200 and readiness.json()["default_ready"] is False
+    client.put("/v1/model-config", json={"default_model": None})

@@ -8,7 +8,7 @@ from fastapi import Body, FastAPI, Query
 
 from .. import api
 from ._engine import Engine
-from ._routing import INT64_MAX, errors
+from ._routing import MAX_INTEGER, errors
 
 __all__ = ["add_canvas_routes"]
 
@@ -87,7 +87,7 @@ def add_canvas_routes(app: FastAPI, engine: Engine) -> None:
     async def history_read(
         node_id: Annotated[str, Query(description="The node.", max_length=128)],
         offset: Annotated[
-            int, Query(ge=0, le=INT64_MAX, description="The first message (0-based).")
+            int, Query(ge=0, le=MAX_INTEGER, description="The first message (0-based).")
         ] = 0,
         limit: Annotated[
             int, Query(ge=1, le=api.MAX_HISTORY_LIMIT, description="At most this many.")

@@ -449,7 +449,11 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
         ] = None,
         last_event_id: Annotated[
             str | None,
-            Header(alias="Last-Event-ID", description="Resume after this sequence_number."),
+            Header(
+                alias="Last-Event-ID",
+                description="Resume after this sequence_number.",
+                json_schema_extra={"pattern": r"^\s*(?:[0-9]{1,18}\s*)?$"},
+            ),
         ] = None,
     ) -> StreamingResponse:
         """Watch the node: its events as server-sent events, replayed from a cursor."""

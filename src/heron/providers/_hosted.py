@@ -13,7 +13,7 @@ from ._base import Provider
 from ._checks import require_effort, require_model
 from ._retry import Fault, RetryPolicy, Tracker, with_retries
 
-__all__ = ["HostedProvider", "by_prefix", "split_query"]
+__all__ = ["HostedProvider", "by_prefix", "response_header", "split_query"]
 
 C = TypeVar("C")
 
@@ -133,3 +133,11 @@ class HostedProvider(Provider, Generic[C]):
             classify=self._classify,
             tracker=out,
         )
+
+
+def response_header(stream: Any, name: str) -> str | None:
+    """A header of the HTTP response behind an SDK stream (a request id), if the SDK keeps it."""
+    response = getattr(stream, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get(name) if headers is not None else None
+    return value if isinstance(value, str) else None

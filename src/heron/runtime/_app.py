@@ -223,5 +223,6 @@ def wrap(app: ASGIApp, *, token: str | None, max_body_bytes: int) -> ASGIApp:
             allow_origins=["*"],
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["authorization", "content-type", "last-event-id"],
+            expose_headers=["heron-next-cursor"],  # a page of GET /v1/nodes?limit=
         )
     return wrapped

@@ -243,7 +243,12 @@ def list_directory(raw: str, limit: int, hidden: bool) -> api.FileList:
     try:
         info = os.stat(path)
         if not stat.S_ISDIR(info.st_mode):
-            raise ApiError(422, "not_a_directory", f"{path} is not a directory (peek it instead)")
+            raise ApiError(
+                422,
+                "not_a_directory",
+                f"{path} is not a directory: read it instead "
+                f"(heron files read {path}, or GET /v1/files/peek)",
+            )
         with os.scandir(path) as scan:
             found = [
                 entry
@@ -329,6 +334,8 @@ def write(request: api.FileWriteRequest) -> api.FileWritten:
                 )
             except FileExistsError:  # made since the check, by another process
                 raise _exists(path) from None
+            except OSError as exc:
+                raise _write_error(exc, path, target) from None
             info = os.stat(target)
     except OSError as exc:
         raise _os_error(exc, path) from None
@@ -339,6 +346,23 @@ def write(request: api.FileWriteRequest) -> api.FileWritten:
 
 def _exists(path: str) -> ApiError:
     return ApiError(409, "file_exists", f"{path} exists and overwrite is false")
+
+
+def _write_error(exc: OSError, path: str, target: Path) -> ApiError:
+    """A failed atomic write: its new file beside the target could not be made or
+    moved into place. In a directory that exists, that is no missing file (``/proc``
+    answers ENOENT to any new file): say what stops it."""
+    if exc.errno in (errno.ENOENT, errno.EPERM, errno.EACCES, errno.EROFS, errno.EINVAL):
+        if target.parent.is_dir():
+            why = exc.strerror or str(exc)
+            return ApiError(
+                403,
+                "permission_denied",
+                f"{path} cannot be written: a write makes a new file in {target.parent} and "
+                f"moves it into place, and that directory refused ({why}; a read-only or "
+                "special file system such as /proc or /sys, or no write permission there)",
+            )
+    return _os_error(exc, path)
 
 
 def _existing(

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from ._common import NodeId, RequestModel, WireModel
+from ._common import ModelSpec, NodeId, ProfileName, RequestModel, WireModel
 from ._durations import Duration
 from ._worktrees import NodeWorktree
 
@@ -100,9 +100,9 @@ class NodeCreateRequest(RequestModel):
     """The run's entire brief (the first message, unless ``no_kickoff``)."""
     kind: Label | None = None
     """Persona; omitted for the profile's default."""
-    model: Label | None = None
+    model: ModelSpec | None = None
     """Durable model override: a provider spec such as ``openai:gpt-4o`` or ``local``."""
-    profile: Label | None = None
+    profile: ProfileName | None = None
     """The store, memory and purview the run uses."""
     cwd: Text | None = None
     """Where the request came from (an absolute directory)."""
@@ -325,7 +325,7 @@ class CloseRequest(RequestModel):
 class NodeConfigPatch(RequestModel):
     """``PATCH /v1/nodes/{id}/config``: fields to change; omitted fields stay."""
 
-    model: Label | None = None
+    model: ModelSpec | None = None
     """New model override (a provider spec); takes effect from the next turn."""
     name: Label | None = None
     """New display label."""

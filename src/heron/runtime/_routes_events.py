@@ -40,7 +40,29 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events: `id: <sequence_number>`, `event: <type>`, "
         "`data: <JSON>` (typed by `heron.api.NodeEvent`), and `: keepalive` comments.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        # Each event (OpenAPI 3.2's itemSchema, which 3.1 tools read as an extension): its
+        # fields as the stream writes them, the data a JSON object.
+        "content": {
+            "text/event-stream": {
+                "itemSchema": {
+                    "type": "object",
+                    "required": ["data"],
+                    "properties": {
+                        "event": {"type": "string", "description": "The event's type."},
+                        "id": {
+                            "type": "string",
+                            "pattern": "^[0-9]{1,18}$",
+                            "description": "Its sequence_number (none on `error` events).",
+                        },
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": {"type": "object"},
+                        },
+                    },
+                }
+            }
+        },
     }
 }
 
@@ -443,7 +465,11 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
         ] = None,
         last_event_id: Annotated[
             str | None,
-            Header(alias="Last-Event-ID", description="Resume after this sequence_number."),
+            Header(
+                alias="Last-Event-ID",
+                description="Resume after this sequence_number.",
+                json_schema_extra={"pattern": r"^\s*(?:[0-9]{1,18}\s*)?$"},
+            ),
         ] = None,
     ) -> StreamingResponse:
         """Watch the node: its events as server-sent events, replayed from a cursor."""

@@ -48,6 +48,9 @@ FORBIDDEN = {
     ),
     # What `heron nodes list` loads before it sends its request: the client, not the agent loop.
     "import heron.cli._app": (*SERVER_SIDE, *SDK),
+    # The daemon before it listens: no model runtime, vendor SDK, browser or MCP SDK until a
+    # node asks for one.
+    "daemon": ("anthropic", "llama_cpp", "mcp", "openai", "playwright", "websockets"),
 }
 
 CODE = {
@@ -57,6 +60,7 @@ CODE = {
         "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
     ),
     "import heron.cli._app": "import heron.cli._app",
+    "daemon": "import heron.runtime\nheron.runtime.run_daemon",
 }
 
 

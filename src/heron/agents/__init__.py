@@ -5,8 +5,9 @@ import typing
 from .._lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
-    from .._core.result import RunResult, StopReason, ToolCallRecord
+    from .._core.result import ProviderMetadata, RunResult, StopReason, ToolCallRecord
     from ._agent import AgentOptions, BaseAgent, SimpleAgent
+    from ._compaction import Compaction
     from ._delegation import AgentTool, DelegationFuture, gather_delegations
     from ._iter import AgentRun, Turn
     from ._limits import DEFAULT_MAX_TURNS
@@ -27,8 +28,9 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
     __getattr__, __dir__ = _attach(
         __name__,
         {
-            ".._core.result": ("RunResult", "StopReason", "ToolCallRecord"),
+            ".._core.result": ("ProviderMetadata", "RunResult", "StopReason", "ToolCallRecord"),
             "._agent": ("AgentOptions", "BaseAgent", "SimpleAgent"),
+            "._compaction": ("Compaction",),
             "._delegation": ("AgentTool", "DelegationFuture", "gather_delegations"),
             "._iter": ("AgentRun", "Turn"),
             "._limits": ("DEFAULT_MAX_TURNS",),
@@ -59,10 +61,12 @@ __all__ = [
     "AgentStream",
     "AgentTool",
     "BaseAgent",
+    "Compaction",
     "DelegationFuture",
     "ImageDescriber",
     "Network",
     "Pipeline",
+    "ProviderMetadata",
     "ProviderRole",
     "ProvidersInput",
     "Route",

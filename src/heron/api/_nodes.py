@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import difflib
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from ._common import NodeId, RequestModel, WireModel
+from ._durations import Duration
 from ._worktrees import NodeWorktree
 
 __all__ = [
+    "SCOPES",
     "CloseRequest",
     "DeclineRequest",
     "Declined",
@@ -45,16 +48,20 @@ NodeMode: TypeAlias = Literal["base", "orchestrator"]
 """Whether the node works hands-on or fans out to children."""
 
 OutcomeReason: TypeAlias = Literal[
-    "declined", "deadline_exceeded", "cancelled", "provider_error", "crashed"
+    "declined",
+    "deadline_exceeded",
+    "cancelled",
+    "provider_error",
+    "crashed",
+    "no_result",
+    "invalid_result",
 ]
-"""Why a node failed."""
-
-Duration = Annotated[
-    str,
-    StringConstraints(pattern=r"^\s*(\d+\s*[hms]\s*)+$", max_length=64),
-    Field(examples=["1h30m", "45s"]),
-]
-"""A span of time such as ``1h30m``, ``90s`` or ``2h``."""
+"""Why a node failed: ``declined`` (the agent refused), ``deadline_exceeded``,
+``cancelled`` (closed), ``provider_error`` (the model service failed), ``crashed`` (the
+run failed otherwise), ``no_result`` (it had to submit a result and ended without one or
+a decline). ``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
+gives it to a result that passed the daemon's JSON-schema check but not the Python
+class's own validation."""
 
 Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 """Free text, up to 256 KiB."""
@@ -62,8 +69,27 @@ Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 Label = Annotated[str, StringConstraints(max_length=512)]
 """A short display string."""
 
-Scope = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-"""One entry of a node's scope allow-list (``ask``, ``act``, ``memory:read`` ...)."""
+SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "schedule")
+"""The scopes a node's ``scopes`` may name, each deciding some of its tools: ``act`` the
+file and shell tools, ``ask`` asking a person, ``memory:read`` / ``memory:write`` the
+memory tools, ``schedule`` the cron tools. An empty list grants none of them."""
+
+
+def _known_scope(value: str) -> str:
+    if value not in SCOPES:
+        close = difflib.get_close_matches(value, SCOPES, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"unknown scope {value!r}{hint}; known scopes: {', '.join(SCOPES)} "
+            "(an empty list means no scopes)"
+        )
+    return value
+
+
+Scope = Annotated[
+    str, StringConstraints(min_length=1, max_length=256), AfterValidator(_known_scope)
+]
+"""One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 
 
 class NodeCreateRequest(RequestModel):
@@ -80,7 +106,9 @@ class NodeCreateRequest(RequestModel):
     cwd: Text | None = None
     """Where the request came from (an absolute directory)."""
     pin_cwd: Text | None = None
-    """Pin the node to this directory regardless of ``cwd``."""
+    """Pin the node to this directory regardless of ``cwd``: it works there, takes no
+    ``worktree`` (``422``), and its forks and children are pinned there too (a fork
+    given another ``cwd`` is refused; give ``pin_cwd`` to pin a fork elsewhere)."""
     situational_context: Text | None = None
     """Ambient context the model sees but the visible prompt does not carry."""
     deadline: Duration | None = None
@@ -100,9 +128,11 @@ class NodeCreateRequest(RequestModel):
     parent: NodeId | None = None
     """The node this one is placed under (external callers leave it unset)."""
     creator: NodeId | None = None
-    """The node that created this one (external callers leave it unset)."""
+    """The node that created this one (external callers leave it unset); it must exist
+    (``404 node_not_found`` otherwise)."""
     scopes: list[Scope] | None = Field(default=None, max_length=64)
-    """Per-run allow-list; omitted to inherit every scope."""
+    """Per-run allow-list of :data:`SCOPES`; omitted to inherit every scope, ``[]`` for
+    none (an unknown name is refused, listing the known ones)."""
     worktree: bool | Label | None = None
     """Work in a managed git worktree of ``cwd``'s repository: ``true`` names it after the
     node, a string names it; on a new branch ``heron/<name>`` from ``HEAD``."""

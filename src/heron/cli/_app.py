@@ -23,10 +23,13 @@ from ._canvas import canvas_app
 from ._crons import crons_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
+from ._help import plain_help
 from ._inbox import inbox_app
+from ._lineage import jobs_app  # noqa: F401 - adds its commands to nodes_app
 from ._memory import memory_app
 from ._models import models_app
 from ._nodes import nodes_app
+from ._profiles import kinds_app, profiles_app
 from ._view import LiveView, fail
 
 if TYPE_CHECKING:  # the agent loop loads when a command runs one, not for `heron nodes`
@@ -34,6 +37,8 @@ if TYPE_CHECKING:  # the agent loop loads when a command runs one, not for `hero
     from ..providers import Provider
 
 __all__ = ["app", "main"]
+
+plain_help()
 
 T = TypeVar("T")
 
@@ -276,6 +281,8 @@ app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)
 app.add_typer(canvas_app, name="canvas")
+app.add_typer(profiles_app, name="profiles")
+app.add_typer(kinds_app, name="kinds")
 
 
 def main() -> None:

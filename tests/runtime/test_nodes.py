@@ -35,6 +35,7 @@ class TestCreate:
             "structured_result": None,
             "output_text": "It is noon.",
             "final_report_path": None,
+            "stop_reason": "end_turn",
         }
         assert poll["node_status"] == "completed"
         done = client.get(f"/v1/nodes/{node['node_id']}").json()
@@ -589,3 +590,27 @@ class TestPlacement:
         wait_settled(client, parent)
         (child,) = [n for n in client.get("/v1/nodes").json() if n["parent"] == parent]
         assert (child["cwd"], child["pin_cwd"]) == (str(tmp_path), True)
+
+
+class TestStopReasons:
+    def test_an_answer_cut_off_by_max_tokens_says_so(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("cut", [{"text": "The answer is a long", "stop_reason": "max_tokens"}])
+        node = create(client, prompt="x", model=model)
+        poll = wait_settled(client, node["node_id"])
+        outcome = poll["outcome"]
+        assert (outcome["kind"], outcome["stop_reason"]) == ("result", "max_tokens")
+        assert outcome["output_text"] == "The answer is a long"
+        assert poll["node_status"] == "completed"
+
+    def test_cut_off_before_any_text_is_a_max_tokens_failure(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("empty", [{"text": "", "stop_reason": "max_tokens"}])
+        node = create(client, prompt="x", model=model)
+        poll = wait_settled(client, node["node_id"])
+        outcome = poll["outcome"]
+        assert (outcome["kind"], outcome["reason"]) == ("failure", "max_tokens")
+        assert "token limit" in outcome["detail"]["message"]
+        assert poll["node_status"] == "failed"

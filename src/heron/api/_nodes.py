@@ -53,12 +53,15 @@ OutcomeReason: TypeAlias = Literal[
     "provider_error",
     "crashed",
     "no_result",
+    "max_tokens",
     "invalid_result",
 ]
 """Why a node failed: ``declined`` (the agent refused), ``deadline_exceeded``,
 ``cancelled`` (closed), ``provider_error`` (the model service failed), ``crashed`` (the
 run failed otherwise), ``no_result`` (it had to submit a result and ended without one or
-a decline). ``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
+a decline), ``max_tokens`` (its answer was cut off by the model's token limit before it
+wrote any text; an answer cut off mid-way is a result whose ``stop_reason`` says so).
+``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
 gives it to a result that passed the daemon's JSON-schema check but not the Python
 class's own validation."""
 
@@ -192,6 +195,11 @@ class NodeResult(WireModel):
     """The node's last answer as text."""
     final_report_path: str | None = None
     """Where the final report was written on disk, if one was pushed."""
+    stop_reason: str | None = None
+    """Why the node's last turn ended: ``end_turn`` (the model finished its answer),
+    ``max_tokens`` (cut off by the model's token limit: ``output_text`` is what it wrote
+    until then), ``tool_stop`` or ``max_turns``; ``None`` for outcomes settled before it
+    was recorded. A node cut off before writing anything fails instead (``max_tokens``)."""
 
 
 class NodeFailure(WireModel):

@@ -481,6 +481,13 @@ def watch(
     raise typer.Exit(_with_client(ctx, lambda client: _watch(client, node_id, after)))
 
 
+_STOP_REASONS = {
+    "max_tokens": "max_tokens (the answer was cut off at the model's token limit)",
+    "max_turns": "max_turns (the run reached its turn limit)",
+}
+"""How ``outcome`` explains a result that did not end with the model finishing its answer."""
+
+
 @nodes_app.command(
     "outcome", epilog=f"{_EXIT_HELP}; {EXIT_PENDING} not settled yet; 130 stopped by Ctrl-C."
 )
@@ -520,6 +527,9 @@ def outcome(
             console = _console()
             for line in outcome_lines(poll.outcome):
                 console.print(line, soft_wrap=True)
+            why = _STOP_REASONS.get(getattr(poll.outcome, "stop_reason", None) or "")
+            if why is not None:
+                console.print(Text(f"stopped: {why}", style="yellow"), soft_wrap=True)
         if poll.outcome is None:
             return EXIT_PENDING
         return 0 if isinstance(poll.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME

@@ -298,7 +298,9 @@ class _Run:
             status, outcome = "cancelled", failure_outcome(Stop(**stop))
         else:
             status, outcome = "failed", failure_outcome(Stop(**stop))
-        settled_now = outcome is not None and not already_settled
+        # A node alive with an outcome (a resident root that answered before) takes the
+        # new one: its outcome is its latest answer (see Store.end_run).
+        settled_now = outcome is not None and (not already_settled or row["status"] not in SETTLED)
         done: dict[str, Any] = {"continue": False, "status": status, "settled": settled_now}
         if settled_now:
             done["outcome"] = outcome  # announced as is (see Engine.ended)

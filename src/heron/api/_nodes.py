@@ -301,7 +301,8 @@ class OutcomePoll(WireModel):
     node_id: str
     """The node."""
     state: Literal["pending", "settled"]
-    """Whether the outcome is known."""
+    """Whether the outcome is known (a resident root at work on a later message is
+    ``pending`` until it answers it: its outcome is its latest answer)."""
     outcome: NodeOutcome | None
     """The outcome, once settled (``None`` while pending)."""
     node_status: NodeStatus

@@ -75,8 +75,8 @@ def test_a_run_reads_as_text_tool_lines_report_and_outcome() -> None:
     text, view = render(RUN)
     assert text == (
         "Let me look.\n"
-        "  ✗ bash (object) failed\n"
-        "  ✓ fs-read (object)\n"
+        "  ✗ bash failed\n"
+        "  ✓ fs-read\n"
         "▍ report · milestone · Read it\n"
         "  Two lines\n"
         "  of report.\n"
@@ -91,7 +91,7 @@ def test_a_run_reads_as_text_tool_lines_report_and_outcome() -> None:
 def test_on_a_terminal_running_steps_spin_then_end_as_check_lines() -> None:
     text, _ = render(RUN, terminal=True)
     assert any(frame in text for frame in SPINNER_FRAMES)
-    assert "✗ bash (object) failed" in text and "✓ fs-read (object)" in text
+    assert "✗ bash failed" in text and "✓ fs-read\n" in text
     assert text.rstrip().endswith("✓ completed")
 
 

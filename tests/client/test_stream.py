@@ -228,8 +228,10 @@ def test_events_joining_mid_run_get_the_reports_and_completed_messages(
                 break
         node_id = first.node.node_id
     joined = list(client.nodes.events(node_id))
-    # The seed: the report, then the earlier completed message (numbered before it).
-    report, done = joined[0], joined[1]
+    # The seed: the running status, then the completed message and the report its turn
+    # pushed, in the order they happened.
+    status, done, report = joined[0], joined[1], joined[2]
+    assert isinstance(status, api.NodeStatusChanged) and status.status == "running"
     assert isinstance(report, api.ReportPushed) and report.report.body == "Halfway."
     assert isinstance(done, api.OutputTextDone) and done.text == "First message."
     assert done.sequence_number < report.sequence_number

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from heron import BaseAgent, ImagePart, ToolResult, tool
+from heron import BaseAgent, IdGenerator, ImagePart, ToolResult, tool
 from heron.mcp import (
     Connection,
     InProcessConnection,
@@ -23,6 +24,7 @@ from heron.mcp import (
     UnixSocketConnection,
     WebSocketConnection,
 )
+from heron.mcp._convert import from_mcp_result
 from heron.testing import ScriptedProvider, call
 
 TRANSPORTS = ["in-process", "unix", "websocket", "stdio"]
@@ -234,3 +236,90 @@ async def test_an_in_process_client_fails_clearly_once_the_server_closed(
         await server.close()
         with pytest.raises(MCPConnectionError, match="no MCPServer is listening"):
             await client.call_tool("echo", {"text": "down"})
+
+
+class _StreamsOnly(InProcessConnection):
+    """An in-process connection whose clients take the memory streams, never the direct path."""
+
+    def direct(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("echo", {"text": "hi"}),
+        ("add", {"a": 2, "b": 3}),
+        ("pixel", {}),
+        ("remember", {"fact": "sky is blue"}),
+        ("read_file", {"path": "/nonexistent/file"}),
+        ("add", {"a": "two"}),
+        ("nope", {}),
+    ],
+)
+async def test_a_direct_in_process_call_answers_as_the_sdk_dispatch_does(
+    served: ModuleType, name: str, arguments: dict[str, object]
+) -> None:
+    # In-process tools/call skips the SDK's per-request dispatch: its MCP result must be
+    # the one the SDK's own in-process client gets from the same server (each call on a
+    # fresh server: some tools keep state).
+    meta = {"heron/env_id": "me"}
+    results: list[types.CallToolResult] = []
+    for sdk in (True, False):
+        connection = InProcessConnection()
+        async with MCPServer(connection, MemoryStorage()) as server:
+            for t in served.TOOLS:
+                server.register_tool(t)
+            direct = connection.direct()
+            assert direct is not None
+            async with Client(direct.server) as official:
+                if sdk:
+                    results.append(await official.call_tool(name, arguments, meta=meta))  # type: ignore[arg-type]
+                else:
+                    params = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)  # type: ignore[arg-type]
+                    results.append(await direct.call_tool(params, official.protocol_version))
+    expected, answer = results
+    assert from_mcp_result(answer) == from_mcp_result(expected)  # what the agent sees
+    # The MCP result itself, but for the server-info stamp the SDK adds to every result of
+    # the modern protocol (in _meta, which Heron's client reads only for stop_iteration).
+    wire = expected.model_dump(by_alias=True)
+    stamp = wire["_meta"] or {}
+    stamp.pop("io.modelcontextprotocol/serverInfo", None)
+    wire["_meta"] = stamp or None
+    assert answer.model_dump(by_alias=True) == wire
+
+
+async def test_a_server_fault_reads_the_same_with_or_without_the_direct_path() -> None:
+    @tool
+    async def echo(text: str) -> str:
+        """Repeat the text."""
+        return text
+
+    def broken_ids(storage: object, env_id: str) -> IdGenerator:
+        raise RuntimeError("no ids today")
+
+    texts = []
+    for connection in (InProcessConnection(), _StreamsOnly()):
+        async with MCPServer(connection, MemoryStorage(), ids=broken_ids) as server:
+            server.register_tool(echo)
+            async with MCPClient("me", connection, MemoryStorage()) as client:
+                result = await client.call_tool("echo", {"text": "x"})
+        assert result.is_error
+        texts.append(result.text)
+    assert texts[0] == texts[1]
+    assert "rejected the call to 'echo'" in texts[0]
+    assert "no ids today" not in texts[0]  # handler internals stay on the server's side
+
+
+async def test_closing_the_server_cuts_a_direct_call_short(served: ModuleType) -> None:
+    connection = InProcessConnection()
+    server = MCPServer(connection, MemoryStorage())
+    server.register_tool(served.hang)
+    await server.start()
+    async with MCPClient("me", connection, MemoryStorage()) as client:
+        call = asyncio.create_task(client.call_tool("hang", {}))
+        await asyncio.sleep(0.05)  # the call is in the tool by now
+        assert not call.done()
+        await server.close()
+        with pytest.raises(MCPConnectionError, match="lost the link"):
+            await asyncio.wait_for(call, 5)

@@ -284,13 +284,13 @@ async def test_a_model_may_open_a_call_by_itself_when_routing_is_off() -> None:
 
 
 def test_loading_waits_for_the_first_request() -> None:
-    from heron.providers import local
+    from heron.providers import _local_model
 
     provider = LocalProvider(n_ctx=1536)
-    key = (provider.model_path, 1536, None)
-    assert key not in local._models
+    key = (provider.model_path, 1536, None, provider.repack)
+    assert key not in _local_model._models
     provider._load()
-    assert key in local._models
+    assert key in _local_model._models
 
 
 def test_routing_is_on_for_small_models_only(tmp_path: Path) -> None:

@@ -562,6 +562,13 @@ class TestSystem:
         spec = client.get("/openapi.json").json()
         assert "/v1/nodes/{node_id}/outcome" in spec["paths"]
 
+    def test_no_documentation_page_that_needs_the_internet(self, client: httpx.Client) -> None:
+        """FastAPI's /docs and /redoc load their scripts from a CDN: not served at all."""
+        for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+            response = client.get(path)
+            assert response.status_code == 404, (path, response.text[:200])
+            assert response.json()["error"]["code"] == "not_found"
+
 
 def wait_logged(daemon: Daemon, node_id: str, type: str) -> None:
     """Wait until the node's event log holds an event of ``type``."""

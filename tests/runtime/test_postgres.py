@@ -573,9 +573,11 @@ def test_passwords_in_the_query_are_redacted_too() -> None:
 async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: Store) -> None:
     await store.insert_node(node_row("numbered"), None)
     assert await store.event_numbers("numbered") == (0, 0)
-    await store.reserve_events("numbered", 2048)
-    store.reserve_events_now("numbered", 1024)  # an older, smaller reservation landing late
-    await store.append_events([("numbered", 5, "x", {}, 1.0), ("numbered", 7, "y", {}, 1.0)])
+    await store.append_events([], reserve={"numbered": 2048})
+    # An older, smaller reservation landing late never lowers it.
+    await store.append_events(
+        [("numbered", 5, "x", {}, 1.0), ("numbered", 7, "y", {}, 1.0)], reserve={"numbered": 1024}
+    )
     assert await store.event_numbers("numbered") == (7, 2048)
     logged = await store.events("numbered", after=5, upto=7)
     assert [e["sequence_number"] for e in logged] == [7]

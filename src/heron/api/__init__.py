@@ -165,7 +165,7 @@ from ._orchestration import (
 )
 from ._profiles import Profile, ProfileEnsureRequest
 from ._reports import Report, ReportTier
-from ._system import EventStreamStats, Health, Listener, SystemStatus
+from ._system import EventStreamStats, Health, Listener, SandboxStatus, SystemStatus
 from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
@@ -304,6 +304,7 @@ __all__ = [
     "ReviveRequest",
     "RootLifecycle",
     "RosterEntry",
+    "SandboxStatus",
     "SettledStatus",
     "StreamError",
     "StreamErrorBody",

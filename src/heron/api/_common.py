@@ -35,7 +35,7 @@ class WireModel(BaseModel):
     """Base of every response: immutable; fields it does not know are ignored, so a
     client keeps reading the answers of a newer daemon that added fields."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 class RequestModel(WireModel):
@@ -43,7 +43,7 @@ class RequestModel(WireModel):
     so ``0`` is not taken for ``false`` nor ``1`` for ``"1"`` (the body must match the
     published schema exactly)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 class ErrorBody(WireModel):

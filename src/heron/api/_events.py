@@ -93,6 +93,9 @@ class ToolCallCompleted(NodeEventBase):
     """Whether the tool succeeded."""
     summary: str
     """The arguments' shape, as in ``started`` (never values or tool output)."""
+    error: str | None = None
+    """Why it failed, for ``submit-result`` only (the daemon's check of the node's
+    result); ``None`` otherwise."""
 
 
 class TurnStarted(NodeEventBase):

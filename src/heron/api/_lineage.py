@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from ._common import ErrorBody, NodeId, RequestModel, WireModel
-from ._nodes import Duration, Label, Node, Text
+from ._durations import Duration
+from ._nodes import Label, Node, Text
 
 __all__ = [
     "ForkRequest",

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import AfterValidator, Field, StringConstraints
 
 from ._common import NodeId, RequestModel, WireModel
+from ._durations import Duration
 from ._worktrees import NodeWorktree
 
 __all__ = [
@@ -64,13 +65,6 @@ wrote any text; an answer cut off mid-way is a result whose ``stop_reason`` says
 ``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
 gives it to a result that passed the daemon's JSON-schema check but not the Python
 class's own validation."""
-
-Duration = Annotated[
-    str,
-    StringConstraints(pattern=r"^\s*(\d+\s*[hms]\s*)+$", max_length=64),
-    Field(examples=["1h30m", "45s"]),
-]
-"""A span of time such as ``1h30m``, ``90s`` or ``2h``."""
 
 Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 """Free text, up to 256 KiB."""

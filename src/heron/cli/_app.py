@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,20 +18,27 @@ from rich.text import Text
 
 from .. import __version__
 from .._core import HeronError, UserError
-from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
-from ..providers import Provider, default_provider, from_spec
-from ..tools import get_current_time
+from ..agents._limits import DEFAULT_MAX_TURNS
 from ._canvas import canvas_app
 from ._crons import crons_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
+from ._help import plain_help
 from ._inbox import inbox_app
+from ._lineage import jobs_app  # noqa: F401 - adds its commands to nodes_app
 from ._memory import memory_app
 from ._models import models_app
 from ._nodes import nodes_app
+from ._profiles import kinds_app, profiles_app
 from ._view import LiveView, fail
 
+if TYPE_CHECKING:  # the agent loop loads when a command runs one, not for `heron nodes`
+    from ..agents import RunResult, SimpleAgent
+    from ..providers import Provider
+
 __all__ = ["app", "main"]
+
+plain_help()
 
 T = TypeVar("T")
 
@@ -111,6 +118,8 @@ def _load_state(path: Path | None) -> dict[str, Any] | None:
         raise HeronError(f"state file {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HeronError(f"state file {path} does not hold a saved agent state")
+    from ..agents import AgentState
+
     try:
         return AgentState.load(data).model_dump(mode="json")
     except UserError as exc:
@@ -135,6 +144,8 @@ def _save_state(path: Path | None, agent: SimpleAgent) -> None:
 def _agent(
     provider_spec: str | None, instruction: str, state_file: Path | None, max_turns: int
 ) -> SimpleAgent:
+    from ..providers import default_provider, from_spec
+
     provider: Provider = from_spec(provider_spec) if provider_spec else default_provider()
     return _build(provider, instruction, _load_state(state_file), max_turns)
 
@@ -142,6 +153,9 @@ def _agent(
 def _build(
     provider: Provider, instruction: str, state: dict[str, Any] | None, max_turns: int
 ) -> SimpleAgent:
+    from ..agents import SimpleAgent
+    from ..tools import get_current_time
+
     return SimpleAgent(
         provider=provider,
         instruction=instruction,
@@ -267,6 +281,8 @@ app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)
 app.add_typer(canvas_app, name="canvas")
+app.add_typer(profiles_app, name="profiles")
+app.add_typer(kinds_app, name="kinds")
 
 
 def main() -> None:

@@ -39,7 +39,14 @@ class _Step:
 
 
 def _step_text(tool: str, summary: str) -> str:
-    return f"{tool} ({summary})" if summary else tool
+    """``fs-read-file · reading a file``: Heron's own tools say what they do; the
+    arguments' shape (``object with 1 field``) tells a reader nothing and is left out."""
+    from ..client._activity import describe_tool_default
+
+    label = describe_tool_default(tool, summary)
+    if label == f"Using {tool}":
+        return tool
+    return f"{tool} · {label[:1].lower()}{label[1:]}"
 
 
 class NodeView:
@@ -165,6 +172,9 @@ class NodeView:
         if not ok:
             line.append(" failed", style="red")
         self._line(line)
+        if not ok and event.error:
+            for reason in event.error.rstrip().splitlines():
+                self._line(Text(f"    {reason}", style="red"))
         self._refresh_live()
 
     def _report(self, report: api.Report) -> None:

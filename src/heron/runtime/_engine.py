@@ -31,7 +31,7 @@ from ._crons import Crons
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
-from ._events import RESERVE_BLOCK, EventLog
+from ._events import EventLog
 from ._human import Human
 from ._jobs import Jobs
 from ._kinds import Kinds
@@ -53,6 +53,7 @@ from ._rows import (
     when,
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
+from ._sandbox import NodeSandbox
 from ._store import DuplicateNode, Row, Store
 from ._warm import WarmPool
 from ._worktrees import Worktrees
@@ -113,6 +114,7 @@ class Engine:
         how features react to a settlement (outcome delivery ...). A node's jobs are
         released separately, whenever its *status* becomes settled (``jobs.settled``)."""
         self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
+        self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
         self.jobs = Jobs(self)
         self.worktrees = Worktrees(self)
         self.kinds = Kinds.of(self)
@@ -135,6 +137,7 @@ class Engine:
         global _ENGINE
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
+        self.sandbox.check()  # refuses to start under --require-sandbox without one
         self.store.migrate()
         self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if (
@@ -291,6 +294,7 @@ class Engine:
             listeners=self.listeners,
             provider=self.providers.default,
             event_streams=self.events.stats(),
+            sandbox=self.sandbox.status(),
         )
 
     # -- create ----------------------------------------------------------------
@@ -319,8 +323,6 @@ class Engine:
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
-        # The first block of event numbers is reserved with the row itself (see _events).
-        row["events_reserved"] = RESERVE_BLOCK
         worktree = None
         requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
         if requested is not None and requested is not False:
@@ -335,7 +337,7 @@ class Engine:
         node_id = row["node_id"]
         if request.fork_from is not None:  # before its first run can use the workspace
             await self.lineage.copy_workspace(row)
-        self.events.fresh(node_id, RESERVE_BLOCK)
+        self.events.fresh(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())
@@ -512,25 +514,31 @@ class Engine:
             del self.active[active.node_id]
 
     async def ended(self, active: Active, end: dict[str, Any]) -> None:
-        """Publish a run's end and wake whoever waits on it (called by the workflow)."""
+        """Wake whoever waits on a run's end, run the settle hooks (called by the workflow,
+        also when it replays an end recorded before a crash)."""
         node_id = active.node_id
         self.forget(active)
         status = end["status"]
-        self.events.publish(node_id, "node.status.changed", {"status": status})
+        # Its status and node.settled were published by the run's end step itself, durably
+        # before the step's result: a run replayed after a crash announces nothing again.
         if end.get("settled"):
             # The outcome the run settled, not one read back: a revive may already
             # have taken it back (ends recorded before it was kept are read back).
-            await self._announce_settled(node_id, end.get("outcome"))
+            await self._after_settling(node_id, end.get("outcome"))
         if status in SETTLED:
             await self._disarm_if_settled(node_id)
             self._spawn(self.jobs.settled(node_id))
         active.ended.set()
 
-    async def _announce_settled(self, node_id: str, outcome: dict[str, Any] | None = None) -> None:
+    async def _announce_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+        self.events.publish(node_id, "node.settled", {"outcome": outcome})
+        await self._after_settling(node_id, outcome)
+
+    async def _after_settling(self, node_id: str, outcome: dict[str, Any] | None) -> None:
+        """Wake whoever waits on the node's outcome and run the settle hooks."""
         row = await self.store.node(node_id)
         if outcome is None:
             outcome = await self.store.outcome(node_id)
-        self.events.publish(node_id, "node.settled", {"outcome": outcome})
         event = self._settled.pop(node_id, None)
         if event is not None:
             event.set()

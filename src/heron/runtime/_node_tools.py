@@ -206,6 +206,8 @@ class NodeTools:
     """The node's shell, whoever owns it (skills working on files share it)."""
     admits: Callable[[str], bool] = lambda name: True
     """Whether the node's scopes and kind let it have a tool (its skills' too)."""
+    files: tuple[Tool, ...] = ()
+    """The node's file tools, whatever its kind keeps (skills working on files share them)."""
 
     async def aclose(self) -> None:
         """Stop what the tools started (background shell processes)."""
@@ -227,6 +229,7 @@ def node_tools(
     memory: Sequence[Tool] = (),
     schedule: Sequence[Tool] = (),
     ask: Tool | None = None,
+    hidden: tuple[str, ...] = (),
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -243,7 +246,8 @@ def node_tools(
     ``decline`` stay, as the node's way to finish. ``ask``, when given, is the
     question tool (the daemon's files a human request); otherwise a plain one.
     ``shell(workspace)``, when given, supplies the bash tools, owned by the caller
-    (they are not among the closers); otherwise new ones are made.
+    (they are not among the closers); otherwise new ones are made. ``hidden`` paths
+    (the daemon's own files) are out of the file tools' reach even inside ``workspace``.
     """
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
@@ -257,7 +261,8 @@ def node_tools(
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if admits(scopes, None)("fs-read-file"):
         # The file tools, when the scopes allow them (making them for a new directory costs).
-        made.tools += [t for t in workspace_files(workspace) if wanted(t.name)]
+        made.files = workspace_files(workspace, hidden)
+        made.tools += [t for t in made.files if wanted(t.name)]
     if any(wanted(name) for name in BASH_TOOLS):
         # No shell at all (no process to own) unless the node may have one of its tools.
         bash = made.shell = shell(workspace) if shell is not None else bash_tools(workspace)
@@ -279,11 +284,12 @@ BASH_TOOLS = ("bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "
 
 
 @functools.lru_cache(maxsize=256)
-def workspace_files(workspace: Path) -> tuple[Tool, ...]:
-    """The file tools for a directory, made once: they hold no state but their edit
-    locks (which runs, and nodes, sharing the directory had better share), and making
-    them (schemas from signatures) is most of what setting up a run costs."""
-    return tuple(filesystem_tools(workspace))
+def workspace_files(workspace: Path, hidden: tuple[str, ...] = ()) -> tuple[Tool, ...]:
+    """The file tools for a directory (``hidden`` out of reach), made once: they hold no
+    state but their edit locks (which runs, and nodes, sharing the directory had better
+    share), and making them (schemas from signatures) is most of what setting up a run
+    costs."""
+    return tuple(filesystem_tools(workspace, hidden=hidden))
 
 
 def schema_text(schema: dict[str, Any]) -> str:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Annotated
 
 from fastapi import Body, FastAPI, Query, Response
 
 from .. import __version__, api
 from ._engine import Engine
-from ._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors
+from ._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors, stopping
 
 __all__ = ["MAX_LIST_LIMIT", "NEXT_CURSOR", "add_node_routes"]
 
@@ -21,6 +23,7 @@ NEXT_CURSOR = "Heron-Next-Cursor"
 
 def add_node_routes(app: FastAPI, engine: Engine) -> None:
     """Serve ``/healthz``, ``/v1/status`` and the core ``/v1/nodes`` routes over ``engine``."""
+    daemon_stopping = stopping(app)
 
     @app.get("/healthz", tags=["system"], responses=errors())
     async def healthz() -> api.Health:
@@ -66,8 +69,21 @@ def add_node_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/v1/nodes/{node_id}/outcome", tags=["nodes"], responses=errors(400, 404, 422))
     async def outcome(node_id: NodeIdPath, wait: Wait = 0) -> api.OutcomePoll:
-        """One long poll: answers when the node settles or after ``wait`` seconds."""
-        return await engine.outcome(node_id, wait)
+        """One long poll: answers when the node settles or after ``wait`` seconds (at
+        once when the daemon stops)."""
+        if wait == 0 or daemon_stopping.is_set():
+            return await engine.outcome(node_id, 0)
+        poll = asyncio.ensure_future(engine.outcome(node_id, wait))
+        halt = asyncio.ensure_future(daemon_stopping.wait())
+        try:
+            await asyncio.wait((poll, halt), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halt.cancel()
+            if not poll.done():
+                poll.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await poll
+        return poll.result() if not poll.cancelled() else await engine.outcome(node_id, 0)
 
     @app.post("/v1/nodes/{node_id}/messages", status_code=202, tags=["nodes"], responses=WITH_BODY)
     async def message(node_id: NodeIdPath, body: api.MessageRequest) -> api.MessageAccepted:

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
@@ -24,7 +25,7 @@ from ._store_human import HumanRows
 from ._store_memory import MemoryRows
 from ._store_reports import ReportRows
 
-__all__ = ["DuplicateNode", "Store"]
+__all__ = ["DuplicateNode", "StepMark", "Store"]
 
 log = logging.getLogger("heron.runtime")
 
@@ -36,6 +37,16 @@ Row = dict[str, Any]
 
 class DuplicateNode(Exception):
     """A node with that id already exists."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepMark:
+    """A workflow step that ended, written with its events (see ``_events``)."""
+
+    key: str
+    """The step, as ``run:step``."""
+    usage: tuple[int, int] | None = None
+    """A model turn's input and output tokens, counted once per ``key``; else ``None``."""
 
 
 class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
@@ -458,19 +469,34 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     # -- events -------------------------------------------------------------
 
-    async def append_events(self, batch: Sequence[tuple[str, int, str, Any, float]]) -> None:
-        """Write ``(node_id, sequence_number, type, data, created_at)`` events."""
-        if batch:
-            await self._run(self._append_events, batch)
+    async def append_events(
+        self,
+        batch: Sequence[tuple[str, int, str, Any, float]],
+        *,
+        reserve: Mapping[str, int] | None = None,
+        marks: Mapping[str, StepMark] | None = None,
+    ) -> None:
+        """Write ``(node_id, sequence_number, type, data, created_at)`` events, raise each
+        node's ``events_reserved`` to ``reserve[node]`` (numbers of unlogged events handed
+        out) and set the step ``marks`` (counting their usage), in one transaction."""
+        if batch or reserve or marks:
+            await self._run(self._append_events, batch, reserve or {}, marks or {})
 
-    def _append_events(self, batch: Sequence[tuple[str, int, str, Any, float]]) -> None:
+    def _append_events(
+        self,
+        batch: Sequence[tuple[str, int, str, Any, float]],
+        reserve: Mapping[str, int],
+        marks: Mapping[str, StepMark],
+    ) -> None:
         rows = [
             {"node_id": n, "sequence_number": s, "type": t, "data": d, "created_at": c}
             for n, s, t, d, c in batch
         ]
         try:
             with self.engine.begin() as conn:
-                conn.execute(events.insert(), rows)
+                if rows:
+                    conn.execute(events.insert(), rows)
+                _numbers_and_marks(conn, reserve, marks)
             return
         except sa.exc.OperationalError:
             raise  # the database is unavailable: nothing was written, the batch is retried
@@ -492,6 +518,18 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                     row["node_id"],
                     exc,
                 )
+        with self.engine.begin() as conn:
+            _numbers_and_marks(conn, reserve, marks)
+
+    async def step_mark(self, node_id: str) -> str | None:
+        """The node's last step whose events were written (see :meth:`append_events`)."""
+        return await self._run(self._step_mark, node_id)
+
+    def _step_mark(self, node_id: str) -> str | None:
+        query = sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return None if value is None else str(value)
 
     async def last_sequence(self, node_id: str) -> int:
         """The highest event sequence number written for a node (0 if none)."""
@@ -506,36 +544,6 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         reserved = sa.select(nodes.c.events_reserved).where(nodes.c.node_id == node_id)
         with self.engine.connect() as conn:
             return int(conn.execute(last).scalar() or 0), int(conn.execute(reserved).scalar() or 0)
-
-    async def reserve_events(self, node_id: str, upto: int) -> None:
-        """Record that the node's event numbers up to ``upto`` may be in use (never lowers it)."""
-        await self._run(self.reserve_events_now, node_id, upto)
-
-    def reserve_events_now(self, node_id: str, upto: int) -> None:
-        """:meth:`reserve_events`, blocking the calling thread."""
-        column = nodes.c.events_reserved
-        with self.engine.begin() as conn:
-            conn.execute(
-                nodes.update()
-                .where(nodes.c.node_id == node_id, sa.or_(column.is_(None), column < upto))
-                .values(events_reserved=upto)
-            )
-
-    async def release_events(self, used: Mapping[str, int]) -> None:
-        """Lower each node's reservation to the numbers it really used (a clean stop:
-        the next daemon continues right after them, skipping none)."""
-        if used:
-            await self._run(self._release_events, used)
-
-    def _release_events(self, used: Mapping[str, int]) -> None:
-        column = nodes.c.events_reserved
-        with self.engine.begin() as conn:
-            for node_id, last in used.items():
-                conn.execute(
-                    nodes.update()
-                    .where(nodes.c.node_id == node_id, column >= last)
-                    .values(events_reserved=last)
-                )
 
     async def events(
         self,
@@ -602,6 +610,34 @@ def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:
         .returning(messages.c.message_id, messages.c.body)
     ).all()
     return [r.body for r in sorted(claimed, key=lambda r: r.message_id)]
+
+
+def _numbers_and_marks(
+    conn: sa.Connection, reserve: Mapping[str, int], marks: Mapping[str, StepMark]
+) -> None:
+    reserved = nodes.c.events_reserved
+    for node_id, upto in reserve.items():
+        conn.execute(
+            nodes.update()
+            .where(nodes.c.node_id == node_id, sa.or_(reserved.is_(None), reserved < upto))
+            .values(events_reserved=upto)
+        )
+    mark = nodes.c.step_mark
+    for node_id, step in marks.items():
+        if step.usage is not None:
+            # Once per step: a step run again after its mark was written counts nothing.
+            input_tokens, output_tokens = step.usage
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id, sa.or_(mark.is_(None), mark != step.key))
+                .values(
+                    turns=nodes.c.turns + 1,
+                    input_tokens=nodes.c.input_tokens + input_tokens,
+                    output_tokens=nodes.c.output_tokens + output_tokens,
+                    updated_at=time.time(),
+                )
+            )
+        conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(step_mark=step.key))
 
 
 _SETTLED_STATUSES = ("completed", "failed", "cancelled")

@@ -66,14 +66,16 @@ class _Run:
         if plan is None:
             return "skipped"
         await engine.events.prime(node_id)
-        if not plan.get("warm"):  # (a warm node's create announces it)
-            engine.events.announce(node_id, "running")  # a run recovered after a restart says so
         # Steps DBOS recorded before a restart are replayed, not run: until the replay
         # has caught up, a stop must wait, or the run's steps would no longer line up.
         recorded = await engine.store.recorded_steps(run_workflow_id(node_id, self.run))
-        steps = Steps(recorded - 1)
+        steps = Steps(recorded - 1, node_id=node_id, run=self.run)
         current = await engine.store.node(node_id)  # the model as PATCHed since begin
         model = current["model"] if current is not None else plan["model"]
+        # A run recovered after a restart says it runs again (a warm node's create
+        # announces it) — unless its end was saved: it only replays to its end then.
+        if not plan.get("warm") and current is not None and current["status"] == "running":
+            engine.events.announce(node_id, "running")
         active = engine.register(node_id, self.run, model, steps)
         try:
             try:
@@ -178,6 +180,7 @@ class _Run:
                 else ()
             ),
             schedule=cron_tools(engine, node_id, self.run),
+            hidden=engine.sandbox.hidden_from_files,
         )
         skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
         # One context per node (``_jobs``): job ids stay unique across its runs; tool
@@ -189,7 +192,9 @@ class _Run:
             storage=engine.profiles.storage(plan.get("profile")),
             ids=context.ids,
         )
-        client = DurableToolClient(local, node_id=node_id, events=engine.events, steps=steps)
+        client = DurableToolClient(
+            local, node_id=node_id, events=engine.events, steps=steps, store=engine.store
+        )
         provider = DurableProvider(
             steps=steps,
             node_id=node_id,
@@ -263,7 +268,13 @@ class _Run:
         assert row is not None
         record = (row["extra"] or {}).get("ended")
         if record is not None and record.get("key") == [self.run, step]:
-            return dict(record["value"])  # DBOS ran this step again after a crash
+            # DBOS ran this step again after a crash: the end was saved; it is announced
+            # unless that was written too (whatever the kill's timing, once).
+            ended = dict(record["value"])
+            key = f"{self.run}:{step}"
+            if await engine.store.step_mark(node_id) != key:
+                await self._announce(ended, key)
+            return ended
         outcome: dict[str, Any] | None = None
         more = False
         already_settled = row["settled_at"] is not None
@@ -303,7 +314,7 @@ class _Run:
         settled_now = outcome is not None and (not already_settled or row["status"] not in SETTLED)
         done: dict[str, Any] = {"continue": False, "status": status, "settled": settled_now}
         if settled_now:
-            done["outcome"] = outcome  # announced as is (see Engine.ended)
+            done["outcome"] = outcome  # announced as is (see _announce)
         async with engine.locked(node_id):
             unread = await engine.store.end_run(
                 node_id,
@@ -317,7 +328,22 @@ class _Run:
             )
         if unread:
             return {"continue": True, "prompt": "\n\n".join(unread), "nudges": 0}
+        await self._announce(done, f"{self.run}:{step}")
         return done
+
+    async def _announce(self, done: dict[str, Any], key: str) -> None:
+        """Publish the run's end (its status, and its outcome if it settled one) and write
+        it with the step's mark, before the end step's result is recorded."""
+        events, node_id = self.engine.events, self.node_id
+        events.publish(node_id, "node.status.changed", {"status": done["status"]})
+        if done.get("settled"):
+            # The outcome the run settled, not one read back: a revive may already have
+            # taken it back (an end recorded before it was kept has none: read back).
+            outcome = done.get("outcome")
+            if outcome is None:
+                outcome = await self.engine.store.outcome(node_id)
+            events.publish(node_id, "node.settled", {"outcome": outcome})
+        await events.step_done(node_id, key)
 
 
 def _step_id() -> int:

@@ -33,6 +33,26 @@ def smollm2_path() -> Path:
     return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+# ``llama_cpp.server`` has no option for weight repacking, which crashes llama.cpp on
+# CPUs with AMX: it runs with the repacking Heron's LocalProvider would choose.
+_SERVER = """
+import runpy
+import llama_cpp.llama_cpp as bindings
+from heron.providers._local_cpu import cpu_flags, decide_repack
+
+repack = decide_repack(cpu_flags())
+original = bindings.llama_model_default_params
+
+def default_params():
+    params = original()
+    params.use_extra_bufts = repack
+    return params
+
+bindings.llama_model_default_params = default_params
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -48,8 +68,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "llama_cpp.server",
+                "-c",
+                _SERVER,
                 "--model",
                 str(smollm2_path()),
                 "--chat_format",

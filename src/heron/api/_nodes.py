@@ -6,7 +6,7 @@ import difflib
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 
 from ._common import NodeId, RequestModel, WireModel
 from ._durations import Duration
@@ -90,7 +90,10 @@ def _known_scope(value: str) -> str:
 
 
 Scope = Annotated[
-    str, StringConstraints(min_length=1, max_length=256), AfterValidator(_known_scope)
+    str,
+    StringConstraints(min_length=1, max_length=256),
+    AfterValidator(_known_scope),
+    WithJsonSchema({"type": "string", "enum": list(SCOPES)}),
 ]
 """One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 

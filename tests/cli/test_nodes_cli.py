@@ -150,6 +150,8 @@ def test_outcome_shows_an_answer_cut_off_by_max_tokens(client: Heron, scripts: S
     done = heron("nodes", "outcome", node.node_id)
     assert done.code == 0 and "Half an ans" in done.out
     assert "stopped: max_tokens (the answer was cut off at the model's token limit)" in done.out
+    watched = heron("nodes", "watch", node.node_id)
+    assert watched.code == 0 and "stopped: max_tokens" in watched.out
     empty = client.nodes.create(prompt="x", model=scripts("cut0", [{"stop_reason": "max_tokens"}]))
     settle(client, empty.node_id)
     failed = heron("nodes", "outcome", empty.node_id)

@@ -217,7 +217,8 @@ NodeOutcome: TypeAlias = Annotated[NodeResult | NodeFailure, Field(discriminator
 
 
 class PreviousOutcome(WireModel):
-    """An outcome a node had and that was taken back (revive, relaunch-root)."""
+    """An outcome a node had and that was taken back (revive, relaunch-root) or replaced
+    (a resident root's answer, by a close or failure after it)."""
 
     outcome: NodeOutcome
     """The outcome as it was settled."""
@@ -287,7 +288,8 @@ class Node(WireModel):
     forked_from: str | None = None
     """The node this one was forked from (its conversation was copied), if any."""
     previous_outcomes: list[PreviousOutcome] = Field(default_factory=list)
-    """Outcomes taken back by revive or relaunch-root, oldest first."""
+    """Outcomes taken back by revive or relaunch-root, and a resident root's answer that a
+    close or failure replaced, oldest first."""
     cron_id: str | None = None
     """The cron whose firing created it, if one did."""
 

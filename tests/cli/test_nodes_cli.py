@@ -143,6 +143,25 @@ def test_list_limit_prints_the_next_page_command(client: Heron, scripts: Scripts
     assert heron("nodes", "list", "--limit", "0").code == 2
 
 
+def test_outcome_shows_an_answer_cut_off_by_max_tokens(client: Heron, scripts: Scripts) -> None:
+    model = scripts("cut", [{"text": "Half an ans", "stop_reason": "max_tokens"}])
+    node = client.nodes.create(prompt="x", model=model)
+    settle(client, node.node_id)
+    done = heron("nodes", "outcome", node.node_id)
+    assert done.code == 0 and "Half an ans" in done.out
+    assert "stopped: max_tokens (the answer was cut off at the model's token limit)" in done.out
+    watched = heron("nodes", "watch", node.node_id)
+    assert watched.code == 0 and "stopped: max_tokens" in watched.out
+    empty = client.nodes.create(prompt="x", model=scripts("cut0", [{"stop_reason": "max_tokens"}]))
+    settle(client, empty.node_id)
+    failed = heron("nodes", "outcome", empty.node_id)
+    assert failed.code == 3 and "failed: max_tokens" in failed.out
+    assert (
+        json.loads(heron("nodes", "outcome", node.node_id, "--json").out)["outcome"]["stop_reason"]
+        == "max_tokens"
+    )
+
+
 def test_create_json_prints_the_created_node(client: Heron, scripts: Scripts) -> None:
     done = heron("nodes", "create", "Hi", "--model", scripts("hi", ["Hello."]), "--json")
     node = json.loads(done.out)

@@ -219,10 +219,10 @@ def test_text_with_nul_characters_round_trips(client: httpx.Client, scripts: Any
     wait_status(client, node_id, "dormant")
     node = client.get(f"/v1/nodes/{node_id}").json()
     assert node["prompt"] == "Has \u0000 a NUL." and node["name"] == "nul\u0000name"
-    sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more \u0000"})
-    assert sent.status_code == 202, sent.text
     poll = client.get(f"/v1/nodes/{node_id}/outcome").json()
     assert poll["outcome"]["output_text"] == "Reply with \u0000 inside."
+    sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more \u0000"})
+    assert sent.status_code == 202, sent.text
 
 
 @pytest.fixture
@@ -367,6 +367,23 @@ async def test_settling_twice_keeps_the_first_outcome(store: Store) -> None:
     assert await store.settle("once", {"kind": "failure", "reason": "cancelled"}, "cancelled")
     assert not await store.settle("once", {"kind": "failure", "reason": "crashed"}, "failed")
     assert await store.outcome("once") == {"kind": "failure", "reason": "cancelled"}
+
+
+async def test_a_node_alive_with_an_answer_takes_the_new_outcome(store: Store) -> None:
+    await store.insert_node(node_row("resident-pg", root_lifecycle="resident"), None)
+    first = {"kind": "result", "output_text": "one"}
+    assert await store.settle("resident-pg", first, "dormant")  # answered, lives on
+    second = {"kind": "result", "output_text": "two"}
+    assert await store.settle("resident-pg", second, "dormant")
+    assert await store.outcome("resident-pg") == second
+    closed = {"kind": "failure", "reason": "cancelled"}
+    assert await store.settle("resident-pg", closed, "cancelled")
+    assert await store.outcome("resident-pg") == closed
+    row = await store.node("resident-pg")
+    assert row is not None
+    (kept,) = row["extra"]["previous_outcomes"]  # the answer a failure replaced
+    assert (kept["outcome"], kept["status"]) == (second, "dormant")
+    assert not await store.settle("resident-pg", first, "completed")  # settled for good
 
 
 async def test_unsettle_archives_the_outcome_and_the_node_settles_again(store: Store) -> None:

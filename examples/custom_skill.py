@@ -5,9 +5,11 @@ instructions for using them. Giving the skill to an agent registers both tools
 and folds the instructions into the system prompt's ``SKILLS:`` block, printed
 below. The agent then adds some numbers and saves the total to a file.
 
-``fs-write-file`` can only write inside the directory it was created for, so a
-model cannot reach anything else on disk. Run it with
-``python examples/custom_skill.py [DIRECTORY]`` (default: a temporary directory).
+``fs-write-file`` is Heron's own, made alone by ``fs_write_file_tool(root)``
+(the same tool ``filesystem_tools(root)`` includes): it writes atomically and
+only inside the directory it was made for, so a model cannot reach anything
+else on disk. Run it with ``python examples/custom_skill.py [DIRECTORY]``
+(default: a temporary directory).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from heron import Message, SimpleAgent, Skill, Tool, ToolCall, ToolError, tool
+from heron import Message, SimpleAgent, Skill, ToolCall, tool
 from heron.testing import ScriptedProvider, call
+from heron.tools import fs_write_file_tool
 
 
 @tool(name="math-sum")
@@ -30,28 +33,6 @@ def math_sum(numbers: list[float]) -> float:
         numbers: The numbers to add.
     """
     return sum(numbers)
-
-
-def fs_write_file(root: Path) -> Tool:
-    """A tool writing text files inside ``root`` and nowhere else."""
-    root = root.resolve()
-
-    @tool(name="fs-write-file")
-    def write_file(path: str, content: str) -> str:
-        """Write text to a file in the workspace, replacing it if it exists.
-
-        Args:
-            path: Where to write, relative to the workspace.
-            content: The text to write.
-        """
-        target = (root / path).resolve()
-        if not target.is_relative_to(root):
-            raise ToolError(f"{path!r} is outside the workspace")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-        return f"wrote {len(content)} characters to {path}"
-
-    return write_file
 
 
 def math_helper(workspace: Path) -> Skill:
@@ -67,7 +48,7 @@ def math_helper(workspace: Path) -> Skill:
             "- Always use the math-sum tool for addition instead of computing it yourself.\n"
             "- If asked to save a result, write it with fs-write-file and confirm the path."
         ),
-        tools=[math_sum, fs_write_file(workspace)],
+        tools=[math_sum, fs_write_file_tool(workspace)],
     )
 
 
@@ -103,7 +84,9 @@ async def main(workspace: Path) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
-        asyncio.run(main(Path(sys.argv[1])))
+        given = Path(sys.argv[1])
+        given.mkdir(parents=True, exist_ok=True)  # the file tool's root must exist
+        asyncio.run(main(given))
     else:
         with tempfile.TemporaryDirectory() as directory:
             asyncio.run(main(Path(directory)))

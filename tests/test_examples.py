@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from heron import ToolContext
+from heron.tools import filesystem_tools
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMES = [
@@ -128,7 +129,7 @@ def test_custom_skill(tmp_path: Path, given_directory: bool) -> None:
     assert "- Always use the math-sum tool for addition" in skills
     assert "You are a helpful assistant." not in skills
     assert rest.splitlines() == [
-        "The sum is 60.5; I saved it (wrote 4 characters to total.txt).",
+        "The sum is 60.5; I saved it (created total.txt (4 bytes)).",
         "total.txt contains: 60.5",
     ]
     if given_directory:
@@ -139,17 +140,21 @@ def test_custom_skill(tmp_path: Path, given_directory: bool) -> None:
         assert list(tmp_path.iterdir()) == []  # the temporary directory is gone
 
 
-async def test_custom_skill_file_tool_stays_in_its_directory(tmp_path: Path) -> None:
+async def test_custom_skill_uses_herons_own_file_tool(tmp_path: Path) -> None:
     spec = importlib.util.spec_from_file_location("custom_skill", EXAMPLES / "custom_skill.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     workspace = tmp_path / "workspace"
-    write_file = module.fs_write_file(workspace)
+    workspace.mkdir()
+    skill = module.math_helper(workspace)
+    write_file = next(t for t in skill.tools if t.name == "fs-write-file")
+    # Not a re-implementation: the very tool filesystem_tools() includes.
+    assert write_file.same_definition(filesystem_tools(workspace)[1])
 
     escaped = await write_file.run({"path": "../escaped.txt", "content": "x"}, ToolContext())
     assert escaped.is_error
-    assert "outside the workspace" in escaped.text
+    assert "outside" in escaped.text
     assert not (tmp_path / "escaped.txt").exists()
 
     inside = await write_file.run({"path": "notes/a.txt", "content": "hi"}, ToolContext())

@@ -32,10 +32,11 @@ PUBLIC_MODULES = [
 
 EXPECTED = {
     "AgentOptions", "AgentRun", "AgentState", "AgentStream", "AgentTool", "BaseAgent",
-    "Capabilities",
-    "ChatResponse", "ChunkCallback", "DelegationFuture", "FinishReason", "FunctionTool",
+    "Capabilities", "ChatResponse", "ChunkCallback", "Compaction",
+    "DelegationFuture", "FinishReason", "FunctionTool",
     "HeronError", "IdGenerator", "ImagePart", "LocalToolClient", "MemoryStorage", "Message",
-    "Network", "OutputValidationError", "Part", "Pipeline", "Provider", "ProviderError", "Role",
+    "Network", "OutputValidationError", "Part", "Pipeline", "Provider", "ProviderError",
+    "ProviderMetadata", "Role",
     "Route", "Router", "RunError", "RunResult", "ScriptExhaustedError", "SimpleAgent", "Skill",
     "StopReason", "Storage", "StreamChunk", "TeamResult", "TeamStopReason", "TextPart", "Tool",
     "ToolCall", "ToolCallHook", "ToolCallRecord", "ToolClient", "ToolContext", "ToolError",

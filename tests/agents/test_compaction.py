@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import Callable, Sequence
@@ -278,3 +279,97 @@ async def test_a_reused_prompt_message_is_not_sent_twice_after_compaction() -> N
     for request in provider.requests:
         roles = [m.role for m in request.messages]
         assert ("user", "user") not in itertools.pairwise(roles), roles
+
+
+async def test_compact_on_demand_folds_the_context_with_the_same_summariser() -> None:
+    # A large window: nothing would ever compact by itself.
+    provider = ScriptedProvider([model] * 10)
+    agent = SimpleAgent(provider=provider, instruction="You are helpful.")
+    await agent.run("Remember this: my name is Ada and my locker code is 4471.")
+    await agent.run("Some chatter.")
+    assert agent.compactions == 0
+    before_usage, full = agent.usage, agent.messages_full
+
+    done = await agent.compact()
+
+    assert done.compacted and done.reason is None
+    assert (done.folded, done.kept) == (4, 0)
+    assert done.memory == agent.memory == "Facts: locker code is 4471; name is Ada."
+    assert is_compaction_request(provider.requests[-1].messages)  # the automatic summariser
+    assert done.input_tokens > 0 and done.output_tokens > 0
+    assert agent.usage.requests == before_usage.requests + 1
+    assert agent.usage.input_tokens == before_usage.input_tokens + done.input_tokens
+    assert agent.compactions == 1
+    assert agent.messages == [] and agent.messages_full == full
+    assert done.context_tokens_after < done.context_tokens_before
+    # The memory carries on into the next run, and into saved state.
+    result = await agent.run("What is my locker code?")
+    assert result.reply == "Your locker code is 4471."
+    assert "4471" in provider.requests[-1].messages[0].text
+    resumed = SimpleAgent(provider=ScriptedProvider([]), state=agent.state())
+    assert resumed.memory == agent.memory and resumed.compactions == 1
+
+
+async def test_compact_with_nothing_to_fold_asks_no_model() -> None:
+    provider = ScriptedProvider([])
+    agent = SimpleAgent(provider=provider)
+    done = await agent.compact()
+    assert not done.compacted
+    assert done.reason is not None and "nothing to fold" in done.reason
+    assert (done.folded, done.input_tokens) == (0, 0)
+    assert provider.requests == [] and agent.compactions == 0
+
+
+async def test_compact_keeps_a_context_whose_summary_comes_back_empty() -> None:
+    def step(messages: Sequence[Message]) -> str:
+        return "" if is_compaction(messages) else "an answer"
+
+    agent = SimpleAgent(provider=ScriptedProvider([step] * 3))
+    await agent.run("a question")
+    done = await agent.compact()
+    assert not done.compacted and done.reason == "the summary came back empty"
+    assert done.output_tokens > 0  # the request was made and paid for
+    assert [m.text for m in agent.messages] == ["a question", "an answer"]
+    assert agent.memory is None
+
+
+async def test_compact_from_inside_the_agents_own_run_is_refused() -> None:
+    agent: SimpleAgent
+
+    @tool
+    async def squeeze() -> str:
+        """Compact the agent's own memory."""
+        await agent.compact()
+        return "done"
+
+    agent = SimpleAgent(provider=ScriptedProvider([call("squeeze"), "ok"]), tools=[squeeze])
+    result = await agent.run("go")
+    record = result.tool_calls[0]
+    assert record.is_error and "compact from inside its own run" in record.result
+    assert agent.compactions == 0
+
+
+async def test_compact_waits_for_a_run_in_progress() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Take a while."""
+        started.set()
+        await release.wait()
+        return "slow result"
+
+    provider = ScriptedProvider([call("slow"), "finished", lambda m: "Memory: slow ran."])
+    agent = SimpleAgent(provider=provider, tools=[slow])
+    run = asyncio.ensure_future(agent.run("go"))
+    await started.wait()
+    compacting = asyncio.ensure_future(agent.compact())
+    for _ in range(10):  # give it every chance to (wrongly) go ahead
+        await asyncio.sleep(0)
+    assert not compacting.done()  # it queues behind the run
+    release.set()
+    result = await run
+    done = await compacting
+    assert result.reply == "finished"
+    # It folded the whole finished run, the answer included.
+    assert done.compacted and done.folded == 4 and agent.memory == "Memory: slow ran."

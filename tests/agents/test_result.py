@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 
-from heron import Message, RunResult, SimpleAgent, ToolCallRecord, tool
-from heron.testing import ScriptedProvider, call
+from heron import (
+    Capabilities,
+    ChatResponse,
+    ChunkCallback,
+    Message,
+    Provider,
+    ProviderMetadata,
+    RunResult,
+    SimpleAgent,
+    ToolCall,
+    ToolCallRecord,
+    ToolSchema,
+    UserError,
+    tool,
+)
+from heron.testing import Reply, ScriptedProvider, call
 
 
 @tool
@@ -142,3 +157,175 @@ async def test_to_json_can_keep_the_messages() -> None:
     restored = RunResult.from_dict(json.loads(result.to_json(messages=True)))
     assert restored.messages == result.messages
     assert "messages" not in json.loads(result.to_json())
+
+
+@pytest.mark.parametrize(
+    ("output", "complaint"),
+    [
+        (
+            "Paris",
+            r"output must be a list of Message .*such as \[Message.assistant\(text\)\], not str",
+        ),
+        (
+            [Message.assistant("ok"), "Paris"],
+            r"output\[1\] must be a Message or its to_dict\(\) data, not str",
+        ),
+        ([{"content": "no role"}], r"output\[0\] is not a valid Message: missing 'role'"),
+        (
+            [{"role": "robot", "content": "x"}],
+            r"output\[0\] is not a valid Message: unknown message role",
+        ),
+        ([{"role": "assistant", "content": 5}], r"output\[0\] is not a valid Message"),
+        (None, "output must be a list of Message"),
+    ],
+)
+def test_malformed_output_is_refused_at_construction(output: object, complaint: str) -> None:
+    with pytest.raises(UserError, match=complaint):
+        RunResult(agent_name="a", output=output)  # type: ignore[arg-type]
+
+
+def test_output_and_tool_calls_may_be_given_as_their_dicts() -> None:
+    # As the seed allows hashes: entries in to_dict() form are rebuilt at once.
+    record = ToolCallRecord(id="c1", name="lookup", arguments={"q": "x"}, result="r")
+    result = RunResult(
+        agent_name="a",
+        output=[{"role": "assistant", "content": "Paris"}],  # type: ignore[list-item]
+        tool_calls=[record.to_dict()],  # type: ignore[list-item]
+    )
+    assert result.output == [Message.assistant("Paris")]
+    assert result.tool_calls == [record]
+    assert result.reply == "Paris"
+    assert RunResult.from_dict(result.export()).checksum == result.checksum
+
+
+def test_malformed_tool_calls_and_messages_are_refused_at_construction() -> None:
+    with pytest.raises(UserError, match=r"tool_calls\[0\] must be a ToolCallRecord"):
+        RunResult(agent_name="a", tool_calls=[("add", {"a": 1})])  # type: ignore[list-item]
+    with pytest.raises(UserError, match=r"tool_calls\[0\] is not a valid ToolCallRecord"):
+        RunResult(agent_name="a", tool_calls=[{"name": "add"}])  # type: ignore[list-item]
+    with pytest.raises(UserError, match="ToolCallRecord arguments must be a dict"):
+        ToolCallRecord(id="c1", name="add", arguments=[1, 2])  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"messages\[0\] must be a Message"):
+        RunResult(agent_name="a", messages=[42])  # type: ignore[list-item]
+    with pytest.raises(UserError, match="duration must be seconds"):
+        RunResult(agent_name="a", duration="2s")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="input_tokens must be an int"):
+        RunResult(agent_name="a", input_tokens=None)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"tool_calls\[0\] is not a valid ToolCallRecord: .*dur"):
+        RunResult(agent_name="a", tool_calls=[{"id": "c", "name": "n", "duration": "slow"}])  # type: ignore[list-item]
+    with pytest.raises(UserError, match="created_at must be a datetime"):
+        RunResult(agent_name="a", created_at="2026-04-18")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="content must be a str or a tuple"):
+        Message(role="assistant", content=["not", "parts"])  # type: ignore[arg-type]
+
+
+async def test_reply_falls_back_to_the_thinking_of_a_model_answering_only_in_it() -> None:
+    # Some models (qwen3 on Ollama) route their whole answer through reasoning.
+    provider = ScriptedProvider([Reply(text="", thinking="The answer is 4.")])
+    result = await SimpleAgent(provider=provider).run("2+2?")
+    assert result.reply == "The answer is 4."
+    assert result.output == [Message.assistant("The answer is 4.")]
+
+
+async def test_reply_prefers_content_to_thinking() -> None:
+    provider = ScriptedProvider([Reply(text="4", thinking="2 and 2 make 4.")])
+    assert (await SimpleAgent(provider=provider).run("2+2?")).reply == "4"
+
+
+async def test_reply_falls_back_to_the_latest_text_of_the_same_run() -> None:
+    provider = ScriptedProvider(
+        [Reply(text="Adding them now.", tool_calls=[call("add", a=2, b=2)]), "", "", "ok"]
+    )
+    agent = SimpleAgent(provider=provider, tools=[add])
+    first = await agent.run("2+2?")
+    assert first.reply == "Adding them now."
+    # Only this run's text counts: an empty answer never borrows an earlier run's.
+    second = await agent.run("And again?")
+    assert second.reply == ""
+    assert second.output == []
+
+
+class _MetadataProvider(Provider):
+    """A provider whose turns carry vendor metadata, the first one all of it."""
+
+    name = "meta"
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> ChatResponse:
+        self.turn += 1
+        if self.turn == 1:
+            return ChatResponse(
+                tool_calls=(ToolCall(id="c1", name="add", arguments={"a": 1, "b": 2}),),
+                input_tokens=40,
+                output_tokens=5,
+                stop_reason="tool_use",
+                finish_reason="tool_calls",
+                request_id="req_1",
+                response_id="chatcmpl-1",
+                cached_input_tokens=32,
+                cache_write_tokens=8,
+            )
+        if self.turn == 2:
+            return ChatResponse(content="3", input_tokens=50, output_tokens=1)  # none given
+        return ChatResponse(content="done", finish_reason="stop")
+
+
+async def test_each_turns_provider_metadata_is_kept_in_the_export() -> None:
+    agent = SimpleAgent(provider=_MetadataProvider(), tools=[add])
+    result = await agent.run("1+2")
+    assert result.reply == "3"
+    assert result.provider_metadata == [
+        ProviderMetadata(
+            turn=1,
+            request_id="req_1",
+            response_id="chatcmpl-1",
+            finish_reason="tool_calls",
+            cached_input_tokens=32,
+            cache_write_tokens=8,
+        )
+    ]
+    exported = json.loads(result.to_json())
+    assert exported["provider_metadata"] == [
+        {
+            "turn": 1,
+            "request_id": "req_1",
+            "response_id": "chatcmpl-1",
+            "finish_reason": "tool_calls",
+            "cached_input_tokens": 32,
+            "cache_write_tokens": 8,
+        }
+    ]
+    assert RunResult.from_dict(exported).provider_metadata == result.provider_metadata
+    # Turns are counted within the run: the next run's first turn is turn 1 again.
+    second = await agent.run("and?")
+    assert second.provider_metadata == [ProviderMetadata(turn=1, finish_reason="stop")]
+    # A run whose provider gives none exports no such key.
+    plain = await SimpleAgent(provider=ScriptedProvider(["hi"])).run("hello")
+    assert plain.provider_metadata == [] and "provider_metadata" not in plain.export()
+    with pytest.raises(UserError, match=r"provider_metadata\[0\]"):
+        RunResult(agent_name="a", provider_metadata=[{"request_id": "x"}])  # type: ignore[list-item]
+
+
+def test_a_response_pickled_before_the_metadata_fields_existed_gives_none() -> None:
+    # A daemon replays recorded (pickled) turns; one recorded by an older Heron
+    # has no slots for the metadata fields at all.
+    response = ChatResponse(content="x", finish_reason="stop", request_id="req_1")
+    old = ChatResponse.__new__(ChatResponse)
+    old.__setstate__(response.__getstate__()[:7])  # type: ignore[attr-defined]
+    assert old.content == "x"
+    assert ProviderMetadata.of(3, old) is None
+    assert ProviderMetadata.of(3, response) == ProviderMetadata(
+        turn=3, finish_reason="stop", request_id="req_1"
+    )

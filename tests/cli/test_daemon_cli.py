@@ -67,6 +67,8 @@ def test_status_of_a_running_daemon(on_daemon: Daemon, client: Heron) -> None:
     assert f"  nodes      {node_counts(counts)}" in lines
     assert re.search(r"^  nodes      .*\d+ completed.* \(\d+ in all\)$", out, re.M)
     assert "  database   sqlite" in out
+    sandbox = "bubblewrap (node commands); /v1/bash commands in a PID namespace"
+    assert f"  sandbox    {sandbox}" in lines
 
 
 def test_status_json_is_the_wire_status(on_daemon: Daemon) -> None:
@@ -160,6 +162,12 @@ def test_start_status_stop(cli: _Cli) -> None:
     assert started.returncode == 0, started.stderr
     pid = int((cli.home / "heron.pid").read_text())
     assert f"heron daemon running (pid {pid})" in started.stdout
+    again = cli("daemon", "start")  # idempotent: says so, exits 0
+    assert again.returncode == 0, again.stderr
+    assert f"heron daemon already running (pid {pid})" in again.stdout
+    elsewhere = cli("daemon", "start", "--listen", "127.0.0.1:1")
+    assert elsewhere.returncode == 1
+    assert "has no TCP listener, not 127.0.0.1:1" in elsewhere.stderr
 
     status = cli("daemon", "status")
     assert status.returncode == 0, status.stderr

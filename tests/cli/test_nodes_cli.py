@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from heron import api
 from heron.cli import app
-from heron.client import Heron
+from heron.client import APIError, Heron
 
 __all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
 
@@ -113,6 +113,55 @@ def test_create_sends_every_option_and_get_shows_the_node(
     assert json.loads(as_json.out) == client.nodes.retrieve("cli-counter").model_dump(mode="json")
 
 
+def test_no_scopes_and_unknown_scopes(client: Heron, scripts: Scripts) -> None:
+    model = scripts("none", ["x"])
+    done = heron("nodes", "create", "go", "--model", model, "--no-kickoff", "--no-scopes", "--json")
+    assert done.code == 0, done
+    assert client.nodes.retrieve(json.loads(done.out)["node_id"]).scopes == []
+    before = len(client.nodes.list())
+    typo = heron("nodes", "create", "go", "--model", model, "--scope", "memory-read")
+    assert typo.code == 2 and "unknown scope 'memory-read'" in typo.err
+    assert "known scopes: act, ask, memory:read, memory:write, net, schedule" in typo.err
+    none = heron("nodes", "create", "go", "--model", model, "--scope", "none")
+    assert none.code == 2 and "--no-scopes grants none" in none.err
+    both = heron("nodes", "create", "go", "--no-scopes", "--scope", "ask")
+    assert both.code != 0 and "do not go together" in both.err
+    assert len(client.nodes.list()) == before  # none of them created a node
+
+
+def test_list_limit_prints_the_next_page_command(client: Heron, scripts: Scripts) -> None:
+    model = scripts("paged", ["x"])
+    for _ in range(3):
+        client.nodes.create(prompt="p", model=model, no_kickoff=True)
+    everything = [n.node_id for n in client.nodes.list()]
+    first = heron("nodes", "list", "--limit", "2", "--json")
+    assert first.code == 0 and [n["node_id"] for n in json.loads(first.out)] == everything[:2]
+    match = re.fullmatch(r"more: heron nodes list --limit 2 --after (\S+)\n", first.err)
+    assert match, first.err
+    second = heron("nodes", "list", "--limit", "2", "--after", match[1], "--json")
+    assert [n["node_id"] for n in json.loads(second.out)] == everything[2:4]
+    assert heron("nodes", "list", "--limit", "0").code == 2
+
+
+def test_outcome_shows_an_answer_cut_off_by_max_tokens(client: Heron, scripts: Scripts) -> None:
+    model = scripts("cut", [{"text": "Half an ans", "stop_reason": "max_tokens"}])
+    node = client.nodes.create(prompt="x", model=model)
+    settle(client, node.node_id)
+    done = heron("nodes", "outcome", node.node_id)
+    assert done.code == 0 and "Half an ans" in done.out
+    assert "stopped: max_tokens (the answer was cut off at the model's token limit)" in done.out
+    watched = heron("nodes", "watch", node.node_id)
+    assert watched.code == 0 and "stopped: max_tokens" in watched.out
+    empty = client.nodes.create(prompt="x", model=scripts("cut0", [{"stop_reason": "max_tokens"}]))
+    settle(client, empty.node_id)
+    failed = heron("nodes", "outcome", empty.node_id)
+    assert failed.code == 3 and "failed: max_tokens" in failed.out
+    assert (
+        json.loads(heron("nodes", "outcome", node.node_id, "--json").out)["outcome"]["stop_reason"]
+        == "max_tokens"
+    )
+
+
 def test_create_json_prints_the_created_node(client: Heron, scripts: Scripts) -> None:
     done = heron("nodes", "create", "Hi", "--model", scripts("hi", ["Hello."]), "--json")
     node = json.loads(done.out)
@@ -145,10 +194,10 @@ def test_api_errors_are_one_line_with_their_code(client: Heron, scripts: Scripts
     assert again.code == 1
     assert again.err.startswith("heron: error: node_id_exists: ") and again.err.count("\n") == 1
 
-    bad = heron("nodes", "create", "a", "--model", model, "--deadline", "soon")
+    bad = heron("nodes", "create", "a", "--model", model, "--name", "x" * 600)
     assert bad.code == 1
     assert bad.err.startswith("heron: error: invalid_request: the request does not match")
-    assert "(deadline: " in bad.err
+    assert "(name: " in bad.err
 
     missing = heron("nodes", "get", "no-such-node")
     assert missing.code == 1
@@ -246,8 +295,8 @@ def test_create_watch_draws_text_tool_steps_reports_and_the_outcome(
     start = lines.index("Reading two things.")
     # The two calls run side by side: either may finish first.
     assert sorted(lines[start + 1 : start + 3]) == [
-        "  ✓ get-current-time (object with 0 fields)",
-        "  ✗ fs-read-file (object with 1 field) failed",
+        "  ✓ get-current-time · checking the time",
+        "  ✗ fs-read-file · reading a file failed",
     ]
     report = lines.index("▍ report · milestone · Halfway")
     assert lines[report + 1] == "  One read failed."
@@ -312,7 +361,7 @@ def test_create_watch_draws_the_first_turn_even_when_it_joins_late(
         relay.close()
     assert done.code == 0, done
     lines = done.out.splitlines()
-    assert lines[1:4] == ["Quick.", "  ✓ get-current-time (object with 0 fields)", "Slow."], done
+    assert lines[1:4] == ["Quick.", "  ✓ get-current-time · checking the time", "Slow."], done
 
 
 def test_watch_of_a_failing_node_exits_3_with_the_reason(client: Heron, scripts: Scripts) -> None:
@@ -361,9 +410,11 @@ def test_outcome_exit_statuses(client: Heron, scripts: Scripts) -> None:
     assert failed.code == 3
     assert failed.out.startswith("✗ failed: provider_error\n")
 
-    assert "--follow" in heron("nodes", "outcome", ok, "--wait", "26").err
+    # Bad usage exits 2, as the README's exit statuses say.
+    too_long = heron("nodes", "outcome", ok, "--wait", "30")
+    assert too_long.code == 2 and "--follow" in too_long.err, too_long
     both = heron("nodes", "outcome", ok, "--wait", "3", "--follow")
-    assert both.code == 1 and "do not go together" in both.err
+    assert both.code == 2 and "do not go together" in both.err
     # A usage error keeps Click's 2, which no outcome shares.
     assert heron("nodes", "outcome", ok, "--wait", "soon").code == 2
     shown = " ".join(heron("nodes", "outcome", "--help").out.split())
@@ -401,7 +452,8 @@ def test_interrupt_revive_cancel_and_fork(client: Heron, scripts: Scripts) -> No
     wait_status(client, node_id, "running")
 
     stopped = heron("nodes", "interrupt", node_id)
-    assert stopped.out == f"node {node_id} interrupted (interrupted)\n", stopped
+    # The status is said once, with what comes next.
+    assert stopped.out == f"node {node_id} interrupted: heron nodes revive {node_id} goes on\n"
 
     revived = heron("nodes", "revive", node_id, "--message", "go on")
     assert revived.out == f"node {node_id} revived (running)\n", revived
@@ -420,7 +472,7 @@ def test_interrupt_revive_cancel_and_fork(client: Heron, scripts: Scripts) -> No
     assert forked.code == 0 and match, forked
     fork = client.nodes.retrieve(match[1])
     assert fork.forked_from == node_id and fork.name == "twin" and fork.prompt == "Again"
-    assert heron("nodes", "cancel", match[1]).out == f"node {match[1]} cancelled (cancelled)\n"
+    assert heron("nodes", "cancel", match[1]).out == f"node {match[1]} cancelled\n"
 
 
 # -- Ctrl-C ------------------------------------------------------------------------
@@ -468,3 +520,87 @@ def test_ctrl_c_stops_watching_and_leaves_the_node_running(
     assert f"heron nodes watch {node.node_id} --after " in out
     assert client.nodes.retrieve(node.node_id).status == "running"
     client.nodes.cancel(node.node_id)
+
+
+# -- durations ---------------------------------------------------------------------
+
+
+def test_one_duration_syntax_with_errors_in_words(client: Heron, scripts: Scripts) -> None:
+    model = scripts("d", ["x"])
+    day = json.loads(
+        heron("nodes", "create", "a", "--model", model, "--deadline", "1d", "--no-kickoff",
+              "--json").out
+    )  # fmt: skip
+    node = client.nodes.retrieve(day["node_id"])
+    assert node.deadline_at is not None
+    left = (node.deadline_at - node.created_at).total_seconds()
+    assert 86400 - 5 < left <= 86400 + 5
+
+    for flag, value in (("--deadline", "soon"), ("--deadline", "1y"), ("--deadline", "0s")):
+        done = heron("nodes", "create", "a", "--model", model, flag, value)
+        assert done.code == 2, done  # a usage error, caught before anything is sent
+        said = " ".join(done.err.split())
+        assert "duration" in said and "\\d" not in said and "^" not in said, said
+    assert "d (days), h (hours)" in " ".join(
+        heron("nodes", "create", "a", "--deadline", "soon").err.split()
+    )
+    pruned = heron("canvas", "prune", "--older-than", "30m", "--dry-run")
+    assert pruned.code == 0 and pruned.out.startswith("would prune "), pruned
+    assert heron("canvas", "prune", "--older-than", "a week").code == 2
+    assert heron("crons", "create", "@daily", "go", "--deadline", "1w").code == 2
+
+    # The daemon reads the same syntax, and says what is wrong in words.
+    cwd = str(Path.cwd())
+    made = client.request("POST", "/v1/nodes", {"prompt": "a", "cwd": cwd, "deadline": "2d",
+                                                "no_kickoff": True, "model": model})  # fmt: skip
+    assert made["deadline_at"] is not None
+    with pytest.raises(APIError) as refused:
+        client.request("POST", "/v1/nodes", {"prompt": "a", "cwd": cwd, "deadline": "soon"})
+    assert "'soon' is not a duration" in str(refused.value.details)
+    assert "\\d" not in str(refused.value.details)
+
+
+# -- watching a node already running ---------------------------------------------------
+
+
+def test_watch_of_a_running_node_says_at_once_what_it_does_then_its_history_in_order(
+    client: Heron, scripts: Scripts
+) -> None:
+    push = {"tier": "progress", "title": "Step", "body": "Halfway."}
+    model = scripts(
+        "joined",
+        [
+            {"text": "First part.", "tool_calls": [{"name": "push-report", "arguments": push}]},
+            {"text": "Second part.", "delay": 8},
+        ],
+    )
+    node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
+    with client.nodes.events(node.node_id, after=0) as stream:
+        turns = 0
+        for event in stream:
+            turns += isinstance(event, api.TurnStarted)
+            if turns == 2:
+                break
+    done = heron("nodes", "watch", node.node_id)
+    assert done.code == 0, done
+    lines = done.out.splitlines()
+    assert re.fullmatch(
+        rf"{node.node_id} is running · 1 run · \d+ turns? so far · tokens \d+ in / \d+ out",
+        lines[0],
+    ), done.out
+    # The text came before the report its turn pushed, and is drawn so.
+    assert lines.index("First part.") < lines.index("▍ report · progress · Step")
+    assert lines.index("▍ report · progress · Step") < lines.index("Second part.")
+    assert "✓ completed" in lines
+
+
+def test_watch_of_a_node_reading_its_prompt_shows_its_status_first(
+    client: Heron, scripts: Scripts
+) -> None:
+    model = scripts("slow-start", [{"text": "Late.", "delay": 8}])
+    node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
+    wait_status(client, node.node_id, "running")
+    done = heron("nodes", "watch", node.node_id)
+    assert done.code == 0, done
+    assert done.out.splitlines()[0].startswith(f"{node.node_id} is running · 1 run · 0 turns")
+    assert done.out.splitlines()[1] == "Late."

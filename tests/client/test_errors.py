@@ -4,6 +4,7 @@ its socket and, for 401, over TCP), the failing-on-purpose server for the rest."
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,51 @@ def test_a_refused_body_is_422_with_details(client: Heron) -> None:
     error = caught.value
     assert (error.status, error.code) == (422, "invalid_request")
     assert any("mode" in str(item) for item in error.details)
+
+
+async def test_str_of_a_422_names_the_fields_on_both_clients(
+    client: Heron, aclient: AsyncHeron
+) -> None:
+    with pytest.raises(UnprocessableEntityError) as sync_error:
+        await asyncio.to_thread(client.nodes.create, prompt="hi", mode="sideways")  # type: ignore[arg-type]
+    with pytest.raises(UnprocessableEntityError) as async_error:
+        await aclient.nodes.create(prompt="hi", deadline="soon")
+    assert str(sync_error.value).startswith("422 invalid_request: ")
+    assert "(mode: Input should be 'base' or 'orchestrator')" in str(sync_error.value)
+    assert "(deadline: Value error, 'soon' is not a duration" in str(async_error.value)
+
+
+def test_str_of_an_error_with_several_problems_names_three() -> None:
+    details = [{"loc": ["body", f"f{i}"], "msg": "bad", "type": "x"} for i in range(5)]
+    body = {"error": {"code": "invalid_request", "message": "no", "details": details}}
+    error = error_from_response(422, json.dumps(body).encode(), {})
+    assert str(error) == "422 invalid_request: no (f0: bad; f1: bad; f2: bad; and 2 more)"
+    plain = {"error": {"code": "x", "message": "no", "details": {"limit": 3}}}
+    assert str(error_from_response(409, json.dumps(plain).encode(), {})) == "409 x: no"
+
+
+def test_unknown_create_fields_are_a_type_error_before_sending(client: Heron) -> None:
+    before = len(client.nodes.list())
+    with pytest.raises(TypeError, match=r"unknown field 'promt'.*did you mean 'prompt'\?"):
+        client.nodes.create(promt="hi")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown field 'colour'"):
+        client.nodes.create({"prompt": "hi", "colour": "blue"})  # type: ignore[typeddict-unknown-key]
+    with pytest.raises(TypeError, match="unknown field 'nmae'"):
+        client.nodes.update("n-1", nmae="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown field 'promt'"):
+        client.nodes.fork("n-1", promt="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown field 'promt'"):
+        client.nodes.stream(promt="x")  # type: ignore[call-arg]
+    assert len(client.nodes.list()) == before  # nothing was sent
+
+
+async def test_unknown_create_fields_are_a_type_error_on_the_async_client(
+    aclient: AsyncHeron,
+) -> None:
+    with pytest.raises(TypeError, match="unknown field 'promt'"):
+        await aclient.nodes.create(promt="hi")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown field 'promt'"):
+        await aclient.nodes.parse(promt="hi", output_schema={})  # type: ignore[call-arg]
 
 
 async def test_a_body_over_the_limit_is_413(aclient: AsyncHeron) -> None:

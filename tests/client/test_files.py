@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.runtime.conftest import Daemon
-from tests.runtime.test_bash import alive, wait_pid
+from tests.runtime.test_bash import alive, sleeper, wait_sleeping
 
 from heron import api
 from heron.client import (
@@ -122,14 +122,15 @@ def test_bash_request_outlasts_the_client_timeout(daemon: Daemon, tmp_path: Path
 
 
 async def test_cancelling_the_request_kills_the_command(on: On, tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
-    command = f"sleep 600 & echo $!. > {pid_file}; wait"
+    child = sleeper()
+    command = f"{child} & wait"
     cancel = Cancel()
+    pids: list[int] = []
 
     def cancel_once_started() -> None:
         # Once the command has started its child, however long that takes under load.
         try:
-            wait_pid(pid_file)
+            pids.append(wait_sleeping(child))
         finally:
             cancel.cancel()
 
@@ -139,7 +140,7 @@ async def test_cancelling_the_request_kills_the_command(on: On, tmp_path: Path) 
     with pytest.raises(APIUserAbortError):
         await on(lambda c: c.bash.run(command, cwd=str(tmp_path), timeout=600, options=options))
     await asyncio.to_thread(waiter.join)
-    pid = wait_pid(pid_file)
+    (pid,) = pids
     deadline = time.monotonic() + 15
     while alive(pid):
         assert time.monotonic() < deadline, f"the command's child {pid} still runs"

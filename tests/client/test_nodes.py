@@ -19,6 +19,7 @@ from heron.client import (
     AsyncHeron,
     ConflictError,
     Heron,
+    NodeList,
     NotFoundError,
     UnprocessableEntityError,
 )
@@ -42,6 +43,26 @@ def rewrite(model: str, steps: Any) -> None:
 
 SLOW = {"text": "slow answer", "delay": 30}
 """A model turn that holds the node running until it is stopped."""
+
+
+async def test_list_pages_with_limit_and_next_cursor(on: On, scripts: Any) -> None:
+    model = scripts("paged", ["ok"])
+    for _ in range(3):
+        await on(lambda c: c.nodes.create(prompt="p", model=model, no_kickoff=True))
+    everything = await on(lambda c: c.nodes.list())
+    assert isinstance(everything, list) and everything.next_cursor is None
+    seen: list[api.Node] = []
+    page = await on(lambda c: c.nodes.list(limit=2))
+    while True:
+        assert isinstance(page, NodeList) and 1 <= len(page) <= 2
+        seen += page
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+        page = await on(lambda c, cursor=cursor: c.nodes.list(limit=2, after=cursor))
+    assert [n.node_id for n in seen] == [n.node_id for n in everything]
+    with pytest.raises(ValueError, match="limit must be a whole number from 1 to 1000"):
+        await on(lambda c: c.nodes.list(limit=0))
 
 
 async def test_create_retrieve_and_list(on: On, scripts: Any) -> None:

@@ -98,18 +98,20 @@ class Picky(pydantic.BaseModel):
         return value
 
 
-async def test_a_result_the_class_rejects_is_a_validation_error_naming_the_node(
+async def test_a_result_the_class_rejects_is_returned_as_an_invalid_result_failure(
     on: On, scripts: Any
 ) -> None:
+    # An agent's outcome is returned, never thrown: not even a pydantic.ValidationError.
     model = scripts("picky", [submit({"name": "anonymous"})])
-    with pytest.raises(pydantic.ValidationError, match="a real name") as caught:
-        params = {"prompt": "r", "model": model, "node_id": f"picky-{on.mode}"}
-        await on(lambda c: c.nodes.parse(params, output_schema=Picky))
-    # The run is over: the error says where its result is kept.
-    assert caught.value.__notes__ == [
-        f"node picky-{on.mode} submitted this result; read it unparsed with "
-        f"client.nodes.outcome('picky-{on.mode}')"
-    ]
+    params = {"prompt": "r", "model": model, "node_id": f"picky-{on.mode}"}
+    run = await on(lambda c: c.nodes.parse(params, output_schema=Picky))
+    assert isinstance(run, ParsedFailure)
+    assert run.kind == "failure" and run.reason == "invalid_result"
+    assert run.output_parsed is None and run.node_id == f"picky-{on.mode}"
+    assert run.structured_result == {"name": "anonymous"}
+    assert run.detail is not None and run.detail.error_type == "ValidationError"
+    assert "a real name" in run.detail.message and "Picky" in run.detail.message
+    # The node itself settled with its result, kept unparsed.
     poll = await on(lambda c: c.nodes.outcome(f"picky-{on.mode}"))
     assert poll.outcome is not None and poll.outcome.kind == "result"
     assert poll.outcome.structured_result == {"name": "anonymous"}

@@ -15,6 +15,7 @@ from heron.client import (
     AsyncHeron,
     AsyncNodeStream,
     Cancel,
+    ConflictError,
     Heron,
     NodeStream,
     NotFoundError,
@@ -87,15 +88,49 @@ async def test_async_stream_creates_the_node_and_yields_the_whole_run(
     assert isinstance(outcome, api.NodeResult) and outcome.output_text == "It is noon."
 
 
-def test_stream_is_lazy_and_takes_a_request_model(client: Heron, scripts: Any) -> None:
-    before = len(client.request("GET", "/v1/nodes"))
-    request = api.NodeCreateRequest(prompt="Hi.", model=scripts("lazy", ["Hello."]))
+def test_stream_creates_its_node_when_called_and_takes_a_request_model(
+    client: Heron, scripts: Any
+) -> None:
+    before = len(client.nodes.list())
+    request = api.NodeCreateRequest(prompt="Hi.", model=scripts("eager", ["Hello."]))
     stream = client.nodes.stream(request)
-    # Nothing was sent by the call itself.
-    assert len(client.request("GET", "/v1/nodes")) == before
+    # The call itself created the node (as the seed's SDK does), before any read.
+    assert len(client.nodes.list()) == before + 1
+    node = client.nodes.retrieve(stream.node.node_id)
+    assert node.prompt == "Hi."
     outcome = stream.final_outcome()
     assert isinstance(outcome, api.NodeResult) and outcome.output_text == "Hello."
-    assert len(client.request("GET", "/v1/nodes")) == before + 1
+    assert len(client.nodes.list()) == before + 1
+
+
+def test_a_stream_never_read_still_made_its_node_and_create_errors_raise_at_once(
+    client: Heron, scripts: Any
+) -> None:
+    model = scripts("unread", ["Nobody reads this."])
+    with client.nodes.stream(prompt="Hi.", model=model, node_id="never-read-sync"):
+        pass  # closed without reading
+    outcome = client.nodes.wait_for_outcome("never-read-sync", timeout=30)
+    assert isinstance(outcome, api.NodeResult) and outcome.output_text == "Nobody reads this."
+    with pytest.raises(ConflictError) as caught:
+        client.nodes.stream(prompt="again", node_id="never-read-sync")  # raised by the call
+    assert caught.value.code == "node_id_exists"
+
+
+async def test_async_stream_sends_its_create_at_once(aclient: AsyncHeron, scripts: Any) -> None:
+    model = scripts("aunread", ["Nobody reads this either."])
+    stream = aclient.nodes.stream(prompt="Hi.", model=model, node_id="never-read-async")
+    await stream.aclose()  # never read, never awaited: the create was sent all the same
+    outcome = await aclient.nodes.wait_for_outcome("never-read-async", timeout=30)
+    assert isinstance(outcome, api.NodeResult)
+    again = aclient.nodes.stream(prompt="again", node_id="never-read-async")
+    with pytest.raises(ConflictError):
+        await again.node  # the create's error, at the first await
+    with pytest.raises(ConflictError):
+        await again.final_outcome()
+    fresh = aclient.nodes.stream(prompt="Hi.", model=model)
+    node = await fresh.node
+    assert (await aclient.nodes.retrieve(node.node_id)).node_id == node.node_id
+    await fresh.aclose()
 
 
 def test_listeners_see_events_before_iteration_and_off_stops_them(
@@ -193,8 +228,10 @@ def test_events_joining_mid_run_get_the_reports_and_completed_messages(
                 break
         node_id = first.node.node_id
     joined = list(client.nodes.events(node_id))
-    # The seed: the report, then the earlier completed message (numbered before it).
-    report, done = joined[0], joined[1]
+    # The seed: the running status, then the completed message and the report its turn
+    # pushed, in the order they happened.
+    status, done, report = joined[0], joined[1], joined[2]
+    assert isinstance(status, api.NodeStatusChanged) and status.status == "running"
     assert isinstance(report, api.ReportPushed) and report.report.body == "Halfway."
     assert isinstance(done, api.OutputTextDone) and done.text == "First message."
     assert done.sequence_number < report.sequence_number

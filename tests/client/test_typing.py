@@ -15,7 +15,7 @@ from typing import Any, assert_type
 from pydantic import BaseModel
 
 from heron import api
-from heron.client import AsyncHeron, Heron, ParsedOutcome, ParsedResult
+from heron.client import AsyncHeron, Heron, NodeList, ParsedOutcome, ParsedResult
 
 
 class Package(BaseModel):
@@ -25,7 +25,10 @@ class Package(BaseModel):
 def blocking(client: Heron) -> None:
     node = client.nodes.create(prompt="hi", cwd="/repo", deadline="10m")
     assert_type(node, api.Node)
-    assert_type(client.nodes.list(status=["running"]), list[api.Node])
+    listed = client.nodes.list(status=["running"], limit=10)
+    assert_type(listed, NodeList)
+    first: list[api.Node] = listed  # still a plain list of nodes
+    assert_type(listed.next_cursor, str | None)
     assert_type(client.nodes.wait_for_outcome(node.node_id, timeout=5), api.NodeOutcome)
     typed = client.nodes.parse(prompt="hi", output_schema=Package)
     assert_type(typed, ParsedOutcome[Package])

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
+import socket
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from heron.mcp import Computer, ComputerError, MCPClient, MemoryStorage
+from heron.mcp._computer import DEFAULT_TOOLS
 
 from .conftest import TOOLS_SPEC
 from .fake_docker import FakeEngine, RunningEngine
@@ -40,6 +45,9 @@ def test_arguments_are_checked(tmp_path: Path) -> None:
         Computer(tmp_path, "8080")  # type: ignore[arg-type]
     with pytest.raises(ComputerError, match="backend must be"):
         Computer(tmp_path, [], backend="vm")  # type: ignore[arg-type]
+    with pytest.raises(ComputerError, match="tools is empty"):
+        Computer(tmp_path, [], tools=[])
+    assert Computer(tmp_path).tools == DEFAULT_TOOLS  # the file and shell tools
 
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -102,6 +110,78 @@ async def test_bubblewrap_sandbox_sees_no_secrets_of_the_host(
                 assert not hosts.is_error, hosts.text
     finally:
         shutil.rmtree(private)
+
+
+@needs_bwrap
+async def test_the_file_and_shell_tools_run_sandboxed_in_one_line(tmp_path: Path) -> None:
+    async with Computer(tmp_path, backend="bubblewrap") as computer:
+        async with MCPClient("job", computer.get_connection(), MemoryStorage()) as client:
+            names = {t.name for t in await client.list_tools()}
+            assert {"fs-read-file", "fs-write-file", "bash-run", "bash-start"} <= names
+            ran = await client.call_tool("bash-run", {"command": "pwd; echo hi > made.txt"})
+            assert not ran.is_error and str(tmp_path) in ran.text, ran.text
+            read = await client.call_tool("fs-read-file", {"path": "made.txt"})
+            assert "hi" in read.text, read.text
+            escape = await client.call_tool("bash-run", {"command": "touch /etc/heron-escape"})
+            assert "Read-only file system" in escape.text
+    assert (tmp_path / "made.txt").read_text() == "hi\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def _get(port: int, seconds: float = 20) -> bytes:
+    """``GET /`` on ``127.0.0.1:port``, retried until something answers."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET / HTTP/1.0\r\n\r\n")
+            await writer.drain()
+            answer = await reader.read()
+            writer.close()
+            if answer:
+                return answer
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"nothing answered on port {port}"
+        await asyncio.sleep(0.05)
+
+
+@needs_bwrap
+async def test_bubblewrap_forwards_only_the_listed_ports(tmp_path: Path) -> None:
+    """A server inside is reached on its listed port; the host's other ports are not
+    reachable from inside (the network is the sandbox's own)."""
+
+    async def host_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"host service")
+        writer.close()
+
+    host_service = await asyncio.start_server(host_answer, "127.0.0.1", 0)
+    host_port = host_service.sockets[0].getsockname()[1]
+    (tmp_path / "index.html").write_text("served from the sandbox")
+    listed = _free_port()
+    connect = (
+        f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {host_port}),"
+        " timeout=5); print('reached')\""
+    )
+    try:
+        async with Computer(tmp_path, [listed], backend="bubblewrap") as computer:
+            async with MCPClient("job", computer.get_connection(), MemoryStorage()) as client:
+                serve = f"{sys.executable} -m http.server {listed} --bind 127.0.0.1"
+                started = await client.call_tool("bash-start", {"command": serve})
+                assert not started.is_error, started.text
+                assert b"served from the sandbox" in await _get(listed)
+                reach = await client.call_tool("bash-run", {"command": connect})
+                assert "reached" not in reach.text and "Connection refused" in reach.text
+        with pytest.raises(OSError):  # the forward went with the computer
+            await asyncio.open_connection("127.0.0.1", listed)
+    finally:
+        host_service.close()
 
 
 @needs_bwrap

@@ -42,6 +42,23 @@ def test_load_tools_from_a_file_a_list_a_skill_or_a_factory(tmp_path: Path) -> N
         load_tools("no_such_module:X")
 
 
+def test_the_built_in_tools_can_be_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog (a mapping of tools) and the factories that default to the current
+    directory load; a factory that needs arguments is a clear error, not a TypeError."""
+    monkeypatch.chdir(tmp_path)
+    every = {t.name for t in load_tools("heron.tools:catalog")}
+    assert {"fs-read-file", "bash-run", "get-current-time"} <= every
+    files = load_tools("heron.tools:filesystem_tools")
+    assert sorted(t.name for t in files) == sorted(
+        ["fs-read-file", "fs-write-file", "fs-list-directory", "fs-edit-file", "fs-glob", "fs-grep"]
+    )
+    assert {t.name for t in load_tools("heron.tools:bash_tools")} >= {"bash-run", "bash-start"}
+    module = tmp_path / "needs.py"
+    module.write_text("def make(root):\n    return []\n")
+    with pytest.raises(UserError, match=r"make\(\) needs arguments"):
+        load_tools(f"{module}:make")
+
+
 def test_a_tools_file_named_like_a_stdlib_module_does_not_replace_it(tmp_path: Path) -> None:
     import json
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import ModuleType
@@ -11,7 +14,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from heron import BaseAgent, ImagePart, ToolResult, tool
+from heron import BaseAgent, IdGenerator, ImagePart, ToolResult, tool
 from heron.mcp import (
     Connection,
     InProcessConnection,
@@ -23,6 +26,7 @@ from heron.mcp import (
     UnixSocketConnection,
     WebSocketConnection,
 )
+from heron.mcp._convert import from_mcp_result
 from heron.testing import ScriptedProvider, call
 
 TRANSPORTS = ["in-process", "unix", "websocket", "stdio"]
@@ -234,3 +238,140 @@ async def test_an_in_process_client_fails_clearly_once_the_server_closed(
         await server.close()
         with pytest.raises(MCPConnectionError, match="no MCPServer is listening"):
             await client.call_tool("echo", {"text": "down"})
+
+
+class _StreamsOnly(InProcessConnection):
+    """An in-process connection whose clients take the memory streams, never the direct path."""
+
+    def direct(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("echo", {"text": "hi"}),
+        ("add", {"a": 2, "b": 3}),
+        ("pixel", {}),
+        ("remember", {"fact": "sky is blue"}),
+        ("read_file", {"path": "/nonexistent/file"}),
+        ("add", {"a": "two"}),
+        ("nope", {}),
+    ],
+)
+async def test_a_direct_in_process_call_answers_as_the_sdk_dispatch_does(
+    served: ModuleType, name: str, arguments: dict[str, object]
+) -> None:
+    # In-process tools/call skips the SDK's per-request dispatch: its MCP result must be
+    # the one the SDK's own in-process client gets from the same server (each call on a
+    # fresh server: some tools keep state).
+    meta = {"heron/env_id": "me"}
+    results: list[types.CallToolResult] = []
+    for sdk in (True, False):
+        connection = InProcessConnection()
+        async with MCPServer(connection, MemoryStorage()) as server:
+            for t in served.TOOLS:
+                server.register_tool(t)
+            direct = connection.direct()
+            assert direct is not None
+            async with Client(direct.server) as official:
+                if sdk:
+                    results.append(await official.call_tool(name, arguments, meta=meta))  # type: ignore[arg-type]
+                else:
+                    params = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)  # type: ignore[arg-type]
+                    results.append(await direct.call_tool(params, official.protocol_version))
+    expected, answer = results
+    assert from_mcp_result(answer) == from_mcp_result(expected)  # what the agent sees
+    # The MCP result itself, but for the server-info stamp the SDK adds to every result of
+    # the modern protocol (in _meta, which Heron's client reads only for stop_iteration).
+    wire = expected.model_dump(by_alias=True)
+    stamp = wire["_meta"] or {}
+    stamp.pop("io.modelcontextprotocol/serverInfo", None)
+    wire["_meta"] = stamp or None
+    assert answer.model_dump(by_alias=True) == wire
+
+
+async def test_a_server_fault_reads_the_same_with_or_without_the_direct_path() -> None:
+    @tool
+    async def echo(text: str) -> str:
+        """Repeat the text."""
+        return text
+
+    def broken_ids(storage: object, env_id: str) -> IdGenerator:
+        raise RuntimeError("no ids today")
+
+    texts = []
+    for connection in (InProcessConnection(), _StreamsOnly()):
+        async with MCPServer(connection, MemoryStorage(), ids=broken_ids) as server:
+            server.register_tool(echo)
+            async with MCPClient("me", connection, MemoryStorage()) as client:
+                result = await client.call_tool("echo", {"text": "x"})
+        assert result.is_error
+        texts.append(result.text)
+    assert texts[0] == texts[1]
+    assert "rejected the call to 'echo'" in texts[0]
+    assert "no ids today" not in texts[0]  # handler internals stay on the server's side
+
+
+async def test_closing_the_server_cuts_a_direct_call_short(served: ModuleType) -> None:
+    connection = InProcessConnection()
+    server = MCPServer(connection, MemoryStorage())
+    server.register_tool(served.hang)
+    await server.start()
+    async with MCPClient("me", connection, MemoryStorage()) as client:
+        call = asyncio.create_task(client.call_tool("hang", {}))
+        await asyncio.sleep(0.05)  # the call is in the tool by now
+        assert not call.done()
+        await server.close()
+        with pytest.raises(MCPConnectionError, match="lost the link"):
+            await asyncio.wait_for(call, 5)
+
+
+TRACING_PROBE = """
+import asyncio
+from opentelemetry import trace
+from heron import tool
+from heron.mcp import InProcessConnection, MCPServer, MemoryStorage, UnixSocketConnection
+from mcp import Client
+from mcp.server._otel import OpenTelemetryMiddleware
+
+spans = []
+
+class Recording(trace.NoOpTracer):
+    def start_as_current_span(self, name, *args, **kwargs):
+        spans.append(name)
+        return super().start_as_current_span(name, *args, **kwargs)
+
+class Provider(trace.NoOpTracerProvider):
+    def get_tracer(self, *args, **kwargs):
+        return Recording()
+
+@tool
+async def echo(text: str) -> str:
+    '''Repeat the text.'''
+    return text
+
+async def main():
+    untraced = MCPServer(InProcessConnection(), MemoryStorage())
+    await untraced.start()
+    assert not any(isinstance(m, OpenTelemetryMiddleware) for m in untraced._lowlevel.middleware)
+    await untraced.close()
+    trace.set_tracer_provider(Provider())
+    connection = InProcessConnection()
+    async with MCPServer(connection, MemoryStorage()) as server:
+        server.register_tool(echo)
+        async with Client(connection.open()) as client:
+            await client.call_tool("echo", {"text": "hi"})
+    print(sorted(set(spans)))
+
+asyncio.run(main())
+"""
+
+
+def test_the_server_traces_requests_only_when_a_tracer_provider_is_set() -> None:
+    # A process-wide provider cannot be unset: probe in a process of its own.
+    done = subprocess.run(
+        [sys.executable, "-c", TRACING_PROBE], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tools/call echo" in done.stdout

@@ -4,6 +4,8 @@ outliving its request."""
 from __future__ import annotations
 
 import json
+import os
+import random
 import socket
 import threading
 import time
@@ -13,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Daemon, create, wait_settled, write_script
+from .conftest import Daemon, write_script
 from .test_files import error
 
 MIB = 1024 * 1024
@@ -42,6 +44,28 @@ def wait_gone(pid: int, seconds: float = 15) -> None:
     deadline = time.monotonic() + seconds
     while alive(pid):
         assert time.monotonic() < deadline, f"process {pid} still runs"
+        time.sleep(0.02)
+
+
+def sleeper() -> str:
+    """A ``sleep`` command line unique to its test, found on the host by :func:`wait_sleeping`
+    (a command's ``$!`` is a pid of its own PID namespace, not the host's)."""
+    return f"sleep {600 + random.random():.9f}"
+
+
+def wait_sleeping(command: str, seconds: float = 15) -> int:
+    """The host pid of the process running ``command`` (a :func:`sleeper`), once it runs."""
+    wanted = command.encode().replace(b" ", b"\0") + b"\0"
+    deadline = time.monotonic() + seconds
+    while True:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if Path(f"/proc/{entry}/cmdline").read_bytes() == wanted:
+                        return int(entry)
+                except OSError:
+                    pass
+        assert time.monotonic() < deadline, f"no process runs {command!r}"
         time.sleep(0.02)
 
 
@@ -103,23 +127,26 @@ def test_bytes_that_are_not_utf8_become_replacement_characters(
 
 
 def test_a_timeout_kills_the_command_and_its_children(client: httpx.Client, tmp_path: Path) -> None:
-    pid_file = tmp_path / "child.pid"
-    command = f"sleep 600 & echo $!. > {pid_file}; wait"
+    child = sleeper()
     started = time.monotonic()
-    body = ok(bash(client, command, tmp_path, timeout=0.5))
+    body = ok(bash(client, f"{child} & echo $!. > child.pid; wait", tmp_path, timeout=2))
     assert time.monotonic() - started < 10
     assert body["timed_out"] is True
     assert body["exit_code"] is None and body["signal"] in ("SIGTERM", "SIGKILL")
-    wait_gone(wait_pid(pid_file))
+    wait_pid(tmp_path / "child.pid")
+    with pytest.raises(AssertionError, match="no process runs"):
+        wait_sleeping(child, 0.2)
 
 
 def test_what_a_command_leaves_running_is_stopped_when_it_exits(
     client: httpx.Client, tmp_path: Path
 ) -> None:
-    pid_file = tmp_path / "left.pid"
-    body = ok(bash(client, f"sleep 600 >/dev/null 2>&1 & echo $!. > {pid_file}", tmp_path))
+    left = sleeper()
+    body = ok(bash(client, f"{left} >/dev/null 2>&1 & echo $!. > left.pid", tmp_path))
     assert body["exit_code"] == 0 and body["timed_out"] is False
-    wait_gone(wait_pid(pid_file))
+    wait_pid(tmp_path / "left.pid")
+    with pytest.raises(AssertionError, match="no process runs"):
+        wait_sleeping(left, 0.2)
 
 
 @pytest.mark.parametrize(
@@ -152,10 +179,8 @@ def test_bad_requests(client: httpx.Client, tmp_path: Path) -> None:
 
 
 def test_a_client_disconnect_kills_the_command(daemon: Daemon, tmp_path: Path) -> None:
-    pid_file = tmp_path / "orphan.pid"
-    body = json.dumps(
-        {"command": f"sleep 600 & echo $!. > {pid_file}; wait", "cwd": str(tmp_path)}
-    ).encode()
+    orphan = sleeper()
+    body = json.dumps({"command": f"{orphan} & wait", "cwd": str(tmp_path)}).encode()
     head = (
         "POST /v1/bash HTTP/1.1\r\nHost: heron\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
@@ -163,7 +188,7 @@ def test_a_client_disconnect_kills_the_command(daemon: Daemon, tmp_path: Path) -
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
         raw.connect(str(daemon.socket))
         raw.sendall(head + body)
-        pid = wait_pid(pid_file)
+        pid = wait_sleeping(orphan)
         assert alive(pid)
     # The connection is closed, the request unanswered: the command goes with it.
     wait_gone(pid)
@@ -174,20 +199,20 @@ def test_a_stopping_daemon_kills_running_commands(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     own = Daemon(home, {"HERON_PROVIDER": write_script(home, "s", ["ok"])}).start()
-    pid_file = tmp_path / "running.pid"
+    running = sleeper()
     answers: list[httpx.Response | BaseException] = []
     try:
         with own.client(timeout=60) as client:
 
             def call() -> None:
                 try:
-                    answers.append(bash(client, f"sleep 600 & echo $!. > {pid_file}; wait", home))
+                    answers.append(bash(client, f"{running} & wait", home))
                 except httpx.HTTPError as exc:
                     answers.append(exc)
 
             worker = threading.Thread(target=call)
             worker.start()
-            pid = wait_pid(pid_file)
+            pid = wait_sleeping(running)
             started = time.monotonic()
             own.stop()
             assert time.monotonic() - started < 10
@@ -222,26 +247,19 @@ def test_commands_do_not_inherit_the_daemons_secrets(tmp_path: Path) -> None:
     assert "ANTHROPIC_API_KEY=mine\n" in given and "owner-token-secret" not in given
 
 
-@pytest.mark.slow
-def test_a_nodes_own_shell_does_not_inherit_the_daemons_secrets(tmp_path: Path) -> None:
-    """An agent's ``bash-run`` starts from the same environment as ``/v1/bash``: the
-    model chooses what runs there, and its output goes into the transcript."""
-    home = tmp_path / "home"
-    home.mkdir()
-    work = tmp_path / "work"
-    work.mkdir()
-    secrets = {"HERON_TOKEN": "owner-token-secret", "OPENAI_API_KEY": "sk-openai-secret"}
-    run = {"name": "bash-run", "arguments": {"command": "env > seen.txt"}}
-    env = {"HERON_PROVIDER": write_script(home, "s", ["ok"]), "HERON_KEPT": "kept", **secrets}
-    own = Daemon(home, env).start()
-    try:
-        with own.client() as client:
-            model = write_script(home, "agent", [{"tool_calls": [run]}, "done"])
-            node = create(client, prompt="x", scopes=["act"], cwd=str(work), model=model)
-            assert wait_settled(client, node["node_id"])["outcome"]["output_text"] == "done"
-    finally:
-        own.stop()
-    seen = (work / "seen.txt").read_text()
-    assert "HERON_KEPT=kept\n" in seen
-    for name, value in secrets.items():
-        assert value not in seen and f"{name}=" not in seen
+def test_a_new_session_does_not_outlive_its_request(client: httpx.Client, tmp_path: Path) -> None:
+    """``setsid`` leaves the command's process group; its PID namespace it cannot leave."""
+    status = client.get("/v1/status").json()["sandbox"]
+    assert status["host_commands"] == "pid_namespace", status
+    escaped = sleeper()
+    body = ok(bash(client, f"setsid {escaped} >/dev/null 2>&1 & echo ok", tmp_path))
+    assert body["stdout"] == "ok\n" and body["exit_code"] == 0
+    with pytest.raises(AssertionError, match="no process runs"):
+        wait_sleeping(escaped, 0.5)
+
+
+def test_a_signal_inside_the_namespace_is_still_a_signal(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    body = ok(bash(client, "kill -KILL $$", tmp_path))
+    assert body["exit_code"] is None and body["signal"] == "SIGKILL"

@@ -19,7 +19,10 @@ from heron.runtime._job_ledger import JobLedger
 async def test_a_command_starting_as_the_daemon_stops_is_killed(tmp_path: Path) -> None:
     """``aclose`` kills the running commands; one still starting then is killed too,
     not left to run out its timeout."""
-    engine: Any = SimpleNamespace(jobs=SimpleNamespace(ledger=JobLedger(tmp_path / "jobs")))
+    engine: Any = SimpleNamespace(
+        jobs=SimpleNamespace(ledger=JobLedger(tmp_path / "jobs")),
+        sandbox=SimpleNamespace(contain=None),
+    )
     commands = Commands(engine)
     request = api.BashRequest(command="sleep 600", cwd=str(tmp_path), timeout=5)
     began = time.monotonic()

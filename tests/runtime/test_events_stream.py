@@ -134,7 +134,7 @@ def report(body: str) -> dict[str, Any]:
     return call("push-report", tier="progress", title="Step", body=body)
 
 
-def test_joining_mid_run_seeds_reports_then_completed_messages_then_live(
+def test_joining_mid_run_seeds_the_status_then_the_history_in_order_then_live(
     client: httpx.Client, scripts: Any
 ) -> None:
     script = [
@@ -162,9 +162,13 @@ def test_joining_mid_run_seeds_reports_then_completed_messages_then_live(
     # The reports' own events, with their own numbers: one sequence for everyone.
     assert [(r.seq, r.data) for r in reports] == pushed
     assert [r.id for r in reports] == [seq for seq, _ in pushed]
-    assert kinds(joined)[:4] == ["node.report.pushed"] * 2 + ["node.output_text.done"] * 2
-    assert [(e.data["text"], e.seq) for e in joined[2:4]] == list(done.items())
-    live = joined[4:]
+    # What the node is doing first, then the history as it happened: each message
+    # before the report its turn pushed.
+    assert joined[0].event == "node.status.changed" and joined[0].data["status"] == "running"
+    assert kinds(joined)[1:5] == ["node.output_text.done", "node.report.pushed"] * 2
+    assert [e.seq for e in joined[1:5]] == sorted(e.seq for e in joined[1:5])
+    assert [(e.data["text"], e.seq) for e in joined[1:5:2]] == list(done.items())
+    live = joined[5:]
     assert "push-report" not in str([e.data for e in live])  # past calls are not replayed
     assert not [e for e in live if e.event == "node.report.pushed"]  # nor sent twice
     assert text_of(live) == "Last words."

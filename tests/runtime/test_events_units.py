@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from heron.runtime._db import create_engine
-from heron.runtime._events import IDLE_HUBS, RESERVE_BLOCK, EventLog
+from heron.runtime._events import IDLE_HUBS, EventLog
 from heron.runtime._routes_events import framed
 from heron.runtime._store import Store
 from heron.runtime._stream import Subscription, encode
@@ -29,8 +29,8 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 async def fresh_node(store: Store, log: EventLog, node_id: str) -> None:
-    await store.insert_node(node_row(node_id, events_reserved=RESERVE_BLOCK), None)
-    log.fresh(node_id, RESERVE_BLOCK)
+    await store.insert_node(node_row(node_id), None)
+    log.fresh(node_id)
 
 
 def gaps(frames: list[bytes]) -> list[int]:
@@ -46,13 +46,12 @@ def gaps(frames: list[bytes]) -> list[int]:
     return out
 
 
-def test_a_gap_comes_right_before_each_hole_never_for_skipped_numbers() -> None:
+def test_a_gap_comes_right_before_each_hole() -> None:
     records = [encode("n", seq, "node.turn.started", {}) for seq in (2, 3, 7, 8, 20)]
-    # Holes 4-6 and 9-19; the restart skipped 8-15, so only 16-19 of the second are missing.
-    assert gaps(framed(records, 1, 20, None)) == [-2, -3, 7, -7, -8, 20, -20]
-    assert gaps(framed(records, 1, 20, (8, 19))) == [-2, -3, 7, -7, -8, -20]
-    assert gaps(framed(records, 1, 23, (8, 19))) == [-2, -3, 7, -7, -8, -20, 24]
-    assert gaps(framed([], 5, 9, (5, 9))) == []
+    # Every number was an event: holes 4-6 and 9-19 are events missing (text deltas).
+    assert gaps(framed(records, 1, 20)) == [-2, -3, 7, -7, -8, 20, -20]
+    assert gaps(framed(records, 1, 23)) == [-2, -3, 7, -7, -8, 20, -20, 24]
+    assert gaps(framed([], 5, 9)) == [10] and gaps(framed([], 9, 9)) == []
 
 
 def test_a_reader_buffer_is_bounded_by_bytes_as_well_as_count() -> None:
@@ -73,6 +72,7 @@ async def test_hubs_stay_within_the_memory_budget_oldest_first(store: Store) -> 
         log.publish(node, "node.status.changed", {"status": "running"})
         for _ in range(10):
             log.publish(node, "node.output_text.done", {"text": "t" * 10_000})
+        await log.flush()  # (streamed once written)
     stats = log.stats()
     assert 0 < stats.hub_bytes <= 1_000_000
     # The most recently used hubs kept their retained events; the oldest gave theirs up.
@@ -82,33 +82,66 @@ async def test_hubs_stay_within_the_memory_budget_oldest_first(store: Store) -> 
         node = f"idle{n}"
         await fresh_node(store, log, node)
         log.publish(node, "node.status.changed", {"status": "dormant"})
+    await log.flush()
     assert log.stats().hubs <= 6 + IDLE_HUBS
     await log.stop()
 
 
-async def test_a_clean_stop_records_the_numbers_really_used(store: Store) -> None:
+async def test_an_event_is_streamed_only_once_it_is_durable(store: Store) -> None:
     log = EventLog(store)
     await fresh_node(store, log, "a")
-    for _ in range(5):
-        log.publish("a", "node.output_text.delta", {"delta": "x"})
+    sub = log.hub("a").subscribe(100, 1 << 20)
+    started = log.publish("a", "node.turn.started", {})
+    delta = log.publish("a", "node.output_text.delta", {"delta": "x"})
+    # Neither reached a reader: a crash now would take them back unseen.
+    assert log.hub("a").last == 0 and not sub.take()
+    await log.flush()
+    assert [r.sequence_number for r in sub.take()] == [1, 2]
+    assert [e["sequence_number"] for e in await store.events("a")] == [started.sequence_number]
+    # The delta is not logged, but its number is: the next daemon continues above it.
+    assert await store.event_numbers("a") == (1, delta.sequence_number)
     await log.stop()
-    assert await store.event_numbers("a") == (0, 5)
+
+
+async def test_a_crash_reuses_only_numbers_no_reader_got(store: Store) -> None:
+    log = EventLog(store)
+    await fresh_node(store, log, "a")
+    log.publish("a", "node.turn.started", {})
+    for _ in range(3):
+        log.publish("a", "node.output_text.delta", {"delta": "x"})
+    await log.flush()
+    assert log.hub("a").last == 4
+    unseen = [log.publish("a", "node.output_text.delta", {"delta": "y"}) for _ in range(2)]
+    assert log.hub("a").last == 4  # the daemon "dies" before writing: nobody got 5 or 6
     reborn = EventLog(store)
     await reborn.prime("a")
-    assert reborn.next_number("a") == 6 and reborn.skipped("a") == (0, 5)
-    await reborn.stop()  # it only read: the numbers skipped stay reserved
-    assert await store.event_numbers("a") == (0, 5)
+    assert reborn.next_number("a") == 5 == unseen[0].sequence_number
+    after = reborn.publish("a", "node.turn.completed", {})
+    await reborn.stop()  # a clean stop writes (and streams) what is pending
+    logged = [e["sequence_number"] for e in await store.events("a")]
+    assert logged == [1, after.sequence_number] and reborn.hub("a").last == 5
+    third = EventLog(store)
+    await third.prime("a")
+    assert third.next_number("a") == 6  # a clean restart skips nothing
 
 
-async def test_events_beyond_the_reservation_wait_for_it_without_blocking(store: Store) -> None:
+async def test_a_step_mark_counts_its_usage_once(store: Store) -> None:
     log = EventLog(store)
-    await store.insert_node(node_row("b"), None)
-    log.fresh("b")  # nothing reserved yet
-    first = log.publish("b", "node.turn.started", {})
-    assert log.hub("b").last == 0  # held back, not streamed before its number is reserved
-    await log.prime("b")  # a writer's prime waits for the reservation
-    assert log.hub("b").last == first.sequence_number
-    assert (await store.event_numbers("b"))[1] >= RESERVE_BLOCK
+    await fresh_node(store, log, "a")
+    log.publish("a", "node.turn.started", {})
+    await log.step_done("a", "1:2", usage=(100, 7))
+    assert [e["type"] for e in await store.events("a")] == ["node.turn.started"]
+    assert log.hub("a").last == 1
+    # The same step ending again (DBOS ran it again, not knowing it had ended): once.
+    await log.step_done("a", "1:2", usage=(100, 7))
+    await log.step_done("a", "1:3", usage=(50, 3))
+    row = await store.node("a")
+    assert row is not None and (row["turns"], row["input_tokens"], row["output_tokens"]) == (
+        2,
+        150,
+        10,
+    )
+    assert await store.step_mark("a") == "1:3"
     await log.stop()
 
 

@@ -20,13 +20,15 @@ FIXTURE = Path(__file__).parents[1] / "providers" / "hosted" / "fixtures" / "ope
 
 
 class _OpenAI(BaseHTTPRequestHandler):
-    """Answers every chat completion with the recorded OpenAI stream; keeps the requests."""
+    """Answers every chat completion with the recorded OpenAI stream; keeps the requests
+    (their bodies in ``requests``, their paths with any query in ``paths``)."""
 
     requests: list[Any]
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length", 0))
         self.server.requests.append(json.loads(self.rfile.read(length)))  # type: ignore[attr-defined]
+        self.server.paths.append(self.path)  # type: ignore[attr-defined]
         body = FIXTURE.read_bytes()
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -43,6 +45,7 @@ def fake_openai() -> Iterator[ThreadingHTTPServer]:
     """A fake OpenAI endpoint on loopback; its ``requests`` are those it answered."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAI)
     server.requests = []  # type: ignore[attr-defined]
+    server.paths = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

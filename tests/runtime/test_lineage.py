@@ -330,7 +330,7 @@ class TestReviveAll:
                 wait_settled(client, orphaned)
                 outcome = client.get(f"/v1/nodes/{no_result}/outcome").json()["outcome"]
                 assert (outcome["reason"], outcome["detail"]["error_type"]) == (
-                    "crashed",
+                    "no_result",
                     "NoResultSubmitted",
                 )
                 crash = client.get(f"/v1/nodes/{crashed}/outcome").json()["outcome"]

@@ -16,7 +16,7 @@ from heron import Message, ProviderError
 from heron.runtime._credentials import REDACTED, Credential, redact
 from heron.runtime._providers import ProviderPool
 
-from .conftest import wait_settled, write_script
+from .conftest import create, wait_settled, write_script
 from .test_hosted_model import fake_openai
 from .test_models import KEY, OTHER_KEY, Recorder, _provider, keyless_daemon
 
@@ -156,6 +156,28 @@ def test_a_refused_key_stays_out_of_outcomes_events_answers_and_the_log(
     recorder.assert_never_shown(KEY)
     _assert_clean(b"".join(recorder.bodies).decode())
     _assert_clean(daemon.log.read_text())
+
+
+def test_a_token_in_the_base_url_query_is_sent_but_never_logged(tmp_path: Path) -> None:
+    """A gateway taking its credential as ``?token=``: the query reaches it on the
+    request's own path (not glued into it), and the daemon's log never shows it."""
+    token = "gw-token-Qp7Lx2Vb9Ns4Hd6"
+    daemon = keyless_daemon(tmp_path / "home", HERON_PROVIDER=write_script(tmp_path, "d", ["x"]))
+    daemon.start()
+    try:
+        with fake_openai() as server, daemon.client() as client:
+            port = server.server_address[1]
+            body = {"api_key": KEY, "base_url": f"http://127.0.0.1:{port}/v1?token={token}"}
+            assert client.put("/v1/model-auth/openai", json=body).status_code == 200
+            created = create(client, prompt="Say hello.", model="openai:gpt-5")
+            poll = wait_settled(client, created["node_id"])
+            assert poll["outcome"]["output_text"] == "Hello there!", poll
+            assert server.paths == [f"/v1/chat/completions?token={token}"]  # type: ignore[attr-defined]
+    finally:
+        daemon.stop()
+    log = daemon.log.read_text()
+    assert "/v1/chat/completions" in log  # the request is logged, its query is not
+    assert token not in log and token[-6:] not in log
 
 
 def test_installs_at_once_keep_every_key(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ class TestCreate:
             "structured_result": None,
             "output_text": "It is noon.",
             "final_report_path": None,
+            "stop_reason": "end_turn",
         }
         assert poll["node_status"] == "completed"
         done = client.get(f"/v1/nodes/{node['node_id']}").json()
@@ -73,6 +74,36 @@ class TestCreate:
         roots = client.get("/v1/nodes", params={"root": "true"}).json()
         assert waiting["node_id"] not in {n["node_id"] for n in roots}
 
+    def test_list_pages_with_limit_and_the_next_cursor_header(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("paged", ["ok"])
+        for _ in range(5):
+            create(client, no_kickoff=True, model=model)
+        everything = client.get("/v1/nodes").json()
+        assert "heron-next-cursor" not in client.get("/v1/nodes").headers  # no limit: all
+        pages: list[list[dict[str, Any]]] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 2, **({"after": cursor} if cursor else {})}
+            response = client.get("/v1/nodes", params=params)
+            assert response.status_code == 200
+            page = response.json()
+            assert isinstance(page, list) and 1 <= len(page) <= 2  # still a plain array
+            pages.append(page)
+            cursor = response.headers.get("heron-next-cursor")
+            if cursor is None:
+                break
+        assert [n["node_id"] for p in pages for n in p] == [n["node_id"] for n in everything]
+        assert all(len(p) == 2 for p in pages[:-1])
+        # Filters apply before the limit.
+        dormant = client.get("/v1/nodes", params={"status": "dormant", "limit": 1})
+        assert [n["status"] for n in dormant.json()] == ["dormant"]
+        for bad in ({"limit": 0}, {"limit": 1001}, {"limit": "x"}):
+            assert client.get("/v1/nodes", params=bad).status_code == 422, bad
+        wrong = client.get("/v1/nodes", params={"after": "not a cursor"})
+        assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "invalid_cursor"
+
     def test_invalid_create_parameters_are_422_with_a_code(self, client: httpx.Client) -> None:
         cases = {
             "invalid_cwd": {"cwd": "relative/dir"},
@@ -85,6 +116,49 @@ class TestCreate:
             assert response.json()["error"]["code"] == code
         bad_deadline = client.post("/v1/nodes", json={"prompt": "x", "deadline": "soon"})
         assert bad_deadline.status_code == 422
+
+    def test_unknown_scopes_are_refused_naming_the_known_ones(self, client: httpx.Client) -> None:
+        for scopes in (["memory-read"], ["ask", "none"], [""]):
+            response = client.post("/v1/nodes", json={"prompt": "x", "scopes": scopes})
+            assert response.status_code == 422, scopes
+            error = response.json()["error"]
+            assert error["code"] == "invalid_request"
+            if scopes != [""]:
+                (problem,) = error["details"]
+                assert (
+                    "known scopes: act, ask, memory:read, memory:write, net, schedule"
+                    in (problem["msg"])
+                )
+        typo = client.post("/v1/nodes", json={"prompt": "x", "scopes": ["memory-read"]})
+        assert "did you mean 'memory:read'?" in typo.json()["error"]["details"][0]["msg"]
+        # An empty list is "no scopes", kept as such.
+        none = client.post("/v1/nodes", json={"no_kickoff": True, "scopes": []})
+        assert none.status_code == 201 and none.json()["scopes"] == []
+
+    def test_an_output_schema_whose_ref_leads_nowhere_is_refused_at_create(
+        self, client: httpx.Client
+    ) -> None:
+        broken = {
+            "type": "object",
+            "$defs": {"Name": {"type": "string"}},
+            "properties": {"a": {"$ref": "#/$defs/Name"}, "b": {"$ref": "#/$defs/Missing"}},
+        }
+        remote = {"$ref": "https://example.invalid/schema.json"}
+        for schema in (broken, remote, json.dumps(broken)):
+            response = client.post("/v1/nodes", json={"prompt": "x", "output_schema": schema})
+            assert response.status_code == 422, schema
+            error = response.json()["error"]
+            assert error["code"] == "invalid_output_schema"
+            assert "does not resolve" in error["message"]
+        assert error["details"] == ["/properties/b: $ref '#/$defs/Missing' does not resolve"]
+        # References that resolve (and "$ref" keys that are data, in an enum) are fine.
+        fine = {
+            "$defs": {"Name": {"type": "string"}},
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/Name"}, "c": {"enum": [{"$ref": "#/x"}]}},
+        }
+        ok = client.post("/v1/nodes", json={"no_kickoff": True, "output_schema": fine})
+        assert ok.status_code == 201, ok.text
 
 
 class TestMessages:
@@ -128,8 +202,46 @@ class TestMessages:
         assert woke.json()["delivery"] == "woke"
         again = wait_status(client, node_id, "dormant")
         assert again["runs"] == 2 and again["turns"] == 2
-        # A settled outcome never changes.
-        assert client.get(f"/v1/nodes/{node_id}/outcome").json()["outcome"] == first["outcome"]
+        # Its outcome is its latest answer, and agrees with its status.
+        latest = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        assert latest["state"] == "settled" and latest["node_status"] == "dormant"
+        assert latest["outcome"]["output_text"] == "second answer"
+
+    def test_a_resident_root_at_work_on_a_later_message_is_pending_until_it_answers(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("r2", ["first answer", {"text": "second answer", "delay": 1.0}])
+        node_id = create(client, prompt="hi", root_lifecycle="resident", model=model)["node_id"]
+        wait_settled(client, node_id)
+        wait_status(client, node_id, "dormant")
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more?"})
+        working = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        assert (working["state"], working["node_status"]) == ("pending", "running")
+        assert working["outcome"] is None
+        # A long poll waits for the new answer (not the stale first one).
+        answered = client.get(f"/v1/nodes/{node_id}/outcome", params={"wait": 20}).json()
+        assert answered["state"] == "settled"
+        assert answered["outcome"]["output_text"] == "second answer"
+
+    def test_cancelling_a_resident_fork_that_answered_settles_it_cancelled(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("r3", ["original answer", "fork answer"])
+        source = create(client, prompt="hi", root_lifecycle="resident", model=model)["node_id"]
+        wait_settled(client, source)
+        wait_status(client, source, "dormant")
+        fork = create(client, prompt="and you?", fork_from=source)["node_id"]
+        answered = wait_settled(client, fork)
+        assert answered["outcome"]["output_text"] == "fork answer"
+        wait_status(client, fork, "dormant")
+        closed = client.post(f"/v1/nodes/{fork}/close", json={"reason": "done with it"})
+        assert closed.json()["status"] == "cancelled"
+        poll = client.get(f"/v1/nodes/{fork}/outcome").json()
+        assert (poll["node_status"], poll["outcome"]["kind"]) == ("cancelled", "failure")
+        assert poll["outcome"]["reason"] == "cancelled"
+        # The answer it had is not lost: it is kept among its previous outcomes.
+        (kept,) = client.get(f"/v1/nodes/{fork}").json()["previous_outcomes"]
+        assert kept["outcome"]["output_text"] == "fork answer" and kept["status"] == "dormant"
 
     def test_a_terminal_node_that_settled_takes_no_messages(
         self, client: httpx.Client, scripts: Any
@@ -141,6 +253,21 @@ class TestMessages:
 
 
 class TestStopping:
+    def test_interrupting_a_node_that_is_not_running_names_its_state(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        # The seed's codes: node_dormant for a node waiting for a message, node_settled.
+        dormant = create(client, prompt="later", no_kickoff=True, model=scripts("d", ["x"]))
+        refused = client.post(f"/v1/nodes/{dormant['node_id']}/interrupt")
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "node_dormant"
+        assert "send one to wake it" in refused.json()["error"]["message"]
+        done = create(client, prompt="hi", model=scripts("s", ["bye"]))
+        wait_settled(client, done["node_id"])
+        settled = client.post(f"/v1/nodes/{done['node_id']}/interrupt")
+        assert settled.status_code == 409
+        assert settled.json()["error"]["code"] == "node_settled"
+
     def test_interrupt_stops_the_turn_and_keeps_the_node(
         self, client: httpx.Client, scripts: Any, daemon: Daemon
     ) -> None:
@@ -277,7 +404,9 @@ class TestStructuredResults:
         model = scripts("never", ["I think it is done.", "Really done.", "Still done."])
         node = create(client, prompt="x", output_schema=self.SCHEMA, model=model)
         poll = wait_settled(client, node["node_id"])
-        assert poll["outcome"]["reason"] == "crashed"
+        # Its own reason, not "crashed": nothing failed, the agent just never submitted.
+        assert poll["outcome"]["reason"] == "no_result"
+        assert poll["outcome"]["detail"]["error_type"] == "NoResultSubmitted"
         assert "without submitting" in poll["outcome"]["detail"]["message"]
         assert client.get(f"/v1/nodes/{node['node_id']}").json()["turns"] == 3
 
@@ -433,6 +562,13 @@ class TestSystem:
         spec = client.get("/openapi.json").json()
         assert "/v1/nodes/{node_id}/outcome" in spec["paths"]
 
+    def test_no_documentation_page_that_needs_the_internet(self, client: httpx.Client) -> None:
+        """FastAPI's /docs and /redoc load their scripts from a CDN: not served at all."""
+        for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+            response = client.get(path)
+            assert response.status_code == 404, (path, response.text[:200])
+            assert response.json()["error"]["code"] == "not_found"
+
 
 def wait_logged(daemon: Daemon, node_id: str, type: str) -> None:
     """Wait until the node's event log holds an event of ``type``."""
@@ -445,3 +581,81 @@ def wait_logged(daemon: Daemon, node_id: str, type: str) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"{node_id} never logged {type}")
+
+
+class TestPlacement:
+    def test_a_creator_that_does_not_exist_is_404(self, client: httpx.Client) -> None:
+        response = client.post("/v1/nodes", json={"prompt": "x", "creator": "no-such-creator"})
+        assert response.status_code == 404
+        error = response.json()["error"]
+        assert error["code"] == "node_not_found"
+        assert error["message"] == "creator: no node 'no-such-creator'"
+        made = create(client, no_kickoff=True)
+        child = create(client, no_kickoff=True, creator=made["node_id"])
+        assert child["creator"] == made["node_id"]
+
+    def test_pin_cwd_wins_over_cwd_and_refuses_a_worktree(
+        self, client: httpx.Client, tmp_path: Path
+    ) -> None:
+        pinned, other = tmp_path / "pinned", tmp_path / "other"
+        pinned.mkdir()
+        other.mkdir()
+        node = create(client, no_kickoff=True, cwd=str(other), pin_cwd=str(pinned))
+        assert (node["cwd"], node["pin_cwd"]) == (str(pinned), True)
+        both = {"no_kickoff": True, "pin_cwd": str(pinned), "worktree": True}
+        refused = client.post("/v1/nodes", json=both)
+        assert refused.status_code == 422
+        assert "pinned to" in refused.json()["error"]["message"]
+
+    def test_a_fork_of_a_pinned_node_stays_pinned(
+        self, client: httpx.Client, tmp_path: Path
+    ) -> None:
+        pinned, other = tmp_path / "pin", tmp_path / "elsewhere"
+        pinned.mkdir()
+        other.mkdir()
+        source = create(client, no_kickoff=True, pin_cwd=str(pinned))["node_id"]
+        fork = create(client, no_kickoff=True, fork_from=source)
+        assert (fork["cwd"], fork["pin_cwd"]) == (str(pinned), True)
+        moved = client.post(
+            "/v1/nodes", json={"no_kickoff": True, "fork_from": source, "cwd": str(other)}
+        )
+        assert moved.status_code == 422 and moved.json()["error"]["code"] == "invalid_cwd"
+        repinned = create(client, no_kickoff=True, fork_from=source, pin_cwd=str(other))
+        assert (repinned["cwd"], repinned["pin_cwd"]) == (str(other), True)
+
+    def test_children_of_a_pinned_orchestrator_are_pinned_to_its_directory(
+        self, client: httpx.Client, scripts: Any, tmp_path: Path
+    ) -> None:
+        child_model = scripts("pinned-child", ["child done"])
+        spawn = {"name": "spawn-child", "arguments": {"prompt": "part", "model": child_model}}
+        model = scripts("pinned-parent", [{"tool_calls": [spawn]}, "spawned"])
+        parent = create(
+            client, prompt="go", model=model, mode="orchestrator", pin_cwd=str(tmp_path)
+        )["node_id"]
+        wait_settled(client, parent)
+        (child,) = [n for n in client.get("/v1/nodes").json() if n["parent"] == parent]
+        assert (child["cwd"], child["pin_cwd"]) == (str(tmp_path), True)
+
+
+class TestStopReasons:
+    def test_an_answer_cut_off_by_max_tokens_says_so(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("cut", [{"text": "The answer is a long", "stop_reason": "max_tokens"}])
+        node = create(client, prompt="x", model=model)
+        poll = wait_settled(client, node["node_id"])
+        outcome = poll["outcome"]
+        assert (outcome["kind"], outcome["stop_reason"]) == ("result", "max_tokens")
+        assert outcome["output_text"] == "The answer is a long"
+        assert poll["node_status"] == "completed"
+
+    def test_cut_off_before_any_text_is_a_max_tokens_failure(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("empty", [{"text": "", "stop_reason": "max_tokens"}])
+        node = create(client, prompt="x", model=model)
+        poll = wait_settled(client, node["node_id"])
+        outcome = poll["outcome"]
+        assert (outcome["kind"], outcome["reason"]) == ("failure", "max_tokens")
+        assert "token limit" in outcome["detail"]["message"]
+        assert poll["node_status"] == "failed"

@@ -13,7 +13,18 @@ from pathlib import Path
 import pytest
 
 from heron import ToolError, UserError
-from heron.tools import LocalToolClient, filesystem_tools
+from heron.tools import (
+    LocalToolClient,
+    Skill,
+    filesystem_tools,
+    fs_edit_file_tool,
+    fs_glob_tool,
+    fs_grep_tool,
+    fs_list_directory_tool,
+    fs_read_file_tool,
+    fs_write_file_tool,
+    merge_tools,
+)
 from heron.tools._fs_paths import Workspace
 
 from .fs_helpers import Workbench
@@ -53,12 +64,62 @@ class TestEquality:
             assert [a.same_definition(b) for a, b in zip(first, second, strict=True)] == [True] * 6
         assert not first[0].same_definition(first[1])  # another tool of the set
         (tmp_path / "sub").mkdir()
-        for other in [
-            filesystem_tools(tmp_path / "sub"),
-            filesystem_tools(tmp_path, max_read_chars=10),
-            filesystem_tools(tmp_path, grep_timeout=1),
+        other = filesystem_tools(tmp_path / "sub")
+        assert not any(a.same_definition(b) for a, b in zip(first, other, strict=True))
+        # A limit sets apart the tools that use it, and only those.
+        for limits, differing in [
+            ({"max_read_chars": 10}, {"fs-read-file"}),
+            ({"max_entries": 10}, {"fs-list-directory", "fs-glob"}),
+            ({"max_matches": 10}, {"fs-grep"}),
+            ({"grep_timeout": 1}, {"fs-grep"}),
         ]:
-            assert not any(a.same_definition(b) for a, b in zip(first, other, strict=True))
+            other = filesystem_tools(tmp_path, **limits)  # type: ignore[arg-type]
+            assert {
+                a.name for a, b in zip(first, other, strict=True) if not a.same_definition(b)
+            } == differing
+
+
+class TestSingleToolFactories:
+    def test_each_makes_the_tool_filesystem_tools_makes(self, tmp_path: Path) -> None:
+        (tmp_path / "alias").symlink_to(tmp_path, target_is_directory=True)
+        singles = [
+            fs_read_file_tool(tmp_path / "alias"),
+            fs_write_file_tool(tmp_path),
+            fs_list_directory_tool(tmp_path),
+            fs_edit_file_tool(tmp_path),
+            fs_glob_tool(tmp_path),
+            fs_grep_tool(tmp_path),
+        ]
+        whole = filesystem_tools(tmp_path)
+        assert [t.name for t in singles] == [t.name for t in whole]
+        assert all(a.same_definition(b) for a, b in zip(singles, whole, strict=True))
+        # Equal, so an agent given the set and a skill bringing one tool registers it once.
+        skill = Skill(name="notes", description="d", instructions="i", tools=[singles[1]])
+        assert len(merge_tools(whole, [skill])) == 6
+        # Limits count, as for the set.
+        assert not fs_read_file_tool(tmp_path, max_read_chars=10).same_definition(whole[0])
+        limited = filesystem_tools(tmp_path, max_entries=7, max_matches=3, grep_timeout=2)
+        assert fs_glob_tool(tmp_path, max_entries=7).same_definition(limited[4])
+        assert fs_grep_tool(tmp_path, max_matches=3, grep_timeout=2).same_definition(limited[5])
+
+    async def test_a_single_tool_works_and_stays_in_its_root(self, tmp_path: Path) -> None:
+        root = tmp_path / "root"
+        root.mkdir()
+        client = LocalToolClient([fs_write_file_tool(root), fs_read_file_tool(root)])
+        assert [t.name for t in await client.list_tools()] == ["fs-write-file", "fs-read-file"]
+        written = await client.call_tool("fs-write-file", {"path": "a/b.txt", "content": "hi\n"})
+        assert written.text == "created a/b.txt (3 bytes)"
+        assert (await client.call_tool("fs-read-file", {"path": "a/b.txt"})).text == "hi\n"
+        escaped = await client.call_tool("fs-write-file", {"path": "../x.txt", "content": "x"})
+        assert escaped.is_error and not (tmp_path / "x.txt").exists()
+
+    def test_bad_arguments_are_refused(self, tmp_path: Path) -> None:
+        with pytest.raises(UserError, match="max_read_chars must be a positive integer"):
+            fs_read_file_tool(tmp_path, max_read_chars=0)
+        with pytest.raises(UserError, match="grep_timeout must be a positive number"):
+            fs_grep_tool(tmp_path, grep_timeout=-1)
+        with pytest.raises(UserError):
+            fs_write_file_tool(tmp_path / "missing")
 
     async def test_equal_sets_share_their_file_locks(self, tmp_path: Path) -> None:
         (tmp_path / "alias").symlink_to(tmp_path, target_is_directory=True)
@@ -399,7 +460,18 @@ class TestWrite:
         # A real mid-write failure: the child may write at most 64 KB per file.
         script = f"""
 import asyncio, json, resource, signal
-from heron.tools import LocalToolClient, filesystem_tools
+from heron.tools import (
+    LocalToolClient,
+    Skill,
+    filesystem_tools,
+    fs_edit_file_tool,
+    fs_glob_tool,
+    fs_grep_tool,
+    fs_list_directory_tool,
+    fs_read_file_tool,
+    fs_write_file_tool,
+    merge_tools,
+)
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
 client = LocalToolClient(filesystem_tools({str(bench.root)!r}))
@@ -493,3 +565,35 @@ class TestEdit:
         )
         assert not any(r.is_error for r in replies)
         assert path.read_text() == "".join(f"item {n}: done\n" for n in range(30))
+
+
+async def test_hidden_paths_inside_the_root_are_as_good_as_absent(tmp_path: Path) -> None:
+    """What the daemon does for ``$HERON_HOME`` in a node's directory: named, listed,
+    globbed, grepped or reached through a link, the hidden folder yields nothing."""
+    root = tmp_path / "root"
+    private = root / ".heron"
+    private.mkdir(parents=True)
+    (private / "credentials.json").write_text('{"api_key": "sk-hidden-marker"}')
+    (root / "notes.txt").write_text("sk-hidden-marker is not here\n")
+    (root / "link").symlink_to(private, target_is_directory=True)
+    client = LocalToolClient(filesystem_tools(root, hidden=[private]))
+
+    async def call(name: str, **arguments: object) -> tuple[bool, str]:
+        result = await client.call_tool(name, arguments)
+        return result.is_error, result.text
+
+    for path in (".heron/credentials.json", "link/credentials.json", str(private / "x")):
+        failed, text = await call("fs-read-file", path=path)
+        assert failed and "not available to these tools" in text, text
+    failed, text = await call("fs-write-file", path=".heron/planted.txt", content="x")
+    assert failed and not (private / "planted.txt").exists()
+    for name, arguments in [
+        ("fs-list-directory", {"depth": 3}),
+        ("fs-glob", {"pattern": "**/*"}),
+        ("fs-grep", {"pattern": "sk-hidden-marker"}),
+    ]:
+        failed, text = await call(name, **arguments)
+        assert not failed and ".heron" not in text and "credentials" not in text, text
+    assert "notes.txt" in (await call("fs-grep", pattern="sk-hidden-marker"))[1]
+    with pytest.raises(UserError, match="a list of paths"):
+        filesystem_tools(root, hidden=str(private))  # type: ignore[arg-type]

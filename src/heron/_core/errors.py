@@ -18,9 +18,10 @@ raises :class:`RunError`, since it cannot return the value it promised.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .result import RunResult
+if TYPE_CHECKING:
+    from .result import RunResult
 
 __all__ = [
     "HeronError",

@@ -145,6 +145,18 @@ class Message:
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
             raise ValueError(f"unknown message role: {self.role!r}")
+        content = self.content
+        if not isinstance(content, str) and not (
+            isinstance(content, tuple) and all(isinstance(p, TextPart | ImagePart) for p in content)
+        ):
+            raise ValueError(
+                "message content must be a str or a tuple of TextPart and ImagePart, "
+                f"not {type(content).__name__}"
+            )
+        if not isinstance(self.tool_calls, tuple) or not all(
+            isinstance(c, ToolCall) for c in self.tool_calls
+        ):
+            raise ValueError("message tool_calls must be a tuple of ToolCall")
 
     @classmethod
     def system(cls, text: str) -> Message:

@@ -54,6 +54,16 @@ class ChatResponse:
     """Opaque data to copy onto the assistant message and replay unchanged."""
     stop_reason: FinishReason = "end_turn"
     """Why generation stopped."""
+    finish_reason: str | None = None
+    """The vendor's own word for why it stopped (``"stop"``, ``"end_turn"`` ...), as sent."""
+    request_id: str | None = None
+    """The vendor's id of the HTTP request (its ``x-request-id`` / ``request-id`` header)."""
+    response_id: str | None = None
+    """The vendor's id of the response (``chatcmpl-...``, ``msg_...``)."""
+    cached_input_tokens: int | None = None
+    """Of ``input_tokens``, those read from the vendor's prompt cache, when it says."""
+    cache_write_tokens: int | None = None
+    """Of ``input_tokens``, those written to the vendor's prompt cache, when it says."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeAlias
@@ -13,9 +13,11 @@ from typing import Any, Generic, Literal, TypeAlias
 from pydantic_core import to_jsonable_python
 from typing_extensions import TypeVar
 
+from .errors import UserError
 from .messages import Message
+from .responses import ChatResponse
 
-__all__ = ["OutputT", "RunResult", "StopReason", "ToolCallRecord"]
+__all__ = ["OutputT", "ProviderMetadata", "RunResult", "StopReason", "ToolCallRecord"]
 
 OutputT = TypeVar("OutputT", default=Any)
 """The type of a run's structured output (``None`` when none was asked for)."""
@@ -46,6 +48,27 @@ class ToolCallRecord:
     runs: tuple[RunResult[Any], ...] = ()
     """Other agents' runs made by this call (``as_tool()`` workers, delegations), in the
     order they started."""
+
+    def __post_init__(self) -> None:
+        for name in ("id", "name"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise UserError(f"ToolCallRecord {name} must be a str, not {type(value).__name__}")
+        if not isinstance(self.arguments, dict):
+            raise UserError(
+                f"ToolCallRecord arguments must be a dict, not {type(self.arguments).__name__}"
+            )
+        if not isinstance(self.result, str):
+            raise UserError(
+                f"ToolCallRecord result must be a str, not {type(self.result).__name__}"
+            )
+        if self.duration is not None and not _is_number(self.duration):
+            raise UserError(
+                f"ToolCallRecord duration must be seconds or None, not {self.duration!r}"
+            )
+        runs = self.runs
+        if not isinstance(runs, tuple) or not all(isinstance(r, RunResult) for r in runs):
+            raise UserError("ToolCallRecord runs must be a tuple of RunResult")
 
     def to_dict(self, *, messages: bool = False) -> dict[str, Any]:
         """JSON-ready data; ``is_error``, ``duration`` and ``runs`` only when set.
@@ -81,6 +104,112 @@ class ToolCallRecord:
             is_error=bool(data.get("is_error", False)),
             duration=data.get("duration"),
             runs=tuple(RunResult.from_dict(r) for r in data.get("runs", ())),
+        )
+
+
+_E = TypeVar("_E")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _entries(
+    name: str, value: object, kind: type[_E], build: Callable[[Mapping[str, Any]], _E]
+) -> list[_E]:
+    """``value`` as a list of ``kind``, dicts rebuilt with ``build``; else a :class:`UserError`.
+
+    A list whose entries are all of ``kind`` is kept as it is (not copied).
+    """
+    wanted = f"a list of {kind.__name__} (or their to_dict() data)"
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        hint = " such as [Message.assistant(text)]" if kind is Message else ""
+        raise UserError(f"RunResult {name} must be {wanted}{hint}, not {type(value).__name__}")
+    entries = list(value)
+    if isinstance(value, list) and all(isinstance(e, kind) for e in entries):
+        return value
+    for i, entry in enumerate(entries):
+        if isinstance(entry, kind):
+            continue
+        if not isinstance(entry, Mapping):
+            raise UserError(
+                f"RunResult {name}[{i}] must be a {kind.__name__} or its to_dict() data, "
+                f"not {type(entry).__name__}"
+            )
+        try:
+            entries[i] = build(entry)
+        except UserError as exc:
+            raise UserError(
+                f"RunResult {name}[{i}] is not a valid {kind.__name__}: {exc}"
+            ) from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise UserError(
+                f"RunResult {name}[{i}] is not a valid {kind.__name__}: {reason}"
+            ) from None
+    return entries
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProviderMetadata:
+    """What the provider said about one model turn besides its answer (the seed's ``raw``).
+
+    Kept on :attr:`RunResult.provider_metadata` for turns whose provider gave
+    any of it; ``None`` fields were not given.
+    """
+
+    turn: int
+    """The model turn it belongs to, counting from 1."""
+    request_id: str | None = None
+    """The vendor's id of the HTTP request, to quote to its support."""
+    response_id: str | None = None
+    """The vendor's id of the response."""
+    finish_reason: str | None = None
+    """The vendor's own stop reason, as sent (``RunResult.stop_reason`` is Heron's)."""
+    cached_input_tokens: int | None = None
+    """Input tokens read from the vendor's prompt cache."""
+    cache_write_tokens: int | None = None
+    """Input tokens written to the vendor's prompt cache."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.turn, bool) or not isinstance(self.turn, int) or self.turn < 1:
+            raise UserError(f"ProviderMetadata turn must be a whole number >= 1, not {self.turn!r}")
+
+    @classmethod
+    def of(cls, turn: int, response: ChatResponse) -> ProviderMetadata | None:
+        """The metadata of ``response`` as turn ``turn``, or ``None`` when it carries none."""
+        # getattr: a response pickled by an older Heron (a daemon's recorded turn,
+        # replayed after an upgrade) lacks these slots altogether.
+        fields = ("request_id", "response_id", "finish_reason")
+        counts = ("cached_input_tokens", "cache_write_tokens")
+        found = cls(
+            turn=turn,
+            **{name: getattr(response, name, None) for name in (*fields, *counts)},
+        )
+        return found if len(found.to_dict()) > 1 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data, fields not given left out."""
+        data = {
+            "turn": self.turn,
+            "request_id": self.request_id,
+            "response_id": self.response_id,
+            "finish_reason": self.finish_reason,
+            "cached_input_tokens": self.cached_input_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProviderMetadata:
+        """Rebuild from :meth:`to_dict` output."""
+        return cls(
+            turn=int(data["turn"]),
+            request_id=data.get("request_id"),
+            response_id=data.get("response_id"),
+            finish_reason=data.get("finish_reason"),
+            cached_input_tokens=data.get("cached_input_tokens"),
+            cache_write_tokens=data.get("cache_write_tokens"),
         )
 
 
@@ -147,6 +276,38 @@ class RunResult(Generic[OutputT]):
     """What went wrong, when ``stop_reason`` is ``"error"``."""
     messages: list[Message] = field(default_factory=list)
     """Every message this run added to the conversation."""
+    provider_metadata: list[ProviderMetadata] = field(default_factory=list)
+    """Per model turn, what the provider said besides its answer (request ids, the
+    vendor's finish reason, cached tokens), for the turns whose provider gave any."""
+
+    def __post_init__(self) -> None:
+        # Checked now: a bad entry would otherwise surface much later, in export()
+        # or checksum, far from the code that made it.
+        if not isinstance(self.agent_name, str):
+            raise UserError(
+                f"RunResult agent_name must be a str, not {type(self.agent_name).__name__}"
+            )
+        for name in ("input_tokens", "output_tokens", "turns"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UserError(f"RunResult {name} must be an int, not {value!r}")
+        if not _is_number(self.duration):
+            raise UserError(f"RunResult duration must be seconds, not {self.duration!r}")
+        if not isinstance(self.created_at, datetime):
+            raise UserError(
+                f"RunResult created_at must be a datetime, not {type(self.created_at).__name__}"
+            )
+        self.output = _entries("output", self.output, Message, Message.from_dict)
+        self.tool_calls = _entries(
+            "tool_calls", self.tool_calls, ToolCallRecord, ToolCallRecord.from_dict
+        )
+        self.messages = _entries("messages", self.messages, Message, Message.from_dict)
+        self.provider_metadata = _entries(
+            "provider_metadata",
+            self.provider_metadata,
+            ProviderMetadata,
+            ProviderMetadata.from_dict,
+        )
 
     @property
     def reply(self) -> str:
@@ -247,6 +408,7 @@ class RunResult(Generic[OutputT]):
             "output_tokens": self.output_tokens or None,
             "output_value": to_jsonable_python(self.output_value),
             "error": self.error,
+            "provider_metadata": [m.to_dict() for m in self.provider_metadata] or None,
         }
         return {k: v for k, v in data.items() if v is not None}
 
@@ -290,6 +452,9 @@ class RunResult(Generic[OutputT]):
             output_value=data.get("output_value"),
             error=data.get("error"),
             messages=[Message.from_dict(m) for m in data.get("messages", ())],
+            provider_metadata=[
+                ProviderMetadata.from_dict(m) for m in data.get("provider_metadata", ())
+            ],
         )
         expected = data.get("checksum")
         if expected is not None and expected != result.checksum:

@@ -24,9 +24,11 @@ from ..tools import (
     render_skills,
     require_skills,
 )
+from ._compaction import Compaction
 from ._conversation import Conversation
 from ._delegation import AgentTool, DelegationFuture
 from ._iter import AgentRun
+from ._limits import DEFAULT_MAX_TURNS
 from ._output import OutputSpec
 from ._roles import ImageDescriber, ProvidersInput, resolve_providers
 from ._run import Run, ToolCallHook, ToolResultHook, system_text
@@ -38,8 +40,6 @@ __all__ = ["DEFAULT_MAX_TURNS", "AgentOptions", "BaseAgent", "SimpleAgent"]
 
 T = TypeVar("T")
 
-DEFAULT_MAX_TURNS = 25
-"""Model turns one run may take before it stops with ``stop_reason="max_turns"``."""
 
 # The agents whose run() is in progress in this task (and the tasks it started),
 # outermost first, so that a tool calling its own agent, or two agents calling
@@ -172,6 +172,37 @@ class BaseAgent:
     def state(self) -> dict[str, Any]:
         """A JSON-serialisable, versioned snapshot; pass it back as ``state=`` to resume."""
         return self._conversation.snapshot(self.name).model_dump(mode="json")
+
+    async def compact(self) -> Compaction:
+        """Fold the working context into :attr:`memory` now, as automatic compaction does.
+
+        The same summariser (a request to the main provider) rewrites the
+        memory from the old one and everything the model has acted on; what it
+        has not acted on yet (a prompt left without an answer) stays verbatim.
+        Unlike the automatic kind, it does not wait for the context to fill,
+        and it folds even a small context. Returns a :class:`Compaction` saying
+        what it did; its tokens count in :attr:`usage`, and
+        :attr:`messages_full` keeps every message as always::
+
+            done = await agent.compact()
+            print(done.compacted, done.folded, done.memory)
+
+        A run in progress is waited for; calling it from inside this agent's
+        own run (a tool, a callback, an ``iter()`` block) is a :class:`UserError`.
+        """
+        chain = _RUNNING.get()
+        if any(a is self for a in chain):
+            raise UserError(
+                f"agent {self.name!r} was asked to compact from inside its own run; "
+                "compact between runs (the run compacts by itself when its context fills)"
+            )
+        lock = self._enter()
+        try:
+            async with self._waiting(lock, chain):
+                return await self._conversation.fold(self.provider)
+        finally:
+            with self._guard:
+                self._runs_in_flight -= 1
 
     async def visible_tools(self) -> list[ToolSchema]:
         """The tools the model is offered: the client's, narrowed by ``allowed_tools``."""

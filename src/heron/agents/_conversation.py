@@ -9,7 +9,7 @@ from .._core import ChatResponse, Message, Usage
 from .._core.result import RunResult
 from .._core.tokens import estimate_message_tokens, estimate_tokens
 from ..providers import Provider
-from ._compaction import compaction_request
+from ._compaction import Compaction, compaction_request
 from ._state import STATE_VERSION, AgentState
 
 __all__ = ["Conversation"]
@@ -81,10 +81,11 @@ class Conversation:
             answer = Message.assistant(response.content, tool_calls=response.tool_calls)
             self.context_tokens = estimate_message_tokens((*request, answer))
 
-    def count(self, response: ChatResponse, result: RunResult[Any]) -> None:
-        """Add one provider response's tokens to the run and to the agent's lifetime usage."""
-        result.input_tokens += response.input_tokens
-        result.output_tokens += response.output_tokens
+    def count(self, response: ChatResponse, result: RunResult[Any] | None) -> None:
+        """Add one provider response's tokens to the run (if any) and the agent's life."""
+        if result is not None:
+            result.input_tokens += response.input_tokens
+            result.output_tokens += response.output_tokens
         self.usage = self.usage + Usage(
             input_tokens=response.input_tokens, output_tokens=response.output_tokens, requests=1
         )
@@ -105,25 +106,62 @@ class Conversation:
 
         The current prompt and what the model has not acted on yet (the latest
         tool calls and their results, or a request sent after its last answer)
-        stay verbatim; the rest is summarised by ``provider``. Returns whether a
-        compaction happened.
+        stay verbatim; the rest is summarised by ``provider``, unless it is too
+        little to be worth a model call. Returns whether a compaction happened.
         """
         if self.context_tokens <= threshold:
             return False
+        done = await self.fold(
+            provider, result=result, minimum=threshold / _MIN_FOLD_DIVISOR, keep_prompt=True
+        )
+        return done.compacted
+
+    async def fold(
+        self,
+        provider: Provider,
+        *,
+        result: RunResult[Any] | None = None,
+        minimum: float = 0,
+        keep_prompt: bool = False,
+    ) -> Compaction:
+        """Summarise the working context into ``memory`` now, whatever its size.
+
+        What the model has not acted on yet stays verbatim, and the run's
+        prompt too with ``keep_prompt``. Nothing happens when less than
+        ``minimum`` tokens (or nothing at all) would be folded, or when the
+        summary comes back empty.
+        """
+        before = max(self.context_tokens, 0)
         tail = _unanswered_tail(self.working)
         fold = self.working[: len(self.working) - len(tail)]
         # The run's prompt, if it is among what would be folded (by position:
         # the same Message object may stand in the history more than once).
-        at = self._prompt_at
+        at = self._prompt_at if keep_prompt else None
         prompt = fold[at] if at is not None and at < len(fold) else None
         dropped = [m for i, m in enumerate(fold) if i != at]
-        if not dropped or estimate_message_tokens(dropped) < threshold / _MIN_FOLD_DIVISOR:
-            return False  # too little left to fold for a model call to be worth it
+
+        def unchanged(reason: str, response: ChatResponse | None = None) -> Compaction:
+            return Compaction(
+                compacted=False,
+                reason=reason,
+                kept=len(self.working),
+                memory=self.memory,
+                input_tokens=response.input_tokens if response else 0,
+                output_tokens=response.output_tokens if response else 0,
+                context_tokens_before=before,
+                context_tokens_after=before,
+            )
+
+        if not dropped:
+            return unchanged("nothing to fold: the model has not acted on the whole context yet")
+        if estimate_message_tokens(dropped) < minimum:
+            return unchanged("too little to fold to be worth a model call")
         response = await provider.chat(compaction_request(self.memory, fold))
         self.count(response, result)
         summary = response.content.strip()
         if not summary:
-            return False  # a model that summarises to nothing must not wipe the context
+            # A model that summarises to nothing must not wipe the context.
+            return unchanged("the summary came back empty", response)
         kept = [prompt] if prompt is not None else []
         self.context_tokens += (
             estimate_tokens(summary)
@@ -134,7 +172,16 @@ class Conversation:
         self.working = [*kept, *tail]
         self._prompt_at = 0 if kept else None
         self.compactions += 1
-        return True
+        return Compaction(
+            compacted=True,
+            folded=len(dropped),
+            kept=len(self.working),
+            memory=summary,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            context_tokens_before=before,
+            context_tokens_after=max(self.context_tokens, 0),
+        )
 
     def snapshot(self, name: str) -> AgentState:
         """The conversation as a versioned :class:`AgentState`."""

@@ -28,7 +28,7 @@ from .._core import (
     ToolSchema,
     emit,
 )
-from .._core.result import RunResult, StopReason, ToolCallRecord
+from .._core.result import ProviderMetadata, RunResult, StopReason, ToolCallRecord
 from ..providers import InvalidToolCall, Provider
 from ..tools import ToolClient, ToolResult
 from ._call_ids import CallIds
@@ -201,6 +201,9 @@ class Run:
         response = await agent.provider.chat(messages, tools=self._tools or None, on_chunk=on_chunk)
         conversation.account(response, result, messages)
         result.turns += 1
+        metadata = ProviderMetadata.of(result.turns, response)
+        if metadata is not None:
+            result.provider_metadata.append(metadata)
         calls = ids.fix_all(response.tool_calls)
         if self.on_chunk is not None and not ids.streamed_any:
             await self._replay(response, calls)
@@ -239,11 +242,9 @@ class Run:
 
     def _finish(self, reason: StopReason) -> bool:
         self.result.stop_reason = reason
-        for m in reversed(self.result.messages):
-            if m.role == "assistant":
-                if m.text:
-                    self.result.output = [Message.assistant(m.text)]
-                break
+        reply = final_reply(self.result.messages)
+        if reply:
+            self.result.output = [Message.assistant(reply)]
         if self.spec is not None and reason != "end_turn":
             # A typed output_value is a promise: a run that cannot keep it fails.
             raise RunError(f"the run ended ({reason}) before the model gave its structured answer")
@@ -405,6 +406,22 @@ class Run:
                 is_error=res.is_error,
             )
             self.conversation.append(message, self.result)
+
+
+def final_reply(messages: Sequence[Message]) -> str:
+    """A run's reply: the last turn's text, else its thinking, else the run's latest text.
+
+    A model that answers only in its reasoning (some Ollama models do) still
+    has a reply; a last turn that wrote nothing at all (it only called a stop
+    tool, say) falls back to the most recent text of the same run.
+    """
+    turns = [m for m in messages if m.role == "assistant"]
+    if not turns:
+        return ""
+    last = turns[-1]
+    if last.text or last.thinking:
+        return last.text or last.thinking or ""
+    return next((m.text for m in reversed(turns) if m.text), "")
 
 
 def _cancelling() -> int:

@@ -134,6 +134,7 @@ from ._models import (
     ModelCredentialInstallRequest,
 )
 from ._nodes import (
+    SCOPES,
     CloseRequest,
     Declined,
     DeclineRequest,
@@ -164,7 +165,7 @@ from ._orchestration import (
 )
 from ._profiles import Profile, ProfileEnsureRequest
 from ._reports import Report, ReportTier
-from ._system import EventStreamStats, Health, Listener, SystemStatus
+from ._system import EventStreamStats, Health, Listener, SandboxStatus, SystemStatus
 from ._worktrees import NodeWorktree, WorktreeState
 
 __all__ = [
@@ -172,6 +173,7 @@ __all__ = [
     "ID_PATTERN",
     "MAX_HISTORY_LIMIT",
     "MAX_MEMORY_BODY",
+    "SCOPES",
     "AttentionCounts",
     "AttentionCountsRequest",
     "AttentionItem",
@@ -302,6 +304,7 @@ __all__ = [
     "ReviveRequest",
     "RootLifecycle",
     "RosterEntry",
+    "SandboxStatus",
     "SettledStatus",
     "StreamError",
     "StreamErrorBody",

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BeforeValidator, Field, StringConstraints
 
 from ._common import NodeId, RequestModel, WireModel
+from ._durations import Duration
 from ._nodes import NodeMode, NodeStatus
 
 __all__ = [
@@ -191,10 +192,6 @@ class RosterEntry(WireModel):
     """Model turns so far."""
     deadline_at: datetime | None
     """When its deadline cancels it, if it has one."""
-
-
-Duration = Annotated[str, StringConstraints(pattern=r"^\s*(\d+\s*[dhms]\s*)+$", max_length=64)]
-"""A span of time: ``7d``, ``12h``, ``1h30m``."""
 
 
 class PruneRequest(RequestModel):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from ._common import WireModel
 
-__all__ = ["EventStreamStats", "Health", "Listener", "SystemStatus"]
+__all__ = ["EventStreamStats", "Health", "Listener", "SandboxStatus", "SystemStatus"]
 
 
 class Health(WireModel):
@@ -43,6 +43,24 @@ class EventStreamStats(WireModel):
     """Bytes those hubs hold together (bounded by ``HERON_STREAM_MEMORY``)."""
 
 
+class SandboxStatus(WireModel):
+    """Whether nodes' commands run in a sandbox (``GET /v1/status``, ``sandbox``)."""
+
+    active: bool = False
+    """Whether node commands run sandboxed (``false``: unconfined, as the daemon's user)."""
+    backend: Literal["bubblewrap"] | None = None
+    """The sandbox in use."""
+    mode: Literal["auto", "require", "off"] = "auto"
+    """``HERON_SANDBOX``: ``require`` refuses to start without one, ``off`` never uses one."""
+    problem: str | None = None
+    """Why there is no sandbox, when there is none."""
+    program: str | None = None
+    """The ``bwrap`` program run."""
+    host_commands: Literal["pid_namespace", "process_group"] = "process_group"
+    """How ``POST /v1/bash`` commands are held to their request: a PID namespace (nothing
+    they start outlives them) or, where none can start, their process group."""
+
+
 class SystemStatus(WireModel):
     """``GET /v1/status``."""
 
@@ -64,3 +82,5 @@ class SystemStatus(WireModel):
     """The default provider spec nodes run on."""
     event_streams: EventStreamStats = EventStreamStats()
     """The node event streams' readers and memory."""
+    sandbox: SandboxStatus = SandboxStatus()
+    """Whether node commands run in a sandbox, and if not, why."""

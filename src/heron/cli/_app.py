@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,21 +18,27 @@ from rich.text import Text
 
 from .. import __version__
 from .._core import HeronError, UserError
-from ..agents import DEFAULT_MAX_TURNS, AgentState, RunResult, SimpleAgent
-from ..providers import Provider, default_provider, from_spec
-from ..providers._local_process import out_of_process
-from ..tools import get_current_time
+from ..agents._limits import DEFAULT_MAX_TURNS
 from ._canvas import canvas_app
 from ._crons import crons_app
 from ._daemon import daemon_app, sys_app
 from ._files import bash, files_app
+from ._help import plain_help
 from ._inbox import inbox_app
+from ._lineage import jobs_app  # noqa: F401 - adds its commands to nodes_app
 from ._memory import memory_app
 from ._models import models_app
 from ._nodes import nodes_app
+from ._profiles import kinds_app, profiles_app
 from ._view import LiveView, fail
 
+if TYPE_CHECKING:  # the agent loop loads when a command runs one, not for `heron nodes`
+    from ..agents import RunResult, SimpleAgent
+    from ..providers import Provider
+
 __all__ = ["app", "main"]
+
+plain_help()
 
 T = TypeVar("T")
 
@@ -112,6 +118,8 @@ def _load_state(path: Path | None) -> dict[str, Any] | None:
         raise HeronError(f"state file {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HeronError(f"state file {path} does not hold a saved agent state")
+    from ..agents import AgentState
+
     try:
         return AgentState.load(data).model_dump(mode="json")
     except UserError as exc:
@@ -136,6 +144,9 @@ def _save_state(path: Path | None, agent: SimpleAgent) -> None:
 def _agent(
     provider_spec: str | None, instruction: str, state_file: Path | None, max_turns: int
 ) -> SimpleAgent:
+    from ..providers import default_provider, from_spec
+    from ..providers._local_process import out_of_process
+
     provider: Provider = from_spec(provider_spec) if provider_spec else default_provider()
     # The embedded model runs in a worker process: a native crash in it becomes one
     # clear error (what crashed, the override to try), not a bare segmentation fault.
@@ -146,6 +157,9 @@ def _agent(
 def _build(
     provider: Provider, instruction: str, state: dict[str, Any] | None, max_turns: int
 ) -> SimpleAgent:
+    from ..agents import SimpleAgent
+    from ..tools import get_current_time
+
     return SimpleAgent(
         provider=provider,
         instruction=instruction,
@@ -174,11 +188,43 @@ async def _answer(
     agent: SimpleAgent, prompt: str, view: LiveView | None, *, close: bool
 ) -> RunResult:
     """One run; with ``close``, the provider's connections are released after it."""
+    if view is not None:
+        view.working()
     try:
         return await agent.run(prompt, on_chunk=view.on_chunk if view else None)
     finally:
+        if view is not None:
+            view.stop_working()
         if close:
             await agent.provider.aclose()
+
+
+CHAT_COMMANDS = {
+    "/help": "show these commands",
+    "/reset": "forget the conversation (the token counts stay)",
+    "/exit": "leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)",
+}
+"""The commands ``heron chat`` answers itself (never sent to the model)."""
+
+
+def _chat_command(console: Console, line: str) -> str | None:
+    """A slash command typed in ``chat``: ``"exit"``, ``"reset"``, or ``None`` once
+    answered here (help, or a command it does not know)."""
+    word = line.split()[0].lower()
+    if word in ("/exit", "/quit"):
+        return "exit"
+    if word == "/reset":
+        return "reset"
+    if word != "/help":
+        console.print(
+            Text(f"unknown command {word} (/help lists them; //text sends /text)", "yellow"),
+            soft_wrap=True,
+        )
+        return None
+    for name, what in CHAT_COMMANDS.items():
+        console.print(Text(f"  {name:<8} {what}", style="dim"), soft_wrap=True)
+    console.print(Text("  //text   send a line that starts with /", style="dim"), soft_wrap=True)
+    return None
 
 
 @app.command()
@@ -222,15 +268,19 @@ def chat(
 ) -> None:
     """Talk with an agent; it keeps the conversation.
 
-    Ctrl-C cancels the current answer and takes its question back; Ctrl-D,
-    Ctrl-C at the prompt, or /exit ends the session.
+    Lines starting with / are commands answered here, never sent to the model:
+    /help lists them, /reset forgets the conversation, /exit leaves. Ctrl-C cancels
+    the current answer and takes its question back; Ctrl-D or Ctrl-C at the prompt
+    also ends the session.
     """
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 - line editing and history for input()
     console = Console(highlight=False)
     errors = Console(stderr=True, highlight=False)
     agent = _guarded(ctx, lambda: _agent(provider, instruction, state, max_turns))
-    console.print(Text("heron chat · /exit to leave, Ctrl-C cancels an answer", style="dim"))
+    console.print(
+        Text("heron chat · /help for commands, /exit to leave, Ctrl-C cancels an answer", "dim")
+    )
     with asyncio.Runner() as runner:
         try:
             while True:
@@ -239,9 +289,18 @@ def chat(
                 except (EOFError, KeyboardInterrupt):
                     console.print()
                     return
-                if prompt.strip() in ("/exit", "/quit"):
-                    return
                 if not prompt.strip():
+                    continue
+                if prompt.lstrip().startswith("//"):
+                    prompt = prompt.lstrip()[1:]  # sent as typed, less the escaping slash
+                elif prompt.lstrip().startswith("/"):
+                    command = _chat_command(console, prompt.strip())
+                    if command == "exit":
+                        return
+                    if command == "reset":
+                        fresh = _build(agent.provider, instruction, None, max_turns).state()
+                        agent = _taken_back(agent, fresh, instruction, max_turns)
+                        console.print(Text("(conversation forgotten)", style="dim"))
                     continue
                 view = LiveView(console)
                 before = agent.state()
@@ -271,6 +330,8 @@ app.add_typer(sys_app, name="sys")
 app.add_typer(files_app, name="files")
 app.command("bash")(bash)
 app.add_typer(canvas_app, name="canvas")
+app.add_typer(profiles_app, name="profiles")
+app.add_typer(kinds_app, name="kinds")
 
 
 def main() -> None:

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from ._nodes import _check_id, _with_client
+from ._nodes import _check_id, _with_client, duration
+from ._table import Cell, Column, print_table
 from ._view import _one_line
 
 if TYPE_CHECKING:
@@ -51,13 +51,6 @@ def _console() -> Console:
     return Console(highlight=False)
 
 
-def _table(*columns: str) -> Table:
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for column in columns:
-        table.add_column(column, no_wrap=True, overflow="ellipsis")
-    return table
-
-
 def _json(value: BaseModel | list[Any]) -> None:
     if isinstance(value, list):
         data: Any = [item.model_dump(mode="json") for item in value]
@@ -95,15 +88,22 @@ def attention(
         if not items:
             _console().print("nothing needs attention")
             return
-        table = _table("REASON", "NODE", "SINCE", "SUMMARY")
-        for item in items:
-            table.add_row(
+        columns = [
+            Column("REASON", whole=True),
+            Column("NODE", whole=True),
+            Column("SINCE", drop=1, wrap_min=10),
+            Column("SUMMARY", wrap_min=20),
+        ]
+        rows: list[list[Cell]] = [
+            [
                 Text(item.reason, style=_REASON_STYLE.get(item.reason, "")),
                 item.node_id or f"(request {item.request_id})",
                 item.since.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
-                _one_line(item.summary, 80),
-            )
-        _console().print(table)
+                _one_line(item.summary, 200),
+            ]
+            for item in items
+        ]
+        print_table(columns, rows)
 
     _with_client(ctx, go)
 
@@ -120,19 +120,28 @@ def roster(ctx: typer.Context, as_json: JsonOption = False) -> None:
         if not entries:
             _console().print("no live nodes")
             return
-        table = _table("ID", "STATUS", "RUN", "LAST EVENT", "JOBS", "CHILDREN", "NAME")
-        for entry in entries:
-            run = f"{entry.run}{' (active)' if entry.run_active else ''}"
-            table.add_row(
+        columns = [
+            Column("ID", whole=True),
+            Column("STATUS", whole=True),
+            Column("RUN", whole=True, drop=2),
+            Column("LAST EVENT", drop=3, wrap_min=10),
+            Column("JOBS", whole=True, justify="right", drop=4),
+            Column("CHILDREN", whole=True, justify="right", drop=5),
+            Column("NAME", drop=1, wrap_min=12),
+        ]
+        rows = [
+            [
                 entry.node_id,
                 entry.status,
-                run,
+                f"{entry.run}{' (active)' if entry.run_active else ''}",
                 entry.last_event_type or "-",
                 str(entry.open_jobs),
                 str(entry.live_children),
-                _one_line(entry.name or "", 40) or "-",
-            )
-        _console().print(table)
+                _one_line(entry.name or "", 80) or "-",
+            ]
+            for entry in entries
+        ]
+        print_table(columns, rows)
 
     _with_client(ctx, go)
 
@@ -144,7 +153,10 @@ def prune(
         str | None,
         typer.Option(
             "--older-than",
-            help="Only nodes settled longer ago than this (7d, 12h); default 7d without --node.",
+            parser=duration,
+            metavar="DURATION",
+            help="Only nodes settled longer ago than this (7d, 12h, 30m); default 7d "
+            "without --node.",
             show_default=False,
         ),
     ] = None,
@@ -209,10 +221,17 @@ def search(
         if not found.hits:
             _console().print(f"no message holds {query!r}")
         else:
-            table = _table("NODE", "#", "ROLE", "SNIPPET")
-            for hit in found.hits:
-                table.add_row(hit.node_id, str(hit.index), hit.role, _one_line(hit.snippet, 100))
-            _console().print(table)
+            columns = [
+                Column("NODE", whole=True),
+                Column("#", whole=True, justify="right"),
+                Column("ROLE", whole=True, drop=1),
+                Column("SNIPPET", wrap_min=20),
+            ]
+            rows = [
+                [hit.node_id, str(hit.index), hit.role, _one_line(hit.snippet, 200)]
+                for hit in found.hits
+            ]
+            print_table(columns, rows)
         _truncated(found.truncated)
 
     _with_client(ctx, go)

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from .. import api
-from ._nodes import JsonOption, _check_id, _console, _fail, _print_json, _say, _when, _with_client
+from ._nodes import JsonOption, _check_id, _fail, _print_json, _say, _when, _with_client, duration
+from ._table import Column, print_table
 
 if TYPE_CHECKING:
     from ..client import Heron
@@ -102,18 +102,24 @@ def list_(
         if not crons:
             _say("no crons")
             return
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for column in ("ID", "NAME", "SCHEDULE", "STATE", "FIRED"):
-            table.add_column(column, no_wrap=column != "NAME", overflow="ellipsis")
-        for cron in crons:
-            table.add_row(
+        columns = [
+            Column("ID", whole=True),
+            Column("NAME", drop=1, wrap_min=12),
+            Column("SCHEDULE", wrap_min=12),
+            Column("STATE", wrap_min=12, drop=2),
+            Column("FIRED", whole=True, justify="right"),
+        ]
+        rows = [
+            [
                 cron.cron_id,
                 cron.name or "-",
                 f"{cron.schedule} ({cron.timezone})",
                 _state(cron),
                 str(cron.fire_count),
-            )
-        _console().print(table)
+            ]
+            for cron in crons
+        ]
+        print_table(columns, rows)
 
     _with_client(ctx, go)
 
@@ -138,7 +144,12 @@ def create(
         list[str] | None,
         typer.Option("--scope", help="Allow only this scope (repeat for more); default: all."),
     ] = None,
-    deadline: Annotated[str | None, typer.Option(help="Each node's wall clock, e.g. 1h.")] = None,
+    deadline: Annotated[
+        str | None,
+        typer.Option(
+            parser=duration, metavar="DURATION", help="Each node's wall clock (1d, 2h, 30m)."
+        ),
+    ] = None,
     paused: Annotated[bool, typer.Option("--paused", help="Create it paused.")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -181,7 +192,12 @@ def update(
     prompt: Annotated[str | None, typer.Option(help="New brief for its nodes.")] = None,
     model: Annotated[str | None, typer.Option(help="New model (provider spec).")] = None,
     kind: Annotated[str | None, typer.Option(help="New persona.")] = None,
-    deadline: Annotated[str | None, typer.Option(help="New wall clock per node.")] = None,
+    deadline: Annotated[
+        str | None,
+        typer.Option(
+            parser=duration, metavar="DURATION", help="New wall clock per node (1d, 2h, 30m)."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Change a cron (its id and firings stay): schedule, timezone, name, or its

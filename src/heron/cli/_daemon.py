@@ -36,6 +36,15 @@ ListenOption = Annotated[
 ]
 
 
+RequireSandboxOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-sandbox",
+        help="Refuse to start unless node commands can run in a sandbox (bubblewrap).",
+    ),
+]
+
+
 def _say(message: str, *, err: bool = False, style: str | None = None) -> None:
     Console(stderr=err, highlight=False, soft_wrap=True).print(Text(message, style=style or ""))
 
@@ -45,13 +54,16 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _config(listen: str | None) -> object:
+def _config(listen: str | None, require_sandbox: bool = False) -> object:
+    import dataclasses
+
     from ..runtime import RuntimeConfig
 
     try:
-        return RuntimeConfig.from_env(listen=listen)
+        config = RuntimeConfig.from_env(listen=listen)
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    return dataclasses.replace(config, sandbox="require") if require_sandbox else config
 
 
 @daemon_app.callback()
@@ -61,10 +73,11 @@ def daemon(
     detach: Annotated[
         bool, typer.Option("--detach", help="Run in the background and return once it is up.")
     ] = False,
+    require_sandbox: RequireSandboxOption = False,
 ) -> None:
     """Run the daemon on $HERON_HOME/heron.sock (and TCP with --listen)."""
     if ctx.invoked_subcommand is not None:
-        if listen is not None or detach:
+        if listen is not None or detach or require_sandbox:
             # Silently dropping them would start a daemon the caller did not ask for.
             raise _fail(
                 f"give the options after the command: heron daemon {ctx.invoked_subcommand} ..."
@@ -72,7 +85,7 @@ def daemon(
         return
     from ..runtime import RuntimeConfig
 
-    config = _config(listen)
+    config = _config(listen, require_sandbox)
     assert isinstance(config, RuntimeConfig)
     if detach:
         _detach(config, listen)
@@ -106,11 +119,14 @@ def _detach(config: object, listen: str | None) -> None:
     assert isinstance(config, RuntimeConfig)
     running = daemon_pid(config.pid_path)
     if running is not None:
-        raise _fail(f"a Heron daemon already runs (pid {running}); `heron daemon stop` first")
+        _already_running(config, running, listen)
+        return
     config.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     command = [sys.executable, "-m", "heron", "daemon"]
     if listen is not None:
         command += ["--listen", listen]
+    if config.sandbox == "require":
+        command += ["--require-sandbox"]
     with open(config.log_path, "ab") as log:
         process = subprocess.Popen(
             command,
@@ -133,6 +149,46 @@ def _detach(config: object, listen: str | None) -> None:
     for listener in status.get("listeners", []):
         if listener.get("kind") == "tcp":
             _say(f"also on tcp {listener['address']} (bearer token: {_token_source(config.home)})")
+    sandbox = status.get("sandbox") or {}
+    if sandbox and not sandbox.get("active"):
+        _say(
+            f"warning: node commands run without a sandbox ({sandbox.get('problem')}); "
+            "--require-sandbox refuses to start like this",
+            err=True,
+            style="yellow",
+        )
+
+
+def _already_running(config: object, pid: int, listen: str | None) -> None:
+    """``start`` with a daemon up: say so and succeed, unless it lacks the asked-for
+    TCP listener (then starting nothing would not give what was asked)."""
+    from ..runtime import RuntimeConfig
+    from ..runtime._local import get_json
+
+    assert isinstance(config, RuntimeConfig)
+    where = f"on {config.socket_path}"
+    if listen is not None:
+        try:
+            status = get_json(config.socket_path, "/v1/status")
+        except OSError:
+            status = {}
+        tcp = [
+            str(item.get("address", ""))
+            for item in status.get("listeners", [])
+            if item.get("kind") == "tcp"
+        ]
+        host, _, port = listen.rpartition(":")
+        if not any(
+            address == listen or (port == "0" and address.rpartition(":")[0] == host)
+            for address in tcp
+        ):
+            has = f"listens on tcp {', '.join(tcp)}" if tcp else "has no TCP listener"
+            raise _fail(
+                f"a Heron daemon already runs (pid {pid}) and {has}, not {listen}: "
+                "stop it first (heron daemon stop)"
+            )
+        where += f" and tcp {', '.join(tcp)}"
+    _say(f"heron daemon already running (pid {pid}) {where}: nothing to do")
 
 
 def _token_source(home: Path) -> str:
@@ -150,11 +206,15 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 @daemon_app.command("start")
-def start(listen: ListenOption = None) -> None:
-    """Start the daemon in the background and return once it answers (what --detach does)."""
+def start(listen: ListenOption = None, require_sandbox: RequireSandboxOption = False) -> None:
+    """Start the daemon in the background and return once it answers (what --detach does).
+
+    With a daemon already running it says so and exits 0 (with --listen, only if that
+    daemon listens there).
+    """
     from ..runtime import RuntimeConfig
 
-    config = _config(listen)
+    config = _config(listen, require_sandbox)
     assert isinstance(config, RuntimeConfig)
     _detach(config, listen)
 
@@ -301,8 +361,18 @@ def status_lines(info: SystemStatus) -> list[str]:
         f"  nodes      {node_counts(info.nodes)}",
         f"  database   {info.database}",
         f"  provider   {info.provider}",
+        f"  sandbox    {sandbox_line(info)}",
     ]
     return lines
+
+
+def sandbox_line(info: SystemStatus) -> str:
+    """Whether node commands run sandboxed, and how ``/v1/bash`` commands are held."""
+    box = info.sandbox
+    host = "PID namespace" if box.host_commands == "pid_namespace" else "process group"
+    if box.active:
+        return f"{box.backend} (node commands); /v1/bash commands in a {host}"
+    return f"NONE: node commands run unconfined ({box.problem}); /v1/bash in a {host}"
 
 
 def node_counts(counts: dict[str, int]) -> str:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from ._nodes import JsonOption, _console, _fail, _print_json, _with_client
+from ._table import Column, print_table
 
 if TYPE_CHECKING:
     from .. import api
@@ -43,6 +43,16 @@ def _note(text: str) -> None:
     typer.echo(f"heron: {text}", err=True)
 
 
+def _binary_on_terminal(ctx: typer.Context, page: api.FilePeek) -> None:
+    """Refuse to write a binary file's bytes to a terminal (they can garble it)."""
+    if page.encoding == "base64" and sys.stdout.isatty():
+        _fail(
+            ctx,
+            f"{page.path} holds binary data ({page.size} bytes), which is not written to a "
+            f"terminal: redirect it (heron files read {page.path} > FILE) or use --json",
+        )
+
+
 def _write_out(page: api.FilePeek) -> None:
     if page.encoding == "base64":
         sys.stdout.buffer.write(base64.b64decode(page.content))
@@ -65,7 +75,10 @@ def read(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Print a file's content (its bytes as they are; a note on stderr if more follows)."""
+    """Print a file's content (its bytes as they are; a note on stderr if more follows).
+
+    A binary file is not written to a terminal: redirect it to a file, or use --json.
+    """
     if whole and as_json:
         _fail(ctx, "--all prints the whole content; --json prints one answer: choose one")
 
@@ -74,6 +87,7 @@ def read(
         if as_json:
             _print_json(page)
             return
+        _binary_on_terminal(ctx, page)
         _write_out(page)
         while whole and page.truncated and page.next_offset is not None:
             page = client.files.read(path, offset=page.next_offset, limit=limit)
@@ -170,17 +184,24 @@ def list_(
         if as_json:
             _print_json(listing)
             return
-        table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-        table.add_column("TYPE")
-        table.add_column("SIZE", justify="right")
-        table.add_column("MODIFIED")
-        table.add_column("NAME", overflow="fold")
-        for entry in listing.entries:
-            moment = entry.modified_at.astimezone().strftime("%Y-%m-%d %H:%M")
-            table.add_row(entry.type, _size(entry), moment, _name(entry))
+        columns = [
+            Column("TYPE", whole=True),
+            Column("SIZE", whole=True, justify="right"),
+            Column("MODIFIED", drop=1, wrap_min=10),
+            Column("NAME", whole=True),
+        ]
+        rows = [
+            [
+                entry.type,
+                _size(entry),
+                entry.modified_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+                _name(entry),
+            ]
+            for entry in listing.entries
+        ]
         console = _console()
         if listing.entries:
-            console.print(table)
+            print_table(columns, rows)
         else:
             console.print(f"{listing.path} is empty", soft_wrap=True)
         if listing.truncated:

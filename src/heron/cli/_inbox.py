@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .. import api
 from ._nodes import JsonOption, _check_id, _console, _fail, _say, _when, _with_client
+from ._table import Column, print_table
 from ._view import _one_line
 
 if TYPE_CHECKING:
@@ -54,29 +54,31 @@ def _print_json(value: api.WireModel | Sequence[api.WireModel]) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _table(tickets: list[api.InboxTicket], *, resolved: bool) -> Table:
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    table.add_column("TICKET", no_wrap=True)
-    if resolved:
-        table.add_column("STATUS", no_wrap=True)
-    table.add_column("TITLE", overflow="ellipsis", no_wrap=True)
-    table.add_column("NODE", overflow="ellipsis", no_wrap=True)
-    table.add_column("Q", justify="right")
-    table.add_column("RESOLVED" if resolved else "FILED", no_wrap=True)
+def _table(tickets: list[api.InboxTicket], *, resolved: bool) -> None:
+    """The open (or resolved) tickets: ids whole, the title wrapping."""
+    columns = [
+        Column("TICKET", whole=True),
+        *([Column("STATUS", whole=True)] if resolved else []),
+        Column("TITLE", wrap_min=16),
+        Column("NODE", whole=True, drop=2),
+        Column("Q", whole=True, justify="right", drop=3),
+        Column("RESOLVED" if resolved else "FILED", drop=1, wrap_min=10),
+    ]
+    rows = []
     for ticket in tickets:
-        node = ticket.node
-        who = _one_line(node.name or node.node_id, 32) if node else "-"
-        row = [ticket.ticket_id]
-        if resolved:
-            row.append(ticket.status)
-        row += [
-            _one_line(ticket.title, 60),
-            who,
-            str(len(ticket.questions)),
-            _when(ticket.resolved_at if resolved else ticket.created_at),
-        ]
-        table.add_row(*row)
-    return table
+        # The node's id, whole: what `heron nodes watch` and the others take.
+        who = ticket.node.node_id if ticket.node else "-"
+        rows.append(
+            [
+                ticket.ticket_id,
+                *([ticket.status] if resolved else []),
+                _one_line(ticket.title, 120),
+                who,
+                str(len(ticket.questions)),
+                _when(ticket.resolved_at if resolved else ticket.created_at),
+            ]
+        )
+    print_table(columns, rows)
 
 
 def _listing(
@@ -102,7 +104,7 @@ def _listing(
         elif not tickets:
             _say("no resolved tickets" if resolved else "no open tickets: nobody is waiting")
         else:
-            _console().print(_table(tickets, resolved=resolved))
+            _table(tickets, resolved=resolved)
 
     _with_client(ctx, go)
 

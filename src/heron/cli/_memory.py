@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from .. import api
 from ._nodes import _check_id, _console, _fail, _print_json, _say, _when, _with_client
+from ._table import Column, print_table
 
 if TYPE_CHECKING:
     from ..client import Heron
@@ -82,13 +82,19 @@ def _show(entry: api.MemoryEntry) -> None:
 
 
 def _entries(entries: list[api.MemoryEntrySummary]) -> None:
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for column in ("PATH", "TITLE", "TAGS", "VER", "UPDATED", "ID"):
-        table.add_column(column, no_wrap=column != "TITLE", overflow="ellipsis")
-    for e in entries:
-        tags = ", ".join(e.tags)
-        table.add_row(e.path, e.title or "", tags, str(e.version), _when(e.updated_at), e.entry_id)
-    _console().print(table)
+    columns = [
+        Column("PATH", whole=True),
+        Column("TITLE", drop=1, wrap_min=12),
+        Column("TAGS", drop=2, wrap_min=10),
+        Column("VER", whole=True, justify="right", drop=4),
+        Column("UPDATED", drop=3, wrap_min=10),
+        Column("ID", whole=True),
+    ]
+    rows = [
+        [e.path, e.title or "", ", ".join(e.tags), str(e.version), _when(e.updated_at), e.entry_id]
+        for e in entries
+    ]
+    print_table(columns, rows)
 
 
 def _done(entry: api.MemoryEntry, as_json: bool, verb: str) -> None:
@@ -301,13 +307,19 @@ def history(
         if as_json:
             typer.echo(_json_list(versions))
             return
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for column in ("VER", "OP", "PATH", "TITLE", "BY", "WHEN"):
-            table.add_column(column, no_wrap=True, overflow="ellipsis")
-        for v in versions:
-            by = v.author or "api"
-            table.add_row(str(v.version), v.op, v.path, v.title or "", by, _when(v.created_at))
-        _console().print(table)
+        columns = [
+            Column("VER", whole=True, justify="right"),
+            Column("OP", whole=True),
+            Column("PATH", whole=True),
+            Column("TITLE", drop=1, wrap_min=12),
+            Column("BY", drop=2, wrap_min=8),
+            Column("WHEN", drop=3, wrap_min=10),
+        ]
+        rows = [
+            [str(v.version), v.op, v.path, v.title or "", v.author or "api", _when(v.created_at)]
+            for v in versions
+        ]
+        print_table(columns, rows)
 
     _with_client(ctx, go)
 

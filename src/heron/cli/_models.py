@@ -15,11 +15,11 @@ import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from .. import api
-from ._nodes import _console, _fail, _print_json, _say, _when, _with_client
+from ._nodes import _fail, _print_json, _say, _when, _with_client
+from ._table import Column, print_table
 
 if TYPE_CHECKING:
     from ..client import Heron
@@ -75,13 +75,22 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
         if as_json:
             typer.echo(json.dumps([s.model_dump(mode="json") for s in states], indent=2))
             return
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for column in ("PROVIDER", "KEY", "BASE URL", "INSTALLED"):
-            table.add_column(column, no_wrap=True)
-        for state in states:
-            when = _when(state.installed_at) if state.installed_at else "-"
-            table.add_row(state.provider, _source(state), state.base_url or "-", when)
-        _console().print(table)
+        columns = [
+            Column("PROVIDER", whole=True),
+            Column("KEY", whole=True),
+            Column("BASE URL", wrap_min=16),
+            Column("INSTALLED", drop=1, wrap_min=10),
+        ]
+        rows = [
+            [
+                state.provider,
+                _source(state),
+                state.base_url or "-",
+                _when(state.installed_at) if state.installed_at else "-",
+            ]
+            for state in states
+        ]
+        print_table(columns, rows)
 
     _with_client(ctx, go)
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast, get_args
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ._table import Cell, Column, print_table
 from ._view import _one_line, fail
 from ._watch import NodeView, outcome_lines
 
@@ -132,6 +132,18 @@ def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
     )
 
 
+def duration(value: str) -> str:
+    """A Typer ``parser`` for duration options (``--deadline 1d``, ``--older-than 7d``):
+    the value as given, or a usage error in words (exit 2)."""
+    from ..api._durations import parse_duration
+
+    try:
+        parse_duration(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return value
+
+
 def _check_id(ctx: typer.Context, value: str, what: str = "node id") -> str:
     """``value``, or one error line (the client's own check, before any client is built)."""
     from ..client._resource import check_id
@@ -150,8 +162,8 @@ def _say(text: str, style: str | None = None) -> None:
     _console().print(Text(text, style=style or ""), soft_wrap=True)
 
 
-def _print_json(value: BaseModel | list[api.Node]) -> None:
-    if isinstance(value, list):
+def _print_json(value: BaseModel | Sequence[BaseModel]) -> None:
+    if isinstance(value, Sequence):
         data: Any = [item.model_dump(mode="json") for item in value]
     else:
         data = value.model_dump(mode="json")
@@ -178,6 +190,8 @@ def _watch(client: Heron, node_id: str, after: int | None) -> int:
     """Render the node's events until it settles; the exit status to end with."""
     console = _console()
     view = NodeView(console, node_id)
+    if after is None:
+        _now(client, console, node_id)
     try:
         with client.nodes.events(node_id, after=after) as stream:
             for event in stream:
@@ -202,8 +216,28 @@ def _watch(client: Heron, node_id: str, after: int | None) -> int:
             Text(f"heron: error: the stream of node {node_id} ended before it settled", "red")
         )
         return 1
+    _stopped(console, view.outcome)
     _summary(client, console, node_id)
     return 0 if isinstance(view.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME
+
+
+def _stopped(console: Console, outcome: api.NodeOutcome) -> None:
+    """``stopped: max_tokens (...)`` under a result whose last turn did not end as usual."""
+    why = _STOP_REASONS.get(getattr(outcome, "stop_reason", None) or "")
+    if why is not None:
+        console.print(Text(f"stopped: {why}", style="yellow"), soft_wrap=True)
+
+
+def _now(client: Heron, console: Console, node_id: str) -> None:
+    """Before the stream: what a running node is doing, at once (its text may be
+    seconds away while the model reads its prompt)."""
+    node = client.nodes.retrieve(node_id)
+    if node.status != "running":
+        return  # the stream's first events say it (dormant, or the settled replay)
+    line = f"{node.node_id} is running · {_count(node.runs, 'run')} · "
+    line += f"{_count(node.turns, 'turn')} so far · tokens {node.input_tokens} in / "
+    line += f"{node.output_tokens} out"
+    console.print(Text(line, style="dim"), soft_wrap=True)
 
 
 def _summary(client: Heron, console: Console, node_id: str) -> None:
@@ -241,6 +275,15 @@ def _schema(ctx: typer.Context, value: str | None) -> dict[str, Any] | None:
     return schema
 
 
+def _scope(value: str) -> str:
+    if value not in api.SCOPES:
+        hint = " (--no-scopes grants none)" if value.strip().lower() in ("", "none") else ""
+        raise typer.BadParameter(
+            f"unknown scope {value!r}{hint}; known scopes: {', '.join(api.SCOPES)}"
+        )
+    return value
+
+
 @nodes_app.command("create")
 def create(
     ctx: typer.Context,
@@ -258,7 +301,12 @@ def create(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Display label.")] = None,
     deadline: Annotated[
-        str | None, typer.Option(help="Wall clock from now, e.g. 1h30m; expiry cancels it.")
+        str | None,
+        typer.Option(
+            parser=duration,
+            metavar="DURATION",
+            help="Wall clock from now (1d, 2h, 1h30m); expiry cancels it.",
+        ),
     ] = None,
     schema: Annotated[
         str | None,
@@ -266,8 +314,15 @@ def create(
     ] = None,
     scope: Annotated[
         list[str] | None,
-        typer.Option("--scope", help="Allow only this scope (repeat for more); default: all."),
+        typer.Option(
+            "--scope",
+            parser=_scope,
+            help=f"Allow only this scope (repeat for more): {', '.join(api.SCOPES)}; default: all.",
+        ),
     ] = None,
+    no_scopes: Annotated[
+        bool, typer.Option("--no-scopes", help="Grant no scopes (no file, shell, ask ... tools).")
+    ] = False,
     node_id: Annotated[
         str | None, typer.Option("--node-id", help="Create at this id (retry-safe).")
     ] = None,
@@ -290,6 +345,8 @@ def create(
         _fail(ctx, "--watch draws the run; --json prints the created node: choose one")
     if node_id is not None:
         _check_id(ctx, node_id)
+    if no_scopes and scope:
+        _fail(ctx, "--no-scopes and --scope do not go together")
     body: dict[str, Any] = {
         "prompt": prompt,
         "cwd": os.fspath((cwd or Path.cwd()).expanduser().resolve()),
@@ -299,7 +356,7 @@ def create(
         "name": name,
         "deadline": deadline,
         "output_schema": _schema(ctx, schema),
-        "scopes": scope or None,
+        "scopes": [] if no_scopes else scope or None,
         "node_id": node_id,
     }
     body = {key: value for key, value in body.items() if value is not None}
@@ -342,36 +399,78 @@ def list_(
             help=f"Only nodes with this status (repeat for more): {', '.join(_STATUSES)}.",
         ),
     ] = None,
+    root: Annotated[
+        bool | None,
+        typer.Option(
+            "--root/--children",
+            help="Only roots (nodes no other node started), or only children.",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, max=1000, help="At most this many nodes (1-1000)."),
+    ] = None,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="Continue after this cursor (what --limit printed)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the nodes, oldest first: id, status, name (or prompt), created, turns."""
+    """List the nodes, oldest first: id, status, parent, name (or prompt), created, turns.
+
+    Ids are shown whole; on a narrow terminal the name wraps and the columns that do
+    not fit are left out (--json has every field). With --limit, the command for the
+    next page is printed on stderr when there is one.
+    """
 
     def go(client: Heron) -> None:
         wanted = cast("list[api.NodeStatus]", status or [])
-        nodes = client.nodes.list(status=wanted or None)
+        nodes = client.nodes.list(status=wanted or None, root=root, limit=limit, after=after)
+        if nodes.next_cursor is not None:
+            statuses = "".join(f" --status {s}" for s in status or [])
+            roots = {None: "", True: " --root", False: " --children"}[root]
+            typer.echo(
+                f"more: heron nodes list{statuses}{roots} --limit {limit}"
+                f" --after {nodes.next_cursor}",
+                err=True,
+            )
         if as_json:
             _print_json(nodes)
             return
         if not nodes:
-            _say("no nodes" + (f" with status {', '.join(status)}" if status else ""))
+            which = f" with status {', '.join(status)}" if status else ""
+            kind = {True: " (roots)", False: " (children)", None: ""}[root]
+            _say(f"no nodes{which}{kind}")
             return
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        table.add_column("ID", no_wrap=True)
-        table.add_column("STATUS", no_wrap=True)
-        table.add_column("NAME / PROMPT", overflow="ellipsis", no_wrap=True)
-        table.add_column("CREATED", no_wrap=True)
-        table.add_column("TURNS", justify="right")
-        for node in nodes:
-            table.add_row(
-                node.node_id,
-                Text(node.status, style=_STATUS_STYLE.get(node.status, "")),
-                _label(node),
-                _when(node.created_at),
-                str(node.turns),
-            )
-        _console().print(table)
+        _node_table(nodes)
 
     _with_client(ctx, go)
+
+
+def _node_table(nodes: list[api.Node]) -> None:
+    """The ``list`` table; a PARENT column only when some node has a parent."""
+    parents = any(node.parent for node in nodes)
+    columns = [
+        Column("ID", whole=True),
+        Column("STATUS", whole=True),
+        *([Column("PARENT", whole=True, drop=2)] if parents else []),
+        Column("NAME / PROMPT", drop=1, wrap_min=16),
+        Column("CREATED", drop=3, wrap_min=10),
+        Column("TURNS", whole=True, justify="right"),
+    ]
+    rows: list[list[Cell]] = [
+        [
+            node.node_id,
+            Text(node.status, style=_STATUS_STYLE.get(node.status, "")),
+            *([node.parent or "-"] if parents else []),
+            _label(node, 60),
+            _when(node.created_at),
+            str(node.turns),
+        ]
+        for node in nodes
+    ]
+    print_table(columns, rows)
 
 
 _STATUS_STYLE = {
@@ -446,6 +545,13 @@ def watch(
     raise typer.Exit(_with_client(ctx, lambda client: _watch(client, node_id, after)))
 
 
+_STOP_REASONS = {
+    "max_tokens": "max_tokens (the answer was cut off at the model's token limit)",
+    "max_turns": "max_turns (the run reached its turn limit)",
+}
+"""How ``outcome`` explains a result that did not end with the model finishing its answer."""
+
+
 @nodes_app.command(
     "outcome", epilog=f"{_EXIT_HELP}; {EXIT_PENDING} not settled yet; 130 stopped by Ctrl-C."
 )
@@ -464,9 +570,12 @@ def outcome(
     """How a node settled: its result, or why it failed."""
     _check_id(ctx, node_id)
     if not 0 <= wait <= 25:
-        _fail(ctx, f"--wait must be 0 to 25 seconds, got {wait} (use --follow to wait longer)")
+        raise typer.BadParameter(
+            f"must be 0 to 25 seconds, got {wait} (use --follow to wait longer)",
+            param_hint="--wait",
+        )
     if follow and wait:
-        _fail(ctx, "--wait and --follow do not go together")
+        raise typer.BadParameter("--wait and --follow do not go together", param_hint="--wait")
 
     def go(client: Heron) -> int:
         poll = client.nodes.outcome(node_id, wait=wait)
@@ -483,8 +592,9 @@ def outcome(
             _say(f"pending: node {node_id} is {poll.node_status}")
         else:
             console = _console()
-            for line in outcome_lines(poll.outcome):
-                console.print(line, soft_wrap=True)
+            for line in outcome_lines(poll.outcome, markdown=console.is_terminal):
+                console.print(line, soft_wrap=isinstance(line, Text))
+            _stopped(console, poll.outcome)
         if poll.outcome is None:
             return EXIT_PENDING
         return 0 if isinstance(poll.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME
@@ -535,7 +645,9 @@ def _node_action(
         if as_json:
             _print_json(node)
         else:
-            _say(done.format(id=node.node_id, status=node.status))
+            text = done.format(id=node.node_id, status=node.status)
+            # "interrupted (interrupted)" says one thing twice: the status only when it adds.
+            _say(text.replace(f" ({node.status})", "") if f"{node.status} (" in text else text)
 
     _with_client(ctx, go, start=start)
 
@@ -548,7 +660,7 @@ def interrupt(ctx: typer.Context, node_id: NodeIdArg, as_json: JsonOption = Fals
         node_id,
         as_json,
         lambda c: c.nodes.interrupt(node_id),
-        "node {id} interrupted ({status})",
+        "node {id} interrupted ({status}): heron nodes revive {id} goes on",
     )
 
 

@@ -28,6 +28,7 @@ from ._errors import (
 )
 from ._memory import MemoryUpdateParams
 from ._node_stream import AsyncNodeStream, Listener, NodeStream
+from ._nodes import NodeList
 from ._options import Cancel, RequestOptions
 from ._params import (
     ForkParams,
@@ -63,6 +64,7 @@ __all__ = [
     "MemoryUpdateParams",
     "NodeConfigParams",
     "NodeCreateParams",
+    "NodeList",
     "NodeStream",
     "NotFoundError",
     "ParseParams",

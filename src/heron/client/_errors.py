@@ -78,7 +78,8 @@ class APIError(Exception):
 
     def __str__(self) -> str:
         prefix = f"{self.status} " if self.status else ""
-        return f"{prefix}{self.code}: {self.message}"
+        problems = _problems(self.details)
+        return f"{prefix}{self.code}: {self.message}{f' ({problems})' if problems else ''}"
 
     def __repr__(self) -> str:
         name = type(self).__name__
@@ -102,7 +103,8 @@ class NotFoundError(APIError):
 
 
 class ConflictError(APIError):
-    """409: the request clashes with the resource's state (``node_id_exists``, ``node_settled``)."""
+    """409: the request clashes with the resource's state (``node_id_exists``, ``node_settled``,
+    ``node_dormant``)."""
 
 
 class UnprocessableEntityError(APIError):
@@ -142,6 +144,32 @@ class APIUserAbortError(APIError):
 
     def __init__(self, message: str = "the request was cancelled") -> None:
         super().__init__(0, "aborted", message)
+
+
+_SHOWN_PROBLEMS = 3
+"""How many of a refusal's problems ``str(error)`` names."""
+
+
+def _problems(details: Any) -> str:
+    """The fields a refusal names, from its ``details`` (``prompt: Input should be a valid
+    string; scopes.0: ...``): a 422's validation errors (``{loc, msg}``) or problem
+    strings; ``""`` for other details."""
+    if not isinstance(details, list):
+        return ""
+    shown: list[str] = []
+    for item in details:
+        if isinstance(item, Mapping) and "msg" in item:
+            loc = [str(part) for part in item.get("loc") or ()]
+            if loc[:1] in (["body"], ["query"], ["path"]):  # where, not which field
+                loc = loc[1:] or loc
+            shown.append(f"{'.'.join(loc) or 'body'}: {item['msg']}")
+        elif isinstance(item, str):
+            shown.append(item)
+        else:
+            return ""
+    more = len(shown) - _SHOWN_PROBLEMS
+    text = "; ".join(shown[:_SHOWN_PROBLEMS])
+    return f"{text}; and {more} more" if more > 0 else text
 
 
 _BY_STATUS: dict[int, type[APIError]] = {

@@ -159,7 +159,7 @@ def parse_as(kind: Any, response: httpx.Response) -> Any:
     ``list[Node]``); ``None`` when ``kind`` is ``None``.
 
     ``kind`` ``Any`` (what ``client.request`` asks for) takes whatever came: the decoded
-    JSON, ``None`` for an empty body, the text of a body that is not JSON (``/docs``).
+    JSON, ``None`` for an empty body, the text of a body that is not JSON.
     """
     if kind is None or (kind is Any and not response.content):
         return None

@@ -52,6 +52,9 @@ class Plan:
     """The reconnection budget."""
     options: RequestOptions
     """The caller's options."""
+    eager: bool = False
+    """Get the node as the stream is made (``nodes.stream``: the create is sent at once),
+    not when it is first used."""
 
 
 class _StreamBase(Listeners):
@@ -162,6 +165,12 @@ class _StreamBase(Listeners):
         return self._driver.connection_error(exc, send)
 
 
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Mark an eager create's failure as seen: the stream raises it where it is used."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _shut_down(response: httpx.Response) -> None:
     """Shut the response's socket down: a read blocked on it (in any thread) wakes at once."""
     stream = response.extensions.get("network_stream")
@@ -196,6 +205,8 @@ class NodeStream(_StreamBase, Closing):
         self._lock = threading.RLock()
         self._chunks: Iterator[bytes] | None = None
         super().__init__(driver, plan)
+        if plan.eager:
+            _ = self.node  # the create happens now: its error is the call's
 
     @property
     def node(self) -> api.Node:
@@ -342,10 +353,23 @@ class AsyncNodeStream(_StreamBase, AsyncClosing):
         self._releasing: asyncio.Future[None] | None = None
         self._reader: asyncio.Task[Any] | None = None  # the task running listeners, if any
         super().__init__(driver, plan)
+        self._creating: asyncio.Task[api.Node] | None = None
+        if plan.eager:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop to send it on yet: the first await creates it
+                return
+            # Sent now, not at the first await: a stream never read still makes its node.
+            # With the caller's options: abort() disconnects the stream, it never undoes
+            # a create (the caller's own Cancel still can).
+            self._creating = loop.create_task(driver.run(plan.start(plan.options)))
+            self._creating.add_done_callback(_retrieved)
 
     @property
     def node(self) -> Awaitable[api.Node]:
-        """Await it for the created (or retrieved) node (the first await creates it)."""
+        """Await it for the created (or retrieved) node: ``nodes.stream`` sent the create
+        when it was called (inside a running loop), ``nodes.events`` retrieves the node
+        at the first await."""
         return self._resolve_node()
 
     async def _resolve_node(self) -> api.Node:
@@ -401,7 +425,11 @@ class AsyncNodeStream(_StreamBase, AsyncClosing):
         return self._outcome
 
     async def aclose(self) -> None:
-        """Disconnect if still reading (like :meth:`abort`), and let go of the connection."""
+        """Disconnect if still reading (like :meth:`abort`), and let go of the connection;
+        a create still on its way is waited for (the node is made all the same)."""
+        creating = self._creating
+        if creating is not None and not creating.done():
+            await asyncio.wait([creating])
         if not self._finished:
             self.abort()
             if self._reader is not asyncio.current_task():  # a listener: the stream ends after it
@@ -452,6 +480,9 @@ class AsyncNodeStream(_StreamBase, AsyncClosing):
 
     async def _do(self, instruction: StreamInstruction) -> Any:
         if isinstance(instruction, Start):
+            if self._creating is not None:  # the create sent when the stream was made
+                instruction.flow.close()
+                return await asyncio.shield(self._creating)
             return await self._driver.run(instruction.flow)
         if isinstance(instruction, Ready):
             self._node = instruction.node

@@ -12,7 +12,7 @@ from typing_extensions import TypeVar
 
 from .. import api
 from ._errors import APIConnectionError, APIError
-from ._flow import Flow, Sleep, retry_after, retry_delay
+from ._flow import Flow, Send, Sleep, parse_as, request_flow, retry_after, retry_delay
 from ._node_parts import Jobs, Reports, Result, Worktree
 from ._options import RequestOptions
 from ._params import (
@@ -20,6 +20,7 @@ from ._params import (
     NodeConfigParams,
     NodeCreateParams,
     ParseParams,
+    check_fields,
     create_body,
     model_body,
 )
@@ -30,7 +31,7 @@ from ._stream import NodeStreams
 if TYPE_CHECKING:
     from ._drivers import Driver
 
-__all__ = ["MAX_WAIT", "Nodes"]
+__all__ = ["MAX_WAIT", "NodeList", "Nodes"]
 
 T = TypeVar("T", default=Any)
 """``parse``'s result type: the model class given, ``Any`` for a JSON schema (so a
@@ -50,6 +51,14 @@ _MAX_PAUSE = 8.0
 
 _MAX_WAIT_SECONDS = 7 * 86400
 """The longest ``timeout_seconds`` of ``POST …/wait`` (a week)."""
+
+
+class NodeList(list[api.Node]):
+    """What ``client.nodes.list`` returns: a plain list of nodes, oldest first, that also
+    knows the cursor of its next page."""
+
+    next_cursor: str | None = None
+    """With ``limit``: pass it as ``after`` for the next page (``None``: no more)."""
 
 
 def _path(node_id: object, suffix: str = "") -> str:
@@ -139,16 +148,43 @@ class Nodes(NodeStreams[M]):
         *,
         status: api.NodeStatus | Sequence[api.NodeStatus] | None = None,
         root: bool | None = None,
+        limit: int | None = None,
+        after: str | None = None,
         options: RequestOptions | None = None,
-    ) -> Flow[builtins.list[api.Node]]:
-        """``GET /v1/nodes``: every node, oldest first (a plain list, no pages).
+    ) -> Flow[NodeList]:
+        """``GET /v1/nodes``: every node, oldest first, as a plain list.
 
         ``status`` keeps the nodes with that status (or any of several);
         ``root`` keeps only roots (``True``) or only children (``False``).
+        ``limit`` (1-1000) returns at most that many; the list's ``next_cursor``
+        is then the ``after`` of the next page (``None``: this was the last)::
+
+            page = client.nodes.list(limit=50)
+            while page.next_cursor is not None:
+                page = client.nodes.list(limit=50, after=page.next_cursor)
         """
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000
+        ):
+            raise ValueError(f"limit must be a whole number from 1 to 1000, got {limit!r}")
+        if after is not None and (not isinstance(after, str) or not after):
+            raise TypeError(f"after must be a cursor (a page's next_cursor), not {after!r}")
         statuses = [status] if isinstance(status, str) else status
-        query = {"status": builtins.list(statuses) if statuses else None, "root": root}
-        return self._call("GET", "/v1/nodes", builtins.list[api.Node], query=query, options=options)
+        query = {
+            "status": builtins.list(statuses) if statuses else None,
+            "root": root,
+            "limit": limit,
+            "after": after,
+        }
+        return self._list(query, options)
+
+    def _list(self, query: dict[str, Any], options: RequestOptions | None) -> Flow[NodeList]:
+        options = options or RequestOptions()
+        send = Send(method="GET", path="/v1/nodes", query=query, options=options)
+        response = yield from request_flow(send, max_retries=self._driver.settings.max_retries)
+        nodes = NodeList(parse_as(builtins.list[api.Node], response))
+        nodes.next_cursor = response.headers.get("heron-next-cursor")
+        return nodes
 
     @endpoint
     def outcome(
@@ -224,10 +260,13 @@ class Nodes(NodeStreams[M]):
         ``output_schema`` is a class pydantic can validate — a model, a dataclass, a
         ``TypedDict`` (``output_parsed`` is then validated from ``structured_result``
         as that class) — or a JSON schema (a mapping or JSON string: ``output_parsed``
-        is the raw value). A result the class refuses beyond its JSON schema (a
-        validator) raises ``pydantic.ValidationError``, noting the node's id.
-        ``output_parsed`` is set exactly when ``kind == "result"``; a decline or a
-        failure comes back as a value with ``output_parsed`` ``None``::
+        is the raw value). An agent's outcome is returned, never raised: a result the
+        class refuses beyond its JSON schema (a validator; the daemon checks only the
+        schema) comes back as a :class:`ParsedFailure` with ``reason ==
+        "invalid_result"``, the validation errors in ``detail`` and the unparsed value in
+        ``structured_result``. ``output_parsed`` is set exactly when ``kind ==
+        "result"``; a decline or a failure comes back as a value with ``output_parsed``
+        ``None``::
 
             class Package(BaseModel):
                 name: str
@@ -317,7 +356,7 @@ class Nodes(NodeStreams[M]):
             fork = client.nodes.fork(node.node_id, prompt="Try the other approach")
         """
         path = _path(node_id, "/fork")
-        body = model_body(params, api.ForkRequest, {})
+        body = model_body(params, api.ForkRequest, {}, also=("new_node_id",))
         given = dict(fields)
         if "new_node_id" in body:
             renamed = body.pop("new_node_id")
@@ -330,6 +369,7 @@ class Nodes(NodeStreams[M]):
         if "new_node_id" in given:
             given["node_id"] = given.pop("new_node_id")
         body.update(given)
+        check_fields(body, api.ForkRequest, ())
         if body.get("node_id") is not None:
             check_id(body["node_id"], "new node id")
         return self._call("POST", path, api.Node, body=body or None, options=options)

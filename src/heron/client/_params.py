@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Collection, Mapping
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, PydanticUserError, TypeAdapter
@@ -15,6 +16,7 @@ __all__ = [
     "NodeCreateParams",
     "ParseParams",
     "ProfileEnsureParams",
+    "check_fields",
     "create_body",
     "model_body",
     "schema_adapter",
@@ -165,9 +167,11 @@ def model_body(
     params: Mapping[str, Any] | BaseModel | None,
     model: type[BaseModel],
     fields: Mapping[str, Any],
+    also: Collection[str] = (),
 ) -> dict[str, Any]:
     """The JSON body from a params mapping or request ``model`` plus keyword fields
-    (keywords win); ``TypeError`` for anything else as ``params``."""
+    (keywords win); ``TypeError`` for anything else as ``params``, or for a field
+    ``model`` does not have (``also`` names client-side aliases that are let through)."""
     if isinstance(params, model):
         body: dict[str, Any] = params.model_dump(mode="json", exclude_unset=True)
     elif params is None:
@@ -179,4 +183,22 @@ def model_body(
             f"params must be a mapping or api.{model.__name__}, not {type(params).__name__}"
         )
     body.update(fields)
+    check_fields(body, model, also)
     return body
+
+
+def check_fields(body: Mapping[str, Any], model: type[BaseModel], also: Collection[str]) -> None:
+    """``TypeError`` (nothing is sent) for a key of ``body`` that ``model`` has no field
+    for, naming the closest field and the known ones: a typo would otherwise reach the
+    daemon as a ``422`` at best."""
+    known = set(model.model_fields) | set(also)
+    unknown = [key for key in body if key not in known]
+    if not unknown:
+        return
+    key = unknown[0]
+    close = difflib.get_close_matches(str(key), known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise TypeError(
+        f"unknown field {key!r} for {model.__name__}{hint}; known fields: "
+        f"{', '.join(sorted(known))}"
+    )

@@ -39,6 +39,9 @@ class ParsedFailure(api.NodeFailure):
     """The node that ran (revive it, read its reports, fork it)."""
     output_parsed: Literal[None] = None
     """Always ``None``: there is no result to parse."""
+    structured_result: Any = None
+    """For ``reason == "invalid_result"``: the result the node submitted, unparsed (it
+    passed the daemon's JSON-schema check but not the class's validation); else ``None``."""
 
 
 ParsedOutcome: TypeAlias = ParsedResult[T] | ParsedFailure
@@ -61,9 +64,14 @@ def parsed_outcome(
     schema: type[Any] | Mapping[str, Any] | str,
     node_id: str,
 ) -> ParsedResult[Any] | ParsedFailure:
-    """``outcome`` with ``output_parsed``: validated as ``schema`` when it is a class
-    (a ``pydantic.ValidationError`` naming the node if the result does not fit it),
-    else the raw ``structured_result``."""
+    """``outcome`` with ``output_parsed``: validated as ``schema`` when it is a class,
+    else the raw ``structured_result``.
+
+    An agent's outcome is returned, never raised: a result the class refuses (a
+    validator stricter than its JSON schema, which is all the daemon checks) becomes a
+    :class:`ParsedFailure` with ``reason == "invalid_result"``, the validation errors in
+    ``detail`` and the submitted value in ``structured_result``. The node itself settled
+    as a result (``client.nodes.outcome`` still says so)."""
     if isinstance(outcome, api.NodeFailure):
         return ParsedFailure(**dict(outcome), node_id=node_id)
     value = outcome.structured_result
@@ -71,10 +79,15 @@ def parsed_outcome(
         try:
             value = schema_adapter(schema).validate_python(value)
         except ValidationError as exc:
-            # The run is over and its result kept: say where to find it.
-            exc.add_note(
-                f"node {node_id} submitted this result; read it unparsed with "
-                f"client.nodes.outcome({node_id!r})"
+            detail = api.OutcomeDetail(
+                message=f"the result node {node_id} submitted does not fit "
+                f"{schema.__qualname__}: {exc}",
+                error_type="ValidationError",
             )
-            raise
+            return ParsedFailure(
+                reason="invalid_result",
+                detail=detail,
+                node_id=node_id,
+                structured_result=value,
+            )
     return ParsedResult[Any](**dict(outcome), node_id=node_id, output_parsed=value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Unpack
 
 from .. import api
@@ -35,6 +36,11 @@ class Profiles(Resource[M]):
         """
         body = {"name": check_id(name, "profile name"), **fields}
         return self._call("POST", "/v1/profiles/ensure", api.Profile, body=body, options=options)
+
+    @endpoint
+    def list(self, *, options: RequestOptions | None = None) -> Flow[builtins.list[api.Profile]]:
+        """``GET /v1/profiles``: every profile, by name (``default`` among them)."""
+        return self._call("GET", "/v1/profiles", builtins.list[api.Profile], options=options)
 
     @endpoint
     def retrieve(self, name: str, *, options: RequestOptions | None = None) -> Flow[api.Profile]:

@@ -1,13 +1,15 @@
 """Node event streams: ``client.nodes.stream(...)`` and ``client.nodes.events(id)``.
 
-Both return at once, without network I/O: the node is created (or retrieved)
-when the stream is first used — ``stream.node``, iteration or
-``final_outcome()`` — as the ``.stream()`` helpers of other Python SDKs open
-nothing before use. Nothing is lost by the wait: the stream starts at the
-node's first event (the daemon keeps them). ``stream.node`` alone creates the
-node without opening its events, for starting several runs at once. The
-stream objects are in :mod:`._node_stream`; the logic (resume,
-de-duplication, errors) is one flow (:mod:`._stream_flow`).
+``stream(...)`` creates the node when it is called, as the seed's SDK does: on
+``Heron`` the call returns once the node exists (a create error is raised by the
+call); on ``AsyncHeron`` it returns at once with the create already sent on the
+running loop (its error is raised where the stream is first awaited). Either
+way a stream that is never read still made its node, and ``stream.node`` is
+that node. Events are opened when the stream is first read; nothing is lost by
+the wait: the stream starts at the node's first event (the daemon keeps them).
+``events(id)`` sends nothing until used. The stream objects are in
+:mod:`._node_stream`; the logic (resume, de-duplication, errors) is one flow
+(:mod:`._stream_flow`).
 """
 
 from __future__ import annotations
@@ -79,12 +81,11 @@ class NodeStreams(Resource[M]):
         """Create a node (``POST /v1/nodes``, never retried) and stream its events from
         the first one.
 
-        Returns at once and sends nothing: the node is created when the stream is
-        first used (``stream.node``, iteration, ``final_outcome()``), so a stream that
-        is never used creates no node, and create errors surface where you use it.
-        ``stream.node`` creates the node without opening its events: touch it to start
-        several runs before reading any (``nodes = [s.node for s in streams]``).
-        Events are replayed from the first one however late you read. ``options``
+        The node is created by this call: ``Heron`` returns once it exists (a create
+        error is raised here), ``AsyncHeron`` returns at once with the create sent on
+        the running loop (``await stream.node``; an error is raised where the stream is
+        first awaited). A stream that is never read still made its node. Its events
+        are opened when first read, and replayed from the first one however late. ``options``
         apply to the create and to opening the stream — its ``timeout`` too, but
         never to reading it (a stream has no wall-clock limit). ``reconnect`` bounds
         resuming after a dropped connection (default: :class:`Reconnect`).
@@ -95,6 +96,7 @@ class NodeStreams(Resource[M]):
             after=0,
             reconnect=_reconnect(reconnect),
             options=options or RequestOptions(),
+            eager=True,
         )
 
     @_streaming

@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from ..tools._sandbox import Sandbox, find_bwrap, sandbox_environment
 from ._connections import UnixSocketConnection
 from ._errors import ComputerError
+from ._forward import forward_socket_name, serve_outside
 from ._lifecycle import Lifecycle
 
-__all__ = ["Computer"]
+__all__ = ["DEFAULT_TOOLS", "Computer"]
 
 SANDBOX_IMAGE = "heron-sandbox:latest"
 """Default Docker image: any image with Python and Heron installed will do; build this
@@ -27,18 +29,24 @@ CONTAINER_MOUNT = "/workspace"
 """Where ``mount_path`` appears inside a Docker sandbox."""
 _SOCKET_NAME = "mcp.sock"
 
+DEFAULT_TOOLS = ("heron.tools:filesystem_tools", "heron.tools:bash_tools")
+"""What a :class:`Computer` serves unless told otherwise: the file and shell tools,
+working in its mount."""
+
 
 class Computer(Lifecycle):
     """Runs a Heron MCP tool server in a sandbox and hands back a ready connection.
 
-    Put the tools that touch files, shells or networks inside; the agent's
-    process calls them through :meth:`get_connection`::
+    By default it serves the built-in file and shell tools (``fs-*`` and
+    ``bash-*``), working in ``mount_path``: one line runs them sandboxed::
 
-        computer = Computer("/srv/job-17", ports=[8080], tools=["my_tools:FILE_TOOLS"])
-        await computer.start()
-        async with MCPClient("job-17", computer.get_connection()) as client:
-            ...
-        await computer.stop()
+        async with Computer("/srv/job-17", backend="bubblewrap") as computer:
+            async with MCPClient("job-17", computer.get_connection()) as client:
+                agent = BaseAgent(provider=provider, tool_client=client)
+                ...
+
+    ``tools`` names others (``["my_tools:FILE_TOOLS"]``, ``["heron.tools:catalog"]``
+    for every built-in tool).
 
     Two backends:
 
@@ -47,16 +55,18 @@ class Computer(Lifecycle):
       published on the same host ports (``"*"``: host networking).
       ``start()`` fails at once when no engine is reachable.
     - ``"bubblewrap"``: no Docker needed; the server runs as a subprocess under
-      ``bwrap`` in its own user, PID, IPC and network namespaces. It sees
-      ``/usr``, ``/etc`` (and the ``/bin``, ``/lib``... links), the Python
-      installation, the folders on ``sys.path`` and the tool files' folders,
-      all read-only; ``mount_path`` (at its own path), writable; a private
-      ``/tmp``, which is also its ``HOME``. Nothing else of the host (homes,
-      ``/root``, ``/var``, ``/run``...) exists inside. Its environment is
-      cleared down to ``PATH``, ``LANG``, ``LC_*``, ``TZ`` and ``PYTHONPATH``:
-      the agent's API keys do not reach the tools. Network namespaces cannot
-      publish single ports, so any ``ports`` (or ``"*"``) share the host
-      network; none keeps it cut off.
+      ``bwrap`` (:class:`heron.tools.Sandbox`) in its own user, PID, IPC and
+      network namespaces. It sees ``/usr``, ``/etc`` (and the ``/bin``,
+      ``/lib``... links), the Python installation, the folders on ``sys.path``
+      and the tool files' folders, all read-only; ``mount_path`` (at its own
+      path), writable; a private ``/tmp``, which is also its ``HOME``. Nothing
+      else of the host (homes, ``/root``, ``/var``, ``/run``...) exists inside.
+      Its environment is cleared down to ``PATH``, ``LANG``, ``LC_*``, ``TZ``,
+      ``TERM`` and ``PYTHONPATH``: the agent's API keys do not reach the tools.
+      Its network is its own loopback: each of ``ports`` is forwarded from
+      ``127.0.0.1:PORT`` on the host to the same port inside (a server the tools
+      start there is reachable from the host), and nothing else of the host
+      network is reachable from inside. ``"*"`` shares the host network whole.
 
     ``tools`` are ``module:attribute`` or ``file.py:attribute`` specs loaded
     by ``python -m heron.mcp serve`` inside the sandbox.
@@ -67,7 +77,7 @@ class Computer(Lifecycle):
         mount_path: str | os.PathLike[str],
         ports: Sequence[int] | Literal["*"] = (),
         *,
-        tools: Sequence[str] = (),
+        tools: Sequence[str] | None = None,
         backend: Literal["docker", "bubblewrap"] = "docker",
         image: str = SANDBOX_IMAGE,
         start_timeout: float = 30.0,
@@ -81,13 +91,18 @@ class Computer(Lifecycle):
             raise ComputerError(f'ports must be a list of port numbers or "*", not {ports!r}')
         if isinstance(tools, str):
             raise ComputerError("tools must be a list of module:attribute specs")
+        if tools is not None and not tools:
+            raise ComputerError(
+                "tools is empty: a Computer serves at least one tool spec "
+                f"(leave tools out for the file and shell tools: {', '.join(DEFAULT_TOOLS)})"
+            )
         if backend not in ("docker", "bubblewrap"):
             raise ComputerError(f"backend must be 'docker' or 'bubblewrap', not {backend!r}")
         self.mount_path = mount
         """The host folder the sandbox may write to."""
         self.ports: tuple[int, ...] | Literal["*"] = ports if ports == "*" else tuple(ports)
         """Ports reachable from outside, or ``"*"`` for the host network."""
-        self.tools = tuple(tools)
+        self.tools = DEFAULT_TOOLS if tools is None else tuple(tools)
         """Tool specs the sandboxed server loads."""
         self.backend = backend
         """``"docker"`` or ``"bubblewrap"``."""
@@ -100,6 +115,7 @@ class Computer(Lifecycle):
         self._container: Any = None
         self._docker: Any = None  # the Docker SDK's client, closed on stop()
         self._log: Path | None = None
+        self._forwards: list[asyncio.Server] = []  # bubblewrap: the host ends of ``ports``
 
     @property
     def socket_path(self) -> Path:
@@ -124,12 +140,17 @@ class Computer(Lifecycle):
             else:
                 await self._start_bubblewrap()
             await self._wait_listening()
+            if self.backend == "bubblewrap" and self.ports != "*":
+                await self._forward_ports()
         except BaseException:
             await self.stop()
             raise
 
     async def stop(self) -> None:
         """Stop and remove the sandbox; safe to call twice."""
+        forwards, self._forwards = self._forwards, []
+        for forward in forwards:
+            forward.close()
         process, self._process = self._process, None
         if process is not None and process.returncode is None:
             process.terminate()
@@ -203,38 +224,41 @@ class Computer(Lifecycle):
             raise ComputerError(f"could not start a container of {self.image}: {exc}") from None
 
     async def _start_bubblewrap(self) -> None:
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
+        if find_bwrap() is None:
             raise ComputerError(
                 "bubblewrap is not installed (apt-get install bubblewrap), or use Docker"
             )
         assert self._socket_dir is not None and self._log is not None
-        mount, sockets = str(self.mount_path), str(self._socket_dir)
-        command = [
-            bwrap,
-            *(arg for path in _SYSTEM_PATHS for arg in ("--ro-bind-try", path, path)),
-            "--dev", "/dev",
-            "--proc", "/proc",
-            "--tmpfs", "/tmp",
-            # After the tmpfs, so that what lives under /tmp stays reachable: the
-            # interpreter, its packages and tool files (read-only), then the mount.
-            *(arg for path in self._code_paths() for arg in ("--ro-bind-try", path, path)),
-            "--bind", mount, mount,
-            "--bind", sockets, sockets,
-            # Only what the tool server needs: never the agent's API keys or tokens.
-            "--clearenv",
-            *(arg for name, value in _sandbox_env().items() for arg in ("--setenv", name, value)),
-            "--unshare-all",
-            *(["--share-net"] if self.ports else []),
-            "--die-with-parent",
-            "--new-session",
-            "--chdir", mount,
-            *self._serve_command(sys.executable, str(self.socket_path)),
-        ]  # fmt: skip
+        sockets = str(self._socket_dir)
+        sandbox = Sandbox(
+            visible=tuple(self._code_paths()),
+            writable=(str(self.mount_path), sockets),
+            network=self.ports == "*",
+        )
+        serve = self._serve_command(sys.executable, str(self.socket_path))
+        if self.ports != "*":
+            for port in self.ports:
+                serve += ["--forward", f"{port}={self._socket_dir / forward_socket_name(port)}"]
         with self._log.open("wb") as log:
             self._process = await asyncio.create_subprocess_exec(
-                *command, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                *sandbox.wrap(serve, self.mount_path),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=_sandbox_env(),  # only what the tool server needs: no keys, no tokens
+                start_new_session=True,
             )
+
+    async def _forward_ports(self) -> None:
+        """Listen on ``127.0.0.1:PORT`` for each port, relayed into the sandbox."""
+        assert self._socket_dir is not None and self.ports != "*"
+        for port in self.ports:
+            try:
+                self._forwards.append(
+                    await serve_outside(port, str(self._socket_dir / forward_socket_name(port)))
+                )
+            except OSError as exc:
+                raise ComputerError(f"cannot forward port {port}: {exc}") from None
 
     def _code_paths(self) -> list[str]:
         """The Python installation, the import path and the tool files' folders."""
@@ -276,21 +300,9 @@ class Computer(Lifecycle):
         return self._log.read_text(errors="replace")[-2000:].strip() or "(no output)"
 
 
-# Read-only inside a bubblewrap sandbox: the system's programs, libraries and settings.
-_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
-
-# The environment a bubblewrap sandbox keeps; everything else is cleared.
-_SANDBOX_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH")
-
-
 def _sandbox_env() -> dict[str, str]:
     """The variables a sandboxed server gets: locale, PATH and import path, HOME=/tmp."""
-    kept = {
-        name: value
-        for name, value in os.environ.items()
-        if name in _SANDBOX_ENV or name.startswith("LC_")
-    }
-    return {**kept, "HOME": "/tmp"}
+    return sandbox_environment(keep=("PYTHONPATH",))
 
 
 def _accepts(path: Path) -> bool:

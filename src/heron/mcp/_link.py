@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from types import TracebackType
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.server.runner import modern_error_data
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from ._connections import Connection, SessionStreams
+from ._connections import Connection, DirectCall, SessionStreams
 from ._errors import MCPConnectionError
 
 __all__ = ["Link"]
@@ -46,6 +47,7 @@ class Link:
         self._last_error: BaseException | None = None
         self._dropped: asyncio.Event | None = None  # set once the live session's link ends
         self._direct_calls: set[asyncio.Future[Any]] | None = None  # a direct session's calls
+        self._direct_call: DirectCall | None = None  # a direct session's tools/call
 
     @property
     def connected(self) -> bool:
@@ -104,9 +106,17 @@ class Link:
     ) -> types.CallToolResult:
         """Call ``name`` on the server; protocol errors propagate as :class:`MCPError`."""
         client = await self._ensure()
+        doing = f"calling tool {name!r} (it may or may not have run)"
+        direct = self._direct_call
+        if direct is not None:
+            params = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)  # type: ignore[arg-type]
+            answer: types.CallToolResult = await self._guard(
+                _dispatched(direct(params, client.protocol_version)), doing
+            )
+            return answer
         result: types.CallToolResult = await self._guard(
             client.call_tool(name, arguments, meta=meta),  # type: ignore[arg-type]
-            f"calling tool {name!r} (it may or may not have run)",
+            doing,
         )
         return result
 
@@ -203,15 +213,15 @@ class Link:
         direct = self.connection.direct()
         if direct is not None:
             # Same process: the SDK dispatches to the server's handlers directly.
-            server, stopped = direct
             self._direct_calls = calls = set[asyncio.Future[Any]]()
             try:
                 async with asyncio.timeout(self._connect_timeout) as connecting:
-                    async with Client(server, cache=None) as client:
+                    async with Client(direct.server, cache=None) as client:
                         connecting.reschedule(None)
-                        await self._serve_calls(client, stopped)
+                        self._direct_call = direct.call_tool
+                        await self._serve_calls(client, direct.stopped)
             finally:
-                self._direct_calls = None
+                self._direct_calls = self._direct_call = None
                 for call in calls:
                     call.cancel()
             return
@@ -240,6 +250,17 @@ class Link:
         self._settle_attempt()
         await _first(self._closing, dropped, within=None)
         self._client = None
+
+
+async def _dispatched(call: Awaitable[types.CallToolResult]) -> types.CallToolResult:
+    """A direct ``tools/call``, its failures reported as the SDK's dispatch reports them."""
+    try:
+        return await call
+    except MCPError:
+        raise
+    except Exception as exc:  # a fault of the server's handler, not of the tool (an error result)
+        error = modern_error_data(exc)
+        raise MCPError(code=error.code, message=error.message, data=error.data) from exc
 
 
 async def _first(*events: asyncio.Event, within: float | None) -> None:

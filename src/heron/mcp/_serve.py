@@ -7,10 +7,11 @@ import asyncio
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import signal
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .._core import UserError
@@ -23,6 +24,7 @@ from ._connections import (
     WebSocketConnection,
 )
 from ._connections._websocket import is_loopback
+from ._forward import serve_inside
 from ._server import MCPServer
 from ._storage import FileStorage
 
@@ -35,8 +37,11 @@ TOKEN_ENV = "HERON_MCP_TOKEN"
 def load_tools(spec: str) -> list[Tool]:
     """The tools named by ``module:attribute`` or ``path/file.py:attribute``.
 
-    The attribute may be a tool, a skill, a list of them, or a function
-    returning one of those.
+    The attribute may be a tool, a skill, a list of them, a mapping of them (a
+    :class:`~heron.tools.Catalog`), or a function taking no arguments that returns
+    one of those: ``heron.tools:catalog`` serves every built-in tool, and
+    ``heron.tools:filesystem_tools`` and ``heron.tools:bash_tools`` the file and
+    shell tools, all working in the current directory.
     """
     where, sep, attribute = spec.rpartition(":")
     if not sep or not where or not attribute:
@@ -61,7 +66,20 @@ def load_tools(spec: str) -> list[Tool]:
     except AttributeError:
         raise UserError(f"tool spec {spec!r}: {where} has no attribute {attribute!r}") from None
     if callable(value) and not isinstance(value, Tool):
+        try:
+            inspect.signature(value).bind()
+        except TypeError:
+            raise UserError(
+                f"tool spec {spec!r}: {attribute}() needs arguments; name tools, a list of "
+                "them, or a function that takes none"
+            ) from None
+        except ValueError:  # no signature to inspect (a builtin): just call it
+            pass
         value = value()
+    if isinstance(value, Mapping):  # a Catalog: tools by name
+        value = list(value.values())
+    if not isinstance(value, Tool | Skill | Iterable) or isinstance(value, str | bytes):
+        raise UserError(f"tool spec {spec!r}: {value!r} is not a Tool, a Skill or a list of them")
     items: Iterable[object] = [value] if isinstance(value, Tool | Skill) else value
     tools: list[Tool] = []
     for item in items:
@@ -84,6 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--unix", metavar="PATH", help="listen on a Unix socket")
     where.add_argument("--websocket", metavar="HOST:PORT", help="listen on a WebSocket")
     serve.add_argument("--storage", metavar="DIR", help="keep tool state in DIR (default: memory)")
+    serve.add_argument(
+        "--forward",
+        action="append",
+        default=[],
+        metavar="PORT=SOCKET",
+        help="relay connections on the Unix socket SOCKET to 127.0.0.1:PORT (repeatable; "
+        "what a sandboxed Computer's ports use)",
+    )
     serve.add_argument("--tls-cert", help="PEM certificate, for WSS")
     serve.add_argument("--tls-key", help="PEM key of --tls-cert")
     serve.add_argument("--tls-ca", help="PEM CA: demand client certificates it signed")
@@ -147,12 +173,33 @@ def _connection(args: argparse.Namespace) -> Connection:
     )
 
 
+def _forwards(values: list[str]) -> list[tuple[int, str]]:
+    """``--forward PORT=SOCKET`` values as pairs; ``UserError`` for a malformed one."""
+    pairs = []
+    for value in values:
+        port, sep, path = value.partition("=")
+        if not sep or not port.isdigit() or not 0 < int(port) < 65536 or not path:
+            raise UserError(f"--forward takes PORT=SOCKET, not {value!r}")
+        pairs.append((int(port), path))
+    return pairs
+
+
 async def _serve(args: argparse.Namespace) -> None:
     storage: Storage = FileStorage(args.storage) if args.storage else MemoryStorage()
+    forwards = _forwards(args.forward)
     server = MCPServer(_connection(args), storage)
     for spec in args.tools:
         for t in load_tools(spec):
             server.register_tool(t)
+    relays = [await serve_inside(port, path) for port, path in forwards]
+    try:
+        await _run(server)
+    finally:
+        for relay in relays:
+            relay.close()
+
+
+async def _run(server: MCPServer) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

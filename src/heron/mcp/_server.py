@@ -9,15 +9,17 @@ from typing import Any
 from urllib.parse import quote
 
 import mcp_types as types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
 
 from .._core import UserError
 from ..tools import IdGenerator, Storage, Tool, ToolContext, ToolResult
-from ._connections import Connection
+from ._connections import Connection, DirectServer
 from ._convert import ENV_ID_META_KEY, meta_value, to_mcp_result, to_mcp_tool
 from ._lifecycle import Lifecycle
 from ._storage import FileStorage, ScopedStorage
@@ -132,8 +134,17 @@ class MCPServer(Lifecycle):
         if self._started:
             raise RuntimeError("this MCPServer was already started")
         self._started = True
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            # No tracer provider is set: the SDK's span around each request would record
+            # nothing and still cost every call tens of microseconds. A provider set before
+            # start() keeps the spans.
+            self._lowlevel.middleware = [
+                m for m in self._lowlevel.middleware if not isinstance(m, OpenTelemetryMiddleware)
+            ]
         await self.connection.listen(self._serve_session)
-        self.connection.offer_direct(self._lowlevel)
+        self.connection.offer_direct(
+            DirectServer(server=self._lowlevel, stopped=asyncio.Event(), call_tool=self._answer)
+        )
 
     async def close(self) -> None:
         """Stop listening and end every session; safe to call twice."""
@@ -169,6 +180,12 @@ class MCPServer(Lifecycle):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        return await self._answer(params, ctx.protocol_version)
+
+    async def _answer(
+        self, params: types.CallToolRequestParams, protocol_version: str
+    ) -> types.CallToolResult:
+        """A ``tools/call`` request's result, whichever way the request arrived."""
         env_id = meta_value(params.meta, ENV_ID_META_KEY)
         if not isinstance(env_id, str) or not env_id:
             env_id = DEFAULT_ENV_ID
@@ -178,7 +195,7 @@ class MCPServer(Lifecycle):
         else:
             result = await tool.run(params.arguments or {}, self.context(env_id))
         return to_mcp_result(
-            result, structured_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            result, structured_any_json=protocol_version in MODERN_PROTOCOL_VERSIONS
         )
 
     def __repr__(self) -> str:

@@ -6,13 +6,14 @@ import asyncio
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 
 from .._core import Capabilities, ChatResponse, ChunkCallback, Message, ToolSchema, UserError
 from ._base import Provider
 from ._checks import require_effort, require_model
 from ._retry import Fault, RetryPolicy, Tracker, with_retries
 
-__all__ = ["HostedProvider", "by_prefix"]
+__all__ = ["HostedProvider", "by_prefix", "response_header", "split_query"]
 
 C = TypeVar("C")
 
@@ -21,6 +22,20 @@ def by_prefix(model: str, table: dict[str, int], default: int) -> int:
     """A per-model figure from a table keyed by model-id prefix; the longest prefix wins."""
     matches = [prefix for prefix in table if model.startswith(prefix)]
     return table[max(matches, key=len)] if matches else default
+
+
+def split_query(base_url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """``base_url`` without its query, and the query's parameters (``None``: it had none).
+
+    A gateway may take its credential in the query (``.../v1?token=...``). The SDKs
+    append a request's path to the base URL's text, query and all, which would glue
+    the path into the query: the parameters go to every request as a default query.
+    """
+    if base_url is None or "?" not in base_url:
+        return base_url, None
+    parts = urlsplit(base_url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return parts._replace(query="").geturl(), query or None
 
 
 class HostedProvider(Provider, Generic[C]):
@@ -118,3 +133,11 @@ class HostedProvider(Provider, Generic[C]):
             classify=self._classify,
             tracker=out,
         )
+
+
+def response_header(stream: Any, name: str) -> str | None:
+    """A header of the HTTP response behind an SDK stream (a request id), if the SDK keeps it."""
+    response = getattr(stream, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get(name) if headers is not None else None
+    return value if isinstance(value, str) else None

@@ -11,9 +11,10 @@ import openai
 from .._core import Capabilities, ChatResponse, Message, ToolSchema
 from ._checks import require_key
 from ._faults import classify_sdk_error, malformed
-from ._hosted import HostedProvider
+from ._hosted import HostedProvider, response_header, split_query
 from ._openai_wire import (
     StreamAssembler,
+    cached_tokens,
     estimated_usage,
     finish_reason,
     parse_calls,
@@ -71,8 +72,13 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
         # The read timeout bounds a whole non-streamed response; a stream is
         # watched by idle_limit() instead, event by event.
         timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
+        base_url, query = split_query(self.base_url)
         return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._api_key,
+            base_url=base_url,
+            default_query=query,
+            max_retries=0,
+            timeout=timeout,
         )
 
     async def _disconnect(self, client: openai.AsyncOpenAI) -> None:
@@ -119,6 +125,7 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
         assembler = StreamAssembler(provider=self.name, out=out)
         async with idle_limit(self.retry.timeout, provider=self.name) as idle:
             stream = await client.chat.completions.create(**_sdk_arguments(body))
+            assembler.request_id = response_header(stream, "x-request-id")
             async with stream:
                 async for chunk in stream:
                     idle.pause()
@@ -157,4 +164,8 @@ class ChatCompletionsProvider(HostedProvider[openai.AsyncOpenAI]):
             tool_calls=calls,
             thinking=thinking,
             stop_reason=finish_reason(choice.finish_reason, bool(calls)),
+            finish_reason=choice.finish_reason,
+            request_id=getattr(response, "_request_id", None),
+            response_id=getattr(response, "id", None) or None,
+            cached_input_tokens=cached_tokens(usage) if usage is not None else None,
         )

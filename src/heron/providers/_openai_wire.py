@@ -28,6 +28,7 @@ from ._retry import Tracker
 
 __all__ = [
     "StreamAssembler",
+    "cached_tokens",
     "estimated_usage",
     "finish_reason",
     "parse_calls",
@@ -192,6 +193,15 @@ def estimated_usage(
     return prompt, estimate_message_tokens((answer,))
 
 
+def cached_tokens(usage: Any) -> int | None:
+    """Prompt tokens read from the cache: OpenAI's ``prompt_tokens_details``, DeepSeek's hits."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None:
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
+    return cached if isinstance(cached, int) and not isinstance(cached, bool) else None
+
+
 @dataclass
 class _PendingCall:
     index: int
@@ -219,15 +229,21 @@ class StreamAssembler:
     finish: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_tokens: int | None = None
+    request_id: str | None = None
+    """The request's id from the response headers, set by the caller."""
+    response_id: str | None = None
     _pending: dict[int, _PendingCall] = field(default_factory=dict)
     _emitted: dict[int, str] = field(default_factory=dict)  # index -> id of its emitted call
 
     async def feed(self, chunk: Any) -> None:
         """Take one ``ChatCompletionChunk``."""
+        self.response_id = self.response_id or getattr(chunk, "id", None) or None
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.input_tokens = usage.prompt_tokens
             self.output_tokens = usage.completion_tokens
+            self.cached_tokens = cached_tokens(usage)
         for choice in chunk.choices or ():
             if choice.index != 0:
                 continue
@@ -303,4 +319,8 @@ class StreamAssembler:
             tool_calls=tuple(self.calls),
             thinking=thinking or None,
             stop_reason=finish_reason(self.finish, bool(self.calls)),
+            finish_reason=self.finish,
+            request_id=self.request_id,
+            response_id=self.response_id,
+            cached_input_tokens=self.cached_tokens,
         )

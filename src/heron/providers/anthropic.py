@@ -26,7 +26,7 @@ from ._base import think_budget
 from ._calls import parse_call
 from ._checks import require_effort, require_key
 from ._faults import classify_sdk_error, malformed, truncated
-from ._hosted import HostedProvider, by_prefix
+from ._hosted import HostedProvider, by_prefix, response_header, split_query
 from ._retry import Fault, RetryPolicy, Tracker, idle_limit
 
 __all__ = ["AnthropicProvider"]
@@ -135,8 +135,13 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
         # The read timeout bounds a whole non-streamed response; a stream is
         # watched by idle_limit() instead, event by event.
         timeout = httpx2.Timeout(self.retry.response_timeout, connect=self.retry.timeout)
+        base_url, query = split_query(self.base_url)
         return anthropic.AsyncAnthropic(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._api_key,
+            base_url=base_url,
+            default_query=query,
+            max_retries=0,
+            timeout=timeout,
         )
 
     async def _disconnect(self, client: anthropic.AsyncAnthropic) -> None:
@@ -176,10 +181,12 @@ class AnthropicProvider(HostedProvider[anthropic.AsyncAnthropic]):
         client = self._client()
         if not out.active:
             message = await client.messages.create(**body)
-            return _from_message(self.name, message.model_dump(mode="json"))
+            data = message.model_dump(mode="json")
+            return _from_message(self.name, data, getattr(message, "_request_id", None))
         turn = _Turn(provider=self.name, out=out)
         async with idle_limit(self.retry.timeout, provider=self.name) as idle:
             stream = await client.messages.create(**body)
+            turn.request_id = response_header(stream, "request-id")
             async with stream:
                 async for event in stream:
                     if event.type == "ping":
@@ -267,7 +274,9 @@ def _image_source(part: ImagePart) -> dict[str, Any]:
     return {"type": "base64", "media_type": part.media_type, "data": part.base64}
 
 
-def _from_message(provider: str, data: dict[str, Any]) -> ChatResponse:
+def _from_message(
+    provider: str, data: dict[str, Any], request_id: str | None = None
+) -> ChatResponse:
     """A non-streamed ``Message`` response, as plain data."""
     text: list[str] = []
     thinking: list[str] = []
@@ -293,7 +302,20 @@ def _from_message(provider: str, data: dict[str, Any]) -> ChatResponse:
         thinking="".join(thinking) or None,
         provider_thinking=tuple(signed) or None,
         stop_reason=_stop_reason(data.get("stop_reason"), bool(calls)),
+        finish_reason=data.get("stop_reason"),
+        request_id=request_id,
+        response_id=data.get("id") or None,
+        **_cache_counts(usage),
     )
+
+
+def _cache_counts(usage: dict[str, Any]) -> dict[str, int | None]:
+    """The prompt-cache counts of a ``usage`` object, as :class:`ChatResponse` fields."""
+    read, written = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
+    return {
+        "cached_input_tokens": read if isinstance(read, int) else None,
+        "cache_write_tokens": written if isinstance(written, int) else None,
+    }
 
 
 def _stop_reason(raw: str | None, has_calls: bool) -> FinishReason:
@@ -339,12 +361,16 @@ class _Turn:
     stop_reason: str | None = None
     started: bool = False
     stopped: bool = False
+    request_id: str | None = None
+    """The request's id from the response headers, set by the caller."""
+    response_id: str | None = None
 
     async def feed(self, event: dict[str, Any]) -> None:
         """Take one stream event (as plain data)."""
         kind = event.get("type")
         if kind == "message_start":
             self.started = True
+            self.response_id = event["message"].get("id") or None
             self.usage.update(event["message"].get("usage") or {})
         elif kind == "content_block_start":
             block = dict(event["content_block"])
@@ -410,4 +436,8 @@ class _Turn:
             thinking="".join(self.thinking) or None,
             provider_thinking=tuple(self.signed) or None,
             stop_reason=_stop_reason(self.stop_reason, bool(self.calls)),
+            finish_reason=self.stop_reason,
+            request_id=self.request_id,
+            response_id=self.response_id,
+            **_cache_counts(self.usage),
         )

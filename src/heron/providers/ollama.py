@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -45,7 +46,9 @@ async def _note_retry_after(response: httpx.Response) -> None:
         slot[0] = parse_retry_after(response.headers)
 
 
-_THINK_LEVELS: tuple[bool | str, ...] = (False, "low", "medium", "high")
+# Any effort above 0 asks for thinking: models that only know on/off (qwen3,
+# deepseek-r1) must not have it switched off by a low effort.
+_THINK_LEVELS: tuple[str, ...] = ("low", "medium", "high")
 _DONE: dict[str, FinishReason] = {"stop": "end_turn", "length": "max_tokens"}
 
 
@@ -54,9 +57,11 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
 
     Tools are off by default (many local models cannot call them; pass
     ``supports_tools=True`` for one that can). ``think_effort`` (0..1) becomes
-    ``think``: ``False`` at 0, else low/medium/high; reasoning streams from
-    ``message.thinking``. ``context_window`` is also sent as ``num_ctx``, so
-    the server really gives the model that much room. Images are sent to the
+    ``think``: ``False`` at 0 only, else low/medium/high (any effort above 0
+    asks for thinking); reasoning streams from ``message.thinking``. A tool
+    call the server sends again in a later part of the stream runs once.
+    ``context_window`` is also sent as ``num_ctx``, so the server really
+    gives the model that much room. Images are sent to the
     model unless ``supports_images=False`` says it is text-only (then an
     agent does not ask it to describe images)::
 
@@ -89,8 +94,16 @@ class OllamaProvider(HostedProvider[ollama.AsyncClient]):
         """The Ollama server's URL."""
 
     def think(self) -> bool | str | None:
-        """The ``think`` value sent: ``None`` (not sent), ``False`` or a level."""
-        return resolve_think_effort(self.think_effort, _THINK_LEVELS)
+        """The ``think`` value sent: ``None`` (not sent), ``False`` at 0, else a level.
+
+        Efforts above 0 are spread evenly over low, medium and high.
+        """
+        effort = self.think_effort
+        if effort is None:
+            return None
+        if effort <= 0:
+            return False
+        return resolve_think_effort(effort, _THINK_LEVELS)
 
     def _connect(self) -> ollama.AsyncClient:
         return ollama.AsyncClient(
@@ -219,9 +232,10 @@ def _wire_message(m: Message) -> dict[str, Any]:
 class _Turn:
     """Builds one turn from Ollama's stream of partial responses.
 
-    Tool calls arrive fully formed, each in the part where the server parsed
-    it (never repeated), so each is emitted on sight. Two identical calls are
-    two calls.
+    Tool calls arrive fully formed, so each is emitted on sight. A server may
+    send a call again in a later part (the final one, say): a call equal to
+    one an earlier part made is that call repeated, and is dropped, so it
+    runs once. Two equal calls in one part are two calls the model meant.
     """
 
     provider: str
@@ -230,6 +244,8 @@ class _Turn:
     thinking: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     final: Any = None
+    made: Counter[str] = field(default_factory=Counter)
+    """How many calls of each kind (name and arguments) the turn has made."""
 
     async def feed(self, part: Any) -> None:
         """Take one ``ollama.ChatResponse``."""
@@ -240,13 +256,16 @@ class _Turn:
         if message.content:
             self.text.append(message.content)
             await self.out.text(message.content)
+        in_part: Counter[str] = Counter()
         for c in message.tool_calls or ():
+            name, arguments = c.function.name, dict(c.function.arguments or {})
+            kind = name + "\0" + json.dumps(arguments, sort_keys=True, default=str)
+            in_part[kind] += 1
+            if in_part[kind] <= self.made[kind]:
+                continue  # an earlier part already made this call
+            self.made[kind] += 1
             # Ollama gives calls no ids; these are unique so results can answer them.
-            call = ToolCall(
-                id=f"call_{uuid.uuid4().hex[:16]}",
-                name=c.function.name,
-                arguments=dict(c.function.arguments or {}),
-            )
+            call = ToolCall(id=f"call_{uuid.uuid4().hex[:16]}", name=name, arguments=arguments)
             self.calls.append(call)
             await self.out.call(call)
         if part.done:
@@ -271,4 +290,5 @@ class _Turn:
             tool_calls=tuple(self.calls),
             thinking=thinking or None,
             stop_reason="tool_use" if self.calls else _DONE.get(final.done_reason or "", "other"),
+            finish_reason=final.done_reason or None,
         )

@@ -191,6 +191,10 @@ def build_app(engine: Engine) -> FastAPI:
         title="Heron daemon",
         version=__version__,
         description="Run agents as durable nodes: create, watch, message and collect outcomes.",
+        # No /docs or /redoc: FastAPI's pages load their scripts from a CDN, which a daemon
+        # offline cannot reach. The spec itself is served at /openapi.json.
+        docs_url=None,
+        redoc_url=None,
     )
     # Every route refuses JSON strings that are not text before any handler runs.
     app.router.route_class = UnicodeRoute
@@ -219,5 +223,6 @@ def wrap(app: ASGIApp, *, token: str | None, max_body_bytes: int) -> ASGIApp:
             allow_origins=["*"],
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["authorization", "content-type", "last-event-id"],
+            expose_headers=["heron-next-cursor"],  # a page of GET /v1/nodes?limit=
         )
     return wrapped

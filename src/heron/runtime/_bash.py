@@ -1,7 +1,11 @@
 """``POST /v1/bash``: one command, run to its end, as the daemon's user.
 
 The command runs as ``bash -c COMMAND`` in a process group of its own (a new
-session), in the required ``cwd``. It never outlives its request: at its
+session) and, where bubblewrap can start one, a PID namespace of its own
+(``heron.tools._sandbox.contained``: the host's files, network and user as they
+are), in the required ``cwd``. The namespace ends with the command, taking with
+it what the command started even in sessions of their own (``setsid``), which a
+process group alone cannot hold. It never outlives its request: at its
 ``timeout`` the whole group is stopped (SIGTERM, then SIGKILL after
 :data:`KILL_GRACE` seconds) and the answer says ``timed_out``; processes it left
 running in its group when it exited are stopped the same way; a client that
@@ -18,8 +22,9 @@ carry a password, and the hosted providers' API keys), plus the request's
 ``env``, which may give any of them back on purpose. A command's output goes
 back over the wire and into transcripts, and the scripts a command runs
 (``npm install`` hooks ...) read the environment they inherit. This is no
-sandbox: the command runs as the daemon's user and can read what that user can,
-``$HERON_HOME`` included; it only never gets those secrets handed to it.
+sandbox (that is for nodes' commands, ``_sandbox``): the command runs as the
+daemon's user and can read what that user can, ``$HERON_HOME`` included; it only
+never gets those secrets handed to it.
 """
 
 from __future__ import annotations
@@ -136,6 +141,7 @@ class Commands:
                 env=env,
                 on_output=on_output,
                 stdin=None if request.stdin is None else request.stdin.encode("utf-8", "replace"),
+                prefix=self._engine.sandbox.contain or (),
             )
         except OSError as exc:
             if exc.filename == cwd:
@@ -161,6 +167,9 @@ class Commands:
             ledger.remove([process.pid])
         await process.close()
         code, signal_name = describe_exit(process.returncode)
+        if self._engine.sandbox.contain and code is not None and 128 < code <= 128 + 64:
+            # The namespace's init reports a shell killed by signal n as 128 + n.
+            code, signal_name = describe_exit(128 - code)
         ended = process.ended if process.ended is not None else time.monotonic()
         result = api.BashResult(
             exit_code=code,

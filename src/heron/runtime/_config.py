@@ -7,6 +7,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 __all__ = [
     "ConnectInfo",
@@ -18,6 +19,9 @@ __all__ = [
 ]
 
 CONNECT_FILE = "connect.json"
+
+SandboxMode = Literal["auto", "require", "off"]
+"""What the daemon does about sandboxing node commands (``HERON_SANDBOX``)."""
 
 DEFAULT_WARM_POOL = 2
 """Warm nodes kept per launch tuple when ``HERON_WARM_POOL`` is not set."""
@@ -107,6 +111,12 @@ class RuntimeConfig:
     (``HERON_SSE_SEND_TIMEOUT``)."""
     stream_memory: int = 64 * 1024 * 1024
     """Bytes all nodes' replay rings may hold together (``HERON_STREAM_MEMORY``)."""
+    sandbox: SandboxMode = "auto"
+    """``HERON_SANDBOX``: ``auto`` sandboxes node commands where bubblewrap works (and says
+    so where it does not), ``require`` refuses to start without it, ``off`` never uses it."""
+    sandbox_env: tuple[str, ...] = ()
+    """``HERON_SANDBOX_ENV`` (comma-separated names): variables of the daemon's environment a
+    sandboxed command keeps, beyond ``PATH``, the locale, ``TZ`` and ``TERM``."""
 
     @property
     def socket_path(self) -> Path:
@@ -136,8 +146,8 @@ class RuntimeConfig:
     @classmethod
     def from_env(cls, *, listen: str | None = None) -> RuntimeConfig:
         """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``,
-        the event-stream settings ``HERON_SSE_KEEPALIVE`` and ``HERON_SSE_BUFFER``, and
-        ``HERON_WARM_POOL``.
+        the event-stream settings ``HERON_SSE_KEEPALIVE`` and ``HERON_SSE_BUFFER``,
+        ``HERON_WARM_POOL``, and ``HERON_SANDBOX`` and ``HERON_SANDBOX_ENV``.
 
         The TCP listener is on when ``listen`` is given or ``heron sys connect``
         stored settings; its token is ``HERON_TOKEN``, else the stored one, else
@@ -167,6 +177,12 @@ class RuntimeConfig:
             sse_buffer_bytes=int(_positive("HERON_SSE_BUFFER_BYTES", 4 * 1024 * 1024, int)),
             sse_send_timeout=_positive("HERON_SSE_SEND_TIMEOUT", 30.0, float),
             stream_memory=int(_positive("HERON_STREAM_MEMORY", 64 * 1024 * 1024, int)),
+            sandbox=_sandbox_mode(os.environ.get("HERON_SANDBOX")),
+            sandbox_env=tuple(
+                name.strip()
+                for name in os.environ.get("HERON_SANDBOX_ENV", "").split(",")
+                if name.strip()
+            ),
         )
 
 
@@ -182,6 +198,15 @@ def _positive(name: str, default: float, kind: type[int] | type[float]) -> float
     if number <= 0:
         raise ValueError(f"{name} must be above 0, got {value!r}")
     return number
+
+
+def _sandbox_mode(value: str | None) -> SandboxMode:
+    """``HERON_SANDBOX`` checked; ``ValueError`` naming the choices otherwise."""
+    modes: dict[str, SandboxMode] = {"auto": "auto", "require": "require", "off": "off"}
+    mode = modes.get((value or "auto").strip().lower())
+    if mode is not None:
+        return mode
+    raise ValueError(f"HERON_SANDBOX must be auto, require or off, not {value!r}")
 
 
 def _warm_pool(value: str | None) -> int:

@@ -120,9 +120,12 @@ nodes = sa.Table(
     sa.Column("state", sa.JSON),
     # A structured result accepted mid-turn; the outcome settles when the turn ends.
     sa.Column("pending_result", sa.JSON),
-    # The highest event sequence number the node's numbering may have handed out:
-    # numbers are reserved ahead in blocks, so a restart never hands one out twice.
+    # The highest number handed out to an event that is not logged (a text delta),
+    # written before the delta streams: a restart continues above it, skipping none.
     sa.Column("events_reserved", sa.BigInteger),
+    # The workflow step ("run:step") whose events (and a model turn's usage) were last
+    # written: a step DBOS runs again after a crash finds it and runs quietly (_events).
+    sa.Column("step_mark", sa.String(64)),
     # A pre-started node of the warm pool (its launch tuple) that no create has taken
     # yet: left out of every list and count (see _warm.py). NULL for every real node.
     sa.Column("warm", Text),
@@ -440,6 +443,13 @@ def _v9_human(conn: sa.Connection) -> None:
     metadata.create_all(conn, tables=[human_requests])
 
 
+def _v10_step_marks(conn: sa.Connection) -> None:
+    """Nodes remember the workflow step whose events were last written (``step_mark``)."""
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("heron_nodes")}
+    if "step_mark" not in columns:
+        conn.execute(sa.text("ALTER TABLE heron_nodes ADD COLUMN step_mark VARCHAR(64)"))
+
+
 MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (
     _v1,
     _v2,
@@ -450,6 +460,7 @@ MIGRATIONS: Sequence[Callable[[sa.Connection], None]] = (
     _v7_memory,
     _v8_crons,
     _v9_human,
+    _v10_step_marks,
 )
 """Schema migrations in order; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 

@@ -4,6 +4,13 @@ Each model turn and each tool call runs as a step of the node's workflow: its
 result is recorded, so a workflow recovered after a crash gets the recorded
 answer back instead of asking the model (or running the tool) again. The
 events a step publishes come from inside it, so a replayed step publishes none.
+
+A step ends with :meth:`~._events.EventLog.step_done`: its events, its mark and
+a turn's usage are durable before DBOS records its result. DBOS runs a step
+again when a crash came before that record (at least once): a step in flight
+at the crash runs again and says so again; a step that had ended (its mark is
+the node's) runs again *quietly*, publishing and counting nothing, so its
+events and usage stay those of its first run.
 """
 
 from __future__ import annotations
@@ -55,12 +62,28 @@ class Steps:
     stopped, or its steps would no longer match the record.
     """
 
-    def __init__(self, recorded: int) -> None:
+    def __init__(self, recorded: int, *, node_id: str, run: int) -> None:
         self._left = recorded
+        self.node_id = node_id
+        """The node whose run this is."""
+        self.run_number = run
+        """The run's number (the node's ``runs`` when it started)."""
+        self.recovered = recorded > 0
+        """DBOS recorded steps of this run before: a crash came, a step may run again."""
         self.caught_up = asyncio.Event()
         """Set once every recorded step has been replayed."""
         if recorded <= 0:
             self.caught_up.set()
+
+    def key(self) -> str:
+        """The step being run, as ``run:step`` (the same when DBOS runs it again)."""
+        step = DBOS.step_id if DBOS.step_id is not None else 0
+        return f"{self.run_number}:{step}"
+
+    async def ended_before(self, store: Store, key: str) -> bool:
+        """Whether step ``key`` ended in an earlier process (its mark was written): DBOS
+        runs it again, its result unrecorded, and it must publish and count nothing."""
+        return self.recovered and await store.step_mark(self.node_id) == key
 
     async def run(self, name: str, func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         """Run ``func(*args)`` as the workflow's next step, named ``name``."""
@@ -71,6 +94,15 @@ class Steps:
             self._left -= 1
             if self._left <= 0:
                 self.caught_up.set()
+
+
+_EXPLAINED_TOOLS = frozenset({"submit-result"})
+"""Tools whose failure reason goes on ``node.tool_call.completed``: the daemon's own
+check of the node's result, which whoever watches needs to see (other tools' output
+stays off the stream)."""
+
+_MAX_EXPLAINED = 2000
+"""The most characters of a failure reason put on an event."""
 
 
 def shape_summary(value: Any) -> str:
@@ -140,7 +172,10 @@ class DurableProvider(Provider):
         return await self._steps.run("model-turn", self._turn, list(messages), list(tools or ()))
 
     async def _turn(self, messages: list[Message], tools: list[ToolSchema]) -> ChatResponse:
-        node_id, events = self._node_id, self._events
+        node_id, events, key = self._node_id, self._events, self._steps.key()
+        if await self._steps.ended_before(self._store, key):
+            async with self._providers.use(self._model()) as provider:  # quietly: see above
+                return await provider.chat(messages, tools=tools or None)
         # Folding the context into memory is the agent's housekeeping, not a turn of the
         # conversation: its summary is not the node's output, so none of it is streamed.
         shown = not is_compaction_request(messages)
@@ -156,26 +191,33 @@ class DurableProvider(Provider):
             # (A refused key's message is scrubbed of it before it becomes the outcome.)
             async with self._providers.use(self._model()) as provider:
                 response = await provider.chat(messages, tools=tools or None, on_chunk=relayed)
-            await self._store.add_usage(
-                node_id,
-                turns=1,
-                input_tokens=response.input_tokens,
-                output_tokens=response.output_tokens,
-            )
             if shown and response.content:
                 events.publish(node_id, "node.output_text.done", {"text": response.content})
-        finally:
-            # A turn that failed or was cancelled still ends, so a reader never waits on it.
+        except asyncio.CancelledError:
+            if shown:  # (a stop or a shutdown: the next step, or the next daemon, writes it)
+                events.publish(node_id, "node.turn.completed", {})
+            raise
+        except BaseException:
+            # A turn that failed still ends, so a reader never waits on it.
             if shown:
                 events.publish(node_id, "node.turn.completed", {})
+            await events.step_done(node_id, key)
+            raise
+        if shown:
+            events.publish(node_id, "node.turn.completed", {})
+        usage = (response.input_tokens, response.output_tokens)
+        await events.step_done(node_id, key, usage=usage)
         return response
 
 
 class DurableToolClient(ToolClient):
     """A node's tools: each call is one recorded step, announced by tool-call events."""
 
-    def __init__(self, inner: ToolClient, *, node_id: str, events: EventLog, steps: Steps) -> None:
+    def __init__(
+        self, inner: ToolClient, *, node_id: str, events: EventLog, steps: Steps, store: Store
+    ) -> None:
         self._steps = steps
+        self._store = store
         self._inner = inner
         self._node_id = node_id
         self._events = events
@@ -208,9 +250,21 @@ class DurableToolClient(ToolClient):
             pass  # answered by the agent itself, as an error
 
     async def _call(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
-        with self._announced(call_id, name, arguments) as step:
-            result = await self._inner.call_tool(name, arguments)
-            step["status"] = "error" if result.is_error else "ok"
+        key = self._steps.key()
+        if await self._steps.ended_before(self._store, key):
+            return await self._inner.call_tool(name, arguments)  # quietly (module docstring)
+        try:
+            with self._announced(call_id, name, arguments) as step:
+                result = await self._inner.call_tool(name, arguments)
+                step["status"] = "error" if result.is_error else "ok"
+                if result.is_error and name in _EXPLAINED_TOOLS:
+                    step["error"] = result.text[:_MAX_EXPLAINED]
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            await self._events.step_done(self._node_id, key)
+            raise
+        await self._events.step_done(self._node_id, key)
         return result
 
     @contextlib.contextmanager

@@ -31,7 +31,7 @@ from ._crons import Crons
 from ._db import create_engine, database_kind, redact_url
 from ._durable import Steps
 from ._errors import ApiError, DaemonError
-from ._events import RESERVE_BLOCK, EventLog
+from ._events import EventLog
 from ._human import Human
 from ._jobs import Jobs
 from ._kinds import Kinds
@@ -47,10 +47,13 @@ from ._rows import (
     check_duration,
     check_output_schema,
     maybe_when,
+    node_cursor,
+    read_cursor,
     to_node,
     when,
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
+from ._sandbox import NodeSandbox
 from ._store import DuplicateNode, Row, Store
 from ._warm import WarmPool
 from ._worktrees import Worktrees
@@ -80,6 +83,12 @@ def current_engine() -> Engine:
     return _ENGINE
 
 
+def _answered(row: Row) -> bool:
+    """Whether the node's outcome stands: it has one and is not at work on a later
+    message (a resident root answers each message anew: until it has, it is pending)."""
+    return row["settled_at"] is not None and row["status"] not in ("running", "interrupted")
+
+
 class Engine:
     """Creates, runs, stops and reports on nodes; one per daemon process."""
 
@@ -105,6 +114,7 @@ class Engine:
         how features react to a settlement (outcome delivery ...). A node's jobs are
         released separately, whenever its *status* becomes settled (``jobs.settled``)."""
         self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
+        self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
         self.jobs = Jobs(self)
         self.worktrees = Worktrees(self)
         self.kinds = Kinds.of(self)
@@ -127,6 +137,7 @@ class Engine:
         global _ENGINE
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
+        self.sandbox.check()  # refuses to start under --require-sandbox without one
         self.store.migrate()
         self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if (
@@ -230,23 +241,38 @@ class Engine:
         return to_node(await self.row(node_id))
 
     async def nodes(
-        self, *, status: list[str] | None = None, root: bool | None = None
-    ) -> list[api.Node]:
-        """Every node, oldest first, optionally filtered."""
-        return [to_node(r) for r in await self.store.list_nodes(status=status, root=root)]
+        self,
+        *,
+        status: list[str] | None = None,
+        root: bool | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> tuple[list[api.Node], str | None]:
+        """The nodes, oldest first, optionally filtered: at most ``limit`` of them, after
+        the cursor ``after``; with the cursor of the next page (``None``: no more)."""
+        rows = await self.store.list_nodes(
+            status=status,
+            root=root,
+            limit=limit + 1 if limit is not None else None,  # one more: is there a next?
+            after=read_cursor(after) if after is not None else None,
+        )
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit] if more else rows
+        cursor = node_cursor(rows[-1]) if more else None
+        return [to_node(r) for r in rows], cursor
 
     async def outcome(self, node_id: str, wait: int) -> api.OutcomePoll:
         """One long poll: answer when the node settles or after ``wait`` seconds."""
         # Listen before reading: a settle landing between the two still wakes the poll.
         event = self._settled.setdefault(node_id, asyncio.Event()) if wait > 0 else None
         row = await self.row(node_id)
-        if row["settled_at"] is None and event is not None:
+        if not _answered(row) and event is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait)
             row = await self.row(node_id)
         elif event is not None and not event.is_set():
             self._settled.pop(node_id, None)
-        outcome = await self.store.outcome(node_id) if row["settled_at"] is not None else None
+        outcome = await self.store.outcome(node_id) if _answered(row) else None
         return api.OutcomePoll(
             node_id=node_id,
             state="settled" if outcome is not None else "pending",
@@ -268,6 +294,7 @@ class Engine:
             listeners=self.listeners,
             provider=self.providers.default,
             event_streams=self.events.stats(),
+            sandbox=self.sandbox.status(),
         )
 
     # -- create ----------------------------------------------------------------
@@ -287,6 +314,7 @@ class Engine:
         row["extra"].update(extra or {})
         if request.fork_from is not None:  # copies the conversation and unset settings
             await self.lineage.inherit(row, request)
+        await self._check_placement(row, request)
         await self.profiles.apply(row)  # profile, kind, and the model they imply
         if row["model"] is not None:
             await self._prepare_model(row["model"])
@@ -295,8 +323,6 @@ class Engine:
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
-        # The first block of event numbers is reserved with the row itself (see _events).
-        row["events_reserved"] = RESERVE_BLOCK
         worktree = None
         requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
         if requested is not None and requested is not False:
@@ -311,7 +337,7 @@ class Engine:
         node_id = row["node_id"]
         if request.fork_from is not None:  # before its first run can use the workspace
             await self.lineage.copy_workspace(row)
-        self.events.fresh(node_id, RESERVE_BLOCK)
+        self.events.fresh(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())
@@ -341,6 +367,23 @@ class Engine:
                 ) from None
             raise
         return warm
+
+    async def _check_placement(self, row: Row, request: api.NodeCreateRequest) -> None:
+        """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
+        a node pinned to its directory (``pin_cwd``: it works there and nowhere else)."""
+        if request.creator is not None:
+            try:
+                await self.row(request.creator)
+            except ApiError as exc:
+                raise ApiError(exc.status, exc.code, f"creator: {exc.message}") from None
+        worktree = row["extra"]["worktree"]
+        if row["pin_cwd"] and worktree is not None and worktree is not False:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"the node is pinned to {row['cwd']} (pin_cwd): it takes no worktree, "
+                "which would move it elsewhere; drop one of the two",
+            )
 
     async def _check_parent(self, parent_id: str) -> None:
         """``404`` if there is no such parent, ``409 node_settled`` if it has settled."""
@@ -471,25 +514,31 @@ class Engine:
             del self.active[active.node_id]
 
     async def ended(self, active: Active, end: dict[str, Any]) -> None:
-        """Publish a run's end and wake whoever waits on it (called by the workflow)."""
+        """Wake whoever waits on a run's end, run the settle hooks (called by the workflow,
+        also when it replays an end recorded before a crash)."""
         node_id = active.node_id
         self.forget(active)
         status = end["status"]
-        self.events.publish(node_id, "node.status.changed", {"status": status})
+        # Its status and node.settled were published by the run's end step itself, durably
+        # before the step's result: a run replayed after a crash announces nothing again.
         if end.get("settled"):
             # The outcome the run settled, not one read back: a revive may already
             # have taken it back (ends recorded before it was kept are read back).
-            await self._announce_settled(node_id, end.get("outcome"))
+            await self._after_settling(node_id, end.get("outcome"))
         if status in SETTLED:
             await self._disarm_if_settled(node_id)
             self._spawn(self.jobs.settled(node_id))
         active.ended.set()
 
-    async def _announce_settled(self, node_id: str, outcome: dict[str, Any] | None = None) -> None:
+    async def _announce_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+        self.events.publish(node_id, "node.settled", {"outcome": outcome})
+        await self._after_settling(node_id, outcome)
+
+    async def _after_settling(self, node_id: str, outcome: dict[str, Any] | None) -> None:
+        """Wake whoever waits on the node's outcome and run the settle hooks."""
         row = await self.store.node(node_id)
         if outcome is None:
             outcome = await self.store.outcome(node_id)
-        self.events.publish(node_id, "node.settled", {"outcome": outcome})
         event = self._settled.pop(node_id, None)
         if event is not None:
             event.set()
@@ -559,11 +608,21 @@ class Engine:
         """
         async with self._lock(node_id):
             row = await self.row(node_id)
-            if row["status"] != "running":
+            status = row["status"]
+            if status != "running":
+                # The seed's codes: a node waiting for a message is ``node_dormant``, a
+                # settled one ``node_settled``; an interrupted one is ``node_not_running``.
+                code = (
+                    "node_dormant"
+                    if status == "dormant"
+                    else "node_settled"
+                    if status in SETTLED
+                    else "node_not_running"
+                )
+                hint = " (it waits for a message: send one to wake it)"
+                hint = hint if code == "node_dormant" else ""
                 raise ApiError(
-                    409,
-                    "node_not_running",
-                    f"node {node_id!r} is {row['status']}: nothing to interrupt",
+                    409, code, f"node {node_id!r} is {status}: nothing to interrupt{hint}"
                 )
             await self.store.merge_extra(node_id, interrupted_by=by)
         await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
@@ -624,6 +683,7 @@ class Engine:
         self.events.publish(node_id, "node.status.changed", {"status": status})
         if settled:
             await self._announce_settled(node_id, outcome)
+        await self.events.durable(node_id)  # a close answered is in the log
         await self._disarm_if_settled(node_id)
         # Keyed on the status, not the outcome: a resident root that answered kept an
         # outcome while dormant, so closing it settles no new one (and fires no hooks).

@@ -1,7 +1,8 @@
 """What of the daemon's environment the commands it runs inherit: all but its secrets.
 
-Both ``POST /v1/bash`` and a node's own shell (its ``bash-*`` tools) start commands
-from :func:`command_environment`: the daemon's environment less
+``POST /v1/bash`` starts commands from :func:`command_environment`, and so does a
+node's own shell (its ``bash-*`` tools) where no sandbox can start (in the sandbox
+it gets far less: ``_sandbox``): the daemon's environment less
 :data:`WITHHELD_VARIABLES` (the TCP owner token, the database URL, which may carry a
 password, and the hosted providers' API keys). A command's output goes back over the
 wire and into transcripts, and the scripts it runs (``npm install`` hooks ...) read

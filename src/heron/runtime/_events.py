@@ -1,25 +1,26 @@
-"""Node events: numbered per node, published to the node's stream hub, logged durably.
+"""Node events: numbered per node, logged durably, then published to the node's hub.
 
-Every event gets the node's next ``sequence_number`` and goes through the node's
-:class:`~._stream.Hub` (replay ring and live subscribers). All but text deltas
-are also written to the ``heron_events`` table, in batches a background task
-flushes as soon as the loop is free.
+Every event gets the node's next ``sequence_number``. All but text deltas are
+written to the ``heron_events`` table, in batches a background task flushes as
+soon as the loop is free (one transaction per batch, whatever the nodes). An
+event reaches its node's :class:`~._stream.Hub` (replay ring and live readers)
+only once it is durable, in number order, so no reader ever gets an event a
+crash can take back: a replay from ``0`` holds every logged event any reader
+received.
 
-Numbers are *reserved* durably ahead of use (``heron_nodes.events_reserved``,
-in blocks of :data:`RESERVE_BLOCK`): a daemon killed before its last events
-were flushed — or whose deltas were never logged — restarts numbering above
-every number it may have handed out, so a client's cursor never names two
-different events. A writer's :meth:`EventLog.prime` awaits a reservation;
-later ones happen in the background well before a block runs out. An event
-numbered past what is reserved (a burst outrunning the background write) is
-held back from streaming until its number is reserved: nothing ever writes to
-the database on the loop.
+Text deltas are never logged, but their numbers are: each batch also raises the
+node's ``heron_nodes.events_reserved`` to the highest number handed out, and a
+delta is streamed only once that is written. After a crash the next daemon
+continues right above everything handed out; the numbers between the last
+logged event and it were deltas of a turn the crash cut short, really missing,
+so a replay reports ``stream_gap`` there and nowhere else. A restart leaves no
+other trace in the numbering.
 
-A clean :meth:`EventLog.stop` lowers each reservation to the numbers really
-used, so the next daemon continues right after them. After a crash the next
-daemon starts above the reservation; the numbers it skipped (after the last
-logged event) are remembered (:meth:`EventLog.skipped`) so a resuming reader
-is not told they are missing.
+A workflow step ends with :meth:`EventLog.step_done`: its events, and the
+step's mark (``heron_nodes.step_mark``, with a model turn's usage), are written
+in one transaction before the step returns and DBOS records its result. A step
+DBOS runs again after a crash that came between the two finds its mark and runs
+quietly: no event twice, no usage twice (see ``_durable``).
 
 Hubs are bounded across nodes: hubs of nodes nobody watches and no run uses
 (dormant, interrupted, settled) are let go past :data:`IDLE_HUBS`, and all hubs
@@ -32,29 +33,29 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
 from .. import api
-from ._store import Store
+from ._store import StepMark, Store
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
-__all__ = ["RESERVE_BLOCK", "Event", "EventLog"]
+__all__ = ["Event", "EventLog"]
 
 log = logging.getLogger("heron.runtime")
 
 NOT_LOGGED = frozenset({"node.output_text.delta"})
 """Event types only streamed live (their text is logged once, in ``output_text.done``)."""
 
-RESERVE_BLOCK = 1024
-"""How many sequence numbers are reserved durably at a time."""
-
 IDLE_HUBS = 128
 """How many hubs of idle nodes nobody watches are kept (for resumes with deltas)."""
 
 STREAM_MEMORY = 64 * 1024 * 1024
 """Default byte budget of all hubs together."""
+
+RETRY = 0.5
+"""Seconds between attempts to write events while the database fails."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,7 +75,7 @@ class Event:
 
 
 class EventLog:
-    """Numbers, publishes and logs node events; see the module docstring."""
+    """Numbers, logs and publishes node events; see the module docstring."""
 
     def __init__(
         self,
@@ -87,20 +88,20 @@ class EventLog:
         self._store = store
         self._next: dict[str, int] = {}
         self._last: dict[str, int] = {}
-        self._reserved: dict[str, int] = {}
-        self._skipped: dict[str, tuple[int, int]] = {}
-        self._held: dict[str, list[Record]] = {}
-        self._reserving: dict[str, asyncio.Task[None]] = {}
+        self._durable: dict[str, int] = {}
+        self._status: dict[str, str] = {}
+        self._held: dict[str, deque[tuple[int, Record | None]]] = {}
         self._hubs: OrderedDict[str, Hub] = OrderedDict()
         self._idle: OrderedDict[str, None] = OrderedDict()
         self._ring = (ring_events, ring_bytes)
         self._memory = memory
         self._bytes = 0
         self._pending: list[tuple[str, int, str, Any, float]] = []
+        self._handed: dict[str, int] = {}  # per node, the highest number since the last batch
+        self._marks: dict[str, StepMark] = {}
         self._wake = asyncio.Event()
         self._flush_lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
-        self._stopping = False
         self.readers = 0
         """Event streams open now (kept by the route)."""
         self.readers_dropped = 0
@@ -111,111 +112,58 @@ class EventLog:
         self._flusher = asyncio.create_task(self._flush_forever(), name="heron-event-log")
 
     async def stop(self) -> None:
-        """Write what is pending, record the numbers really used, and stop the writer."""
-        self._stopping = True
+        """Write what is pending (streaming it) and stop the writer."""
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
-        for task in list(self._reserving.values()):
-            with contextlib.suppress(Exception):
-                await task
-        await self.flush()
-        # Numbers held back were never streamed: only those handed out count as used, and
-        # the numbers a crash skipped stay skipped (a reader may hold one of them).
-        used = {
-            node_id: max(self._last[node_id], self._skipped.get(node_id, (0, 0))[1])
-            for node_id in self._next
-            if not self._held.get(node_id)
-        }
         try:
-            await self._store.release_events(used)
-        except Exception:  # the reservations stand: the next daemon skips past them
-            log.exception("could not record the event numbers used")
+            await self.flush()
+        except Exception:  # never streamed, so no reader holds them: the next daemon reuses them
+            log.exception("could not write the last node events")
 
     # -- numbering -----------------------------------------------------------
 
-    async def prime(self, node_id: str, *, reserve: bool = True) -> None:
-        """Continue a node's numbering above anything handed out before (after a restart).
-
-        A writer (``reserve=True``) also waits until a block of numbers is reserved, so
-        its events stream at once; a reader only needs to know where the node stands.
-        """
+    async def prime(self, node_id: str) -> None:
+        """Continue a node's numbering right above everything handed out before (after a
+        restart, or when its numbering was let go)."""
         if node_id not in self._next:
             last, reserved = await self._store.event_numbers(node_id)
             if node_id not in self._next:  # not primed meanwhile
-                start = max(last, reserved) + 1
-                self._next[node_id] = start
-                self._last[node_id] = last
-                self._reserved[node_id] = start - 1
-                if reserved > last:
-                    self._skipped[node_id] = (last, reserved)
-        if reserve and self._reserved[node_id] - self._next[node_id] < RESERVE_BLOCK // 2:
-            task = self._reserve_soon(node_id)
-            await asyncio.shield(task)
+                self._set(node_id, max(last, reserved))
 
-    def fresh(self, node_id: str, reserved: int = 0) -> None:
-        """Start numbering a node just created with ``events_reserved = reserved``
-        (``0``: none yet; its first events are held until a block is reserved)."""
-        self._next.setdefault(node_id, 1)
-        self._last.setdefault(node_id, 0)
-        self._reserved.setdefault(node_id, reserved)
+    def fresh(self, node_id: str) -> None:
+        """Start numbering a node just created (its first event is number 1)."""
+        if node_id not in self._next:
+            self._set(node_id, 0)
+
+    def _set(self, node_id: str, used: int) -> None:
+        self._next[node_id] = used + 1
+        self._last[node_id] = used
+        self._durable[node_id] = used
 
     def forget(self, node_id: str) -> None:
         """Drop a node that is gone without a trace (a discarded warm node): its numbering,
         and its hub unless someone reads it."""
-        self._next.pop(node_id, None)
-        self._reserved.pop(node_id, None)
+        for numbering in (self._next, self._last, self._durable, self._status, self._held):
+            numbering.pop(node_id, None)
         hub = self._hubs.get(node_id)
         if hub is not None and hub.subscribers == 0:
-            del self._hubs[node_id]
-            self._idle.pop(node_id, None)
+            self._drop(node_id)
 
     def next_number(self, node_id: str) -> int:
         """The number the node's next event will get (the node must be primed)."""
         return self._next[node_id]
 
     def last_number(self, node_id: str) -> int:
-        """The number of the node's last real event (the node must be primed)."""
+        """The number of the node's last event streamed (the node must be primed)."""
         return self._last[node_id]
-
-    def skipped(self, node_id: str) -> tuple[int, int] | None:
-        """Numbers ``(low, high]`` a restart skipped (never events, or text deltas of a
-        turn the crash cut short, redone by the resumed run); ``None`` if none."""
-        return self._skipped.get(node_id)
-
-    def _reserve_soon(self, node_id: str) -> asyncio.Task[None]:
-        task = self._reserving.get(node_id)
-        if task is None:
-            task = asyncio.ensure_future(self._reserve(node_id))
-            self._reserving[node_id] = task
-            task.add_done_callback(lambda _: self._reserving.pop(node_id, None))
-        return task
-
-    async def _reserve(self, node_id: str) -> None:
-        while True:
-            upto = self._next[node_id] - 1 + RESERVE_BLOCK
-            try:
-                await self._store.reserve_events(node_id, upto)
-            except Exception:
-                log.exception("could not reserve event numbers of node %s", node_id)
-                if self._stopping:
-                    return
-                await asyncio.sleep(0.5)
-                continue
-            # Only numbers known to be durably reserved leave this process.
-            reserved = self._reserved[node_id] = max(self._reserved.get(node_id, 0), upto)
-            held = self._held.pop(node_id, [])
-            while held and held[0].sequence_number <= reserved:
-                self._stream(node_id, held.pop(0))
-            if not held:
-                return
-            self._held[node_id] = held  # a burst past even this block: reserve again
 
     # -- publishing ----------------------------------------------------------
 
     def publish(self, node_id: str, type: str, data: dict[str, Any]) -> Event:
-        """Number ``data`` as the node's next event, stream it, queue it to log.
+        """Number ``data`` as the node's next event and queue it: it is streamed once it is
+        durable (logged, or for a delta its number recorded), after every earlier one.
 
         The node must have been primed (:meth:`prime` or :meth:`fresh`) in this process.
         """
@@ -228,49 +176,73 @@ class EventLog:
         )
         if type not in NOT_LOGGED:
             self._pending.append((node_id, seq, type, data, event.created_at))
-            self._wake.set()
+        self._handed[node_id] = seq
+        if type == "node.status.changed":
+            self._status[node_id] = str(data.get("status", ""))
+        elif type == "node.settled":
+            self._status[node_id] = "settled"
+        record: Record | None = None
         try:
             record = encode(node_id, seq, type, data)
         except Exception:  # a value JSON cannot carry must not stop the node
             log.exception("could not stream event %s of node %s", type, node_id)
-            return event
-        reserved = self._reserved.get(node_id, 0)
-        if seq > reserved or self._held.get(node_id):
-            # Not durably reserved yet: streamed once it is (order kept), never before.
-            self._held.setdefault(node_id, []).append(record)
-            self._reserve_soon(node_id)
-        else:
-            if reserved - seq < RESERVE_BLOCK // 2:
-                self._reserve_soon(node_id)
-            self._stream(node_id, record)
+        self._held.setdefault(node_id, deque()).append((seq, record))
+        self._wake.set()
         return event
 
-    async def repair_status(self, node_id: str, status: str) -> None:
-        """Log ``status`` (the node's status in its row) if the log lost it.
+    async def durable(self, node_id: str) -> None:
+        """Return once every event the node has published so far is durable (streamed)."""
+        target = self._next[node_id] - 1
+        while self._durable.get(node_id, target) < target:
+            await self._flush_retrying()
 
-        A status event published just before a SIGKILL may never have been
-        written (events are written in batches). Before the first status this
-        process publishes for the node, the last logged one is compared with the
-        row and, if they differ, the row's status is published first, so the log
-        reads as the node lived: ``dormant`` before the ``running`` of its wake-up.
-        The node must be primed.
+    async def step_done(
+        self, node_id: str, key: str, *, usage: tuple[int, int] | None = None
+    ) -> None:
+        """End a workflow step: write its events and its mark ``key`` (and a model turn's
+        ``usage``, input and output tokens, counted once per mark) in one transaction.
+
+        Called last in the step, so all this is durable before DBOS records the result.
         """
-        if self.hub(node_id).status:
+        self._marks[node_id] = StepMark(key=key, usage=usage)
+        target = self._next[node_id] - 1
+        # At least one flush of its own: one under way may hold the mark, not yet written.
+        await self._flush_retrying()
+        while (node_id in self._marks and self._marks[node_id].key == key) or (
+            self._durable.get(node_id, target) < target
+        ):
+            await self._flush_retrying()
+
+    async def repair_status(self, node_id: str, status: str) -> None:
+        """Log ``status`` (the node's status in its row) if the log does not end with it.
+
+        A status published just before a SIGKILL may never have been written (its change
+        to the row was). Before the first status this process publishes for the node,
+        the last logged one is compared with the row and, if they differ, the row's
+        status is published first, so the log reads as the node lived: ``dormant``
+        before the ``running`` of its wake-up. The node must be primed.
+        """
+        if self._status.get(node_id):
             return  # this process published its statuses itself
-        await self.flush()  # (a hub let go while idle: what it published is in the log)
+        await self.flush()
         logged = await self._store.events(node_id, types=["node.status.changed"], last=1)
         if not logged or logged[0]["data"].get("status") != status:
             self.publish(node_id, "node.status.changed", {"status": status})
 
-    def announce(self, node_id: str, status: str) -> None:
-        """Publish ``node.status.changed`` unless it is the last status this process
-        published for the node (a run recovered after a restart is running again)."""
-        if self.hub(node_id).status != status:
-            self.publish(node_id, "node.status.changed", {"status": status})
+    def _release(self, node_id: str) -> None:
+        """Stream the node's held events that are durable now, in order."""
+        held = self._held.get(node_id)
+        durable = self._durable.get(node_id, 0)
+        while held and held[0][0] <= durable:
+            _, record = held.popleft()
+            if record is not None:
+                self._stream(node_id, record)
+        if not held:
+            self._held.pop(node_id, None)
 
     def _stream(self, node_id: str, record: Record) -> None:
+        hub = self.hub(node_id)  # (a hub made now starts after the last event streamed)
         self._last[node_id] = record.sequence_number
-        hub = self.hub(node_id)
         before = hub.size
         hub.add(record)
         self._bytes += hub.size - before
@@ -284,9 +256,9 @@ class EventLog:
         """The node's stream hub (the node must be primed)."""
         hub = self._hubs.get(node_id)
         if hub is None:
-            floor = self._next[node_id] - 1 - len(self._held.get(node_id, ()))
+            last = self._last[node_id]
             hub = self._hubs[node_id] = Hub(
-                node_id, floor, last=self._last[node_id], events=self._ring[0], size=self._ring[1]
+                node_id, last, last=last, events=self._ring[0], size=self._ring[1]
             )
         self._hubs.move_to_end(node_id)
         self._idle.pop(node_id, None)
@@ -347,27 +319,58 @@ class EventLog:
     ) -> list[Record]:
         """The node's logged events numbered in ``(after, upto]`` (of ``types``, only the
         ``last`` ones, when given), as stream records."""
-        await self.flush()  # what is still queued is part of the log
         rows = await self._store.events(node_id, after=after, upto=upto, types=types, last=last)
         return [encode(node_id, r["sequence_number"], r["type"], r["data"]) for r in rows]
 
     async def first_logged(self, node_id: str) -> int | None:
-        """The lowest number logged for the node (``None`` if none)."""
-        await self.flush()
+        """The lowest number logged for a node (``None`` if none)."""
         return await self._store.first_event_number(node_id)
 
     # -- the log -------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Write every queued event now (after any write already under way)."""
+        """Write every queued event and step mark now (after any write already under
+        way), and stream the events that became durable.
+
+        The write goes on if the caller is cancelled: a batch is never half-known.
+        """
+        task = asyncio.ensure_future(self._flush())
+        task.add_done_callback(_retrieve)
+        await asyncio.shield(task)
+
+    async def _flush(self) -> None:
         async with self._flush_lock:
             batch, self._pending = self._pending, []
-            if batch:
-                try:
-                    await self._store.append_events(batch)
-                except BaseException:
-                    self._pending[:0] = batch  # keep them for the next attempt
-                    raise
+            handed, self._handed = self._handed, {}
+            marks, self._marks = self._marks, {}
+            if not (batch or handed or marks):
+                return
+            logged: dict[str, int] = {}
+            for node_id, seq, *_ in batch:
+                logged[node_id] = max(logged.get(node_id, 0), seq)
+            # Numbers past a node's last logged event are deltas: their top is recorded.
+            reserve = {n: top for n, top in handed.items() if top > logged.get(n, 0)}
+            try:
+                await self._store.append_events(batch, reserve=reserve, marks=marks)
+            except BaseException:
+                # Kept for the next attempt, before anything queued meanwhile.
+                self._pending[:0] = batch
+                for node_id, top in handed.items():
+                    self._handed[node_id] = max(top, self._handed.get(node_id, 0))
+                for node_id, mark in marks.items():
+                    self._marks.setdefault(node_id, mark)
+                raise
+            for node_id, top in handed.items():
+                if node_id in self._durable:  # (not forgotten meanwhile)
+                    self._durable[node_id] = max(self._durable[node_id], top)
+                    self._release(node_id)
+
+    async def _flush_retrying(self) -> None:
+        try:
+            await self.flush()
+        except Exception:
+            log.exception("could not write node events; retrying")
+            await asyncio.sleep(RETRY)
 
     async def _flush_forever(self) -> None:
         while True:
@@ -377,5 +380,11 @@ class EventLog:
                 await self.flush()
             except Exception:
                 log.exception("could not write node events; retrying")
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(RETRY)
                 self._wake.set()
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Consume a shielded write's outcome (its waiter may be gone); failures are retried."""
+    if not task.cancelled():
+        task.exception()

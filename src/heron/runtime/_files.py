@@ -13,8 +13,15 @@ No sandbox is promised: the daemon reads and writes whatever its user may
   a directory (or a device, FIFO, socket) and a write over one:
   ``422 not_a_file``; list of a file: ``422 not_a_directory``.
 - A write of over :data:`MAX_WRITE` decoded bytes answers ``413 file_too_large``
-  and touches nothing. It keeps an existing file's mode (and owner, when the
-  daemon may set it); a new file gets ``0666`` less the daemon's umask.
+  and touches nothing. Writes to one file are serialised in the daemon, so a
+  precondition (``expected_modified_at``, ``overwrite: false``) holds from its
+  check to the rename: of writers racing with the same precondition one wins and
+  the others get ``409``. Each write moves the file's time on by at least a
+  microsecond (the clock files get their times from is coarser than that), and a
+  new file under ``overwrite: false`` is hard-linked into place, which the kernel
+  refuses atomically if the name has been taken, by anyone. A write keeps an
+  existing file's mode (and owner, when the daemon may set it); a new file gets
+  ``0666`` less the daemon's umask.
 
 Each operation is blocking file I/O and runs in a worker thread.
 """
@@ -27,6 +34,7 @@ import errno
 import os
 import posixpath
 import stat
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -235,7 +243,12 @@ def list_directory(raw: str, limit: int, hidden: bool) -> api.FileList:
     try:
         info = os.stat(path)
         if not stat.S_ISDIR(info.st_mode):
-            raise ApiError(422, "not_a_directory", f"{path} is not a directory (peek it instead)")
+            raise ApiError(
+                422,
+                "not_a_directory",
+                f"{path} is not a directory: read it instead "
+                f"(heron files read {path}, or GET /v1/files/peek)",
+            )
         with os.scandir(path) as scan:
             found = [
                 entry
@@ -285,6 +298,14 @@ def _same_time(expected: datetime, actual: datetime) -> bool:
     return expected == actual
 
 
+_WRITE_LOCKS = tuple(threading.Lock() for _ in range(64))
+"""Writes to one file take turns: a file's lock is one of these, picked by its path."""
+
+
+def _lock_for(target: Path) -> threading.Lock:
+    return _WRITE_LOCKS[hash(os.fsencode(target)) % len(_WRITE_LOCKS)]
+
+
 def write(request: api.FileWriteRequest) -> api.FileWritten:
     """Replace or create the file atomically (see the module docstring for the rules)."""
     path = check_path(request.path)
@@ -299,20 +320,57 @@ def write(request: api.FileWriteRequest) -> api.FileWritten:
         )
     target = Path(os.path.realpath(path))  # a symlink's target is written; the link stays
     try:
-        mode, owner, created = _existing(path, target, request)
-        _parent(path, target.parent, request.create_parents)
-        write_bytes_atomically(target, data, mode=mode, owner=owner)
-        info = os.stat(target)
+        with _lock_for(target):
+            mode, owner, previous_ns = _existing(path, target, request)
+            _parent(path, target.parent, request.create_parents)
+            try:
+                write_bytes_atomically(
+                    target,
+                    data,
+                    mode=mode,
+                    owner=owner,
+                    exclusive=previous_ns is None and not request.overwrite,
+                    newer_than_ns=previous_ns,
+                )
+            except FileExistsError:  # made since the check, by another process
+                raise _exists(path) from None
+            except OSError as exc:
+                raise _write_error(exc, path, target) from None
+            info = os.stat(target)
     except OSError as exc:
         raise _os_error(exc, path) from None
-    return api.FileWritten(path=path, size=len(data), created=created, modified_at=_modified(info))
+    return api.FileWritten(
+        path=path, size=len(data), created=previous_ns is None, modified_at=_modified(info)
+    )
+
+
+def _exists(path: str) -> ApiError:
+    return ApiError(409, "file_exists", f"{path} exists and overwrite is false")
+
+
+def _write_error(exc: OSError, path: str, target: Path) -> ApiError:
+    """A failed atomic write: its new file beside the target could not be made or
+    moved into place. In a directory that exists, that is no missing file (``/proc``
+    answers ENOENT to any new file): say what stops it."""
+    if exc.errno in (errno.ENOENT, errno.EPERM, errno.EACCES, errno.EROFS, errno.EINVAL):
+        if target.parent.is_dir():
+            why = exc.strerror or str(exc)
+            return ApiError(
+                403,
+                "permission_denied",
+                f"{path} cannot be written: a write makes a new file in {target.parent} and "
+                f"moves it into place, and that directory refused ({why}; a read-only or "
+                "special file system such as /proc or /sys, or no write permission there)",
+            )
+    return _os_error(exc, path)
 
 
 def _existing(
     path: str, target: Path, request: api.FileWriteRequest
-) -> tuple[int, tuple[int, int] | None, bool]:
-    """The mode and owner the new file gets, and whether it is created; refuses
-    writing over what must not be replaced."""
+) -> tuple[int, tuple[int, int] | None, int | None]:
+    """The mode and owner the new file gets, and the modification time (ns) of the file
+    it replaces (``None``: it is created); refuses writing over what must not be
+    replaced."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):  # a parent that is a file: see _parent
@@ -323,11 +381,11 @@ def _existing(
                 f"{path} no longer exists (expected_modified_at was given): nothing was written",
                 {"modified_at": None},
             ) from None
-        return 0o666 & ~_umask(), None, True
+        return 0o666 & ~_umask(), None, None
     if not stat.S_ISREG(info.st_mode):
         raise _not_a_file(path, info.st_mode)
     if not request.overwrite:
-        raise ApiError(409, "file_exists", f"{path} exists and overwrite is false")
+        raise _exists(path)
     expected = request.expected_modified_at
     if expected is not None and not _same_time(expected, _modified(info)):
         raise ApiError(
@@ -337,7 +395,7 @@ def _existing(
             # As the wire writes times elsewhere (what a peek answered).
             {"modified_at": _modified(info).isoformat().replace("+00:00", "Z")},
         )
-    return stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid), False
+    return stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid), info.st_mtime_ns
 
 
 def _parent(path: str, parent: Path, create: bool) -> None:

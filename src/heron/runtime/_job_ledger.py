@@ -72,13 +72,17 @@ def _processes() -> list[tuple[int, int]]:
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
-    """``(process group, start time)`` of ``pid``, or ``None`` if it is gone."""
+    """``(process group, start time)`` of ``pid``, or ``None`` if it is gone (or a zombie)."""
     try:
         text = (_PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after its end.
     fields = text[text.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        # Dead, waiting to be reaped: a sandbox's init, killed with its namespace, is
+        # reaped by PID 1, which in a container may take its time.
+        return None
     return int(fields[2]), int(fields[19])  # fields 5 (pgrp) and 22 (starttime)
 
 

@@ -206,8 +206,9 @@ class Jobs:
         """The context every run of the node calls its tools with (env id, storage, ids)."""
         return self._entry(node_id).context
 
-    def shell(self, node_id: str, workspace: Path) -> BashTools:
-        """The node's shell in ``workspace``, made on first use and shared by its runs."""
+    def shell(self, node_id: str, workspace: Path, *, network: bool = True) -> BashTools:
+        """The node's shell in ``workspace``, made on first use and shared by its runs
+        (``network``: whether its sandboxed commands reach the network)."""
         entry = self._entry(node_id)
         self._settled.pop(node_id, None)  # revived: its list is live again
         current = entry.shell
@@ -223,9 +224,14 @@ class Jobs:
             closing = asyncio.ensure_future(_close(entry, current))
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
-        # The daemon's environment less its secrets (the TCP token, API keys ...): the
-        # model chooses what runs here, and output goes into transcripts.
-        shell = entry.shell = make_bash_tools(workspace, base_env=command_environment())
+        # The model chooses what runs here, and output goes into transcripts: in the
+        # sandbox (the daemon's files hidden, a scrubbed environment) when there is one,
+        # else at least without the daemon's secrets (the TCP token, API keys ...).
+        sandbox = self._engine.sandbox.for_node(node_id, workspace.resolve(), network=network)
+        environment = (
+            command_environment() if sandbox is None else self._engine.sandbox.environment()
+        )
+        shell = entry.shell = make_bash_tools(workspace, base_env=environment, sandbox=sandbox)
         # Starts and exits only: sizes come from BashStarted.size (no line splitting).
         shell.interaction.subscribe(entry.on_event, output=False)
         return shell
@@ -290,6 +296,8 @@ class Jobs:
             return
         shell, entry.shell = entry.shell, None
         await _close(entry, shell)
+        if entry.shell is None:  # no new shell meanwhile: its /tmp goes
+            self._engine.sandbox.forget(node_id)
 
     async def discard(self, node_id: str) -> None:
         """Close the node's shell and forget it: the node is gone (a discarded warm node)."""

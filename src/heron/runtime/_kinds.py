@@ -395,7 +395,10 @@ def kind_skills(
             if "files" in params:
                 if made.shell is None:
                     made.shell = shell(workspace)  # owned by the node, not the run
-                kwargs.update(files=list(workspace_files(workspace)), bash=made.shell)
+                files = made.files or workspace_files(workspace)
+                kwargs.update(files=list(files), bash=made.shell)
+            if "hidden" in params:  # the present skill: the daemon's home is not output
+                kwargs.update(hidden=made.hidden)
             skill = factory(workspace, **kwargs)
         elif "browser" in params:
             browser = browser_tools()

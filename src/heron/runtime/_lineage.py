@@ -96,7 +96,17 @@ class Lineage:
         assert request.fork_from is not None
         source = await self.engine.row(request.fork_from)
         given = request.model_fields_set
-        own_cwd = "cwd" in given or "pin_cwd" in given
+        # A pinned original's fork works in the same directory, pinned too, unless the
+        # create pins it elsewhere itself.
+        pinned = bool(source["pin_cwd"]) and "pin_cwd" not in given
+        if pinned and "cwd" in given and row["cwd"] != source["cwd"]:
+            raise ApiError(
+                422,
+                "invalid_cwd",
+                f"node {source['node_id']!r} is pinned to {source['cwd']} (pin_cwd): its "
+                "forks work there too; leave cwd out, or give pin_cwd to pin it elsewhere",
+            )
+        own_cwd = not pinned and ("cwd" in given or "pin_cwd" in given)
         for column in INHERITED:
             if column in ("cwd", "pin_cwd"):
                 if not own_cwd:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from .._core import ToolError
 from ..tools import (
     BashTools,
@@ -49,8 +50,9 @@ __all__ = [
 ASK_TOOL = "ask-questions"
 """The tool ``ask`` brings: a run that ends with it leaves the node dormant, not settled."""
 
-ENFORCED_SCOPES = frozenset({"ask", "act", "schedule", "memory:read", "memory:write"})
-"""Scopes that decide which tools a node gets; any other scope is recorded only."""
+ENFORCED_SCOPES = frozenset(api.SCOPES)
+"""Scopes that decide which tools a node gets (the only ones a create may name); ``net``
+decides whether its sandboxed commands reach the network."""
 
 KIND_FIXED_TOOLS = (
     "submit-result",
@@ -205,6 +207,10 @@ class NodeTools:
     """The node's shell, whoever owns it (skills working on files share it)."""
     admits: Callable[[str], bool] = lambda name: True
     """Whether the node's scopes and kind let it have a tool (its skills' too)."""
+    files: tuple[Tool, ...] = ()
+    """The node's file tools, whatever its kind keeps (skills working on files share them)."""
+    hidden: tuple[str, ...] = ()
+    """What the node's file tools (and its skills' ``hidden``) keep out of reach."""
 
     async def aclose(self) -> None:
         """Stop what the tools started (background shell processes)."""
@@ -226,6 +232,7 @@ def node_tools(
     memory: Sequence[Tool] = (),
     schedule: Sequence[Tool] = (),
     ask: Tool | None = None,
+    hidden: tuple[str, ...] = (),
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -242,11 +249,13 @@ def node_tools(
     ``decline`` stay, as the node's way to finish. ``ask``, when given, is the
     question tool (the daemon's files a human request); otherwise a plain one.
     ``shell(workspace)``, when given, supplies the bash tools, owned by the caller
-    (they are not among the closers); otherwise new ones are made.
+    (they are not among the closers); otherwise new ones are made. ``hidden`` paths
+    (the daemon's own files) are out of the file tools' reach even inside ``workspace``.
     """
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
     made.admits = wanted
+    made.hidden = hidden
     # The orchestrator's tools (its mode) and push-report belong to the node, like
     # submit-result: a kind does not narrow them (KIND_FIXED_TOOLS).
     made.tools += orchestrator
@@ -256,7 +265,8 @@ def node_tools(
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if admits(scopes, None)("fs-read-file"):
         # The file tools, when the scopes allow them (making them for a new directory costs).
-        made.tools += [t for t in workspace_files(workspace) if wanted(t.name)]
+        made.files = workspace_files(workspace, hidden)
+        made.tools += [t for t in made.files if wanted(t.name)]
     if any(wanted(name) for name in BASH_TOOLS):
         # No shell at all (no process to own) unless the node may have one of its tools.
         bash = made.shell = shell(workspace) if shell is not None else bash_tools(workspace)
@@ -278,11 +288,12 @@ BASH_TOOLS = ("bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "
 
 
 @functools.lru_cache(maxsize=256)
-def workspace_files(workspace: Path) -> tuple[Tool, ...]:
-    """The file tools for a directory, made once: they hold no state but their edit
-    locks (which runs, and nodes, sharing the directory had better share), and making
-    them (schemas from signatures) is most of what setting up a run costs."""
-    return tuple(filesystem_tools(workspace))
+def workspace_files(workspace: Path, hidden: tuple[str, ...] = ()) -> tuple[Tool, ...]:
+    """The file tools for a directory (``hidden`` out of reach), made once: they hold no
+    state but their edit locks (which runs, and nodes, sharing the directory had better
+    share), and making them (schemas from signatures) is most of what setting up a run
+    costs."""
+    return tuple(filesystem_tools(workspace, hidden=hidden))
 
 
 def schema_text(schema: dict[str, Any]) -> str:

@@ -174,6 +174,8 @@ class SpawnChildTool(_ChildTool):
                 output_schema=arguments.get("output_schema"),
                 deadline=arguments.get("deadline"),
                 cwd=str(engine.workspace(parent_id, _workdir(parent))),
+                # A pinned parent's children are pinned to its directory too.
+                pin_cwd=parent["cwd"] if parent["pin_cwd"] else None,
                 root=False,
                 parent=parent_id,
                 creator=parent_id,

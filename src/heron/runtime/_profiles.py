@@ -104,6 +104,18 @@ class Profiles:
         row = await self._existing(name, 404, "profile_not_found")
         return self._profile(row, created=False)
 
+    async def listing(self) -> list[api.Profile]:
+        """Every profile, by name (``default`` among them)."""
+        await self._row(DEFAULT_PROFILE)  # made on first use: listed as it can be used
+        rows = await asyncio.to_thread(self._all)
+        return [self._profile(row, created=False) for row in rows]
+
+    def _all(self) -> list[Row]:
+        """Every profile row, by name (in a thread)."""
+        with self.engine.store.engine.connect() as conn:
+            found = conn.execute(sa.select(profiles).order_by(profiles.c.name)).all()
+        return [dict(row._mapping) for row in found]
+
     async def require(self, name: str | None) -> str:
         """The name of an existing profile (``None``: ``default``): ``400
         invalid_profile_name`` for a malformed one, ``422 unknown_profile`` for one never
@@ -115,7 +127,10 @@ class Profiles:
         """The profile's row; ``status``/``code`` (say how to ensure it) if there is none."""
         row = await self._row(check_profile_name(name))
         if row is None:
-            message = f"no profile {name!r}: ensure it first with POST /v1/profiles/ensure"
+            message = (
+                f"no profile {name!r}: create it first (heron profiles ensure {name}, "
+                "or POST /v1/profiles/ensure)"
+            )
             raise ApiError(status, code, message)
         return row
 

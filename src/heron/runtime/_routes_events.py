@@ -23,7 +23,7 @@ from starlette.types import Message, Send
 from .. import api
 from ._engine import Engine
 from ._errors import ApiError
-from ._routing import NodeIdPath, errors
+from ._routing import NodeIdPath, errors, stopping
 from ._rows import when
 from ._runs import SETTLED
 from ._stream import Hub, Record, Subscription, encode, error_record, keepalive_record, merge
@@ -40,7 +40,29 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events: `id: <sequence_number>`, `event: <type>`, "
         "`data: <JSON>` (typed by `heron.api.NodeEvent`), and `: keepalive` comments.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        # Each event (OpenAPI 3.2's itemSchema, which 3.1 tools read as an extension): its
+        # fields as the stream writes them, the data a JSON object.
+        "content": {
+            "text/event-stream": {
+                "itemSchema": {
+                    "type": "object",
+                    "required": ["data"],
+                    "properties": {
+                        "event": {"type": "string", "description": "The event's type."},
+                        "id": {
+                            "type": "string",
+                            "pattern": "^[0-9]{1,18}$",
+                            "description": "Its sequence_number (none on `error` events).",
+                        },
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": {"type": "object"},
+                        },
+                    },
+                }
+            }
+        },
     }
 }
 
@@ -58,9 +80,7 @@ class _Snapshot:
     floor: int
     """Events numbered up to here come from the log."""
     last: int
-    """The node's last real event."""
-    skipped: tuple[int, int] | None
-    """Numbers ``(low, high]`` a restart skipped (not events; never reported missing)."""
+    """The node's last event streamed (or, before any was here, handed out)."""
     run: tuple[bool, list[Record], str, int]
     """The hub's run: known, completed messages, partial text, its last delta's number."""
 
@@ -105,26 +125,21 @@ def cursor_of(after: str | None, last_event_id: str | None) -> int | None:
     return parse_cursor(last_event_id.strip(), "Last-Event-ID")
 
 
-def _covered(low: int, high: int, skipped: tuple[int, int] | None) -> bool:
-    """Whether every number strictly between ``low`` and ``high`` was skipped by a restart."""
-    if high - low <= 1:
-        return True
-    return skipped is not None and skipped[0] <= low and high - 1 <= skipped[1]
-
-
-def framed(
-    records: list[Record], after: int, end: int, skipped: tuple[int, int] | None
-) -> list[bytes]:
+def framed(records: list[Record], after: int, end: int) -> list[bytes]:
     """``records`` (numbered above ``after``) with a ``stream_gap`` right before each hole,
-    naming the first record after it (or ``end + 1`` for a hole at the end)."""
+    naming the first record after it (or ``end + 1`` for a hole at the end).
+
+    Every number was an event (restarts skip none, see ``_events``), so a hole is events
+    really missing: text deltas, which are never logged.
+    """
     out: list[bytes] = []
     previous = after
     for record in records:
-        if not _covered(previous, record.sequence_number, skipped):
+        if record.sequence_number - previous > 1:
             out.append(_gap(previous, record.sequence_number))
         out.append(record.wire)
         previous = record.sequence_number
-    if previous < end and not _covered(previous, end + 1, skipped):
+    if previous < end:
         out.append(_gap(previous, end + 1))
     return out
 
@@ -134,14 +149,22 @@ class EventStreams:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.closing = False
+        """The daemon is stopping: every stream ends (a client resumes from its cursor)."""
+        self._writing: set[Subscription] = set()
+
+    def close(self) -> None:
+        """End every stream now, and every stream opened from now on after its replay."""
+        self.closing = True
+        for sub in self._writing:
+            sub.wake.set()
 
     async def open(self, node_id: str, cursor: int | None) -> _Opened:
         """Validate the node, subscribe, and plan the replay (errors are raised before
         anything streams, so they are answered as JSON)."""
         engine = self.engine
         await engine.row(node_id)
-        # A reader only needs the numbering; reserving numbers is for writers.
-        await engine.events.prime(node_id, reserve=False)
+        await engine.events.prime(node_id)
         hub = engine.events.hub(node_id)
         config = engine.config
         # Subscribe and snapshot in one go (no await in between): the snapshot plus the
@@ -151,7 +174,6 @@ class EventStreams:
             ring=list(hub.ring),
             floor=hub.floor,
             last=hub.last,
-            skipped=engine.events.skipped(node_id),
             run=(hub.run_known, list(hub.done), hub.partial, hub.partial_seq),
         )
         try:
@@ -210,8 +232,7 @@ class EventStreams:
     async def _replay(
         self, opened: _Opened, node_id: str, cursor: int | None, snap: _Snapshot, *, settled: bool
     ) -> None:
-        last, skipped = snap.last, snap.skipped
-        end = max(last, skipped[1]) if skipped is not None else last
+        last = end = snap.last
         if cursor is None:
             # A settled node watched without a cursor replays what is retained: nothing
             # was promised, so nothing is reported missing.
@@ -223,10 +244,10 @@ class EventStreams:
             opened.first.append(_gap(cursor, last + 1 if earliest is None else earliest))
             records = [] if earliest is None else await self._history(node_id, earliest - 1, snap)
             start = earliest - 1 if earliest is not None else last
-            opened.first += framed(records, start, last, skipped)
+            opened.first += framed(records, start, last)
         else:
             records = await self._history(node_id, cursor, snap)
-            opened.first += framed(records, cursor, last, skipped)
+            opened.first += framed(records, cursor, last)
         # A node.settled ends the stream only as the last event of a node settled now (a
         # revived node went on after it).
         opened.ended = settled and bool(records) and records[-1].type == "node.settled"
@@ -238,20 +259,46 @@ class EventStreams:
                 opened.ended = True
 
     async def _seed(self, node_id: str, snap: _Snapshot) -> list[bytes]:
-        """A mid-run joiner's start: the reports pushed so far (their own events, oldest
-        first), the run's completed messages, then its partial text as one delta."""
-        known, done, partial, partial_seq = snap.run
-        first = [r.wire for r in await self._typed(node_id, ("node.report.pushed",), snap)]
-        if not known:
-            # This process did not see the run start (a restart, or its hub was let go):
-            # the run's completed messages are in the log, after its running status.
-            started = 0
-            for record in await self._typed(node_id, ("node.status.changed",), snap):
-                if record.data.get("status") == "running":
-                    started = record.sequence_number
-            logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
-            done = merge(logged, done)
-        first += [r.wire for r in done]
+        """A mid-run joiner's start, in the order it happened: the node's ``running``
+        status, the reports pushed so far, the run's completed messages and the tool calls
+        still running (each its own event, by number), then its partial text as one delta.
+
+        The status comes first even when its number is not the lowest, so a joiner can say
+        at once what the node is doing, before any text of the run arrives.
+        """
+        _, done, partial, partial_seq = snap.run
+        statuses = await self._typed(node_id, ("node.status.changed",), snap)
+        status = statuses[-1] if statuses else None
+        running = status is not None and status.data.get("status") == "running"
+        # The run began at the first "running" of the last unbroken series of them: a
+        # daemon that recovered the run after a restart says "running" again.
+        started, previous = 0, None
+        for record in statuses:
+            said = record.data.get("status")
+            if said == "running" and previous != "running":
+                started = record.sequence_number
+            previous = said
+        first = [
+            status.wire
+            if status is not None and running
+            else await self._status_now(node_id, "running", snap)
+        ]
+        reports = await self._typed(node_id, ("node.report.pushed",), snap)
+        # The hub holds the completed messages it saw; a run it did not see start (a
+        # restart, a hub let go) or saw only resume after a restart has earlier ones in
+        # the log, after the run's running status.
+        logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
+        done = merge(logged, done)
+        calls = await self._typed(
+            node_id, ("node.tool_call.started", "node.tool_call.completed"), snap, after=started
+        )
+        ended = {r.data.get("tool_call_id") for r in calls if r.type == "node.tool_call.completed"}
+        open_calls = [
+            r
+            for r in calls
+            if r.type == "node.tool_call.started" and r.data.get("tool_call_id") not in ended
+        ]
+        first += [r.wire for r in merge(merge(reports, done), open_calls)]
         if partial:
             first.append(
                 encode(node_id, partial_seq, "node.output_text.delta", {"delta": partial}).wire
@@ -275,12 +322,13 @@ class EventStreams:
         loop = asyncio.get_running_loop()
         settle_by = loop.time() + SETTLE_GRACE if opened.await_settled else None
         engine.events.readers += 1
+        self._writing.add(sub)
         try:
             if opened.first:
                 yield b"".join(opened.first)
             if opened.ended:
                 return
-            while True:
+            while not self.closing:
                 chunk: list[bytes] = []
                 ended = False
                 for record in sub.take():
@@ -309,6 +357,8 @@ class EventStreams:
                     timeout = min(timeout, max(settle_by - loop.time(), 0.0))
                 try:
                     await asyncio.wait_for(sub.wake.wait(), timeout)
+                    if self.closing:
+                        return
                 except TimeoutError:
                     if settle_by is not None and loop.time() >= settle_by:
                         yield await self._settled_from_row(node_id, written)
@@ -318,6 +368,7 @@ class EventStreams:
             log.exception("the event stream of node %s failed", node_id)
             yield error_record("stream_error", f"the event stream failed: {type(exc).__name__}")
         finally:
+            self._writing.discard(sub)
             engine.events.readers -= 1
             hub.unsubscribe(sub)
             engine.events.released(node_id)
@@ -395,6 +446,7 @@ def _report(row: dict[str, Any]) -> dict[str, Any]:
 def add_event_routes(app: FastAPI, engine: Engine) -> None:
     """Serve ``GET /v1/nodes/{node_id}/events``."""
     streams = EventStreams(engine)
+    stopping(app).on_set(streams.close)
 
     @app.get(
         "/v1/nodes/{node_id}/events",
@@ -413,7 +465,11 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
         ] = None,
         last_event_id: Annotated[
             str | None,
-            Header(alias="Last-Event-ID", description="Resume after this sequence_number."),
+            Header(
+                alias="Last-Event-ID",
+                description="Resume after this sequence_number.",
+                json_schema_extra={"pattern": r"^\s*(?:[0-9]{1,18}\s*)?$"},
+            ),
         ] = None,
     ) -> StreamingResponse:
         """Watch the node: its events as server-sent events, replayed from a cursor."""

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Annotated
 
-from fastapi import Body, FastAPI, Query
+from fastapi import Body, FastAPI, Query, Response
 
 from .. import __version__, api
 from ._engine import Engine
-from ._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors
+from ._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors, stopping
 
-__all__ = ["add_node_routes"]
+__all__ = ["MAX_LIST_LIMIT", "NEXT_CURSOR", "add_node_routes"]
+
+MAX_LIST_LIMIT = 1000
+"""The largest ``limit`` of ``GET /v1/nodes``."""
+
+NEXT_CURSOR = "Heron-Next-Cursor"
+"""The header of a ``GET /v1/nodes?limit=`` page naming the cursor of the next page."""
 
 
 def add_node_routes(app: FastAPI, engine: Engine) -> None:
     """Serve ``/healthz``, ``/v1/status`` and the core ``/v1/nodes`` routes over ``engine``."""
+    daemon_stopping = stopping(app)
 
     @app.get("/healthz", tags=["system"], responses=errors())
     async def healthz() -> api.Health:
@@ -33,13 +42,25 @@ def add_node_routes(app: FastAPI, engine: Engine) -> None:
         """Create a node; it is already running when this returns."""
         return await engine.create(request)
 
-    @app.get("/v1/nodes", tags=["nodes"], responses=errors(422))
+    @app.get("/v1/nodes", tags=["nodes"], responses=errors(400, 422))
     async def list_nodes(
+        response: Response,
         status: Annotated[list[api.NodeStatus] | None, Query()] = None,
         root: bool | None = None,
+        limit: Annotated[int | None, Query(ge=1, le=MAX_LIST_LIMIT)] = None,
+        after: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
     ) -> list[api.Node]:
-        """Every node, oldest first (a plain array), optionally by status and root."""
-        return await engine.nodes(status=list(status) if status else None, root=root)
+        """Every node, oldest first (a plain array), optionally by status and root.
+
+        With ``limit``, at most that many; when more match, the ``Heron-Next-Cursor``
+        header carries the cursor to pass as ``after`` for the next page (no header: the
+        last page). A cursor stays valid when its node is pruned."""
+        nodes, cursor = await engine.nodes(
+            status=list(status) if status else None, root=root, limit=limit, after=after
+        )
+        if cursor is not None:
+            response.headers[NEXT_CURSOR] = cursor
+        return nodes
 
     @app.get("/v1/nodes/{node_id}", tags=["nodes"], responses=READ)
     async def get_node(node_id: NodeIdPath) -> api.Node:
@@ -48,8 +69,21 @@ def add_node_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/v1/nodes/{node_id}/outcome", tags=["nodes"], responses=errors(400, 404, 422))
     async def outcome(node_id: NodeIdPath, wait: Wait = 0) -> api.OutcomePoll:
-        """One long poll: answers when the node settles or after ``wait`` seconds."""
-        return await engine.outcome(node_id, wait)
+        """One long poll: answers when the node settles or after ``wait`` seconds (at
+        once when the daemon stops)."""
+        if wait == 0 or daemon_stopping.is_set():
+            return await engine.outcome(node_id, 0)
+        poll = asyncio.ensure_future(engine.outcome(node_id, wait))
+        halt = asyncio.ensure_future(daemon_stopping.wait())
+        try:
+            await asyncio.wait((poll, halt), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halt.cancel()
+            if not poll.done():
+                poll.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await poll
+        return poll.result() if not poll.cancelled() else await engine.outcome(node_id, 0)
 
     @app.post("/v1/nodes/{node_id}/messages", status_code=202, tags=["nodes"], responses=WITH_BODY)
     async def message(node_id: NodeIdPath, body: api.MessageRequest) -> api.MessageAccepted:

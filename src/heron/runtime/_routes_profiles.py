@@ -24,12 +24,17 @@ ProfileName = Annotated[
 
 
 def add_profile_routes(app: FastAPI, engine: Engine) -> None:
-    """Serve profile ensure and lookup."""
+    """Serve profile ensure, listing and lookup."""
 
     @app.post("/v1/profiles/ensure", tags=["profiles"], responses=errors(400, 413, 415, 422))
     async def ensure_profile(body: api.ProfileEnsureRequest) -> api.Profile:
         """Create the profile, or set the given fields on the existing one (idempotent)."""
         return await engine.profiles.ensure(body)
+
+    @app.get("/v1/profiles", tags=["profiles"], responses=errors())
+    async def list_profiles() -> list[api.Profile]:
+        """Every profile, by name (a plain list; ``default`` always among them)."""
+        return await engine.profiles.listing()
 
     @app.get("/v1/profiles/{name}", tags=["profiles"], responses=errors(400, 404))
     async def get_profile(name: ProfileName) -> api.Profile:

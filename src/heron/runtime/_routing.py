@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import Path, Query
+from fastapi import FastAPI, Path, Query
 
 from .. import api
 
-__all__ = ["ACTION", "READ", "WITH_BODY", "NodeIdPath", "Wait", "errors"]
+__all__ = [
+    "ACTION",
+    "MAX_INTEGER",
+    "PROFILE_PATTERN",
+    "READ",
+    "WITH_BODY",
+    "NodeIdPath",
+    "Stopping",
+    "Wait",
+    "errors",
+    "stopping",
+]
+
+MAX_INTEGER = 2**53 - 1
+"""The largest integer a query or body may give where the database keeps it (64-bit
+in SQLite and PostgreSQL; 2**53 - 1 is the largest every JSON reader keeps exactly):
+larger ones are refused with 422."""
+
+PROFILE_PATTERN = api.ID_PATTERN
+"""A profile's name, as the spec documents it (checked by the profiles: a name that
+does not match answers ``400 invalid_profile_name``)."""
 
 _STATUS_TEXT = {
     400: "Malformed request: the body is not JSON, or an id is not a valid id",
@@ -51,3 +73,41 @@ NodeIdPath = Annotated[
 
 Wait = Annotated[int, Query(ge=0, le=25, description="Seconds to hold the poll open (0-25).")]
 """The ``wait`` of a long poll."""
+
+
+class Stopping:
+    """Said once when the daemon begins to stop: requests that would hold on (event
+    streams, long polls) answer at once, rather than hold the server's graceful
+    shutdown until it gives up and cancels them mid-answer."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        """Whether the daemon is stopping."""
+        return self._event.is_set()
+
+    def set(self) -> None:
+        """The daemon is stopping: wake every waiter and run every callback (once)."""
+        if self._event.is_set():
+            return
+        self._event.set()
+        for callback in self._callbacks:
+            callback()
+
+    def on_set(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the daemon starts to stop."""
+        self._callbacks.append(callback)
+
+    async def wait(self) -> None:
+        """Return once the daemon is stopping."""
+        await self._event.wait()
+
+
+def stopping(app: FastAPI) -> Stopping:
+    """The app's :class:`Stopping` (made on first use)."""
+    found = getattr(app.state, "stopping", None)
+    if not isinstance(found, Stopping):
+        found = app.state.stopping = Stopping()
+    return found

@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from .. import api
 from ._durations import parse_duration
@@ -20,6 +23,8 @@ __all__ = [
     "check_duration",
     "check_output_schema",
     "maybe_when",
+    "node_cursor",
+    "read_cursor",
     "to_node",
     "when",
 ]
@@ -75,7 +80,75 @@ def check_output_schema(value: str | dict[str, Any] | None) -> dict[str, Any] | 
         raise ApiError(
             422, "invalid_output_schema", f"output_schema is not a valid JSON schema: {exc.message}"
         ) from None
+    _check_references(value)
     return value
+
+
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "example"})
+"""Keywords whose values are instances, not schemas: a ``$ref`` key there is data."""
+
+
+def _check_references(schema: dict[str, Any]) -> None:
+    """``422 invalid_output_schema`` for a ``$ref`` that does not resolve within the schema
+    (a missing ``$defs`` entry, a remote document: nothing is fetched), so a broken schema
+    is refused at create instead of failing every submission later."""
+    resource = DRAFT202012.create_resource(schema)
+    base = resource.id() or ""
+    registry: Registry[Any] = Registry().with_resource(base, resource)
+    problems: list[str] = []
+
+    def walk(node: Any, resolver: Any, where: str) -> None:
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, resolver, f"{where}/{i}")
+            return
+        if not isinstance(node, dict):
+            return
+        if isinstance(node.get("$id"), str) and where:
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                problems.append(f"{where or '(root)'}: $ref {ref!r} does not resolve")
+        for key, child in node.items():
+            if key not in _DATA_KEYWORDS:
+                walk(child, resolver, f"{where}/{key}")
+
+    walk(schema, registry.resolver(base_uri=base), "")
+    if problems:
+        raise ApiError(
+            422,
+            "invalid_output_schema",
+            f"output_schema has references that lead nowhere: {'; '.join(problems[:5])} "
+            "(a $ref must point inside the schema, e.g. #/$defs/Name; remote schemas are "
+            "not fetched)",
+            problems,
+        )
+
+
+def node_cursor(row: Row) -> str:
+    """The cursor of ``GET /v1/nodes`` listing the nodes after this one: where it sits
+    in the listing (its creation time and id), so it holds after the node is pruned."""
+    return f"{row['created_at']!r}:{row['node_id']}"
+
+
+def read_cursor(cursor: str) -> tuple[float, str]:
+    """``(created_at, node_id)`` from a :func:`node_cursor`; ``400 invalid_cursor``."""
+    created, _, node_id = cursor.partition(":")
+    try:
+        at = float(created)
+    except ValueError:
+        at = float("nan")
+    if not api.is_valid_id(node_id) or at != at:  # (NaN is not equal to itself)
+        raise ApiError(
+            400,
+            "invalid_cursor",
+            f"not a cursor of this listing: {cursor[:80]!r} (pass on the Heron-Next-Cursor "
+            "header of the previous page as it is)",
+        )
+    return at, node_id
 
 
 def to_node(row: Row) -> api.Node:

@@ -24,6 +24,8 @@ from ._db import DatabaseUnavailable
 from ._engine import Engine
 from ._errors import DaemonError
 from ._local import daemon_pid, get_json
+from ._logging import configure_logging
+from ._routing import stopping
 
 __all__ = ["DaemonError", "run_daemon", "serve"]
 
@@ -165,7 +167,8 @@ async def _serve_locked(
             os.unlink(config.socket_path)
         _remove_pid(config)
         raise
-    app = wrap(build_app(engine), token=config.token, max_body_bytes=config.max_body_bytes)
+    api_app = build_app(engine)
+    app = wrap(api_app, token=config.token, max_body_bytes=config.max_body_bytes)
     server = _Server(
         uvicorn.Config(
             app,
@@ -186,8 +189,10 @@ async def _serve_locked(
     original_shutdown = server.shutdown
 
     async def shutdown(sockets: list[socket.socket] | None = None) -> None:
-        # Killed first, their requests answer at once rather than holding the
-        # graceful shutdown until it gives up on them.
+        # Ended first, their requests answer at once rather than holding the graceful
+        # shutdown until it gives up on them (cancelled mid-answer, with a traceback):
+        # event streams end, long polls answer, commands are killed.
+        stopping(api_app).set()
         await engine.bash.aclose()
         await original_shutdown(sockets=sockets)
 
@@ -214,7 +219,7 @@ def run_daemon(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]]
     their workflows pending, and the next start resumes each from its last
     completed step, exactly as after a crash.
     """
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging()
 
     async def main() -> None:
         await serve(config, on_ready=on_ready)

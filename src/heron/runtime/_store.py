@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
@@ -24,7 +25,7 @@ from ._store_human import HumanRows
 from ._store_memory import MemoryRows
 from ._store_reports import ReportRows
 
-__all__ = ["DuplicateNode", "Store"]
+__all__ = ["DuplicateNode", "StepMark", "Store"]
 
 log = logging.getLogger("heron.runtime")
 
@@ -36,6 +37,16 @@ Row = dict[str, Any]
 
 class DuplicateNode(Exception):
     """A node with that id already exists."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepMark:
+    """A workflow step that ended, written with its events (see ``_events``)."""
+
+    key: str
+    """The step, as ``run:step``."""
+    usage: tuple[int, int] | None = None
+    """A model turn's input and output tokens, counted once per ``key``; else ``None``."""
 
 
 class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
@@ -87,12 +98,25 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         return dict(row._mapping) if row is not None else None
 
     async def list_nodes(
-        self, *, status: Sequence[str] | None = None, root: bool | None = None
+        self,
+        *,
+        status: Sequence[str] | None = None,
+        root: bool | None = None,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[Row]:
-        """Nodes, oldest first, optionally only those with one of ``status`` and ``root``."""
-        return await self._run(self._list_nodes, status, root)
+        """Nodes, oldest first, optionally only those with one of ``status`` and ``root``;
+        at most ``limit``, and only those listed after ``after`` (``(created_at, node_id)``
+        of the last one already seen)."""
+        return await self._run(self._list_nodes, status, root, limit, after)
 
-    def _list_nodes(self, status: Sequence[str] | None, root: bool | None) -> list[Row]:
+    def _list_nodes(
+        self,
+        status: Sequence[str] | None,
+        root: bool | None,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
+    ) -> list[Row]:
         query = (
             sa.select(nodes)
             .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
@@ -102,6 +126,16 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             query = query.where(nodes.c.status.in_(list(status)))
         if root is not None:
             query = query.where(nodes.c.root == root)
+        if after is not None:
+            created, node_id = after
+            query = query.where(
+                sa.or_(
+                    nodes.c.created_at > created,
+                    sa.and_(nodes.c.created_at == created, nodes.c.node_id > node_id),
+                )
+            )
+        if limit is not None:
+            query = query.limit(limit)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
@@ -355,16 +389,16 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                     conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
                     return unread
             values["status"] = status
-            if record is not None:
-                extra = conn.execute(
-                    sa.select(nodes.c.extra).where(nodes.c.node_id == node_id)
-                ).scalar()
-                values["extra"] = {**(extra or {}), "ended": dict(record)}
             if outcome is not None:
                 # The accepted result is spent once an outcome is settled (or kept).
                 values["pending_result"] = None
                 if _settle(conn, node_id, outcome, now):
                     values["settled_at"] = now
+            if record is not None:  # (read after _settle, which may archive into it)
+                extra = conn.execute(
+                    sa.select(nodes.c.extra).where(nodes.c.node_id == node_id)
+                ).scalar()
+                values["extra"] = {**(extra or {}), "ended": dict(record)}
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return []
 
@@ -435,19 +469,34 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     # -- events -------------------------------------------------------------
 
-    async def append_events(self, batch: Sequence[tuple[str, int, str, Any, float]]) -> None:
-        """Write ``(node_id, sequence_number, type, data, created_at)`` events."""
-        if batch:
-            await self._run(self._append_events, batch)
+    async def append_events(
+        self,
+        batch: Sequence[tuple[str, int, str, Any, float]],
+        *,
+        reserve: Mapping[str, int] | None = None,
+        marks: Mapping[str, StepMark] | None = None,
+    ) -> None:
+        """Write ``(node_id, sequence_number, type, data, created_at)`` events, raise each
+        node's ``events_reserved`` to ``reserve[node]`` (numbers of unlogged events handed
+        out) and set the step ``marks`` (counting their usage), in one transaction."""
+        if batch or reserve or marks:
+            await self._run(self._append_events, batch, reserve or {}, marks or {})
 
-    def _append_events(self, batch: Sequence[tuple[str, int, str, Any, float]]) -> None:
+    def _append_events(
+        self,
+        batch: Sequence[tuple[str, int, str, Any, float]],
+        reserve: Mapping[str, int],
+        marks: Mapping[str, StepMark],
+    ) -> None:
         rows = [
             {"node_id": n, "sequence_number": s, "type": t, "data": d, "created_at": c}
             for n, s, t, d, c in batch
         ]
         try:
             with self.engine.begin() as conn:
-                conn.execute(events.insert(), rows)
+                if rows:
+                    conn.execute(events.insert(), rows)
+                _numbers_and_marks(conn, reserve, marks)
             return
         except sa.exc.OperationalError:
             raise  # the database is unavailable: nothing was written, the batch is retried
@@ -469,6 +518,18 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                     row["node_id"],
                     exc,
                 )
+        with self.engine.begin() as conn:
+            _numbers_and_marks(conn, reserve, marks)
+
+    async def step_mark(self, node_id: str) -> str | None:
+        """The node's last step whose events were written (see :meth:`append_events`)."""
+        return await self._run(self._step_mark, node_id)
+
+    def _step_mark(self, node_id: str) -> str | None:
+        query = sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return None if value is None else str(value)
 
     async def last_sequence(self, node_id: str) -> int:
         """The highest event sequence number written for a node (0 if none)."""
@@ -483,36 +544,6 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         reserved = sa.select(nodes.c.events_reserved).where(nodes.c.node_id == node_id)
         with self.engine.connect() as conn:
             return int(conn.execute(last).scalar() or 0), int(conn.execute(reserved).scalar() or 0)
-
-    async def reserve_events(self, node_id: str, upto: int) -> None:
-        """Record that the node's event numbers up to ``upto`` may be in use (never lowers it)."""
-        await self._run(self.reserve_events_now, node_id, upto)
-
-    def reserve_events_now(self, node_id: str, upto: int) -> None:
-        """:meth:`reserve_events`, blocking the calling thread."""
-        column = nodes.c.events_reserved
-        with self.engine.begin() as conn:
-            conn.execute(
-                nodes.update()
-                .where(nodes.c.node_id == node_id, sa.or_(column.is_(None), column < upto))
-                .values(events_reserved=upto)
-            )
-
-    async def release_events(self, used: Mapping[str, int]) -> None:
-        """Lower each node's reservation to the numbers it really used (a clean stop:
-        the next daemon continues right after them, skipping none)."""
-        if used:
-            await self._run(self._release_events, used)
-
-    def _release_events(self, used: Mapping[str, int]) -> None:
-        column = nodes.c.events_reserved
-        with self.engine.begin() as conn:
-            for node_id, last in used.items():
-                conn.execute(
-                    nodes.update()
-                    .where(nodes.c.node_id == node_id, column >= last)
-                    .values(events_reserved=last)
-                )
 
     async def events(
         self,
@@ -581,7 +612,47 @@ def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:
     return [r.body for r in sorted(claimed, key=lambda r: r.message_id)]
 
 
+def _numbers_and_marks(
+    conn: sa.Connection, reserve: Mapping[str, int], marks: Mapping[str, StepMark]
+) -> None:
+    reserved = nodes.c.events_reserved
+    for node_id, upto in reserve.items():
+        conn.execute(
+            nodes.update()
+            .where(nodes.c.node_id == node_id, sa.or_(reserved.is_(None), reserved < upto))
+            .values(events_reserved=upto)
+        )
+    mark = nodes.c.step_mark
+    for node_id, step in marks.items():
+        if step.usage is not None:
+            # Once per step: a step run again after its mark was written counts nothing.
+            input_tokens, output_tokens = step.usage
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id, sa.or_(mark.is_(None), mark != step.key))
+                .values(
+                    turns=nodes.c.turns + 1,
+                    input_tokens=nodes.c.input_tokens + input_tokens,
+                    output_tokens=nodes.c.output_tokens + output_tokens,
+                    updated_at=time.time(),
+                )
+            )
+        conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(step_mark=step.key))
+
+
+_SETTLED_STATUSES = ("completed", "failed", "cancelled")
+"""Statuses a node never leaves (``_runs.SETTLED``)."""
+
+
 def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: float) -> bool:
+    """Record ``outcome`` as the node's; ``False`` if it keeps the one it has.
+
+    A node that has settled for good keeps its first outcome. One that has an outcome
+    but lives on (a resident root that answered, dormant for the next message) takes
+    the new one: its outcome is its latest answer, and a close or a failure after an
+    answer replaces it, so the outcome and the status agree. An answer replaced by a
+    failure is kept at the end of ``extra["previous_outcomes"]``.
+    """
     # Insert-unless-present in one statement: two settlements racing on PostgreSQL
     # (no database-wide write lock as on SQLite) must not both pass a "not yet"
     # check and have the loser fail on the primary key; the first simply wins.
@@ -593,4 +664,28 @@ def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: 
         # RETURNING, not rowcount: psycopg's rowcount is -1 for this statement.
         .returning(outcomes.c.node_id)
     ).first()
-    return inserted is not None
+    if inserted is not None:
+        return True
+    node = conn.execute(
+        sa.select(nodes.c.status, nodes.c.extra).where(nodes.c.node_id == node_id).with_for_update()
+    ).first()
+    if node is None or node.status in _SETTLED_STATUSES:
+        return False
+    kept = conn.execute(
+        sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(outcomes.c.node_id == node_id)
+    ).one()
+    if kept.outcome.get("kind") == "result" and outcome.get("kind") == "failure":
+        extra = dict(node.extra or {})
+        archived = {
+            "outcome": dict(kept.outcome),
+            "settled_at": kept.settled_at,
+            "status": node.status,
+        }
+        extra["previous_outcomes"] = [*extra.get("previous_outcomes", []), archived]
+        conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(extra=extra))
+    conn.execute(
+        outcomes.update()
+        .where(outcomes.c.node_id == node_id)
+        .values(outcome=dict(outcome), settled_at=now)
+    )
+    return True

@@ -131,8 +131,8 @@ class Hub:
         """Every event numbered above this, published in this process, is in :attr:`ring`
         (older ones were evicted, or came before this hub existed)."""
         self.last = floor if last is None else last
-        """The node's last real event: the highest number published through this hub, or
-        before it existed the last one used (numbers a restart skipped are not events)."""
+        """The node's last event: the highest number published through this hub, or
+        before it existed the last one streamed or handed out."""
         self.status = ""
         """The node's status as last published here (``settled`` after ``node.settled``)."""
         self.ring: deque[Record] = deque()

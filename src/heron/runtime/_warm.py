@@ -34,7 +34,6 @@ import sqlalchemy as sa
 
 from .. import api
 from ._db import messages, nodes
-from ._events import RESERVE_BLOCK
 from ._kinds import Kind
 from ._store import Row
 
@@ -268,13 +267,12 @@ class WarmPool:
             "description": None,
             "deadline_at": None,
             "extra": {},
-            "events_reserved": RESERVE_BLOCK,
             "created_at": now,
             "updated_at": now,
             "warm": key,
         }
         await self.engine.store.insert_node(row, None)
-        self.engine.events.fresh(node_id, RESERVE_BLOCK)
+        self.engine.events.fresh(node_id)
         self._waiters[node_id] = asyncio.get_running_loop().create_future()
         await self.engine._launch(node_id, 1)
         return node_id

@@ -66,14 +66,18 @@ class _Run:
         if plan is None:
             return "skipped"
         await engine.events.prime(node_id)
-        if not plan.get("warm"):  # (a warm node's create announces it)
-            engine.events.announce(node_id, "running")  # a run recovered after a restart says so
         # Steps DBOS recorded before a restart are replayed, not run: until the replay
         # has caught up, a stop must wait, or the run's steps would no longer line up.
         recorded = await engine.store.recorded_steps(run_workflow_id(node_id, self.run))
-        steps = Steps(recorded - 1)
+        steps = Steps(recorded - 1, node_id=node_id, run=self.run)
         current = await engine.store.node(node_id)  # the model as PATCHed since begin
         model = current["model"] if current is not None else plan["model"]
+        # A run recovered after a restart is running as the log says (unless a SIGKILL
+        # took its `running` event): no second one, so the log reads as the node lived and
+        # a joiner finds the run's start. Not if its end was saved: it replays to its end.
+        # (A warm node's create announces it.)
+        if not plan.get("warm") and current is not None and current["status"] == "running":
+            await engine.events.repair_status(node_id, "running")
         active = engine.register(node_id, self.run, model, steps)
         try:
             try:
@@ -153,9 +157,12 @@ class _Run:
         kind = engine.kinds.get(plan.get("kind") or DEFAULT_KIND, status=422)
         workspace = engine.workspace(node_id, plan["cwd"])
 
+        # ``net`` (every scope, when none are given) lets the node's commands reach the network.
+        network = plan["scopes"] is None or "net" in plan["scopes"]
+
         def shell(workspace: Path) -> BashTools:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
-            return engine.jobs.shell(node_id, workspace)
+            return engine.jobs.shell(node_id, workspace, network=network)
 
         keep = keeps(kind.tools)
         tools = self.tools = node_tools(
@@ -178,6 +185,7 @@ class _Run:
                 else ()
             ),
             schedule=cron_tools(engine, node_id, self.run),
+            hidden=engine.sandbox.hidden_from_files,
         )
         skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
         # One context per node (``_jobs``): job ids stay unique across its runs; tool
@@ -189,7 +197,9 @@ class _Run:
             storage=engine.profiles.storage(plan.get("profile")),
             ids=context.ids,
         )
-        client = DurableToolClient(local, node_id=node_id, events=engine.events, steps=steps)
+        client = DurableToolClient(
+            local, node_id=node_id, events=engine.events, steps=steps, store=engine.store
+        )
         provider = DurableProvider(
             steps=steps,
             node_id=node_id,
@@ -227,7 +237,12 @@ class _Run:
                 asked = result.stop_reason == "tool_stop" and any(
                     c.name == ASK_TOOL and not c.is_error for c in calls
                 )
-                return Stop(kind="done", reply=result.reply or None, asked=asked)
+                return Stop(
+                    kind="done",
+                    reply=result.reply or None,
+                    asked=asked,
+                    stop_reason=result.stop_reason,
+                )
 
         task: asyncio.Task[Stop] = asyncio.ensure_future(talk())
         active.task = task
@@ -258,7 +273,13 @@ class _Run:
         assert row is not None
         record = (row["extra"] or {}).get("ended")
         if record is not None and record.get("key") == [self.run, step]:
-            return dict(record["value"])  # DBOS ran this step again after a crash
+            # DBOS ran this step again after a crash: the end was saved; it is announced
+            # unless that was written too (whatever the kill's timing, once).
+            ended = dict(record["value"])
+            key = f"{self.run}:{step}"
+            if await engine.store.step_mark(node_id) != key:
+                await self._announce(ended, key)
+            return ended
         outcome: dict[str, Any] | None = None
         more = False
         already_settled = row["settled_at"] is not None
@@ -278,7 +299,7 @@ class _Run:
                 await engine.store.update_node(node_id, state=state)
                 return {"continue": True, "prompt": NUDGE, "nudges": nudges + 1}
             final_report = await engine.reports.final_report_path(row)
-            outcome = _done_outcome(row, pending, stop.get("reply"), final_report)
+            outcome = _done_outcome(row, pending, stop, final_report)
             if row["root_lifecycle"] == "resident":
                 status = "dormant"
             else:
@@ -293,10 +314,12 @@ class _Run:
             status, outcome = "cancelled", failure_outcome(Stop(**stop))
         else:
             status, outcome = "failed", failure_outcome(Stop(**stop))
-        settled_now = outcome is not None and not already_settled
+        # A node alive with an outcome (a resident root that answered before) takes the
+        # new one: its outcome is its latest answer (see Store.end_run).
+        settled_now = outcome is not None and (not already_settled or row["status"] not in SETTLED)
         done: dict[str, Any] = {"continue": False, "status": status, "settled": settled_now}
         if settled_now:
-            done["outcome"] = outcome  # announced as is (see Engine.ended)
+            done["outcome"] = outcome  # announced as is (see _announce)
         async with engine.locked(node_id):
             unread = await engine.store.end_run(
                 node_id,
@@ -310,7 +333,22 @@ class _Run:
             )
         if unread:
             return {"continue": True, "prompt": "\n\n".join(unread), "nudges": 0}
+        await self._announce(done, f"{self.run}:{step}")
         return done
+
+    async def _announce(self, done: dict[str, Any], key: str) -> None:
+        """Publish the run's end (its status, and its outcome if it settled one) and write
+        it with the step's mark, before the end step's result is recorded."""
+        events, node_id = self.engine.events, self.node_id
+        events.publish(node_id, "node.status.changed", {"status": done["status"]})
+        if done.get("settled"):
+            # The outcome the run settled, not one read back: a revive may already have
+            # taken it back (an end recorded before it was kept has none: read back).
+            outcome = done.get("outcome")
+            if outcome is None:
+                outcome = await self.engine.store.outcome(node_id)
+            events.publish(node_id, "node.settled", {"outcome": outcome})
+        await events.step_done(node_id, key)
 
 
 def _step_id() -> int:
@@ -329,23 +367,39 @@ def _failed(exc: Exception) -> Stop:
 
 
 def _done_outcome(
-    row: dict[str, Any], pending: Any, reply: str | None, final_report: str | None
+    row: dict[str, Any], pending: Any, stop: dict[str, Any], final_report: str | None
 ) -> dict[str, Any]:
+    reply, stop_reason = stop.get("reply"), stop.get("stop_reason")  # (older records: none)
     if row["output_schema"] is None:
+        if reply is None and stop_reason == "max_tokens":
+            # Cut off before it wrote a word: there is no answer, and saying "completed"
+            # would hide that. (Cut off mid-answer, the text it wrote is its result.)
+            return failure_outcome(
+                Stop(
+                    kind="failed",
+                    reason="max_tokens",
+                    message="the model's answer was cut off by its token limit (max_tokens) "
+                    "before it wrote any text",
+                )
+            )
         return {
             "kind": "result",
             "structured_result": None,
             "output_text": reply,
             "final_report_path": final_report,
+            "stop_reason": stop_reason,
         }
     if pending is None:
-        stop = Stop(
+        failed = Stop(
             kind="failed",
-            reason="crashed",
-            message="the agent ended without submitting a result or declining",
+            reason="no_result",
+            message=(
+                f"the agent ended without submitting a result or declining "
+                f"(reminded {NUDGES} times)"
+            ),
             error_type=NO_RESULT,
         )
-        return failure_outcome(stop)
+        return failure_outcome(failed)
     if pending["kind"] == "declined":
         return {
             "kind": "failure",
@@ -358,6 +412,7 @@ def _done_outcome(
         "structured_result": pending["value"],
         "output_text": reply,
         "final_report_path": final_report,
+        "stop_reason": stop_reason,
     }
 
 

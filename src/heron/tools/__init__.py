@@ -4,6 +4,7 @@ from ._client import LocalToolClient, ToolClient
 from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
 from ._events import Interaction
 from ._result import ToolResult, to_tool_result
+from ._sandbox import Sandbox, sandbox_environment
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
 from .bash import (
@@ -28,7 +29,15 @@ from .browser import (
     browser_tools,
 )
 from .catalog import Catalog, catalog
-from .fs import filesystem_tools
+from .fs import (
+    filesystem_tools,
+    fs_edit_file_tool,
+    fs_glob_tool,
+    fs_grep_tool,
+    fs_list_directory_tool,
+    fs_read_file_tool,
+    fs_write_file_tool,
+)
 from .present import present_tools
 from .question_answer import Question, asked_questions, question_answer_tool
 from .time import get_current_time
@@ -57,6 +66,7 @@ __all__ = [
     "LocalToolClient",
     "MemoryStorage",
     "Question",
+    "Sandbox",
     "Skill",
     "Storage",
     "TodoItem",
@@ -70,6 +80,12 @@ __all__ = [
     "browser_tools",
     "catalog",
     "filesystem_tools",
+    "fs_edit_file_tool",
+    "fs_glob_tool",
+    "fs_grep_tool",
+    "fs_list_directory_tool",
+    "fs_read_file_tool",
+    "fs_write_file_tool",
     "get_current_time",
     "load_todos",
     "merge_tools",
@@ -77,6 +93,7 @@ __all__ = [
     "question_answer_tool",
     "render_skills",
     "require_skills",
+    "sandbox_environment",
     "to_tool_result",
     "todo_tools",
     "tool",

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from ._bash_output import LineSplitter
@@ -31,6 +31,7 @@ T = TypeVar("T")
 
 _CHUNK = 65_536
 _POLL = 0.02  # seconds between checks while a signalled group winds down
+_NAMESPACE_END = 0.5  # seconds a contained command's namespace init gets to go after it
 
 # Process groups started and not yet seen dead. The commands run in sessions of
 # their own, so they outlive this process unless killed: if the program ends
@@ -140,9 +141,14 @@ _Spawned = tuple[asyncio.subprocess.Process, _Pipes]
 
 
 async def _spawn(
-    command: str, shell: str, cwd: str, env: Mapping[str, str], with_stdin: bool
+    command: str,
+    shell: str,
+    cwd: str,
+    env: Mapping[str, str],
+    with_stdin: bool,
+    prefix: Sequence[str],
 ) -> _Spawned:
-    """Start ``shell -c command`` in a new session, with readers on its output."""
+    """Start ``prefix... shell -c command`` in a new session, with readers on its output."""
     # Pipes of our own rather than asyncio's: the read ends are ours to
     # close, so a descendant that escaped the group and holds the write end
     # cannot keep a caller waiting.
@@ -150,6 +156,7 @@ async def _spawn(
     err_read, err_write = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
+            *prefix,
             shell,
             "-c",
             command,
@@ -214,8 +221,10 @@ class ShellProcess:
         on_output: OutputSink,
         on_line: LineSink | None,
         wants_lines: Callable[[], bool],
+        contained: bool = False,
     ) -> None:
         self._process = process
+        self._contained = contained
         self.pid = process.pid
         """The shell's process id, which is also its process group id."""
         self.started = time.monotonic()
@@ -249,16 +258,20 @@ class ShellProcess:
         on_line: LineSink | None = None,
         wants_lines: Callable[[], bool] = lambda: True,
         stdin: bytes | None = None,
+        prefix: Sequence[str] = (),
     ) -> ShellProcess:
         """Start ``command``; an ``OSError`` if the shell or ``cwd`` cannot be used.
 
         ``stdin`` is fed to its standard input, then closed (``None``: it reads end
-        of file at once).
+        of file at once). ``prefix`` goes before the shell (a sandbox's ``bwrap ...``):
+        the process group's leader is then that program.
         """
         # The start runs as a task of its own, shielded: once the command is forked, a
         # cancellation must not leave it behind. asyncio, cancelled while it connects
         # a new process's pipes, kills the shell alone, not what the shell started.
-        spawning = asyncio.ensure_future(_spawn(command, shell, cwd, env, stdin is not None))
+        spawning = asyncio.ensure_future(
+            _spawn(command, shell, cwd, env, stdin is not None, tuple(prefix))
+        )
         try:
             process, pipes = await asyncio.shield(spawning)
         except asyncio.CancelledError:
@@ -270,7 +283,12 @@ class ShellProcess:
                 await spawning.result()[0].wait()  # killed: it ends at once
             raise
         shell_process = cls(
-            process, pipes, on_output=on_output, on_line=on_line, wants_lines=wants_lines
+            process,
+            pipes,
+            on_output=on_output,
+            on_line=on_line,
+            wants_lines=wants_lines,
+            contained=bool(prefix),
         )
         if stdin is not None:
             shell_process._feeder = shell_process._task(_feed(process, stdin))
@@ -313,6 +331,11 @@ class ShellProcess:
 
     async def _watch_exit(self) -> int:
         code = await self._process.wait()
+        if self._contained:
+            # bwrap exits as its command does; the namespace's init, in the same group,
+            # a moment later (at once if nothing else runs there). Wait that moment, so
+            # the group reads as gone when the command left nothing behind.
+            await _group_gone(self.pid, _NAMESPACE_END)
         self.ended = time.monotonic()
         if not group_alive(self.pid):
             _live_groups.discard(self.pid)

@@ -19,6 +19,7 @@ from ._bash_output import HeadTailBuffer, TailBuffer
 from ._bash_process import OutputSink, ShellProcess, Stream, describe_exit, kill_groups_now
 from ._context import ToolContext
 from ._result import ToolResult
+from ._sandbox import Sandbox
 
 __all__ = ["BashSession"]
 
@@ -68,8 +69,10 @@ class BashSession:
         output_limit: int,
         kill_grace: float,
         max_processes: int,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.cwd = cwd
+        self.sandbox = sandbox
         self.shell = shell
         self.env = env
         self.base_env = base_env
@@ -148,6 +151,10 @@ class BashSession:
             size.add(text)
             on_output(stream, text)
 
+        try:
+            prefix = () if self.sandbox is None else tuple(self.sandbox.prefix(cwd))
+        except FileNotFoundError as exc:  # no bwrap: never run the command unconfined
+            raise ToolError(f"cannot start the command in its sandbox: {exc}") from None
         base = os.environ if self.base_env is None else self.base_env
         environment = {**base, **(self.env or {})}
         starting = ShellProcess.start(
@@ -158,6 +165,7 @@ class BashSession:
             on_output=counted,
             on_line=on_line,
             wants_lines=lambda: interaction.wants_output,
+            prefix=prefix,
         )
         try:
             if background:

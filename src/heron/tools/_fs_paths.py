@@ -20,7 +20,7 @@ import secrets
 import stat
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -48,9 +48,11 @@ def is_binary(head: bytes) -> bool:
 
 
 class Workspace:
-    """A directory the filesystem tools may touch, and nothing outside it."""
+    """A directory the filesystem tools may touch, and nothing outside it (nor ``hidden``)."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], hidden: Iterable[str | os.PathLike[str]] = ()
+    ) -> None:
         given = Path(root).expanduser()
         try:
             resolved = given.resolve(strict=True)
@@ -63,6 +65,13 @@ class Workspace:
         self.root = resolved
         """The root directory, resolved once when the tools were made."""
         self._prefix = str(resolved).rstrip("/") + "/"
+        inside = {Path(os.path.realpath(path)) for path in hidden}
+        self.hidden = tuple(sorted(p for p in inside if p != resolved and _inside(p, resolved)))
+        """Paths inside the root the tools treat as absent (the root itself cannot be)."""
+
+    def hides(self, path: str | Path) -> bool:
+        """Whether ``path`` (a real path) is, or lies in, a hidden one."""
+        return any(_inside(Path(path), hidden) for hidden in self.hidden)
 
     def resolve(self, path: str) -> Path:
         """The real location of ``path`` (relative to the root, or absolute inside it).
@@ -84,6 +93,8 @@ class Workspace:
             raise ToolError(
                 f"path {path!r} leads outside the root directory through a symbolic link"
             )
+        if self.hidden and self.hides(real):
+            raise ToolError(f"path {path!r} is not available to these tools")
         return real
 
     def show(self, path: Path) -> str:
@@ -94,9 +105,10 @@ class Workspace:
     def contains(self, path: Path) -> bool:
         """Whether ``path``, with every symlink followed, lies inside the root."""
         try:
-            return _inside(Path(os.path.realpath(path)), self.root)
+            real = Path(os.path.realpath(path))
         except OSError:
             return False
+        return _inside(real, self.root) and not (self.hidden and self.hides(real))
 
     @contextlib.contextmanager
     def locked(self, path: Path) -> Iterator[None]:
@@ -166,6 +178,8 @@ class Workspace:
                 opened = os.readlink(f"{_PROC_FD}/{fd}")
                 if not opened.startswith(self._prefix):
                     raise OSError(errno.EXDEV, "outside the root directory", path)
+                if self.hidden and self.hides(opened):
+                    raise OSError(errno.EXDEV, "hidden from these tools", path)
         except BaseException:
             os.close(fd)
             raise

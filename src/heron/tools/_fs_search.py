@@ -109,6 +109,8 @@ def _walk(
             continue  # removed while we looked
         if kind == "symlink" and not workspace.contains(Path(item.path)):
             continue  # leads out of the root: not ours to show
+        if workspace.hidden and workspace.hides(item.path):
+            continue  # hidden from the tools: as if it were not there
         entered = (
             kind == "directory"
             and (max_depth is None or depth < max_depth)

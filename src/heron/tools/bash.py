@@ -15,13 +15,15 @@ are scoped by the calling client's ``env_id``. A :class:`BashInteraction`
 publishes output lines as they appear.
 
 A call's ``cwd`` must lie inside the tools' directory (symlinks resolved), but
-commands are not sandboxed: they run with this process's rights and may read
-or write anything it can. Run the agent in a container or a ``Computer`` when
-the model is not trusted.
+commands are not sandboxed unless given ``sandbox=`` (a :class:`Sandbox`:
+bubblewrap around each command): they run with this process's rights and may
+read or write anything it can. Sandbox them, or serve the tools from a
+``Computer``, when the model is not trusted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -42,6 +44,7 @@ from ._bash_session import BashSession
 from ._closing import AsyncClosing
 from ._context import ToolContext
 from ._result import ToolResult
+from ._sandbox import Sandbox
 from ._tool import Tool
 
 __all__ = [
@@ -131,13 +134,14 @@ def bash_tools(
     env: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
     shell: str = "/bin/bash",
+    sandbox: Sandbox | None = None,
 ) -> BashTools:
     """Make the six bash tools, sharing one working directory and set of processes.
 
     Args:
         cwd: Where commands run (default: the current directory now). A call
             may give a ``cwd`` inside it (relative ones start here); one
-            outside is refused. Commands themselves are not sandboxed.
+            outside is refused. Commands themselves are not sandboxed (see ``sandbox``).
         interaction: Publishes each command's start, output lines and exit
             (default: a new one, at ``tools.interaction``).
         timeout: Seconds ``bash-run`` lets a command run when the call gives none.
@@ -152,6 +156,11 @@ def bash_tools(
             as it is when each command starts). Pass a copy without your secrets to
             keep them from the commands (the daemon does: no API key or token).
         shell: The shell that runs commands with ``-c``.
+        sandbox: Run every command under bubblewrap (:class:`heron.tools.Sandbox`):
+            the host read-only but for ``cwd`` (made writable here) and the
+            sandbox's own ``writable`` paths, its ``hidden`` ones gone, a PID
+            namespace of its own. Pair it with
+            ``base_env=sandbox_environment()``: the environment is passed in as is.
 
     Hold on to the returned :class:`BashTools` and close it (``aclose()`` or
     ``async with``) to stop background processes::
@@ -180,6 +189,16 @@ def bash_tools(
         raise UserError(f"kill_grace must be a number of seconds >= 0, not {kill_grace!r}")
     if not (isinstance(max_processes, int) and max_processes >= 1):
         raise UserError(f"max_processes must be a positive integer, not {max_processes!r}")
+    if sandbox is not None:
+        if not isinstance(sandbox, Sandbox):
+            raise UserError(f"sandbox must be a Sandbox, not {type(sandbox).__name__}")
+        if str(root) == "/":
+            raise UserError(
+                "a sandboxed shell cannot work in /: its directory is made writable, and all "
+                "of / cannot be; give a narrower cwd"
+            )
+        if str(root) not in sandbox.writable:
+            sandbox = dataclasses.replace(sandbox, writable=(*sandbox.writable, str(root)))
     session = BashSession(
         root,
         shell=shell,
@@ -191,6 +210,7 @@ def bash_tools(
         output_limit=output_limit,
         kill_grace=float(kill_grace),
         max_processes=max_processes,
+        sandbox=sandbox,
     )
     return BashTools(_make_tools(session), session)
 

@@ -109,7 +109,8 @@ def catalog(root: str | os.PathLike[str] | None = None) -> Catalog:
     File, presenting and shell tools work in ``root`` (the current directory
     by default), which must be an existing directory. File paths cannot leave
     it; shell commands start there but are not sandboxed (a command can reach
-    whatever the process can). Pick the tools an agent needs by name, or hand
+    whatever the process can): serve ``heron.tools:catalog`` from a
+    :class:`heron.mcp.Computer` for that. Pick the tools an agent needs by name, or hand
     it ``list(catalog(root).values())``; close it (``await tools.aclose()`` or
     ``async with``) when done. For skills, pass :attr:`Catalog.files`,
     :attr:`Catalog.bash` and :attr:`Catalog.browser`.

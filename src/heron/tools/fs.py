@@ -3,44 +3,65 @@
 ::
 
     agent = SimpleAgent(provider=provider, tools=filesystem_tools("./workspace"))
+    notes = Skill(..., tools=[fs_read_file_tool("./notes"), fs_write_file_tool("./notes")])
 
 Every path the model gives is relative to the root (or absolute inside it);
 ``..``, absolute paths elsewhere and symbolic links leading out are refused
 with an error naming the path. Paths in results are relative to the root.
+Each tool also has a factory of its own (``fs_read_file_tool(root)`` ...),
+making the same tool :func:`filesystem_tools` includes.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, BinaryIO
+from collections.abc import Callable, Iterable
+from typing import Annotated
 
 import regex
 from pydantic import Field
 
 from .._core import ToolError, UserError
-from ._fs_paths import SNIFF_BYTES, Workspace, is_binary
-from ._fs_search import Entry, glob_paths, grep_tree, walk
+from ._fs_paths import Workspace
 from ._fs_search import compile_glob as _compile_glob
+from ._fs_search import glob_paths, grep_tree, walk
+from ._fs_text import (
+    Window,
+    absent,
+    describe,
+    encode,
+    line_endings,
+    line_list,
+    occurrences,
+    plural_bytes,
+    read_lines,
+)
 from ._tool import FunctionTool, Tool
 
-__all__ = ["FileTool", "filesystem_tools"]
+__all__ = [
+    "FileTool",
+    "filesystem_tools",
+    "fs_edit_file_tool",
+    "fs_glob_tool",
+    "fs_grep_tool",
+    "fs_list_directory_tool",
+    "fs_read_file_tool",
+    "fs_write_file_tool",
+]
 
 _MAX_DEPTH = 10
 
 
 def filesystem_tools(
-    root: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None = None,
     *,
     max_read_chars: int = 50_000,
     max_entries: int = 500,
     max_matches: int = 200,
     grep_timeout: float = 10.0,
+    hidden: Iterable[str | os.PathLike[str]] = (),
 ) -> list[Tool]:
-    """The six filesystem tools, confined to ``root``.
+    """The six filesystem tools, confined to ``root`` (default: the current directory now).
 
     ``fs-read-file``, ``fs-write-file``, ``fs-list-directory``,
     ``fs-edit-file``, ``fs-glob`` and ``fs-grep``. ``root`` must be an
@@ -51,31 +72,107 @@ def filesystem_tools(
     result says when it hit its limit and how to see the rest.
     ``grep_timeout`` bounds the seconds one ``fs-grep`` spends matching, so
     a pattern that backtracks without end fails instead of hanging.
+    ``hidden`` paths inside ``root`` are as good as absent: refused when named,
+    never listed, globbed or searched (the daemon hides ``$HERON_HOME`` so).
 
-    Two calls with the same (resolved) root and limits make equal tools
-    (:meth:`~heron.Tool.same_definition`): skills that each bring their own
-    set can share one agent, and equal sets share their file locks.
+    Tools made for the same (resolved) root, hidden paths and limits are
+    equal (:meth:`~heron.Tool.same_definition`), whether they come from
+    another call or from a single tool's factory (:func:`fs_read_file_tool`
+    ...): skills that each bring their own share one agent, and equal tools
+    share their file locks.
     """
-    for name, value in [
-        ("max_read_chars", max_read_chars),
-        ("max_entries", max_entries),
-        ("max_matches", max_matches),
-    ]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UserError(f"{name} must be a positive integer, not {value!r}")
-    if (
-        isinstance(grep_timeout, bool)
-        or not isinstance(grep_timeout, int | float)
-        or not grep_timeout > 0
-    ):
-        raise UserError(f"grep_timeout must be a positive number of seconds, not {grep_timeout!r}")
-    workspace = Workspace(root)
-    setup = (workspace.root, max_read_chars, max_entries, max_matches, float(grep_timeout))
+    max_read_chars = _count("max_read_chars", max_read_chars)
+    max_entries = _count("max_entries", max_entries)
+    max_matches = _count("max_matches", max_matches)
+    seconds = _seconds(grep_timeout)
+    if isinstance(hidden, str | bytes | os.PathLike):
+        raise UserError("hidden is a list of paths, not one path")
+    workspace = Workspace(os.getcwd() if root is None else root, hidden)
+    return [
+        _read_file(workspace, max_read_chars),
+        _write_file(workspace),
+        _list_directory(workspace, max_entries),
+        _edit_file(workspace),
+        _glob(workspace, max_entries),
+        _grep(workspace, max_matches, seconds),
+    ]
 
-    def tool(name: str) -> Callable[[Callable[..., str]], FileTool]:
-        return lambda func: FileTool(func, name=name, setup=setup)
 
-    @tool("fs-read-file")
+def fs_read_file_tool(root: str | os.PathLike[str], *, max_read_chars: int = 50_000) -> FileTool:
+    """``fs-read-file`` alone, confined to ``root``: for a skill that only reads.
+
+    The same tool :func:`filesystem_tools` makes for ``root`` and
+    ``max_read_chars`` (equal to it: an agent given both registers it once)::
+
+        skill = Skill(name="reviewer", ..., tools=[fs_read_file_tool("./src")])
+    """
+    return _read_file(Workspace(root), _count("max_read_chars", max_read_chars))
+
+
+def fs_write_file_tool(root: str | os.PathLike[str]) -> FileTool:
+    """``fs-write-file`` alone, confined to ``root``: atomic writes, folders created.
+
+    The same tool :func:`filesystem_tools` makes for ``root``.
+    """
+    return _write_file(Workspace(root))
+
+
+def fs_list_directory_tool(root: str | os.PathLike[str], *, max_entries: int = 500) -> FileTool:
+    """``fs-list-directory`` alone, confined to ``root``.
+
+    The same tool :func:`filesystem_tools` makes for ``root`` and ``max_entries``.
+    """
+    return _list_directory(Workspace(root), _count("max_entries", max_entries))
+
+
+def fs_edit_file_tool(root: str | os.PathLike[str]) -> FileTool:
+    """``fs-edit-file`` alone, confined to ``root``: exact-match replacements.
+
+    The same tool :func:`filesystem_tools` makes for ``root``.
+    """
+    return _edit_file(Workspace(root))
+
+
+def fs_glob_tool(root: str | os.PathLike[str], *, max_entries: int = 500) -> FileTool:
+    """``fs-glob`` alone, confined to ``root``.
+
+    The same tool :func:`filesystem_tools` makes for ``root`` and ``max_entries``.
+    """
+    return _glob(Workspace(root), _count("max_entries", max_entries))
+
+
+def fs_grep_tool(
+    root: str | os.PathLike[str], *, max_matches: int = 200, grep_timeout: float = 10.0
+) -> FileTool:
+    """``fs-grep`` alone, confined to ``root``.
+
+    The same tool :func:`filesystem_tools` makes for ``root``, ``max_matches``
+    and ``grep_timeout``.
+    """
+    return _grep(Workspace(root), _count("max_matches", max_matches), _seconds(grep_timeout))
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise UserError(f"grep_timeout must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _file_tool(
+    name: str, workspace: Workspace, *limits: object
+) -> Callable[[Callable[..., str]], FileTool]:
+    """Make a function the file tool ``name``, equal to others of its root and ``limits``."""
+    return lambda func: FileTool(func, name=name, setup=(workspace.root, workspace.hidden, *limits))
+
+
+def _read_file(workspace: Workspace, max_read_chars: int) -> FileTool:
+    @_file_tool("fs-read-file", workspace, max_read_chars)
     def read_file(
         path: str,
         start_line: Annotated[int, Field(ge=1)] = 1,
@@ -99,11 +196,15 @@ def filesystem_tools(
         shown = workspace.show(real)
         if end_line is not None and end_line < start_line:
             raise ToolError(f"end_line {end_line} is before start_line {start_line}")
-        window = _Window(start_line, end_line, skip_chars, max_read_chars)
+        window = Window(start_line, end_line, skip_chars, max_read_chars)
         with workspace.open_file(real, shown) as handle:
-            return _read_lines(handle, shown, window)
+            return read_lines(handle, shown, window)
 
-    @tool("fs-write-file")
+    return read_file
+
+
+def _write_file(workspace: Workspace) -> FileTool:
+    @_file_tool("fs-write-file", workspace)
     def write_file(path: str, content: str) -> str:
         """Write (save) text to a file, creating it and its folders or replacing it whole.
 
@@ -115,12 +216,16 @@ def filesystem_tools(
         """
         real = workspace.resolve(path)
         shown = workspace.show(real)
-        data = _encode(content)
+        data = encode(content)
         with workspace.locked(real):
             existed = workspace.write_bytes(real, shown, data)
-        return f"{'replaced' if existed else 'created'} {shown} ({_bytes(len(data))})"
+        return f"{'replaced' if existed else 'created'} {shown} ({plural_bytes(len(data))})"
 
-    @tool("fs-list-directory")
+    return write_file
+
+
+def _list_directory(workspace: Workspace, max_entries: int) -> FileTool:
+    @_file_tool("fs-list-directory", workspace, max_entries)
     def list_directory(
         path: str = ".",
         depth: Annotated[int, Field(ge=1, le=_MAX_DEPTH)] = 1,
@@ -146,10 +251,14 @@ def filesystem_tools(
                     "or use a smaller depth to see the rest]"
                 )
                 break
-            lines.append(_describe(entry, workspace, depth))
+            lines.append(describe(entry, workspace, depth))
         return "\n".join(lines) if lines else f"[{shown} is an empty folder]"
 
-    @tool("fs-edit-file")
+    return list_directory
+
+
+def _edit_file(workspace: Workspace) -> FileTool:
+    @_file_tool("fs-edit-file", workspace)
     def edit_file(
         path: str,
         old_text: Annotated[str, Field(min_length=1)],
@@ -174,24 +283,28 @@ def filesystem_tools(
             raise ToolError("old_text and new_text are the same: nothing would change")
         with workspace.locked(real):
             text = workspace.read_text(real, shown)
-            old_text, new_text = _line_endings(text, old_text, new_text)
-            starts = _occurrences(text, old_text)
+            old_text, new_text = line_endings(text, old_text, new_text)
+            starts = occurrences(text, old_text)
             if not starts:
-                raise ToolError(_absent(text, old_text, shown))
+                raise ToolError(absent(text, old_text, shown))
             if len(starts) > 1 and not replace_all:
                 raise ToolError(
                     f"old_text occurs {len(starts)} times in {shown} "
-                    f"(at lines {_line_list(text, starts)}): include more of the "
+                    f"(at lines {line_list(text, starts)}): include more of the "
                     "surrounding text so it matches once, or set replace_all to "
                     "replace every occurrence"
                 )
-            workspace.write_bytes(real, shown, _encode(text.replace(old_text, new_text)))
-        where = _line_list(text, starts)
+            workspace.write_bytes(real, shown, encode(text.replace(old_text, new_text)))
+        where = line_list(text, starts)
         if len(starts) == 1:
             return f"edited {shown}: replaced 1 occurrence at line {where}"
         return f"edited {shown}: replaced {len(starts)} occurrences at lines {where}"
 
-    @tool("fs-glob")
+    return edit_file
+
+
+def _glob(workspace: Workspace, max_entries: int) -> FileTool:
+    @_file_tool("fs-glob", workspace, max_entries)
     def glob_files(pattern: str) -> str:
         """Find files and folders by name: paths matching a glob pattern such as **/*.py.
 
@@ -212,7 +325,11 @@ def filesystem_tools(
             matches.append(entry.relative + ("/" if entry.kind == "directory" else ""))
         return "\n".join(matches) if matches else f"[no paths match {pattern!r}]"
 
-    @tool("fs-grep")
+    return glob_files
+
+
+def _grep(workspace: Workspace, max_matches: int, grep_timeout: float) -> FileTool:
+    @_file_tool("fs-grep", workspace, max_matches, grep_timeout)
     def grep(
         pattern: Annotated[str, Field(min_length=1)],
         path: str = ".",
@@ -279,95 +396,7 @@ def filesystem_tools(
             notes.insert(0, f"[no matches for {pattern!r} in {searched} under {shown}]")
         return "\n".join([*found.lines, *notes])
 
-    return [read_file, write_file, list_directory, edit_file, glob_files, grep]
-
-
-@dataclass(frozen=True, slots=True)
-class _Window:
-    """Which part of a file one read returns."""
-
-    start: int
-    """The first line, counting from 1."""
-    end: int | None
-    """The last line (inclusive), or ``None`` for the end of the file."""
-    skip: int
-    """Characters of the first line left out."""
-    limit: int
-    """Characters returned at most."""
-
-
-def _read_lines(handle: BinaryIO, shown: str, window: _Window) -> str:
-    """The lines of an open file ``window`` asks for, at most ``window.limit`` characters."""
-    if is_binary(handle.read(SNIFF_BYTES)):
-        raise ToolError(f"{shown!r} is a binary file, not text; it cannot be read as text")
-    handle.seek(0)
-    start, end, limit = window.start, window.end, window.limit
-    parts: list[str] = []
-    used = 0
-    total = 0
-    stopped: int | None = None  # the first line left out for the limit
-    cut: int | None = None  # the length of the one line shown, when it was cut short
-    for total, raw in enumerate(handle, 1):  # total outlives the loop: the line count
-        if total < start or (end is not None and total > end) or stopped is not None:
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ToolError(f"{shown!r} is not UTF-8 text (line {total})") from None
-        length = len(line.rstrip("\r\n"))
-        if total == start and window.skip:
-            if window.skip >= length:
-                raise ToolError(
-                    f"skip_chars {window.skip} is past the end of line {start} of {shown} "
-                    f"({length} characters)"
-                )
-            line = line[window.skip :]
-        if used + len(line) > limit:
-            stopped = total
-            if not parts:
-                parts.append(line[:limit])
-                cut = length
-            continue
-        parts.append(line)
-        used += len(line)
-    if total == 0:
-        return f"[{shown} is empty]"
-    if start > total:
-        raise ToolError(f"start_line {start} is past the end of {shown} ({total} lines)")
-    last = min(end or total, total)
-    text = "".join(parts)
-    if text and not text.endswith("\n"):
-        text += "\n"
-    if cut is not None:
-        shown_to = window.skip + limit
-        next_line = f", or the next line with start_line={start + 1}" if start < total else ""
-        return text + (
-            f"[line {start} has {cut} characters, more than one read of {limit}: characters "
-            f"{window.skip + 1}-{shown_to} shown; read on with start_line={start}, "
-            f"skip_chars={shown_to}{next_line}]"
-        )
-    if stopped is not None:
-        return text + (
-            f"[truncated: lines {start}-{stopped - 1} of {total} shown ({limit} characters "
-            f"at most per read); read on with start_line={stopped}]"
-        )
-    if start > 1 or last < total:
-        return text + f"[lines {start}-{last} of {total}]"
-    return text
-
-
-def _line_endings(text: str, old_text: str, new_text: str) -> tuple[str, str]:
-    """``old_text`` and ``new_text`` with the Windows line endings of ``text``, if it has them.
-
-    Models (and the JSON they write) drop the ``\\r`` of ``\\r\\n``: an edit
-    of a CRLF file would match nothing, and the replacement would mix endings.
-    """
-    if "\r\n" not in text or "\n" not in old_text or "\r" in old_text or old_text in text:
-        return old_text, new_text
-    crlf = old_text.replace("\n", "\r\n")
-    if crlf not in text:
-        return old_text, new_text
-    return crlf, new_text if "\r" in new_text else new_text.replace("\n", "\r\n")
+    return grep
 
 
 class FileTool(FunctionTool):
@@ -386,61 +415,3 @@ class FileTool(FunctionTool):
             and (other.name, other.description, other.setup)
             == (self.name, self.description, self.setup)
         )
-
-
-def _encode(content: str) -> bytes:
-    try:
-        return content.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ToolError(
-            f"content is not valid Unicode text (unpaired surrogate at character {exc.start})"
-        ) from None
-
-
-def _bytes(size: int) -> str:
-    return "1 byte" if size == 1 else f"{size} bytes"
-
-
-def _describe(entry: Entry, workspace: Workspace, depth: int) -> str:
-    if entry.kind == "directory":
-        folded = not entry.entered and entry.depth < depth
-        return f"{entry.relative}/ (folder{', not expanded' if folded else ''})"
-    if entry.kind == "file":
-        try:
-            size = _bytes(os.stat(entry.path, follow_symlinks=False).st_size)
-        except OSError:  # removed since the walk saw it
-            size = "gone"
-        return f"{entry.relative} (file, {size})"
-    if entry.kind == "symlink":
-        target = Path(os.path.realpath(entry.path))
-        kind = "folder" if target.is_dir() else "file" if target.exists() else "missing"
-        return f"{entry.relative} (symlink to {kind} {workspace.show(target)})"
-    return f"{entry.relative} (special file)"
-
-
-def _occurrences(text: str, needle: str) -> list[int]:
-    starts, at = [], text.find(needle)
-    while at != -1:
-        starts.append(at)
-        at = text.find(needle, at + len(needle))
-    return starts
-
-
-def _line_list(text: str, starts: list[int]) -> str:
-    numbers = [text.count("\n", 0, at) + 1 for at in starts[:10]]
-    return ", ".join(map(str, numbers)) + (", ..." if len(starts) > 10 else "")
-
-
-def _absent(text: str, old_text: str, shown: str) -> str:
-    """Why ``old_text`` is not in ``text``, with a hint when a near match is."""
-    message = f"old_text was not found in {shown}"
-    squeeze = re.compile(r"\s+")
-    loose = squeeze.sub(" ", old_text).strip()
-    if loose and loose in squeeze.sub(" ", text):
-        message += (
-            ": the same words are there with different spacing or line breaks; "
-            "copy the exact text from fs-read-file"
-        )
-    else:
-        message += "; read the file again and copy the exact text to replace"
-    return message

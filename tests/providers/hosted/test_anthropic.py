@@ -337,3 +337,25 @@ async def test_a_stream_that_only_pings_times_out(wire: Any, provider: Any) -> N
         await quick.chat([Message.user("Hi")], on_chunk=lambda c: None)
     assert caught.value.code == "timeout"
     assert pinging.sent < 100  # it gave up while the server was still pinging
+
+
+async def test_vendor_metadata_reaches_the_response_streamed_or_not(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(wire.sse("anthropic_text.sse", headers={"request-id": "req_011"}))
+    streamed = await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert (streamed.request_id, streamed.response_id) == ("req_011", "msg_02")
+    assert streamed.finish_reason == "end_turn"
+    assert (streamed.cached_input_tokens, streamed.cache_write_tokens) == (None, None)
+
+    message = json.loads(wire.fixture("anthropic_message.json"))
+    message["usage"].update(cache_read_input_tokens=1000, cache_creation_input_tokens=150)
+    wire.reply(wire.body(message, headers={"request-id": "req_012"}))
+    plain = await provider().chat([Message.user("Describe it")])
+    assert (plain.request_id, plain.response_id) == ("req_012", "msg_04")
+    assert (plain.finish_reason, plain.cached_input_tokens, plain.cache_write_tokens) == (
+        "end_turn",
+        1000,
+        150,
+    )
+    assert plain.input_tokens == 1200 + 1000 + 150  # cached tokens are read too

@@ -9,7 +9,17 @@ from typing import Any
 
 import pytest
 
-from heron import ImagePart, Message, ProviderError, StreamChunk, ToolCall, ToolSchema, UserError
+from heron import (
+    ImagePart,
+    Message,
+    ProviderError,
+    SimpleAgent,
+    StreamChunk,
+    ToolCall,
+    ToolSchema,
+    UserError,
+    tool,
+)
 from heron.providers import OllamaProvider, RetryPolicy
 
 FAST = RetryPolicy(max_retries=1, base_delay=0.01, timeout=2.0)
@@ -92,7 +102,9 @@ async def test_history_with_tool_results_and_images(wire: Any, provider: Any) ->
 
 
 @pytest.mark.parametrize(
-    ("effort", "sent"), [(0.0, False), (0.3, "low"), (0.6, "medium"), (0.95, "high")]
+    ("effort", "sent"),
+    # Only 0 switches thinking off (the seed: effort <= 0): a low effort still thinks.
+    [(0.0, False), (0.01, "low"), (0.2, "low"), (0.3, "low"), (0.6, "medium"), (0.95, "high")],
 )
 async def test_think_levels(wire: Any, provider: Any, effort: float, sent: object) -> None:
     wire.reply(wire.ndjson("ollama_text.ndjson"))
@@ -239,3 +251,62 @@ async def test_a_slow_non_streamed_answer_gets_the_response_timeout(
     policy = RetryPolicy(max_retries=0, timeout=0.2, response_timeout=5.0)
     patient = closing(OllamaProvider("llava", wire.base_url, retry=policy))
     assert (await patient.chat([Message.user("Hi")])).content == "A red square."
+
+
+async def test_a_call_the_server_repeats_in_a_later_part_runs_once(
+    wire: Any, provider: Any
+) -> None:
+    # A server that sends the turn's calls again in its final part: each call
+    # is still made (and streamed) once.
+    paris = {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    rome = {"function": {"name": "get_weather", "arguments": {"city": "Rome"}}}
+    wire.reply(
+        wire.Canned(
+            [
+                _part({"tool_calls": [paris]}),
+                _part({"tool_calls": [rome]}),
+                _part(
+                    {"tool_calls": [rome, paris]},
+                    done=True,
+                    done_reason="stop",
+                    prompt_eval_count=50,
+                    eval_count=9,
+                ),
+            ],
+            content_type="application/x-ndjson",
+        ),
+        wire.ndjson("ollama_text.ndjson"),
+    )
+    ran: list[str] = []
+
+    @tool(name="get_weather")
+    def get_weather(city: str) -> str:
+        """Current weather for a city.
+
+        Args:
+            city: The city.
+        """
+        ran.append(city)
+        return "sunny"
+
+    chunks: list[StreamChunk] = []
+    agent = SimpleAgent(provider=provider(supports_tools=True), tools=[get_weather])
+    result = await agent.run("Weather in Paris and Rome?", on_chunk=chunks.append)
+
+    assert ran == ["Paris", "Rome"]
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Rome"}),
+    ]
+    assert sum(1 for c in chunks if c.tool_calls) == 2
+    # The next request answers exactly those two calls.
+    replayed = wire.last["messages"]
+    assert [m["role"] for m in replayed] == ["user", "assistant", "tool", "tool"]
+    assert len(replayed[1]["tool_calls"]) == 2
+
+
+async def test_the_servers_done_reason_is_kept(wire: Any, provider: Any) -> None:
+    wire.reply(wire.body({**ANSWER, "done_reason": "length"}))
+    response = await provider().chat([Message.user("Hi")])
+    assert (response.stop_reason, response.finish_reason) == ("max_tokens", "length")
+    assert response.request_id is None and response.cached_input_tokens is None

@@ -595,3 +595,72 @@ async def test_cancelling_a_streamed_turn_closes_its_connection(
         lambda on_chunk: provider().chat([Message.user("Hi")], on_chunk=on_chunk)
     )
     assert await asyncio.to_thread(stalled.disconnected.wait, 5)
+
+
+async def test_vendor_metadata_reaches_the_response_streamed_or_not(
+    wire: Any, provider: Any
+) -> None:
+    wire.reply(wire.sse("openai_text.sse", headers={"x-request-id": "req_stream"}))
+    streamed = await provider().chat([Message.user("Hi")], on_chunk=lambda c: None)
+    assert (streamed.request_id, streamed.response_id) == ("req_stream", "chatcmpl-B9")
+    assert (streamed.finish_reason, streamed.cached_input_tokens) == ("stop", 0)
+    assert streamed.cache_write_tokens is None
+
+    answer = json.loads(wire.fixture("openai_tool_response.json"))
+    answer["usage"]["prompt_tokens_details"] = {"cached_tokens": 32}
+    wire.reply(wire.body(answer, headers={"x-request-id": "req_plain"}))
+    plain = await provider().chat([Message.user("Weather in Oslo?")], tools=[WEATHER])
+    assert (plain.request_id, plain.response_id) == ("req_plain", "chatcmpl-C1")
+    assert (plain.finish_reason, plain.cached_input_tokens) == ("tool_calls", 32)
+
+    # DeepSeek reports its cache hits in a field of its own.
+    answer["usage"] = {"prompt_tokens": 50, "completion_tokens": 17, "prompt_cache_hit_tokens": 48}
+    wire.reply(wire.body(answer))
+    deepseek_style = await provider().chat([Message.user("Weather?")], tools=[WEATHER])
+    assert deepseek_style.cached_input_tokens == 48
+    assert deepseek_style.request_id is None
+
+
+async def test_a_runs_export_keeps_each_turns_vendor_metadata(wire: Any, provider: Any) -> None:
+    wire.reply(
+        wire.body(
+            json.loads(wire.fixture("openai_tool_response.json")), headers={"x-request-id": "req_1"}
+        ),
+        wire.body(ANSWER_TEXT, headers={"x-request-id": "req_2"}),
+    )
+
+    @tool(name="get_weather")
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return "cold"
+
+    agent = SimpleAgent(provider=provider(), tools=[get_weather])
+    result = await agent.run("Weather in Oslo?")
+    assert result.reply == "Cold in Oslo."
+    exported = json.loads(result.to_json())
+    assert exported["provider_metadata"] == [
+        {
+            "turn": 1,
+            "request_id": "req_1",
+            "response_id": "chatcmpl-C1",
+            "finish_reason": "tool_calls",
+        },
+        {"turn": 2, "request_id": "req_2", "response_id": "chatcmpl-C2", "finish_reason": "stop"},
+    ]
+
+
+ANSWER_TEXT = {
+    "id": "chatcmpl-C2",
+    "object": "chat.completion",
+    "created": 1741570290,
+    "model": "gpt-5",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Cold in Oslo.", "refusal": None},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 80, "completion_tokens": 4, "total_tokens": 84},
+}

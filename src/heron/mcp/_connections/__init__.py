@@ -1,6 +1,6 @@
 """Transports between MCP clients and servers."""
 
-from ._base import Connection, SessionHandler, SessionStreams
+from ._base import Connection, DirectCall, DirectServer, SessionHandler, SessionStreams
 from ._inprocess import InProcessConnection
 from ._stdio import StdioConnection, StdioServerConnection
 from ._unix import UnixSocketConnection
@@ -8,6 +8,8 @@ from ._websocket import TLSFiles, WebSocketConnection
 
 __all__ = [
     "Connection",
+    "DirectCall",
+    "DirectServer",
     "InProcessConnection",
     "SessionHandler",
     "SessionStreams",

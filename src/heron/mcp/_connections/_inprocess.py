@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 
-from ._base import Connection, SessionHandler, SessionStreams
+from ._base import Connection, DirectServer, SessionHandler, SessionStreams
 
 __all__ = ["InProcessConnection"]
 
@@ -32,7 +30,7 @@ class InProcessConnection(Connection):
 
     def __init__(self) -> None:
         self._serve: SessionHandler | None = None
-        self._direct: tuple[Server[Any], asyncio.Event] | None = None
+        self._direct: DirectServer | None = None
         self._sessions: set[asyncio.Task[None]] = set()
 
     async def listen(self, serve: SessionHandler) -> None:
@@ -41,11 +39,11 @@ class InProcessConnection(Connection):
             raise RuntimeError("an MCPServer is already serving this InProcessConnection")
         self._serve = serve
 
-    def offer_direct(self, server: Server[Any]) -> None:
+    def offer_direct(self, server: DirectServer) -> None:
         """Let this process's clients dispatch to ``server`` directly."""
-        self._direct = (server, asyncio.Event())
+        self._direct = server
 
-    def direct(self) -> tuple[Server[Any], asyncio.Event] | None:
+    def direct(self) -> DirectServer | None:
         """The listening server, and the event set when it stops."""
         return self._direct
 
@@ -54,7 +52,7 @@ class InProcessConnection(Connection):
         self._serve = None
         direct, self._direct = self._direct, None
         if direct is not None:
-            direct[1].set()  # direct clients learn that the server is gone
+            direct.stopped.set()  # direct clients learn that the server is gone
         sessions, self._sessions = self._sessions, set()
         for task in sessions:
             task.cancel()

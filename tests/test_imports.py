@@ -1,0 +1,140 @@
+"""What each entry point imports: a heavy dependency creeping into a cold start fails here.
+
+Each case runs in a fresh interpreter (this process has long imported everything) and
+compares the modules it loaded against the ones that entry point must not need. The
+times these keep low are measured by ``bench/cold_start.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import heron
+
+# Loaded by the daemon, the embedded model, the hosted providers, the tools or MCP.
+SERVER_SIDE = (
+    "anthropic",
+    "dbos",
+    "fastapi",
+    "heron.mcp",
+    "heron.runtime",
+    "llama_cpp",
+    "mcp",
+    "openai",
+    "playwright",
+    "sqlalchemy",
+    "starlette",
+    "uvicorn",
+)
+SDK = ("heron.agents._agent", "heron.providers", "heron.tools", "jsonschema")
+COMMAND_LINE = ("click", "rich", "typer")
+
+FORBIDDEN = {
+    "import heron": (*SERVER_SIDE, *SDK, *COMMAND_LINE, "httpx", "pydantic", "heron.client"),
+    "import heron.client": (*SERVER_SIDE, *SDK, "typer", "heron.cli"),
+    "heron --version": (
+        *SERVER_SIDE,
+        *SDK,
+        *COMMAND_LINE,
+        "httpx",
+        "pydantic",
+        "heron.client",
+        "importlib.metadata",
+    ),
+    # What `heron nodes list` loads before it sends its request: the client, not the agent loop.
+    "import heron.cli._app": (*SERVER_SIDE, *SDK),
+    # The daemon before it listens: no model runtime, vendor SDK, browser or MCP SDK until a
+    # node asks for one.
+    "daemon": ("anthropic", "llama_cpp", "mcp", "openai", "playwright", "websockets"),
+}
+
+CODE = {
+    "import heron": "import heron",
+    "import heron.client": "import heron.client",
+    "heron --version": (
+        "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
+    ),
+    "import heron.cli._app": "import heron.cli._app",
+    "daemon": "import heron.runtime\nheron.runtime.run_daemon",
+}
+
+
+def loaded_by(code: str) -> tuple[set[str], str]:
+    """The modules a fresh interpreter holds after running ``code``, and what it printed."""
+    probe = code + "\nimport json, sys\nsys.stderr.write(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    return set(json.loads(done.stderr)), done.stdout
+
+
+def offending(loaded: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    """Each forbidden module (or a submodule of it) that was loaded."""
+    return sorted(
+        name for name in loaded if any(name == f or name.startswith(f + ".") for f in forbidden)
+    )
+
+
+@pytest.mark.parametrize("entry", sorted(FORBIDDEN))
+def test_an_entry_point_loads_none_of_what_it_does_not_use(entry: str) -> None:
+    loaded, _ = loaded_by(CODE[entry])
+    assert offending(loaded, FORBIDDEN[entry]) == []
+
+
+def test_the_version_fast_path_prints_what_typer_would() -> None:
+    _, out = loaded_by(CODE["heron --version"])
+    assert out == f"heron {heron.__version__}\n"
+
+
+def test_the_probe_sees_a_heavy_import() -> None:
+    # The check above could pass by seeing nothing: show that it sees what it forbids.
+    loaded, _ = loaded_by("import heron\nheron.SimpleAgent")
+    assert "heron.agents._agent" in offending(loaded, SDK)
+    assert "jsonschema" in offending(loaded, SDK)
+
+
+def test_lazy_names_resolve_to_the_objects_of_their_modules() -> None:
+    import heron.agents
+    from heron.agents._agent import SimpleAgent
+    from heron.agents._limits import DEFAULT_MAX_TURNS
+
+    assert heron.SimpleAgent is SimpleAgent
+    assert heron.agents.DEFAULT_MAX_TURNS == DEFAULT_MAX_TURNS == 25
+    assert "SimpleAgent" in dir(heron) and "AgentState" in dir(heron.agents)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = heron.Nope  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = heron.agents.Nope  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_type_checkers_see_the_lazy_names_and_refuse_typos(tmp_path: Path) -> None:
+    # A module-level __getattr__ visible to mypy would make it accept any attribute.
+    from mypy import api as mypy_api
+
+    module = tmp_path / "user_code.py"
+    module.write_text(
+        "from typing import assert_type\n"
+        "import heron\n"
+        "import heron.agents\n"
+        "import heron.runtime\n"
+        "from heron import SimpleAgent\n"
+        "assert_type(heron.SimpleAgent, type[SimpleAgent])\n"
+        "assert_type(heron.agents.DEFAULT_MAX_TURNS, int)\n"
+        "heron.runtime.RuntimeConfig\n"
+        "heron.Typo\n"
+        "heron.agents.Typo\n"
+        "heron.runtime.Typo\n"
+    )
+    cache = Path(__file__).resolve().parents[1] / ".mypy_cache"
+    out, _, status = mypy_api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(cache), str(module)]
+    )
+    assert status == 1
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == ["9", "10", "11"], out

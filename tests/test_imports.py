@@ -60,6 +60,13 @@ FORBIDDEN = {
     ),
     # What `heron nodes list` loads before it sends its request: the client, not the agent loop.
     "import heron.cli._app": (*SERVER_SIDE, *SDK),
+    # A command loads its own group only, not the modules of the eleven others.
+    "heron nodes list --help": (
+        *SERVER_SIDE,
+        *SDK,
+        *(f"heron.cli._{m}" for m in ("canvas", "crons", "daemon", "files", "inbox")),
+        *(f"heron.cli._{m}" for m in ("memory", "models", "profiles")),
+    ),
     # The daemon before it listens: no model runtime, vendor SDK, browser or MCP SDK until a
     # node asks for one.
     "daemon": ("anthropic", "llama_cpp", "mcp", "openai", "playwright", "websockets"),
@@ -73,6 +80,10 @@ CODE = {
         "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
     ),
     "import heron.cli._app": "import heron.cli._app",
+    "heron nodes list --help": (
+        "import sys\nsys.argv = ['heron', 'nodes', 'list', '--help']\nfrom heron.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
+    ),
     "daemon": "import heron.runtime\nheron.runtime.run_daemon",
 }
 

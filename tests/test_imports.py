@@ -68,6 +68,8 @@ FORBIDDEN = {
         *(f"heron.cli._{m}" for m in ("canvas", "crons", "daemon", "files", "inbox")),
         *(f"heron.cli._{m}" for m in ("memory", "models", "profiles")),
     ),
+    # rich.markdown (markdown-it) loads when an answer or report is rendered, or help shown.
+    "import heron.cli._lineage": (*SERVER_SIDE, *SDK, "markdown_it"),
     # The daemon before it listens: no model runtime, vendor SDK, browser or MCP SDK until a
     # node asks for one.
     "daemon": ("anthropic", "llama_cpp", "mcp", "openai", "playwright", "websockets"),
@@ -81,6 +83,7 @@ CODE = {
         "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
     ),
     "import heron.cli._app": "import heron.cli._app",
+    "import heron.cli._lineage": "import heron.cli._lineage",
     "heron nodes list --help": (
         "import sys\nsys.argv = ['heron', 'nodes', 'list', '--help']\nfrom heron.cli import main\n"
         "try:\n    main()\nexcept SystemExit as exit:\n    assert exit.code == 0\n"

@@ -65,6 +65,12 @@ def rows() -> list[Row]:
         Row("heron nodes list (daemon up)", [*heron, "nodes", "list"], 0.35),
         Row("python -c 'import heron'", [python, "-c", "import heron"], 0.2),
         Row("python -c 'import heron.client'", [python, "-c", "import heron.client"], 0.3),
+        # The package's names are lazy: this is what a program using the client loads.
+        Row(
+            "from heron.client import Heron",
+            [python, "-c", "from heron.client import Heron"],
+            0.3,
+        ),
         Row(
             "import heron.runtime (daemon)",
             # What the daemon imports before it can listen, not only the package's names.

@@ -36,7 +36,20 @@ COMMAND_LINE = ("click", "rich", "typer")
 
 FORBIDDEN = {
     "import heron": (*SERVER_SIDE, *SDK, *COMMAND_LINE, "httpx", "pydantic", "heron.client"),
-    "import heron.client": (*SERVER_SIDE, *SDK, "typer", "heron.cli"),
+    # The package's names resolve on first use; the client itself loads the wire models of
+    # the routes it wraps (nodes, status, canvas, human), not those of every route.
+    "import heron.client": (*SERVER_SIDE, *SDK, "typer", "heron.cli", "httpx", "pydantic"),
+    "from heron.client import Heron": (
+        *SERVER_SIDE,
+        *SDK,
+        "typer",
+        "heron.cli",
+        "heron.client._activity",
+        "heron.api._crons",
+        "heron.api._memory",
+        "heron.api._profiles",
+        "importlib.metadata",  # the user-agent's version is heron._version's
+    ),
     "heron --version": (
         *SERVER_SIDE,
         *SDK,
@@ -48,6 +61,15 @@ FORBIDDEN = {
     ),
     # What `heron nodes list` loads before it sends its request: the client, not the agent loop.
     "import heron.cli._app": (*SERVER_SIDE, *SDK),
+    # A command loads its own group only, not the modules of the eleven others.
+    "heron nodes list --help": (
+        *SERVER_SIDE,
+        *SDK,
+        *(f"heron.cli._{m}" for m in ("canvas", "crons", "daemon", "files", "inbox")),
+        *(f"heron.cli._{m}" for m in ("memory", "models", "profiles")),
+    ),
+    # rich.markdown (markdown-it) loads when an answer or report is rendered, or help shown.
+    "import heron.cli._lineage": (*SERVER_SIDE, *SDK, "markdown_it"),
     # The daemon before it listens: no model runtime, vendor SDK, browser or MCP SDK until a
     # node asks for one.
     "daemon": ("anthropic", "llama_cpp", "mcp", "openai", "playwright", "websockets"),
@@ -56,10 +78,16 @@ FORBIDDEN = {
 CODE = {
     "import heron": "import heron",
     "import heron.client": "import heron.client",
+    "from heron.client import Heron": "from heron.client import Heron",
     "heron --version": (
         "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
     ),
     "import heron.cli._app": "import heron.cli._app",
+    "import heron.cli._lineage": "import heron.cli._lineage",
+    "heron nodes list --help": (
+        "import sys\nsys.argv = ['heron', 'nodes', 'list', '--help']\nfrom heron.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
+    ),
     "daemon": "import heron.runtime\nheron.runtime.run_daemon",
 }
 

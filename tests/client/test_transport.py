@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import heron
 from heron.client import (
     APIConnectionError,
     APIConnectionTimeoutError,
@@ -67,7 +68,7 @@ async def test_a_get_answered_503_then_200_is_retried(mode: str, server: FlakySe
         assert headers["authorization"] == "Bearer t0k"
         assert headers["x-trace"] == "abc"
         assert headers["accept"] == "application/json"
-        assert headers["user-agent"].startswith("heron-client/")
+        assert headers["user-agent"] == f"heron-client/{heron.__version__}"
 
 
 async def test_retries_stop_at_max_retries_with_the_last_error(

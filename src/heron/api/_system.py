@@ -80,7 +80,9 @@ class SystemStatus(WireModel):
     """Where the daemon listens."""
     provider: str
     """The default provider spec nodes run on."""
-    event_streams: EventStreamStats = EventStreamStats()
+    # ``model_construct`` makes the same default without building the model's validator at
+    # import time (the models defer their build to first use; ``bench/cold_start.py``).
+    event_streams: EventStreamStats = EventStreamStats.model_construct()
     """The node event streams' readers and memory."""
-    sandbox: SandboxStatus = SandboxStatus()
+    sandbox: SandboxStatus = SandboxStatus.model_construct()
     """Whether node commands run in a sandbox, and if not, why."""

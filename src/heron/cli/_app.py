@@ -5,31 +5,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+import typer.core
+import typer.main
+import typer.models
 from rich.console import Console
 from rich.text import Text
 
 from .. import __version__
 from .._core import HeronError, UserError
 from ..agents._limits import DEFAULT_MAX_TURNS
-from ._canvas import canvas_app
-from ._crons import crons_app
-from ._daemon import daemon_app, sys_app
-from ._files import bash, files_app
 from ._help import plain_help
-from ._inbox import inbox_app
-from ._lineage import jobs_app  # noqa: F401 - adds its commands to nodes_app
-from ._memory import memory_app
-from ._models import models_app
-from ._nodes import nodes_app
-from ._profiles import kinds_app, profiles_app
 from ._view import LiveView, fail
 
 if TYPE_CHECKING:  # the agent loop loads when a command runs one, not for `heron nodes`
@@ -42,7 +36,88 @@ plain_help()
 
 T = TypeVar("T")
 
+# The commands of other modules, in the order ``heron --help`` lists them: name -> (module,
+# attribute, whether it is a group). Each loads when a command line names it, so `heron nodes
+# list` imports and builds the `nodes` group, not all twelve (`--help` loads them all).
+_LAZY: dict[str, tuple[str, str, bool]] = {
+    "bash": ("._files", "bash", False),
+    "daemon": ("._daemon", "daemon_app", True),
+    "nodes": ("._lineage", "nodes_app", True),  # _lineage adds its commands to nodes_app
+    "models": ("._models", "models_app", True),
+    "memory": ("._memory", "memory_app", True),
+    "crons": ("._crons", "crons_app", True),
+    "inbox": ("._inbox", "inbox_app", True),
+    "sys": ("._daemon", "sys_app", True),
+    "files": ("._files", "files_app", True),
+    "canvas": ("._canvas", "canvas_app", True),
+    "profiles": ("._profiles", "profiles_app", True),
+    "kinds": ("._profiles", "kinds_app", True),
+}
+
+
+class _Commands(MutableMapping[str, Any]):
+    """The root group's commands: those of this module, then those of :data:`_LAZY`, each
+    built the first time it is looked up (as ``add_typer`` would have built it)."""
+
+    def __init__(self, group: typer.core.TyperGroup, built: dict[str, Any]) -> None:
+        self._group = group
+        self._built = built
+        self._names = [*built, *(name for name in _LAZY if name not in built)]
+
+    def _build(self, name: str) -> Any:
+        module, attribute, is_group = _LAZY[name]
+        target = getattr(importlib.import_module(module, __package__), attribute)
+        short = app.pretty_exceptions_short
+        markup = self._group.rich_markup_mode
+        if is_group:
+            return typer.main.get_group_from_info(
+                typer.models.TyperInfo(target, name=name),
+                pretty_exceptions_short=short,
+                rich_markup_mode=markup,
+                suggest_commands=self._group.suggest_commands,
+            )
+        return typer.main.get_command_from_info(
+            typer.models.CommandInfo(name=name, callback=target),
+            pretty_exceptions_short=short,
+            rich_markup_mode=markup,
+        )
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in _LAZY:
+                raise KeyError(name)
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        if name not in self._names:
+            self._names.append(name)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+
+class _Root(typer.core.TyperGroup):
+    """The ``heron`` group: its subcommands load on first use (see :data:`_LAZY`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = _Commands(self, dict(self.commands))
+
+
 app = typer.Typer(
+    cls=_Root,
     name="heron",
     help="Heron: AI agents with tools, on the embedded model or a hosted one.",
     no_args_is_help=True,
@@ -318,20 +393,6 @@ def chat(
                 _guarded(ctx, functools.partial(_save_state, state, agent))
         finally:
             runner.run(agent.provider.aclose())
-
-
-app.add_typer(daemon_app, name="daemon")
-app.add_typer(nodes_app, name="nodes")
-app.add_typer(models_app, name="models")
-app.add_typer(memory_app, name="memory")
-app.add_typer(crons_app, name="crons")
-app.add_typer(inbox_app, name="inbox")
-app.add_typer(sys_app, name="sys")
-app.add_typer(files_app, name="files")
-app.command("bash")(bash)
-app.add_typer(canvas_app, name="canvas")
-app.add_typer(profiles_app, name="profiles")
-app.add_typer(kinds_app, name="kinds")
 
 
 def main() -> None:

@@ -8,12 +8,16 @@ pipe, a file) the text is written exactly as it came, Markdown and all.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.text import Text
 
-__all__ = ["MarkdownStream", "markdown_or_text"]
+if TYPE_CHECKING:  # rich.markdown loads markdown-it: only when an answer is rendered
+    from rich.markdown import Markdown
+
+__all__ = ["MarkdownStream", "markdown", "markdown_or_text"]
 
 
 def _split(text: str) -> int:
@@ -34,7 +38,14 @@ def _split(text: str) -> int:
 
 def markdown_or_text(console: Console, text: str) -> Markdown | Text:
     """``text`` rendered as Markdown on a terminal, as plain text elsewhere."""
-    return Markdown(text) if console.is_terminal else Text(text)
+    return markdown(text) if console.is_terminal else Text(text)
+
+
+def markdown(text: str) -> Markdown:
+    """``text`` as a Rich :class:`~rich.markdown.Markdown` (its module loads on first use)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
 
 
 class MarkdownStream:
@@ -57,7 +68,7 @@ class MarkdownStream:
         if cut:
             done, self._pending = self._pending[:cut], self._pending[cut:]
             self._hide()
-            self.console.print(Markdown(done.strip("\n")))
+            self.console.print(markdown(done.strip("\n")))
         if self._pending:
             shown = Text(self._tail())
             if self._live is None:
@@ -82,7 +93,7 @@ class MarkdownStream:
         self._hide()
         rest, self._pending = self._pending.strip("\n"), ""
         if rest:
-            self.console.print(Markdown(rest))
+            self.console.print(markdown(rest))
 
     def _hide(self) -> None:
         if self._live is not None:

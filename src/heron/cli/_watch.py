@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.text import Text
 
 from .. import api
 from ._markdown import MarkdownStream
+from ._markdown import markdown as rendered_markdown
 from ._view import _one_line
 
 __all__ = ["NodeView", "outcome_lines"]
@@ -198,7 +198,7 @@ class NodeView:
             head.append(f" · {report.title}", style="bold")
         self._line(head)
         if self.console.is_terminal:
-            self._line(Padding(Markdown(report.body.rstrip()), (0, 0, 0, 2)))
+            self._line(Padding(rendered_markdown(report.body.rstrip()), (0, 0, 0, 2)))
         else:
             for body_line in report.body.rstrip().splitlines():
                 self._line(Text(f"  {body_line}"))
@@ -243,7 +243,7 @@ def outcome_lines(
             lines += [Text(line) for line in dumped.splitlines()]
         elif outcome.output_text and outcome.output_text.strip() != shown_text.strip():
             if markdown:
-                lines.append(Markdown(outcome.output_text))
+                lines.append(rendered_markdown(outcome.output_text))
             else:
                 lines += [Text(line) for line in outcome.output_text.splitlines()]
         if outcome.final_report_path:

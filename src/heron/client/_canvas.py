@@ -27,7 +27,7 @@ class Dashboard(BaseModel):
     """``client.canvas.dashboard()``: the daemon at a glance, composed from
     ``GET /v1/nodes`` and ``GET /v1/status``."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     counts: dict[str, int]
     """Nodes per status (every status, zeros included)."""

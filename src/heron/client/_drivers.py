@@ -15,11 +15,11 @@ import os
 import threading
 import weakref
 from collections.abc import Awaitable, Iterator
-from importlib import metadata
 from typing import Any, Generic, TypeVar
 
 import httpx
 
+from .._version import __version__
 from ._autostart import start_daemon
 from ._errors import APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError
 from ._flow import Flow, Instruction, Send, Sleep
@@ -32,10 +32,6 @@ __all__ = ["AsyncDriver", "Driver", "SyncDriver", "race"]
 
 T = TypeVar("T")
 
-try:
-    _VERSION = metadata.version("heron")
-except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-    _VERSION = "0"
 
 _ABANDONED_JOIN = 5.0
 """Seconds a Ctrl-C'd request's worker gets to notice its socket was shut down."""
@@ -60,7 +56,7 @@ class Driver(Generic[M]):
         the call's ``options.headers``, so a streaming ``GET`` passes
         ``{"accept": "text/event-stream"}`` to replace the JSON ``accept``.
         """
-        headers = {"user-agent": f"heron-client/{_VERSION}", "accept": "application/json"}
+        headers = {"user-agent": f"heron-client/{__version__}", "accept": "application/json"}
         if self.settings.token:
             headers["authorization"] = f"Bearer {self.settings.token}"
         headers.update({k.lower(): v for k, v in self.settings.headers.items()})

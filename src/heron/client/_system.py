@@ -32,7 +32,7 @@ class AuthStatus(BaseModel):
     """``client.auth.status()``: how this client authenticates, the daemon it reaches, and
     which model providers that daemon can use."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     method: Literal["filesystem", "bearer", "none"]
     """``filesystem``: the Unix socket (its file permissions); ``bearer``: a token over

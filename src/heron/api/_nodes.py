@@ -87,7 +87,10 @@ def _known_scope(value: str) -> str:
 
 
 Scope = Annotated[
-    str, StringConstraints(min_length=1, max_length=256), AfterValidator(_known_scope)
+    str,
+    StringConstraints(min_length=1, max_length=256),
+    AfterValidator(_known_scope),
+    Field(json_schema_extra={"enum": list(SCOPES)}),
 ]
 """One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 

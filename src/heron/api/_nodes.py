@@ -6,7 +6,7 @@ import difflib
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 
 from ._common import ModelSpec, NodeId, ProfileName, RequestModel, WireModel
 from ._durations import Duration
@@ -54,12 +54,15 @@ OutcomeReason: TypeAlias = Literal[
     "provider_error",
     "crashed",
     "no_result",
+    "max_tokens",
     "invalid_result",
 ]
 """Why a node failed: ``declined`` (the agent refused), ``deadline_exceeded``,
 ``cancelled`` (closed), ``provider_error`` (the model service failed), ``crashed`` (the
 run failed otherwise), ``no_result`` (it had to submit a result and ended without one or
-a decline). ``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
+a decline), ``max_tokens`` (its answer was cut off by the model's token limit before it
+wrote any text; an answer cut off mid-way is a result whose ``stop_reason`` says so).
+``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
 gives it to a result that passed the daemon's JSON-schema check but not the Python
 class's own validation."""
 
@@ -69,10 +72,11 @@ Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 Label = Annotated[str, StringConstraints(max_length=512)]
 """A short display string."""
 
-SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "schedule")
+SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "net", "schedule")
 """The scopes a node's ``scopes`` may name, each deciding some of its tools: ``act`` the
 file and shell tools, ``ask`` asking a person, ``memory:read`` / ``memory:write`` the
-memory tools, ``schedule`` the cron tools. An empty list grants none of them."""
+memory tools, ``schedule`` the cron tools; ``net`` lets the node's commands reach the
+network (without it each has only a loopback of its own). An empty list grants none."""
 
 
 def _known_scope(value: str) -> str:
@@ -90,7 +94,7 @@ Scope = Annotated[
     str,
     StringConstraints(min_length=1, max_length=256),
     AfterValidator(_known_scope),
-    Field(json_schema_extra={"enum": list(SCOPES)}),
+    WithJsonSchema({"type": "string", "enum": list(SCOPES)}),
 ]
 """One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 
@@ -189,6 +193,11 @@ class NodeResult(WireModel):
     """The node's last answer as text."""
     final_report_path: str | None = None
     """Where the final report was written on disk, if one was pushed."""
+    stop_reason: str | None = None
+    """Why the node's last turn ended: ``end_turn`` (the model finished its answer),
+    ``max_tokens`` (cut off by the model's token limit: ``output_text`` is what it wrote
+    until then), ``tool_stop`` or ``max_turns``; ``None`` for outcomes settled before it
+    was recorded. A node cut off before writing anything fails instead (``max_tokens``)."""
 
 
 class NodeFailure(WireModel):
@@ -209,7 +218,8 @@ NodeOutcome: TypeAlias = Annotated[NodeResult | NodeFailure, Field(discriminator
 
 
 class PreviousOutcome(WireModel):
-    """An outcome a node had and that was taken back (revive, relaunch-root)."""
+    """An outcome a node had and that was taken back (revive, relaunch-root) or replaced
+    (a resident root's answer, by a close or failure after it)."""
 
     outcome: NodeOutcome
     """The outcome as it was settled."""
@@ -279,7 +289,8 @@ class Node(WireModel):
     forked_from: str | None = None
     """The node this one was forked from (its conversation was copied), if any."""
     previous_outcomes: list[PreviousOutcome] = Field(default_factory=list)
-    """Outcomes taken back by revive or relaunch-root, oldest first."""
+    """Outcomes taken back by revive or relaunch-root, and a resident root's answer that a
+    close or failure replaced, oldest first."""
     cron_id: str | None = None
     """The cron whose firing created it, if one did."""
 
@@ -290,7 +301,8 @@ class OutcomePoll(WireModel):
     node_id: str
     """The node."""
     state: Literal["pending", "settled"]
-    """Whether the outcome is known."""
+    """Whether the outcome is known (a resident root at work on a later message is
+    ``pending`` until it answers it: its outcome is its latest answer)."""
     outcome: NodeOutcome | None
     """The outcome, once settled (``None`` while pending)."""
     node_status: NodeStatus

@@ -268,21 +268,29 @@ class EventStreams:
         The status comes first even when its number is not the lowest, so a joiner can say
         at once what the node is doing, before any text of the run arrives.
         """
-        known, done, partial, partial_seq = snap.run
-        status = await self._latest(node_id, "node.status.changed", snap)
+        _, done, partial, partial_seq = snap.run
+        statuses = await self._typed(node_id, ("node.status.changed",), snap)
+        status = statuses[-1] if statuses else None
         running = status is not None and status.data.get("status") == "running"
-        started = status.sequence_number if status is not None and running else 0
+        # The run began at the first "running" of the last unbroken series of them: a
+        # daemon that recovered the run after a restart says "running" again.
+        started, previous = 0, None
+        for record in statuses:
+            said = record.data.get("status")
+            if said == "running" and previous != "running":
+                started = record.sequence_number
+            previous = said
         first = [
             status.wire
             if status is not None and running
             else await self._status_now(node_id, "running", snap)
         ]
         reports = await self._typed(node_id, ("node.report.pushed",), snap)
-        if not known:
-            # This process did not see the run start (a restart, or its hub was let go):
-            # the run's completed messages are in the log, after its running status.
-            logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
-            done = merge(logged, done)
+        # The hub holds the completed messages it saw; a run it did not see start (a
+        # restart, a hub let go) or saw only resume after a restart has earlier ones in
+        # the log, after the run's running status.
+        logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
+        done = merge(logged, done)
         calls = await self._typed(
             node_id, ("node.tool_call.started", "node.tool_call.completed"), snap, after=started
         )

@@ -7,6 +7,7 @@ and a refused create leaves no node behind.
 from __future__ import annotations
 
 import http.client
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -311,3 +312,28 @@ def test_a_model_file_name_too_long_is_not_a_crash(client: httpx.Client) -> None
         readiness = client.get("/v1/model-auth/readiness")
         assert readiness.status_code == 200 and readiness.json()["default_ready"] is False
     client.put("/v1/model-config", json={"default_model": None})
+
+
+def test_a_malformed_last_event_id_is_refused_even_beside_after(
+    client: httpx.Client, dormant: dict[str, Any]
+) -> None:
+    """``after`` wins over the header, but a header that is not a cursor is still an
+    error, as the spec's pattern for it says."""
+    path = f"/v1/nodes/{dormant['node_id']}/events"
+    refused = client.get(path, params={"after": "0"}, headers={"Last-Event-ID": "soon"})
+    error = assert_error(refused, 422, "invalid_request")
+    assert "Last-Event-ID" in error["message"]
+
+
+def test_no_parameter_is_documented_as_nullable(client: httpx.Client) -> None:
+    """A parameter is a string on the wire: an optional one is left out, never ``null``
+    (a client taking ``anyOf: [string, null]`` at its word sends the text ``null``)."""
+    spec = client.get("/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            for parameter in operation.get("parameters", []):
+                text = json.dumps(parameter["schema"])
+                assert '"null"' not in text, (method, path, parameter["name"])
+    events = spec["paths"]["/v1/nodes/{node_id}/events"]["get"]["parameters"]
+    (header,) = [p for p in events if p["name"] == "Last-Event-ID"]
+    assert header["schema"]["type"] == "string" and "pattern" in header["schema"]

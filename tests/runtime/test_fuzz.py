@@ -125,6 +125,7 @@ REFUSED_BY_MEANING = {
     "invalid_pattern": "a regular expression that does not compile",
     "invalid_query": "a search with no word in it (only punctuation)",
     "invalid_questions": "a human request with neither questions nor a body",
+    "invalid_response": "a response with neither answers nor a text",
     "invalid_outcome_delivery": "an outcome delivery on a node without a parent",
 }
 """Refusals of a meaning no JSON Schema can state (error code: what)."""
@@ -136,10 +137,11 @@ EXACTLY_ONE = "give exactly one of path or slug"
 def explained(finding: Finding) -> bool:
     """Whether ``finding`` is a refusal of a valid-looking request for one of the reasons
     above (every other finding fails the run)."""
-    if finding.title != "Schema-valid request rejected":
-        return False
     code = finding.code or ""
-    return (
+    if finding.title == "Created resource not found":
+        # The stateful phase takes any node for one with a worktree (only some have one).
+        return code == "no_worktree"
+    return finding.title == "Schema-valid request rejected" and (
         code in REFUSED_BY_STATE
         or code in REFUSED_BY_MEANING
         or (code == "invalid_request" and EXACTLY_ONE in finding.answer)
@@ -180,7 +182,8 @@ def _error_code(response: Any) -> str | None:
 
 
 def _error_message(response: Any) -> str:
-    return str(_error(response).get("message", ""))[:300]
+    error = _error(response)
+    return f"{error.get('message', '')} {json.dumps(error.get('details'))}"[:600]
 
 
 def run_schemathesis(base_url: str, scratch: Path) -> tuple[int, list[Finding]]:
@@ -234,7 +237,7 @@ def run_schemathesis(base_url: str, scratch: Path) -> tuple[int, list[Finding]]:
                         code=_error_code(response) if response is not None else None,
                         message=(failure.message.splitlines() or [""])[0][:200],
                         answer=_error_message(response),
-                        request=check.failure_info.code_sample[:300],
+                        request=check.failure_info.code_sample[:2000],
                     )
                     if finding not in findings:
                         findings.append(finding)

@@ -47,6 +47,11 @@ Duration = Annotated[
     str,
     StringConstraints(max_length=64),
     AfterValidator(_written_as_one),
-    Field(examples=["1h30m", "45s", "7d"], description=f"A span of time: {_FORMS}."),
+    Field(
+        examples=["1h30m", "45s", "7d"],
+        description=f"A span of time: {_FORMS}.",
+        # What the parser takes (spaces anywhere); its size is checked by the daemon.
+        json_schema_extra={"pattern": r"^\s*(?:(?:\d\s*)+[dhms]\s*)+$"},
+    ),
 ]
 """A span of time such as ``1h30m``, ``90s``, ``2h`` or ``7d`` (checked in words)."""

@@ -37,7 +37,12 @@ _Path = Annotated[
     # Documented, but checked by the memory: another answers 422 invalid_memory_path.
     Field(json_schema_extra={"pattern": MEMORY_PATH_PATTERN, "maxLength": 512}),
 ]
-_Title = Annotated[str, StringConstraints(max_length=512)]
+_Title = Annotated[
+    str,
+    StringConstraints(max_length=512),
+    # One line once trimmed (the memory checks it: 422 invalid_request).
+    Field(json_schema_extra={"pattern": r"^\s*(?:\S(?:[^\r\n]*\S)?)?\s*$"}),
+]
 MemoryTag: TypeAlias = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 ]

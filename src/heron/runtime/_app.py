@@ -156,6 +156,20 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal_error", f"the daemon failed: {type(exc).__name__}")
 
 
+def _not_null(parameter: dict[str, Any]) -> None:
+    """A path, query or header parameter cannot be JSON ``null``: an optional one is left
+    out. FastAPI documents ``X | None`` as ``anyOf: [X, null]``, which a client could
+    take for leave to send the text ``null``: only ``X`` is kept."""
+    schema = parameter.get("schema", {})
+    branches = schema.get("anyOf")
+    if not isinstance(branches, list):
+        return
+    kept = [b for b in branches if b != {"type": "null"}]
+    if len(kept) == 1 and len(kept) < len(branches):
+        del schema["anyOf"]
+        schema.update({**kept[0], **schema})
+
+
 def _own_validation_errors(app: FastAPI) -> None:
     """Keep FastAPI's stock 422 (``HTTPValidationError``) out of the spec.
 
@@ -176,6 +190,8 @@ def _own_validation_errors(app: FastAPI) -> None:
                 schema = answer.get("content", {}).get("application/json", {}).get("schema", {})
                 if schema.get("$ref") == stock:
                     del operation["responses"]["422"]
+                for parameter in operation.get("parameters", []):
+                    _not_null(parameter)
         schemas = spec.get("components", {}).get("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             schemas.pop(name, None)

@@ -117,12 +117,14 @@ def parse_cursor(text: str, source: str) -> int:
 
 
 def cursor_of(after: str | None, last_event_id: str | None) -> int | None:
-    """The resume cursor: ``?after=`` wins over ``Last-Event-ID``; ``None`` for neither."""
+    """The resume cursor: ``?after=`` wins over ``Last-Event-ID``; ``None`` for neither.
+    A malformed one is refused even when the other wins."""
+    header = None
+    if last_event_id is not None and last_event_id.strip():
+        header = parse_cursor(last_event_id.strip(), "Last-Event-ID")
     if after is not None:
         return parse_cursor(after, "after")
-    if last_event_id is None or not last_event_id.strip():
-        return None
-    return parse_cursor(last_event_id.strip(), "Last-Event-ID")
+    return header
 
 
 def framed(records: list[Record], after: int, end: int) -> list[bytes]:

@@ -41,7 +41,10 @@ Profile = Annotated[
         description="Only this profile's tickets.", json_schema_extra={"pattern": PROFILE_PATTERN}
     ),
 ]
-NodeFilter = Annotated[str | None, Query(description="Only this node's tickets.")]
+NodeFilter = Annotated[
+    str | None,
+    Query(description="Only this node's tickets.", json_schema_extra={"pattern": api.ID_PATTERN}),
+]
 
 CHANGE = errors(400, 404, 409, 413, 415, 422)
 """A route changing one request with a JSON body."""

@@ -105,7 +105,12 @@ def add_memory_routes(app: FastAPI, engine: Engine) -> None:
             ),
         ] = None,
         slug: Annotated[
-            str | None, Query(max_length=512, description="The last segment of its path.")
+            str | None,
+            Query(
+                max_length=512,
+                description="The last segment of its path.",
+                json_schema_extra={"pattern": MEMORY_PATH_PATTERN},
+            ),
         ] = None,
     ) -> api.MemoryEntry:
         """The live entry at ``path``, or with ``slug`` (exactly one of them);

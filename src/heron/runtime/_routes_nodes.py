@@ -14,6 +14,9 @@ from ._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors, stoppin
 
 __all__ = ["MAX_LIST_LIMIT", "NEXT_CURSOR", "add_node_routes"]
 
+_NODE_CURSOR = r"^[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?:[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+"""A ``GET /v1/nodes`` cursor as the listing gives it: a creation time, ``:``, a node id."""
+
 MAX_LIST_LIMIT = 1000
 """The largest ``limit`` of ``GET /v1/nodes``."""
 
@@ -48,7 +51,15 @@ def add_node_routes(app: FastAPI, engine: Engine) -> None:
         status: Annotated[list[api.NodeStatus] | None, Query()] = None,
         root: bool | None = None,
         limit: Annotated[int | None, Query(ge=1, le=MAX_LIST_LIMIT)] = None,
-        after: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+        after: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=256,
+                # Documented, but checked by the listing: another answers 400 invalid_cursor.
+                json_schema_extra={"pattern": _NODE_CURSOR},
+            ),
+        ] = None,
     ) -> list[api.Node]:
         """Every node, oldest first (a plain array), optionally by status and root.
 

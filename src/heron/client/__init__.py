@@ -26,7 +26,7 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
-from ._memory import MemoryUpdateParams
+from ._memory import MemoryList, MemoryUpdateParams
 from ._node_stream import AsyncNodeStream, Listener, NodeStream
 from ._nodes import NodeList
 from ._options import Cancel, RequestOptions
@@ -61,6 +61,7 @@ __all__ = [
     "Heron",
     "InternalServerError",
     "Listener",
+    "MemoryList",
     "MemoryUpdateParams",
     "NodeConfigParams",
     "NodeCreateParams",

@@ -72,6 +72,31 @@ def test_routing_prefers_the_tool_whose_name_holds_the_requests_verb() -> None:
     assert relevant_tools("read me a story", [WRITE, read]) == []
 
 
+@pytest.mark.parametrize(
+    ("request_text", "expected"),
+    [
+        # The README's node examples: a file named, no tool's verb (or only "read").
+        ("Read pyproject.toml here and report the package's name and version.", "fs-read-file"),
+        ("Summarise README.md", "fs-read-file"),
+        ("What does docs/guide.md say about setup?", "fs-read-file"),
+        ("Save this poem to poem.txt", "fs-write-file"),
+        ("Write hello to notes.txt", "fs-write-file"),
+        ("List the files here", "fs-list-directory"),
+        ("What time is it in UTC?", "get-current-time"),
+        # No file in these: "e.g.", "U.S." and "2.0" are no file names.
+        ("Tell me about Python 2.0, e.g. its U.S. release.", None),
+    ],
+)
+def test_a_named_file_routes_to_the_file_tool_that_fits(
+    request_text: str, expected: str | None
+) -> None:
+    from heron.tools import filesystem_tools
+
+    tools = [TIME, *(t.schema for t in filesystem_tools("."))]
+    chosen = [t.name for t in relevant_tools(request_text, tools)]
+    assert chosen == ([expected] if expected else [])
+
+
 def test_tool_prompt_lists_every_tool_with_its_schema() -> None:
     text = tool_prompt([TIME, WRITE])
     listed = [

@@ -20,6 +20,7 @@ its reason. Every name in these tables must match exactly one block.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -331,7 +332,9 @@ def test_block_runs(block: Block, place: dict[str, str]) -> None:
 # -- command lines -----------------------------------------------------------------
 
 
+@functools.cache
 def _tree() -> Any:
+    """The ``heron`` app as click commands (built once: the tests compare commands by id)."""
     return typer.main.get_command(app)
 
 
@@ -398,13 +401,15 @@ def _walk(start: Any, words: list[str]) -> tuple[Any, list[str], int]:
     return command, path, len(path)
 
 
-def check_command_line(line: str, comment: str) -> list[str]:
+def check_command_line(line: str, comment: str, reached: set[int] | None = None) -> list[str]:
     """What in ``line`` (and options in its ``comment``) the ``heron`` app lacks.
 
     ``heron a b [--x] | c | d --y``: ``c`` and ``d`` are siblings of ``b`` (or of a
     command above it: ``jobs list ID | jobs cancel ID``); a segment starting with an
-    option is another option of the command before it.
+    option is another option of the command before it. The ``id`` of every command
+    named goes into ``reached``.
     """
+    reached = set() if reached is None else reached
     root = _tree()
     problems: list[str] = []
     segments = _split_outside_brackets(line.removeprefix("heron").strip(), " | ")
@@ -428,13 +433,17 @@ def check_command_line(line: str, comment: str) -> list[str]:
             if not taken:
                 problems.append(f"{segment.strip()!r} names no command after `heron`")
                 continue
+        rest = words[taken:]
+        if _is_group(command) and rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]):
+            problems.append(f"{rest[0]!r} is no command of `heron ... {' '.join(path)}`")
+        reached.add(id(command))
         for word in path:
             for name in word.split("|")[1:]:
                 parent = groups[-1]
                 if not _is_group(parent) or name not in parent.commands:
                     problems.append(f"{name!r} names no command beside {word.split('|')[0]!r}")
-        if _is_group(command) and command is not root:
-            problems.append(f"`heron ... {' '.join(path)}` needs a subcommand: {segment!r}")
+                else:
+                    reached.add(id(parent.commands[name]))
         before = command
         known = _options(command) | _options(root)
         text = " ".join(words[taken:]) + (" " + comment if index == 0 else "")

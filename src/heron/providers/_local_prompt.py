@@ -126,8 +126,8 @@ def relevant_tools(request: str, tools: Sequence[ToolSchema]) -> list[ToolSchema
     best = max((score for score, _ in scored), default=0)
     chosen = [schema for score, schema in scored if score == best]
     if names_a_file and len(chosen) > 1:
-        verbs = {w for name in names for w in _words(name, generic=True)}
-        if not asked_generic & verbs:
+        tool_verbs = {w for name in names for w in _words(name, generic=True)}
+        if not asked_generic & tool_verbs:
             readers = [s for s in chosen if "read" in _words(s.name, generic=True)]
             chosen = readers or chosen
     return chosen

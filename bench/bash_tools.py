@@ -3,7 +3,8 @@
 Two tables, each row after a warm-up:
 
 - **latency** of a trivial command (``true``): ``bash-run`` through ``LocalToolClient``;
-  the same with a ``BashInteraction`` listener subscribed; asyncio's own
+  the same with a ``BashInteraction`` listener subscribed; the same in a bubblewrap
+  ``Sandbox`` (as the daemon runs a node's commands; skipped without ``bwrap``); asyncio's own
   ``create_subprocess_exec`` of ``/bin/bash -c true`` waited on; ``subprocess.run`` of it.
   Median and 99th percentile, in milliseconds per command.
 - **throughput** of a command printing lots of 17-character lines
@@ -29,7 +30,8 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 
-from heron.tools import BashEvent, BashOutput, LocalToolClient, bash_tools
+from heron.tools import BashEvent, BashOutput, LocalToolClient, Sandbox, bash_tools
+from heron.tools._sandbox import sandbox_problem
 
 
 async def timed(action: Callable[[], Awaitable[object]], calls: int) -> list[float]:
@@ -61,6 +63,7 @@ async def main(calls: int, megabytes: int) -> None:
             bash_tools(folder) as quiet,
             bash_tools(folder) as heard,
             bash_tools(folder) as awaited,
+            bash_tools(folder, sandbox=Sandbox(outlive=True)) as boxed,
         ):
             lines = events = 0
 
@@ -76,6 +79,7 @@ async def main(calls: int, megabytes: int) -> None:
             heard.interaction.subscribe(count)
             awaited.interaction.subscribe(count_async)
             plain, listened = LocalToolClient(quiet), LocalToolClient(heard)
+            sandboxed = LocalToolClient(boxed)
             listened_async = LocalToolClient(awaited)
 
             async def run(client: LocalToolClient, command: str) -> None:
@@ -91,6 +95,11 @@ async def main(calls: int, megabytes: int) -> None:
             latency: list[tuple[str, Callable[[], Awaitable[object]]]] = [
                 ("bash-run", lambda: run(plain, "true")),
                 ("bash-run, listener subscribed", lambda: run(listened, "true")),
+                *(
+                    [("bash-run in the sandbox", lambda: run(sandboxed, "true"))]
+                    if sandbox_problem() is None
+                    else []
+                ),
                 ("asyncio create_subprocess_exec", lambda: raw_exec("true")),
                 (
                     "subprocess.run (blocking)",

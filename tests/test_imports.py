@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,9 @@ FORBIDDEN = {
     ),
     # What `heron nodes list` loads before it sends its request: the client, not the agent loop.
     "import heron.cli._app": (*SERVER_SIDE, *SDK),
+    # The daemon before it listens: no model runtime, vendor SDK, browser or MCP SDK until a
+    # node asks for one.
+    "daemon": ("anthropic", "llama_cpp", "mcp", "openai", "playwright", "websockets"),
 }
 
 CODE = {
@@ -56,6 +60,7 @@ CODE = {
         "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
     ),
     "import heron.cli._app": "import heron.cli._app",
+    "daemon": "import heron.runtime\nheron.runtime.run_daemon",
 }
 
 
@@ -105,3 +110,31 @@ def test_lazy_names_resolve_to_the_objects_of_their_modules() -> None:
         _ = heron.Nope  # type: ignore[attr-defined]
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         _ = heron.agents.Nope  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_type_checkers_see_the_lazy_names_and_refuse_typos(tmp_path: Path) -> None:
+    # A module-level __getattr__ visible to mypy would make it accept any attribute.
+    from mypy import api as mypy_api
+
+    module = tmp_path / "user_code.py"
+    module.write_text(
+        "from typing import assert_type\n"
+        "import heron\n"
+        "import heron.agents\n"
+        "import heron.runtime\n"
+        "from heron import SimpleAgent\n"
+        "assert_type(heron.SimpleAgent, type[SimpleAgent])\n"
+        "assert_type(heron.agents.DEFAULT_MAX_TURNS, int)\n"
+        "heron.runtime.RuntimeConfig\n"
+        "heron.Typo\n"
+        "heron.agents.Typo\n"
+        "heron.runtime.Typo\n"
+    )
+    cache = Path(__file__).resolve().parents[1] / ".mypy_cache"
+    out, _, status = mypy_api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(cache), str(module)]
+    )
+    assert status == 1
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == ["9", "10", "11"], out

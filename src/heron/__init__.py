@@ -113,20 +113,21 @@ _PACKAGES = frozenset(
 )
 
 
-def __getattr__(name: str) -> _typing.Any:
-    if name in _PACKAGES:
-        return _importlib.import_module(f".{name}", __name__)
-    else:
+# Hidden from type checkers, which see the imports above: `heron.Typo` stays an error there.
+if not _typing.TYPE_CHECKING:
+
+    def __getattr__(name: str) -> _typing.Any:
+        if name in _PACKAGES:
+            return _importlib.import_module(f".{name}", __name__)
         module = _LAZY.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = getattr(_importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+        globals()[name] = value
+        return value
 
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

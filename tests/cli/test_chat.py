@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from heron import SimpleAgent
 from heron.testing import ScriptedProvider
 
 HERON = Path(sys.executable).with_name("heron")
-BANNER = "heron chat · /exit to leave, Ctrl-C cancels an answer\n"
+BANNER = "heron chat · /help for commands, /exit to leave, Ctrl-C cancels an answer\n"
 SUMMARY = r"tokens (\d+) in / \d+ out · {turns} · {calls} · \d+\.\d\d s\n"
 ONE_TURN = SUMMARY.format(turns="1 turn", calls="0 tool calls")
 WAIT = 15.0  # seconds; generous for a loaded CI machine, never slept through
@@ -254,6 +255,58 @@ class TestChat:
         assert "Traceback" not in output
         assert done.stdout.endswith("you> ")
         assert done.stdout.count("you> ") == 3
+
+    def test_slash_commands_are_answered_here_never_sent_to_the_model(
+        self, script: Callable[[list[Any]], str], tmp_path: Path
+    ) -> None:
+        state = tmp_path / "chat.json"
+        spec = script(["Got it.", "Fresh start."])
+        lines = ["/help", "/nope", "//etc/hosts is a file", "/reset", "Who am I?", "/exit"]
+        done = chat("-p", spec, "--state", str(state), lines=lines)
+        assert (done.returncode, done.stderr) == (0, ""), done
+        assert "  /help    show these commands\n" in done.stdout
+        assert "  /reset   forget the conversation" in done.stdout
+        assert "unknown command /nope (/help lists them; //text sends /text)" in done.stdout
+        assert "(conversation forgotten)" in done.stdout
+        assert "Fresh start." in done.stdout
+        # Only what was meant for the model reached it: "//" sent the line less a slash,
+        # and /reset left only the exchange after it.
+        assert [m["content"] for m in saved_messages(state)] == ["Who am I?", "Fresh start."]
+
+    def test_a_terminal_shows_the_model_is_working_before_its_first_word(
+        self, script: Callable[[list[Any]], str]
+    ) -> None:
+        import pty
+
+        spec = script([{"text": "Answer.", "delay": 1.5}])
+        main, secondary = pty.openpty()
+        with subprocess.Popen(
+            [str(HERON), "chat", "-p", spec],
+            stdin=secondary, stdout=secondary, stderr=secondary,
+            env={**os.environ, "COLUMNS": "100"},
+        ) as process:  # fmt: skip
+            os.close(secondary)
+            seen = b""
+            try:
+                deadline = time.monotonic() + WAIT
+                sent = False
+                while b"Answer." not in seen or b"you>" not in seen.split(b"Answer.")[-1]:
+                    assert time.monotonic() < deadline, seen
+                    ready, _, _ = select.select([main], [], [], 1.0)
+                    if ready:
+                        seen += os.read(main, 4096)
+                    if not sent and b"you>" in seen:
+                        os.write(main, b"hi\r")
+                        sent = True
+                os.write(main, b"/exit\r")
+                assert process.wait(WAIT) == 0
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                os.close(main)
+        text = seen.decode("utf-8", "replace")
+        assert "reading the prompt" in text, text
+        assert text.index("reading the prompt") < text.index("Answer.")
 
     def test_a_bad_provider_is_an_error_before_the_session(self) -> None:
         done = chat("-p", "nope", lines=["hi"])

@@ -67,6 +67,8 @@ def test_status_of_a_running_daemon(on_daemon: Daemon, client: Heron) -> None:
     assert f"  nodes      {node_counts(counts)}" in lines
     assert re.search(r"^  nodes      .*\d+ completed.* \(\d+ in all\)$", out, re.M)
     assert "  database   sqlite" in out
+    sandbox = "bubblewrap (node commands); /v1/bash commands in a PID namespace"
+    assert f"  sandbox    {sandbox}" in lines
 
 
 def test_status_json_is_the_wire_status(on_daemon: Daemon) -> None:

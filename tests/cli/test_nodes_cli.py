@@ -121,7 +121,7 @@ def test_no_scopes_and_unknown_scopes(client: Heron, scripts: Scripts) -> None:
     before = len(client.nodes.list())
     typo = heron("nodes", "create", "go", "--model", model, "--scope", "memory-read")
     assert typo.code == 2 and "unknown scope 'memory-read'" in typo.err
-    assert "known scopes: act, ask, memory:read, memory:write, schedule" in typo.err
+    assert "known scopes: act, ask, memory:read, memory:write, net, schedule" in typo.err
     none = heron("nodes", "create", "go", "--model", model, "--scope", "none")
     assert none.code == 2 and "--no-scopes grants none" in none.err
     both = heron("nodes", "create", "go", "--no-scopes", "--scope", "ask")
@@ -141,6 +141,25 @@ def test_list_limit_prints_the_next_page_command(client: Heron, scripts: Scripts
     second = heron("nodes", "list", "--limit", "2", "--after", match[1], "--json")
     assert [n["node_id"] for n in json.loads(second.out)] == everything[2:4]
     assert heron("nodes", "list", "--limit", "0").code == 2
+
+
+def test_outcome_shows_an_answer_cut_off_by_max_tokens(client: Heron, scripts: Scripts) -> None:
+    model = scripts("cut", [{"text": "Half an ans", "stop_reason": "max_tokens"}])
+    node = client.nodes.create(prompt="x", model=model)
+    settle(client, node.node_id)
+    done = heron("nodes", "outcome", node.node_id)
+    assert done.code == 0 and "Half an ans" in done.out
+    assert "stopped: max_tokens (the answer was cut off at the model's token limit)" in done.out
+    watched = heron("nodes", "watch", node.node_id)
+    assert watched.code == 0 and "stopped: max_tokens" in watched.out
+    empty = client.nodes.create(prompt="x", model=scripts("cut0", [{"stop_reason": "max_tokens"}]))
+    settle(client, empty.node_id)
+    failed = heron("nodes", "outcome", empty.node_id)
+    assert failed.code == 3 and "failed: max_tokens" in failed.out
+    assert (
+        json.loads(heron("nodes", "outcome", node.node_id, "--json").out)["outcome"]["stop_reason"]
+        == "max_tokens"
+    )
 
 
 def test_create_json_prints_the_created_node(client: Heron, scripts: Scripts) -> None:
@@ -552,7 +571,7 @@ def test_watch_of_a_running_node_says_at_once_what_it_does_then_its_history_in_o
         "joined",
         [
             {"text": "First part.", "tool_calls": [{"name": "push-report", "arguments": push}]},
-            {"text": "Second part.", "delay": 2},
+            {"text": "Second part.", "delay": 8},
         ],
     )
     node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
@@ -578,7 +597,7 @@ def test_watch_of_a_running_node_says_at_once_what_it_does_then_its_history_in_o
 def test_watch_of_a_node_reading_its_prompt_shows_its_status_first(
     client: Heron, scripts: Scripts
 ) -> None:
-    model = scripts("slow-start", [{"text": "Late.", "delay": 2}])
+    model = scripts("slow-start", [{"text": "Late.", "delay": 8}])
     node = client.nodes.create(prompt="Go", model=model, cwd=str(Path.cwd()))
     wait_status(client, node.node_id, "running")
     done = heron("nodes", "watch", node.node_id)

@@ -81,6 +81,12 @@ def test_inbox_list_and_attention_keep_ids_and_reason_at_80_columns(
     assert re.search(rf"^{re.escape(ticket)} ", listed.out, re.M), listed.out
     assert all(len(line.rstrip()) <= 80 for line in listed.out.splitlines())
 
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = heron("inbox", "list", "--node", node_id)
+    row = next(line for line in wide.out.splitlines() if line.startswith(ticket))
+    assert f" {node_id} " in row, wide.out  # the node's id, whole, not its name
+    monkeypatch.setenv("COLUMNS", "80")
+
     attention = heron("canvas", "attention", "-n", node_id)
     assert attention.code == 0, attention
     header, *rows = attention.out.splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 from rich.console import Console
@@ -163,3 +164,79 @@ def test_outcomes_say_the_result_or_why_it_failed() -> None:
             "detail": {"message": "HTTP 500 from the model", "error_type": "ProviderError"},
         }
     ) == ["✗ failed: provider_error", "ProviderError: HTTP 500 from the model"]
+
+
+REPORT: dict[str, Any] = {
+    "report_id": 8,
+    "node_id": "n1",
+    "tier": "progress",
+    "title": None,
+    "body": "",
+    "path": None,
+    "created_at": "2026-11-30T12:00:00Z",
+}
+
+MARKDOWN = (
+    "# Plan\n\nRead **pyproject.toml** first.\n\n- name\n- version\n\n```toml\n[project]\n```\n"
+)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _final(text: str) -> str:
+    """The terminal output without its control sequences."""
+    return ANSI.sub("", text)
+
+
+def test_answer_markdown_is_rendered_on_a_terminal_and_kept_raw_in_a_pipe() -> None:
+    deltas = [MARKDOWN[i : i + 7] for i in range(0, len(MARKDOWN), 7)]
+    recorded = events(
+        ("node.turn.started", {}),
+        *(("node.output_text.delta", {"delta": piece}) for piece in deltas),
+        ("node.output_text.done", {"text": MARKDOWN}),
+        ("node.report.pushed", {"report": REPORT | {"body": "Found **two** fields."}}),
+        ("node.settled", {"outcome": {"kind": "result", "output_text": MARKDOWN}}),
+    )
+    shown, _ = render(recorded, terminal=True)
+    tail = _final(shown).split("[project]")[-1]  # after the last (rendered) code line
+    assert "Read pyproject.toml first." in _final(shown)
+    assert "**" not in tail and "```" not in tail
+    assert "• name" in _final(shown) and "Found two fields." in _final(shown)
+    piped, _ = render(recorded)
+    assert MARKDOWN in piped and "Found **two** fields." in piped  # a pipe gets the text
+
+
+def test_heron_run_renders_markdown_on_a_terminal() -> None:
+    from heron._core import StreamChunk
+    from heron.cli._view import LiveView
+
+    out = io.StringIO()
+    view = LiveView(Console(file=out, width=80, force_terminal=True, color_system=None))
+    for i in range(0, len(MARKDOWN), 5):
+        view.on_chunk(StreamChunk(role="assistant", content=MARKDOWN[i : i + 5]))
+    view.on_chunk(StreamChunk(role="assistant", done=True))
+    final = _final(out.getvalue()).split("[project]")[-1]
+    assert "**" not in final and "```" not in final
+    assert "Read pyproject.toml first." in _final(out.getvalue())
+
+
+def test_outcome_lines_render_markdown_when_asked() -> None:
+    result = api.NodeResult.model_validate({"kind": "result", "output_text": "Is **bold**."})
+    out = io.StringIO()
+    console = Console(file=out, width=60, force_terminal=True, color_system=None)
+    for line in outcome_lines(result, markdown=True):
+        console.print(line)
+    assert "Is bold." in _final(out.getvalue()) and "**" not in out.getvalue()
+    plain = outcome_lines(result)
+    assert [str(line) for line in plain] == ["✓ completed", "Is **bold**."]
+
+
+def test_a_long_block_being_written_shows_its_newest_words() -> None:
+    from heron.cli._markdown import MarkdownStream
+
+    out = io.StringIO()
+    stream = MarkdownStream(Console(file=out, width=20, height=5, force_terminal=True))
+    stream.feed("one " * 50 + "last words")
+    shown = stream._tail()
+    assert shown.endswith("last words") and len(shown) <= 3 * 20
+    stream.end()
+    assert "last words" in _final(out.getvalue()).rsplit("one", 1)[-1]

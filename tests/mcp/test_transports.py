@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import ModuleType
@@ -323,3 +325,53 @@ async def test_closing_the_server_cuts_a_direct_call_short(served: ModuleType) -
         await server.close()
         with pytest.raises(MCPConnectionError, match="lost the link"):
             await asyncio.wait_for(call, 5)
+
+
+TRACING_PROBE = """
+import asyncio
+from opentelemetry import trace
+from heron import tool
+from heron.mcp import InProcessConnection, MCPServer, MemoryStorage, UnixSocketConnection
+from mcp import Client
+from mcp.server._otel import OpenTelemetryMiddleware
+
+spans = []
+
+class Recording(trace.NoOpTracer):
+    def start_as_current_span(self, name, *args, **kwargs):
+        spans.append(name)
+        return super().start_as_current_span(name, *args, **kwargs)
+
+class Provider(trace.NoOpTracerProvider):
+    def get_tracer(self, *args, **kwargs):
+        return Recording()
+
+@tool
+async def echo(text: str) -> str:
+    '''Repeat the text.'''
+    return text
+
+async def main():
+    untraced = MCPServer(InProcessConnection(), MemoryStorage())
+    await untraced.start()
+    assert not any(isinstance(m, OpenTelemetryMiddleware) for m in untraced._lowlevel.middleware)
+    await untraced.close()
+    trace.set_tracer_provider(Provider())
+    connection = InProcessConnection()
+    async with MCPServer(connection, MemoryStorage()) as server:
+        server.register_tool(echo)
+        async with Client(connection.open()) as client:
+            await client.call_tool("echo", {"text": "hi"})
+    print(sorted(set(spans)))
+
+asyncio.run(main())
+"""
+
+
+def test_the_server_traces_requests_only_when_a_tracer_provider_is_set() -> None:
+    # A process-wide provider cannot be unset: probe in a process of its own.
+    done = subprocess.run(
+        [sys.executable, "-c", TRACING_PROBE], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tools/call echo" in done.stdout

@@ -313,3 +313,13 @@ class TestDefaultProvider:
 
 def test_provider_kinds() -> None:
     assert PROVIDER_KINDS == ("local", "openai", "deepseek", "anthropic", "ollama", "scripted")
+
+
+async def test_a_script_step_can_say_the_turn_was_cut_off(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps([{"text": "Half", "stop_reason": "max_tokens"}]))
+    result = await SimpleAgent(provider=from_spec(f"scripted:{path}")).run("hi")
+    assert (result.reply, result.stop_reason) == ("Half", "max_tokens")
+    path.write_text(json.dumps([{"text": "x", "stop_reason": "tired"}]))
+    with pytest.raises(UserError, match="'stop_reason' must be one of end_turn, tool_use"):
+        from_spec(f"scripted:{path}")

@@ -226,3 +226,88 @@ def test_the_spec_documents_every_error_as_the_error_body(client: httpx.Client) 
             for status, answer in errors.items():
                 schema = answer["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)
+
+
+def test_an_integer_past_the_largest_is_422_not_a_crash(client: httpx.Client) -> None:
+    entry = client.post("/v1/memory", json={"path": "big/numbers", "title": "t", "body": "b"})
+    assert entry.status_code == 201, entry.text
+    entry_id = entry.json()["entry_id"]
+    past = str(2**63)
+    checks = [
+        client.get(f"/v1/memory/{entry_id}/history", params={"before": past}),
+        client.delete(f"/v1/memory/{entry_id}", params={"expected_version": past}),
+        client.patch(f"/v1/memory/{entry_id}", json={"title": "x", "expected_version": 2**63}),
+        client.get("/v1/canvas/history/read", params={"node_id": "n-x", "offset": past}),
+    ]
+    for response in checks:
+        error = assert_error(response, 422, "invalid_request")
+        assert error["details"][0]["loc"][-1] in ("before", "expected_version", "offset")
+    largest = client.get(f"/v1/memory/{entry_id}/history", params={"before": str(2**53 - 1)})
+    assert largest.status_code == 200 and len(largest.json()) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "methods"),
+    [
+        ("/v1/crons/poke", {"POST"}),
+        ("/v1/memory/search", {"POST"}),
+        ("/v1/nodes/revive-all", {"POST"}),
+        ("/v1/profiles/ensure", {"POST"}),
+        ("/v1/memory/resolve", {"GET"}),
+        ("/v1/model-auth/readiness", {"GET"}),
+        ("/v1/nodes", {"GET", "POST"}),
+        ("/v1/memory/mem_1", {"GET", "PATCH", "DELETE"}),
+    ],
+)
+def test_a_wrong_method_is_405_allowing_only_the_paths_own_methods(
+    client: httpx.Client, path: str, methods: set[str]
+) -> None:
+    """A fixed path that a parameter route also matches (``/v1/crons/{cron_id}`` takes
+    ``poke`` for an id) allows only its own methods; so does the spec."""
+    paths = client.get("/openapi.json").json()["paths"]
+    template = path if path in paths else "/v1/memory/{entry_id}"
+    assert {m.upper() for m in paths[template]} == methods
+    for method in ("OPTIONS", "PUT", "TRACE"):
+        if method in methods:
+            continue
+        response = client.request(method, path)
+        assert_error(response, 405, "method_not_allowed")
+        assert set(response.headers["allow"].replace(" ", "").split(",")) == methods, method
+
+
+def test_an_unsupported_method_with_no_body_is_405_not_415(client: httpx.Client) -> None:
+    response = client.put("/v1/model-auth/readiness")
+    assert_error(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == "GET"
+
+
+def test_the_event_stream_is_declared_as_server_sent_events(client: httpx.Client) -> None:
+    spec = client.get("/openapi.json").json()
+    answer = spec["paths"]["/v1/nodes/{node_id}/events"]["get"]["responses"]["200"]
+    assert list(answer["content"]) == ["text/event-stream"]
+    item = answer["content"]["text/event-stream"]["itemSchema"]
+    assert item["type"] == "object"
+    assert set(item["properties"]) >= {"data", "event", "id"}
+    assert item["properties"]["data"]["contentMediaType"] == "application/json"
+
+
+def test_a_whole_number_written_with_a_fraction_is_an_integer(client: httpx.Client) -> None:
+    """JSON Schema's ``integer`` takes 10.0 (JSON has one kind of number); a string is not."""
+    search = {"query": "anything", "limit": 10.0}
+    assert client.post("/v1/memory/search", json=search).status_code == 200
+    refused = client.post("/v1/memory/search", json={"query": "anything", "limit": 10.5})
+    assert_error(refused, 422, "invalid_request")
+    as_text = client.post("/v1/memory/search", json={"query": "anything", "limit": "10"})
+    assert_error(as_text, 422, "invalid_request")
+
+
+def test_a_model_file_name_too_long_is_not_a_crash(client: httpx.Client) -> None:
+    """``local:PATH`` and ``scripted:FILE`` are looked up: a name too long for the file
+    system is a file that is not there (it answered 500, OSError)."""
+    for kind in ("local", "scripted"):
+        spec = f"{kind}:/{'x' * 300}"
+        response = client.put("/v1/model-config", json={"default_model": spec})
+        assert response.status_code < 500, response.text
+        readiness = client.get("/v1/model-auth/readiness")
+        assert readiness.status_code == 200 and readiness.json()["default_ready"] is False
+    client.put("/v1/model-config", json={"default_model": None})

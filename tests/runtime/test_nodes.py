@@ -35,6 +35,7 @@ class TestCreate:
             "structured_result": None,
             "output_text": "It is noon.",
             "final_report_path": None,
+            "stop_reason": "end_turn",
         }
         assert poll["node_status"] == "completed"
         done = client.get(f"/v1/nodes/{node['node_id']}").json()
@@ -125,7 +126,7 @@ class TestCreate:
             if scopes != [""]:
                 (problem,) = error["details"]
                 assert (
-                    "known scopes: act, ask, memory:read, memory:write, schedule"
+                    "known scopes: act, ask, memory:read, memory:write, net, schedule"
                     in (problem["msg"])
                 )
         typo = client.post("/v1/nodes", json={"prompt": "x", "scopes": ["memory-read"]})
@@ -201,8 +202,46 @@ class TestMessages:
         assert woke.json()["delivery"] == "woke"
         again = wait_status(client, node_id, "dormant")
         assert again["runs"] == 2 and again["turns"] == 2
-        # A settled outcome never changes.
-        assert client.get(f"/v1/nodes/{node_id}/outcome").json()["outcome"] == first["outcome"]
+        # Its outcome is its latest answer, and agrees with its status.
+        latest = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        assert latest["state"] == "settled" and latest["node_status"] == "dormant"
+        assert latest["outcome"]["output_text"] == "second answer"
+
+    def test_a_resident_root_at_work_on_a_later_message_is_pending_until_it_answers(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("r2", ["first answer", {"text": "second answer", "delay": 1.0}])
+        node_id = create(client, prompt="hi", root_lifecycle="resident", model=model)["node_id"]
+        wait_settled(client, node_id)
+        wait_status(client, node_id, "dormant")
+        client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more?"})
+        working = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        assert (working["state"], working["node_status"]) == ("pending", "running")
+        assert working["outcome"] is None
+        # A long poll waits for the new answer (not the stale first one).
+        answered = client.get(f"/v1/nodes/{node_id}/outcome", params={"wait": 20}).json()
+        assert answered["state"] == "settled"
+        assert answered["outcome"]["output_text"] == "second answer"
+
+    def test_cancelling_a_resident_fork_that_answered_settles_it_cancelled(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("r3", ["original answer", "fork answer"])
+        source = create(client, prompt="hi", root_lifecycle="resident", model=model)["node_id"]
+        wait_settled(client, source)
+        wait_status(client, source, "dormant")
+        fork = create(client, prompt="and you?", fork_from=source)["node_id"]
+        answered = wait_settled(client, fork)
+        assert answered["outcome"]["output_text"] == "fork answer"
+        wait_status(client, fork, "dormant")
+        closed = client.post(f"/v1/nodes/{fork}/close", json={"reason": "done with it"})
+        assert closed.json()["status"] == "cancelled"
+        poll = client.get(f"/v1/nodes/{fork}/outcome").json()
+        assert (poll["node_status"], poll["outcome"]["kind"]) == ("cancelled", "failure")
+        assert poll["outcome"]["reason"] == "cancelled"
+        # The answer it had is not lost: it is kept among its previous outcomes.
+        (kept,) = client.get(f"/v1/nodes/{fork}").json()["previous_outcomes"]
+        assert kept["outcome"]["output_text"] == "fork answer" and kept["status"] == "dormant"
 
     def test_a_terminal_node_that_settled_takes_no_messages(
         self, client: httpx.Client, scripts: Any
@@ -596,3 +635,27 @@ class TestPlacement:
         wait_settled(client, parent)
         (child,) = [n for n in client.get("/v1/nodes").json() if n["parent"] == parent]
         assert (child["cwd"], child["pin_cwd"]) == (str(tmp_path), True)
+
+
+class TestStopReasons:
+    def test_an_answer_cut_off_by_max_tokens_says_so(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("cut", [{"text": "The answer is a long", "stop_reason": "max_tokens"}])
+        node = create(client, prompt="x", model=model)
+        poll = wait_settled(client, node["node_id"])
+        outcome = poll["outcome"]
+        assert (outcome["kind"], outcome["stop_reason"]) == ("result", "max_tokens")
+        assert outcome["output_text"] == "The answer is a long"
+        assert poll["node_status"] == "completed"
+
+    def test_cut_off_before_any_text_is_a_max_tokens_failure(
+        self, client: httpx.Client, scripts: Any
+    ) -> None:
+        model = scripts("empty", [{"text": "", "stop_reason": "max_tokens"}])
+        node = create(client, prompt="x", model=model)
+        poll = wait_settled(client, node["node_id"])
+        outcome = poll["outcome"]
+        assert (outcome["kind"], outcome["reason"]) == ("failure", "max_tokens")
+        assert "token limit" in outcome["detail"]["message"]
+        assert poll["node_status"] == "failed"

@@ -28,7 +28,7 @@ from heron.runtime._db import (
     migrate,
     redact_url,
 )
-from heron.runtime._store import Store
+from heron.runtime._store import StepMark, Store
 
 from . import pg
 from .conftest import Daemon, node_row, wait_settled, wait_status, write_script
@@ -219,10 +219,10 @@ def test_text_with_nul_characters_round_trips(client: httpx.Client, scripts: Any
     wait_status(client, node_id, "dormant")
     node = client.get(f"/v1/nodes/{node_id}").json()
     assert node["prompt"] == "Has \u0000 a NUL." and node["name"] == "nul\u0000name"
-    sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more \u0000"})
-    assert sent.status_code == 202, sent.text
     poll = client.get(f"/v1/nodes/{node_id}/outcome").json()
     assert poll["outcome"]["output_text"] == "Reply with \u0000 inside."
+    sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more \u0000"})
+    assert sent.status_code == 202, sent.text
 
 
 @pytest.fixture
@@ -367,6 +367,23 @@ async def test_settling_twice_keeps_the_first_outcome(store: Store) -> None:
     assert await store.settle("once", {"kind": "failure", "reason": "cancelled"}, "cancelled")
     assert not await store.settle("once", {"kind": "failure", "reason": "crashed"}, "failed")
     assert await store.outcome("once") == {"kind": "failure", "reason": "cancelled"}
+
+
+async def test_a_node_alive_with_an_answer_takes_the_new_outcome(store: Store) -> None:
+    await store.insert_node(node_row("resident-pg", root_lifecycle="resident"), None)
+    first = {"kind": "result", "output_text": "one"}
+    assert await store.settle("resident-pg", first, "dormant")  # answered, lives on
+    second = {"kind": "result", "output_text": "two"}
+    assert await store.settle("resident-pg", second, "dormant")
+    assert await store.outcome("resident-pg") == second
+    closed = {"kind": "failure", "reason": "cancelled"}
+    assert await store.settle("resident-pg", closed, "cancelled")
+    assert await store.outcome("resident-pg") == closed
+    row = await store.node("resident-pg")
+    assert row is not None
+    (kept,) = row["extra"]["previous_outcomes"]  # the answer a failure replaced
+    assert (kept["outcome"], kept["status"]) == (second, "dormant")
+    assert not await store.settle("resident-pg", first, "completed")  # settled for good
 
 
 async def test_unsettle_archives_the_outcome_and_the_node_settles_again(store: Store) -> None:
@@ -551,6 +568,22 @@ def test_passwords_in_the_query_are_redacted_too() -> None:
     )
     assert not {"one-secret", "two-secret", "three-secret"} & set(re.split(r"[:@?&=]", shown))
     assert "sslmode=require" in shown and shown.startswith("postgresql+psycopg://heron:***@")
+
+
+async def test_a_step_mark_counts_a_turn_once(store: Store) -> None:
+    await store.insert_node(node_row("marked"), None)
+    turn = StepMark(key="1:2", usage=(100, 7))
+    rows = [("marked", 1, "node.turn.started", {}, 1.0)]
+    await store.append_events(rows, marks={"marked": turn})
+    await store.append_events([], marks={"marked": turn})  # the step ended again: once
+    await store.append_events([], marks={"marked": StepMark(key="1:4", usage=(5, 1))})
+    row = await store.node("marked")
+    assert row is not None and (row["turns"], row["input_tokens"], row["output_tokens"]) == (
+        2,
+        105,
+        8,
+    )
+    assert await store.step_mark("marked") == "1:4"
 
 
 async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: Store) -> None:

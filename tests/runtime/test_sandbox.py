@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from heron.runtime import RuntimeConfig
+from heron.runtime._kinds import kind_skills
+from heron.runtime._node_tools import NodeTools
+from heron.runtime._sandbox import NodeSandbox
+from heron.tools import bash_tools
+from heron.tools.present import PresentZipTool
 
 from .conftest import Daemon, create, wait_settled, write_script
 from .test_worktrees import git
@@ -26,6 +36,17 @@ INSTALLED = "sk-installed-marker-7e44c1"
 
 def run(command: str) -> dict[str, Any]:
     return {"name": "bash-run", "arguments": {"command": command}}
+
+
+def broken_bwrap(folder: Path, says: str) -> Path:
+    """A folder holding a ``bwrap`` that fails saying ``says``, to put first on ``PATH``
+    (a bubblewrap that cannot make namespaces, as in a locked-down container)."""
+    fake = folder / "bin"
+    fake.mkdir()
+    bwrap = fake / "bwrap"
+    bwrap.write_text(f"#!/bin/sh\necho '{says}' >&2\nexit 1\n")
+    bwrap.chmod(bwrap.stat().st_mode | stat.S_IXUSR)
+    return fake
 
 
 def transcript(client: httpx.Client, node_id: str) -> str:
@@ -82,9 +103,15 @@ def test_a_nodes_commands_cannot_reach_the_daemons_secrets(tmp_path: Path) -> No
             node = create(client, prompt="x", scopes=["act"], cwd=str(tmp_path), model=model)
             assert wait_settled(client, node["node_id"], timeout=60)["outcome"]["output_text"]
             looked = transcript(client, node["node_id"])
+            # Even working in $HERON_HOME itself, its secret files stay out of reach.
+            read = {"name": "fs-read-file", "arguments": {"path": "credentials.json"}}
+            model = write_script(home, "inside", [{"tool_calls": [read]}, "done"])
+            node = create(client, prompt="x", scopes=["act"], cwd=str(home), model=model)
+            assert wait_settled(client, node["node_id"], timeout=60)["outcome"]["output_text"]
+            looked += transcript(client, node["node_id"])
     finally:
         own.stop()
-    assert "not available to these tools" in looked
+    assert looked.count("not available to these tools") == 2
     assert INSTALLED not in looked and "credentials.json: No such file" in looked
     for secret in [*MARKERS.values(), INSTALLED, "other-marker-1b2c"]:
         assert secret not in text
@@ -105,13 +132,7 @@ def test_a_nodes_commands_cannot_reach_the_daemons_secrets(tmp_path: Path) -> No
 
 def test_without_a_sandbox_the_daemon_says_so_or_refuses(tmp_path: Path) -> None:
     """A ``bwrap`` that cannot make namespaces (as in a locked-down container)."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    bwrap = fake / "bwrap"
-    bwrap.write_text(
-        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
-    )
-    bwrap.chmod(bwrap.stat().st_mode | stat.S_IXUSR)
+    fake = broken_bwrap(tmp_path, "bwrap: No permissions to create new namespace")
     home = tmp_path / "home"
     env = {
         "HERON_PROVIDER": write_script(tmp_path, "s", ["ok"]),
@@ -177,3 +198,110 @@ def test_a_worktree_node_commits_but_cannot_plant_a_hook(
     # The hook's write fails; git's config rewrite (a rename over it) too.
     assert "post-checkout: Read-only file system" in text
     assert "could not write config file" in text
+
+
+def test_daemon_start_passes_require_sandbox_on(tmp_path: Path) -> None:
+    """``heron daemon start --require-sandbox``: the detached daemon refuses too."""
+    fake = broken_bwrap(tmp_path, "bwrap: no")
+    env = {
+        **os.environ,
+        "HERON_HOME": str(tmp_path / "home"),
+        "HERON_PROVIDER": write_script(tmp_path, "s", ["ok"]),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+    }
+    env.pop("HERON_SOCKET", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "heron", "daemon", "start", "--require-sandbox"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "no sandbox for node commands" in done.stderr + done.stdout
+
+
+def test_the_net_scope_decides_whether_commands_reach_the_network(
+    client: httpx.Client, scripts: Any, tmp_path: Path
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        probe = run(
+            f'{sys.executable} -c "import socket; '
+            f"socket.create_connection(('127.0.0.1', {port}), timeout=5); "
+            "print('ok-' + 'connected')\""
+        )
+        seen = {}
+        for scopes in (["act"], ["act", "net"]):
+            model = scripts("-".join(scopes), [{"tool_calls": [probe]}, "done"])
+            node = create(client, prompt="x", scopes=scopes, cwd=str(tmp_path), model=model)
+            wait_settled(client, node["node_id"], timeout=60)
+            seen["+".join(scopes)] = transcript(client, node["node_id"])
+    assert "ok-connected" not in seen["act"] and "Connection refused" in seen["act"]
+    assert "ok-connected" in seen["act+net"]
+
+
+def test_daemon_start_warns_when_commands_run_unsandboxed(tmp_path: Path) -> None:
+    fake = broken_bwrap(tmp_path, "bwrap: no namespaces here")
+    env = {
+        **os.environ,
+        "HERON_HOME": str(tmp_path / "home"),
+        "HERON_PROVIDER": write_script(tmp_path, "s", ["ok"]),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+    }
+    env.pop("HERON_SOCKET", None)
+    heron = [sys.executable, "-m", "heron", "daemon"]
+    try:
+        done = subprocess.run(
+            [*heron, "start"], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+    finally:
+        subprocess.run([*heron, "stop"], env=env, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "node commands run without a sandbox (bubblewrap cannot start" in done.stderr
+    assert "no namespaces here" in done.stderr
+
+
+def test_off_means_no_bubblewrap_at_all(tmp_path: Path) -> None:
+    sandbox = NodeSandbox(RuntimeConfig(home=tmp_path, sandbox="off"))
+    sandbox.check()
+    status = sandbox.status()
+    assert (status.active, status.mode, status.problem) == (False, "off", "HERON_SANDBOX=off")
+    assert status.host_commands == "process_group" and sandbox.contain is None
+    assert sandbox.for_node("n-1", tmp_path) is None
+    assert sandbox.hidden_from_files == ()
+    on = NodeSandbox(RuntimeConfig(home=tmp_path / "home", sandbox="require"))
+    on.check()  # bubblewrap works here: no refusal
+    assert on.status().host_commands == "pid_namespace"
+    assert str((tmp_path / "home").resolve()) in on.hidden_from_files
+
+
+@pytest.mark.parametrize(
+    ("url", "hidden"),
+    [
+        ("postgresql+psycopg://heron:pw@/heron?host=/srv/pg", ["/srv/pg"]),
+        ("postgresql+psycopg:///heron", ["/run/postgresql"]),
+        ("postgresql+psycopg://heron:pw@db.example:5432/heron", []),
+    ],
+)
+def test_a_postgresql_reached_by_socket_is_hidden(
+    tmp_path: Path, url: str, hidden: list[str]
+) -> None:
+    """Over a Unix socket the daemon's user may need no password (peer authentication):
+    its folder goes; over TCP the password is what protects it (withheld)."""
+    sandbox = NodeSandbox(RuntimeConfig(home=tmp_path, database_url=url))
+    assert {os.path.realpath(path) for path in hidden} <= set(sandbox.hidden)
+    if not hidden:
+        assert os.path.realpath("/run/postgresql") not in sandbox.hidden
+
+
+def test_a_nodes_present_skill_never_zips_the_daemons_home(tmp_path: Path) -> None:
+    home = tmp_path / ".heron"
+    home.mkdir()
+    (home / "credentials.json").write_text("{}")
+    made = NodeTools(tools=[], hidden=(str(home),))
+    (skill,) = kind_skills(["present"], workspace=tmp_path, made=made, shell=bash_tools)
+    zip_tool = next(t for t in skill.tools if t.name == "present-zip")
+    assert isinstance(zip_tool, PresentZipTool)
+    assert zip_tool.workspace.hidden == (home,)

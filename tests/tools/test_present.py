@@ -294,3 +294,19 @@ async def test_tools_for_one_root_register_once_and_other_roots_clash(tmp_path: 
     other.mkdir()
     with pytest.raises(UserError, match="two different tools are named 'present-files'"):
         SimpleAgent(provider=provider, tools=[*present_tools(tmp_path), *present_tools(other)])
+
+
+async def test_hidden_paths_are_never_presented(tmp_path: Path) -> None:
+    """What the daemon does for ``$HERON_HOME`` inside a node's directory."""
+    root = tmp_path / "work"
+    write(root / "out.txt", "result")
+    write(root / ".heron" / "credentials.json", "sk-present-marker")
+    client = LocalToolClient(present_tools(root, hidden=[root / ".heron"]))
+    zipped = await client.call_tool("present-zip", {})
+    assert not zipped.is_error, zipped.text
+    with zipfile.ZipFile(root / "work.zip") as archive:
+        assert archive.namelist() == ["out.txt"]
+    named = await client.call_tool("present-files", {"paths": [".heron/credentials.json"]})
+    assert named.is_error and "not available to these tools" in named.text
+    with pytest.raises(UserError, match="a list of paths"):
+        present_tools(root, hidden=str(root / ".heron"))  # type: ignore[arg-type]

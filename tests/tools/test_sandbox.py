@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from heron import ToolContext
+from heron import ToolContext, UserError
 from heron.tools import Sandbox, bash_tools, sandbox_environment
 from heron.tools._sandbox import contained, sandbox_problem
 
@@ -32,6 +32,10 @@ def test_paths_are_checked() -> None:
         Sandbox(writable=("relative",))
     with pytest.raises(TypeError, match="list of paths"):
         Sandbox(hidden="/etc")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="cannot hold / itself"):
+        Sandbox(writable=("/",))  # the host's /proc would come back with it
+    with pytest.raises(UserError, match="cannot work in /"):
+        bash_tools("/", sandbox=Sandbox())
     assert sandbox_problem() is None
 
 

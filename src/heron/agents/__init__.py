@@ -24,29 +24,30 @@ if typing.TYPE_CHECKING:
     from ._state import STATE_VERSION, AgentState
     from ._stream import AgentStream
 
-__getattr__, __dir__ = _attach(
-    __name__,
-    {
-        ".._core.result": ("ProviderMetadata", "RunResult", "StopReason", "ToolCallRecord"),
-        "._agent": ("AgentOptions", "BaseAgent", "SimpleAgent"),
-        "._compaction": ("Compaction",),
-        "._delegation": ("AgentTool", "DelegationFuture", "gather_delegations"),
-        "._iter": ("AgentRun", "Turn"),
-        "._limits": ("DEFAULT_MAX_TURNS",),
-        "._network": ("DEFAULT_MAX_STEPS", "DONE", "Network", "Route", "Router"),
-        "._pipeline": ("Pipeline", "TeamResult", "TeamStopReason"),
-        "._roles": (
-            "AgentProviders",
-            "ImageDescriber",
-            "ProviderRole",
-            "ProvidersInput",
-            "resolve_providers",
-        ),
-        "._run": ("ToolCallHook", "ToolResultHook"),
-        "._state": ("STATE_VERSION", "AgentState"),
-        "._stream": ("AgentStream",),
-    },
-)
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            ".._core.result": ("ProviderMetadata", "RunResult", "StopReason", "ToolCallRecord"),
+            "._agent": ("AgentOptions", "BaseAgent", "SimpleAgent"),
+            "._compaction": ("Compaction",),
+            "._delegation": ("AgentTool", "DelegationFuture", "gather_delegations"),
+            "._iter": ("AgentRun", "Turn"),
+            "._limits": ("DEFAULT_MAX_TURNS",),
+            "._network": ("DEFAULT_MAX_STEPS", "DONE", "Network", "Route", "Router"),
+            "._pipeline": ("Pipeline", "TeamResult", "TeamStopReason"),
+            "._roles": (
+                "AgentProviders",
+                "ImageDescriber",
+                "ProviderRole",
+                "ProvidersInput",
+                "resolve_providers",
+            ),
+            "._run": ("ToolCallHook", "ToolResultHook"),
+            "._state": ("STATE_VERSION", "AgentState"),
+            "._stream": ("AgentStream",),
+        },
+    )
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

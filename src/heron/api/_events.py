@@ -7,6 +7,7 @@ model but :class:`StreamError` carries ``node_id`` and ``sequence_number``.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -210,7 +211,12 @@ NodeEvent: TypeAlias = Annotated[
 ]
 """Any event of a node's stream, told apart by ``type``."""
 
-_ADAPTER: TypeAdapter[NodeEvent] = TypeAdapter(NodeEvent)
+
+@functools.cache
+def _adapter() -> TypeAdapter[NodeEvent]:
+    # Built on first use: the union's validator is the costliest part of importing the
+    # wire models, and a command that reads no event stream never needs it.
+    return TypeAdapter(NodeEvent)
 
 
 def parse_event(event: str, data: str | dict[str, Any]) -> NodeEvent:
@@ -221,4 +227,4 @@ def parse_event(event: str, data: str | dict[str, Any]) -> NodeEvent:
     body = json.loads(data) if isinstance(data, str) else dict(data)
     if not isinstance(body, dict):
         raise ValueError(f"the data of a {event!r} event must be a JSON object")
-    return _ADAPTER.validate_python({**body, "type": event})
+    return _adapter().validate_python({**body, "type": event})

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from ._common import RequestModel, WireModel
+from ._common import HOST_PATH_PATTERN, RequestModel, WireModel
 
 __all__ = [
     "BashRequest",
@@ -34,7 +34,12 @@ FileEntryType = Literal["file", "directory", "symlink", "other"]
 FileTargetType = Literal["file", "directory", "symlink", "other", "missing"]
 """What a symlink points at (``missing``: nothing, the link dangles)."""
 
-_Path = Annotated[str, StringConstraints(max_length=4096)]
+_Path = Annotated[
+    str,
+    StringConstraints(max_length=4096),
+    # Documented, but checked by the daemon: another answers 422 invalid_path.
+    Field(json_schema_extra={"pattern": HOST_PATH_PATTERN}),
+]
 
 
 class FilePeek(WireModel):

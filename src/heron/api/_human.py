@@ -23,7 +23,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, StringConstraints
 
-from ._common import RequestModel, WireModel
+from ._common import ProfileName, RequestModel, WireModel
 
 __all__ = [
     "HumanAnswer",
@@ -203,7 +203,7 @@ class HumanRequestCreate(RequestModel):
     """The questions, in order."""
     node_id: Annotated[str, StringConstraints(max_length=128)] | None = None
     """A live node to wake with the answer (it must exist and not have settled)."""
-    profile: Annotated[str, StringConstraints(max_length=128)] | None = None
+    profile: ProfileName | None = None
     """The profile it belongs to (default: the node's, else ``default``)."""
 
 
@@ -217,7 +217,7 @@ class HumanRequestReplace(RequestModel):
     questions: list[HumanQuestionInput] = Field(max_length=MAX_QUESTIONS)
     """The new questions, all of them (required: ``[]`` drops them, so a replacement
     never deletes them by leaving the field out)."""
-    revision: Annotated[int, Field(ge=1)] | None = None
+    revision: Annotated[int, Field(ge=1, le=2**53 - 1)] | None = None
     """Replace only if the request is still at this revision (``409 revision_conflict``)."""
 
 
@@ -233,7 +233,7 @@ class HumanRespondRequest(RequestModel):
     """A reply to the whole request."""
     responded_by: _Who | None = None
     """Who is responding (shown to the node)."""
-    revision: Annotated[int, Field(ge=1)] | None = None
+    revision: Annotated[int, Field(ge=1, le=2**53 - 1)] | None = None
     """Answer only if the request is still at this revision, the one the person read
     (``409 revision_conflict``): answers go by position, and a replace may have
     changed the questions since."""

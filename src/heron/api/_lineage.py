@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ._common import ErrorBody, NodeId, RequestModel, WireModel
+from ._common import ErrorBody, ModelSpec, NodeId, RequestModel, WireModel
 from ._durations import Duration
 from ._nodes import Label, Node, Text
 
@@ -34,7 +34,7 @@ class ForkRequest(RequestModel):
     """The fork's display label."""
     description: Text | None = None
     """The fork's display description."""
-    model: Label | None = None
+    model: ModelSpec | None = None
     """A different model for the fork (a provider spec)."""
     deadline: Duration | None = None
     """A deadline for the fork, counted from now (the original's is not copied)."""

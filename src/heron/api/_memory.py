@@ -7,7 +7,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, StringConstraints
 
-from ._common import RequestModel, WireModel
+from ._common import MEMORY_PATH_PATTERN, ProfileOrDefault, RequestModel, WireModel
 
 __all__ = [
     "MAX_MEMORY_BODY",
@@ -31,14 +31,19 @@ MemoryOp: TypeAlias = Literal["create", "update", "move", "delete"]
 """What a version of an entry recorded."""
 
 # Checked by the daemon (422 invalid_memory_path names the rule broken), so only bounded here.
-_Path = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+_Path = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=1024),
+    # Documented, but checked by the memory: another answers 422 invalid_memory_path.
+    Field(json_schema_extra={"pattern": MEMORY_PATH_PATTERN, "maxLength": 512}),
+]
 _Title = Annotated[str, StringConstraints(max_length=512)]
 MemoryTag: TypeAlias = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 ]
 """A tag: letters, digits, ``_ . : -`` (up to 64 characters; matched case-insensitively)."""
 _Tags = Annotated[list[MemoryTag], Field(max_length=32)]
-_Profile = Annotated[str, StringConstraints(max_length=128)]
+_Profile = ProfileOrDefault
 
 
 class MemoryEntrySummary(WireModel):
@@ -144,7 +149,7 @@ class MemoryUpdateRequest(RequestModel):
     """A new body."""
     tags: _Tags | None = None
     """New tags (replacing all of them)."""
-    expected_version: Annotated[int, Field(ge=1)] | None = None
+    expected_version: Annotated[int, Field(ge=1, le=2**53 - 1)] | None = None
     """Refuse (``409 version_conflict``) unless the entry is at this version."""
 
 
@@ -153,7 +158,7 @@ class MemoryMoveRequest(RequestModel):
 
     path: _Path
     """The new path (not taken among the profile's live entries)."""
-    expected_version: Annotated[int, Field(ge=1)] | None = None
+    expected_version: Annotated[int, Field(ge=1, le=2**53 - 1)] | None = None
     """Refuse (``409 version_conflict``) unless the entry is at this version."""
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, SecretStr, StringConstraints
 
-from ._common import RequestModel, WireModel
+from ._common import BASE_URL_PATTERN, MODEL_SPEC_PATTERN, RequestModel, WireModel
 
 __all__ = [
     "CREDENTIAL_PROVIDERS",
@@ -58,9 +58,19 @@ class ModelCredential(WireModel):
 class ModelCredentialInstallRequest(RequestModel):
     """``PUT /v1/model-auth/{provider}``: install (or replace) the provider's key."""
 
-    api_key: Annotated[SecretStr, Field(min_length=1, max_length=4096)]
+    api_key: Annotated[
+        SecretStr,
+        Field(min_length=1, max_length=4096, json_schema_extra={"pattern": "^[!-~]+$"}),
+    ]
     """The API key (printable characters, no spaces; never shown again)."""
-    base_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
+    base_url: (
+        Annotated[
+            str,
+            StringConstraints(min_length=1, max_length=2048),
+            Field(json_schema_extra={"pattern": BASE_URL_PATTERN}),
+        ]
+        | None
+    ) = None
     """An ``http(s)://`` endpoint to use instead of the vendor's (a proxy, a compatible
     server); left out: the environment's ``*_BASE_URL``, else the vendor's."""
 
@@ -69,7 +79,14 @@ class ModelConfigUpdateRequest(RequestModel):
     """``PUT /v1/model-config``: fields given replace the stored ones (``null`` clears
     one); fields left out keep their value."""
 
-    default_model: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    default_model: (
+        Annotated[
+            str,
+            StringConstraints(min_length=1, max_length=512),
+            Field(json_schema_extra={"pattern": MODEL_SPEC_PATTERN}),
+        ]
+        | None
+    ) = None
     """The model spec (``KIND[:MODEL]``) nodes use when neither their create, kind nor
     profile names one; ``null`` returns to ``HERON_PROVIDER``, else the embedded model."""
 

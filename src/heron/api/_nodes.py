@@ -6,9 +6,9 @@ import difflib
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 
-from ._common import NodeId, RequestModel, WireModel
+from ._common import ModelSpec, NodeId, ProfileName, RequestModel, WireModel
 from ._durations import Duration
 from ._worktrees import NodeWorktree
 
@@ -54,12 +54,15 @@ OutcomeReason: TypeAlias = Literal[
     "provider_error",
     "crashed",
     "no_result",
+    "max_tokens",
     "invalid_result",
 ]
 """Why a node failed: ``declined`` (the agent refused), ``deadline_exceeded``,
 ``cancelled`` (closed), ``provider_error`` (the model service failed), ``crashed`` (the
 run failed otherwise), ``no_result`` (it had to submit a result and ended without one or
-a decline). ``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
+a decline), ``max_tokens`` (its answer was cut off by the model's token limit before it
+wrote any text; an answer cut off mid-way is a result whose ``stop_reason`` says so).
+``invalid_result`` is never settled by the daemon: ``client.nodes.parse``
 gives it to a result that passed the daemon's JSON-schema check but not the Python
 class's own validation."""
 
@@ -69,10 +72,11 @@ Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 Label = Annotated[str, StringConstraints(max_length=512)]
 """A short display string."""
 
-SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "schedule")
+SCOPES: tuple[str, ...] = ("act", "ask", "memory:read", "memory:write", "net", "schedule")
 """The scopes a node's ``scopes`` may name, each deciding some of its tools: ``act`` the
 file and shell tools, ``ask`` asking a person, ``memory:read`` / ``memory:write`` the
-memory tools, ``schedule`` the cron tools. An empty list grants none of them."""
+memory tools, ``schedule`` the cron tools; ``net`` lets the node's commands reach the
+network (without it each has only a loopback of its own). An empty list grants none."""
 
 
 def _known_scope(value: str) -> str:
@@ -87,7 +91,10 @@ def _known_scope(value: str) -> str:
 
 
 Scope = Annotated[
-    str, StringConstraints(min_length=1, max_length=256), AfterValidator(_known_scope)
+    str,
+    StringConstraints(min_length=1, max_length=256),
+    AfterValidator(_known_scope),
+    WithJsonSchema({"type": "string", "enum": list(SCOPES)}),
 ]
 """One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 
@@ -99,9 +106,9 @@ class NodeCreateRequest(RequestModel):
     """The run's entire brief (the first message, unless ``no_kickoff``)."""
     kind: Label | None = None
     """Persona; omitted for the profile's default."""
-    model: Label | None = None
+    model: ModelSpec | None = None
     """Durable model override: a provider spec such as ``openai:gpt-4o`` or ``local``."""
-    profile: Label | None = None
+    profile: ProfileName | None = None
     """The store, memory and purview the run uses."""
     cwd: Text | None = None
     """Where the request came from (an absolute directory)."""
@@ -186,6 +193,11 @@ class NodeResult(WireModel):
     """The node's last answer as text."""
     final_report_path: str | None = None
     """Where the final report was written on disk, if one was pushed."""
+    stop_reason: str | None = None
+    """Why the node's last turn ended: ``end_turn`` (the model finished its answer),
+    ``max_tokens`` (cut off by the model's token limit: ``output_text`` is what it wrote
+    until then), ``tool_stop`` or ``max_turns``; ``None`` for outcomes settled before it
+    was recorded. A node cut off before writing anything fails instead (``max_tokens``)."""
 
 
 class NodeFailure(WireModel):
@@ -206,7 +218,8 @@ NodeOutcome: TypeAlias = Annotated[NodeResult | NodeFailure, Field(discriminator
 
 
 class PreviousOutcome(WireModel):
-    """An outcome a node had and that was taken back (revive, relaunch-root)."""
+    """An outcome a node had and that was taken back (revive, relaunch-root) or replaced
+    (a resident root's answer, by a close or failure after it)."""
 
     outcome: NodeOutcome
     """The outcome as it was settled."""
@@ -276,7 +289,8 @@ class Node(WireModel):
     forked_from: str | None = None
     """The node this one was forked from (its conversation was copied), if any."""
     previous_outcomes: list[PreviousOutcome] = Field(default_factory=list)
-    """Outcomes taken back by revive or relaunch-root, oldest first."""
+    """Outcomes taken back by revive or relaunch-root, and a resident root's answer that a
+    close or failure replaced, oldest first."""
     cron_id: str | None = None
     """The cron whose firing created it, if one did."""
 
@@ -287,7 +301,8 @@ class OutcomePoll(WireModel):
     node_id: str
     """The node."""
     state: Literal["pending", "settled"]
-    """Whether the outcome is known."""
+    """Whether the outcome is known (a resident root at work on a later message is
+    ``pending`` until it answers it: its outcome is its latest answer)."""
     outcome: NodeOutcome | None
     """The outcome, once settled (``None`` while pending)."""
     node_status: NodeStatus
@@ -324,7 +339,7 @@ class CloseRequest(RequestModel):
 class NodeConfigPatch(RequestModel):
     """``PATCH /v1/nodes/{id}/config``: fields to change; omitted fields stay."""
 
-    model: Label | None = None
+    model: ModelSpec | None = None
     """New model override (a provider spec); takes effect from the next turn."""
     name: Label | None = None
     """New display label."""

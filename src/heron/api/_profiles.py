@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
-from ._common import RequestModel, WireModel
+from ._common import ProfileName, RequestModel, WireModel
 
 __all__ = ["Profile", "ProfileEnsureRequest"]
 
@@ -22,7 +22,7 @@ class ProfileEnsureRequest(RequestModel):
     (on a new profile: none). Sending the same request twice changes nothing.
     """
 
-    name: Annotated[str, StringConstraints(max_length=128)]
+    name: ProfileName
     """The profile's name (an id: letters, digits, ``_``, ``.``, ``-``; up to 128)."""
     description: _Text | None = None
     """What the profile is for."""

@@ -20,12 +20,14 @@ def main() -> None:
     run()
 
 
-def __getattr__(name: str) -> typing.Any:
-    if name != "app":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from ._app import app
+if not typing.TYPE_CHECKING:  # type checkers see the import above
 
-    return app
+    def __getattr__(name: str) -> typing.Any:
+        if name != "app":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from ._app import app
+
+        return app
 
 
 __all__ = ["app", "main"]

@@ -184,11 +184,43 @@ async def _answer(
     agent: SimpleAgent, prompt: str, view: LiveView | None, *, close: bool
 ) -> RunResult:
     """One run; with ``close``, the provider's connections are released after it."""
+    if view is not None:
+        view.working()
     try:
         return await agent.run(prompt, on_chunk=view.on_chunk if view else None)
     finally:
+        if view is not None:
+            view.stop_working()
         if close:
             await agent.provider.aclose()
+
+
+CHAT_COMMANDS = {
+    "/help": "show these commands",
+    "/reset": "forget the conversation (the token counts stay)",
+    "/exit": "leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)",
+}
+"""The commands ``heron chat`` answers itself (never sent to the model)."""
+
+
+def _chat_command(console: Console, line: str) -> str | None:
+    """A slash command typed in ``chat``: ``"exit"``, ``"reset"``, or ``None`` once
+    answered here (help, or a command it does not know)."""
+    word = line.split()[0].lower()
+    if word in ("/exit", "/quit"):
+        return "exit"
+    if word == "/reset":
+        return "reset"
+    if word != "/help":
+        console.print(
+            Text(f"unknown command {word} (/help lists them; //text sends /text)", "yellow"),
+            soft_wrap=True,
+        )
+        return None
+    for name, what in CHAT_COMMANDS.items():
+        console.print(Text(f"  {name:<8} {what}", style="dim"), soft_wrap=True)
+    console.print(Text("  //text   send a line that starts with /", style="dim"), soft_wrap=True)
+    return None
 
 
 @app.command()
@@ -233,15 +265,19 @@ def chat(
 ) -> None:
     """Talk with an agent; it keeps the conversation.
 
-    Ctrl-C cancels the current answer and takes its question back; Ctrl-D,
-    Ctrl-C at the prompt, or /exit ends the session.
+    Lines starting with / are commands answered here, never sent to the model:
+    /help lists them, /reset forgets the conversation, /exit leaves. Ctrl-C cancels
+    the current answer and takes its question back; Ctrl-D or Ctrl-C at the prompt
+    also ends the session.
     """
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 - line editing and history for input()
     console = Console(highlight=False)
     errors = Console(stderr=True, highlight=False)
     agent = _guarded(ctx, lambda: _agent(provider, instruction, state, max_turns))
-    console.print(Text("heron chat · /exit to leave, Ctrl-C cancels an answer", style="dim"))
+    console.print(
+        Text("heron chat · /help for commands, /exit to leave, Ctrl-C cancels an answer", "dim")
+    )
     with asyncio.Runner() as runner:
         try:
             while True:
@@ -250,9 +286,18 @@ def chat(
                 except (EOFError, KeyboardInterrupt):
                     console.print()
                     return
-                if prompt.strip() in ("/exit", "/quit"):
-                    return
                 if not prompt.strip():
+                    continue
+                if prompt.lstrip().startswith("//"):
+                    prompt = prompt.lstrip()[1:]  # sent as typed, less the escaping slash
+                elif prompt.lstrip().startswith("/"):
+                    command = _chat_command(console, prompt.strip())
+                    if command == "exit":
+                        return
+                    if command == "reset":
+                        fresh = _build(agent.provider, instruction, None, max_turns).state()
+                        agent = _taken_back(agent, fresh, instruction, max_turns)
+                        console.print(Text("(conversation forgotten)", style="dim"))
                     continue
                 view = LiveView(console)
                 before = agent.state()

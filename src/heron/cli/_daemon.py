@@ -149,6 +149,14 @@ def _detach(config: object, listen: str | None) -> None:
     for listener in status.get("listeners", []):
         if listener.get("kind") == "tcp":
             _say(f"also on tcp {listener['address']} (bearer token: {_token_source(config.home)})")
+    sandbox = status.get("sandbox") or {}
+    if sandbox and not sandbox.get("active"):
+        _say(
+            f"warning: node commands run without a sandbox ({sandbox.get('problem')}); "
+            "--require-sandbox refuses to start like this",
+            err=True,
+            style="yellow",
+        )
 
 
 def _already_running(config: object, pid: int, listen: str | None) -> None:
@@ -353,8 +361,18 @@ def status_lines(info: SystemStatus) -> list[str]:
         f"  nodes      {node_counts(info.nodes)}",
         f"  database   {info.database}",
         f"  provider   {info.provider}",
+        f"  sandbox    {sandbox_line(info)}",
     ]
     return lines
+
+
+def sandbox_line(info: SystemStatus) -> str:
+    """Whether node commands run sandboxed, and how ``/v1/bash`` commands are held."""
+    box = info.sandbox
+    host = "PID namespace" if box.host_commands == "pid_namespace" else "process group"
+    if box.active:
+        return f"{box.backend} (node commands); /v1/bash commands in a {host}"
+    return f"NONE: node commands run unconfined ({box.problem}); /v1/bash in a {host}"
 
 
 def node_counts(counts: dict[str, int]) -> str:

@@ -55,24 +55,25 @@ def _print_json(value: api.WireModel | Sequence[api.WireModel]) -> None:
 
 
 def _table(tickets: list[api.InboxTicket], *, resolved: bool) -> None:
+    """The open (or resolved) tickets: ids whole, the title wrapping."""
     columns = [
         Column("TICKET", whole=True),
         *([Column("STATUS", whole=True)] if resolved else []),
         Column("TITLE", wrap_min=16),
-        Column("NODE", drop=2, wrap_min=18),
+        Column("NODE", whole=True, drop=2),
         Column("Q", whole=True, justify="right", drop=3),
         Column("RESOLVED" if resolved else "FILED", drop=1, wrap_min=10),
     ]
     rows = []
     for ticket in tickets:
-        node = ticket.node
-        who = (node.name or node.node_id) if node else "-"
+        # The node's id, whole: what `heron nodes watch` and the others take.
+        who = ticket.node.node_id if ticket.node else "-"
         rows.append(
             [
                 ticket.ticket_id,
                 *([ticket.status] if resolved else []),
                 _one_line(ticket.title, 120),
-                _one_line(who, 60),
+                who,
                 str(len(ticket.questions)),
                 _when(ticket.resolved_at if resolved else ticket.created_at),
             ]

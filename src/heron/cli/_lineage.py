@@ -14,6 +14,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .. import api
+from ..api._durations import parse_duration
 from ._nodes import (
     _STATUS_STYLE,
     JsonOption,
@@ -175,9 +176,8 @@ def yield_(
 
 
 def _timeout(value: str) -> str:
+    """``--timeout``: a duration (checked in words) of at most a week."""
     duration(value)
-    from ..api._durations import parse_duration
-
     if parse_duration(value) > _MAX_WAIT_SECONDS:
         raise typer.BadParameter(f"at most a week (7d), got {value!r}")
     return value
@@ -204,8 +204,6 @@ def wait(
     """Park a node until these children of its own settle (their outcomes wake it)."""
     _check_id(ctx, node_id)
     ids = [_check_id(ctx, child, "child node id") for child in children]
-    from ..api._durations import parse_duration
-
     seconds = parse_duration(timeout) if timeout is not None else None
 
     def go(client: Heron) -> None:

@@ -216,8 +216,16 @@ def _watch(client: Heron, node_id: str, after: int | None) -> int:
             Text(f"heron: error: the stream of node {node_id} ended before it settled", "red")
         )
         return 1
+    _stopped(console, view.outcome)
     _summary(client, console, node_id)
     return 0 if isinstance(view.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME
+
+
+def _stopped(console: Console, outcome: api.NodeOutcome) -> None:
+    """``stopped: max_tokens (...)`` under a result whose last turn did not end as usual."""
+    why = _STOP_REASONS.get(getattr(outcome, "stop_reason", None) or "")
+    if why is not None:
+        console.print(Text(f"stopped: {why}", style="yellow"), soft_wrap=True)
 
 
 def _now(client: Heron, console: Console, node_id: str) -> None:
@@ -537,6 +545,13 @@ def watch(
     raise typer.Exit(_with_client(ctx, lambda client: _watch(client, node_id, after)))
 
 
+_STOP_REASONS = {
+    "max_tokens": "max_tokens (the answer was cut off at the model's token limit)",
+    "max_turns": "max_turns (the run reached its turn limit)",
+}
+"""How ``outcome`` explains a result that did not end with the model finishing its answer."""
+
+
 @nodes_app.command(
     "outcome", epilog=f"{_EXIT_HELP}; {EXIT_PENDING} not settled yet; 130 stopped by Ctrl-C."
 )
@@ -577,8 +592,9 @@ def outcome(
             _say(f"pending: node {node_id} is {poll.node_status}")
         else:
             console = _console()
-            for line in outcome_lines(poll.outcome):
-                console.print(line, soft_wrap=True)
+            for line in outcome_lines(poll.outcome, markdown=console.is_terminal):
+                console.print(line, soft_wrap=isinstance(line, Text))
+            _stopped(console, poll.outcome)
         if poll.outcome is None:
             return EXIT_PENDING
         return 0 if isinstance(poll.outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME

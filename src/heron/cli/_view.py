@@ -8,10 +8,12 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.status import Status
 from rich.text import Text
 
 from .._core import StreamChunk, ToolCall
 from ..agents import RunResult
+from ._markdown import MarkdownStream
 
 __all__ = ["LiveView", "fail", "summary_line"]
 
@@ -39,6 +41,26 @@ class LiveView:
         self._calls: dict[str, ToolCall] = {}
         self._column = 0  # characters on the current line, to know when to break it
         self._thinking = False
+        self._status: Status | None = None
+        self._markdown = MarkdownStream(console)
+
+    def working(self, text: str = "reading the prompt…") -> None:
+        """Show ``text`` with a spinner until the first chunk arrives (on a terminal only:
+        a small model can read a prompt for seconds before it writes anything)."""
+        if self.console.is_terminal and self._status is None:
+            self._status = Status(Text(text, style="dim"), console=self.console, spinner="dots")
+            self._status.start()
+
+    def stop_working(self) -> None:
+        """Take the spinner of :meth:`working` away, and print the text still held to
+        be rendered (idempotent)."""
+        self._markdown.end()
+        self._stop_spinner()
+
+    def _stop_spinner(self) -> None:
+        if self._status is not None:
+            status, self._status = self._status, None
+            status.stop()
 
     def _write(self, text: str, style: str | None = None) -> None:
         if not text:
@@ -55,11 +77,13 @@ class LiveView:
         """Draw one chunk (pass this as ``on_chunk``)."""
         if chunk.role == "user":
             return  # the user typed it; echoing it back is noise
+        self._stop_spinner()
         if chunk.role == "tool":
             self._tool_line(chunk)
             return
         if chunk.thinking:
             if not self._thinking:
+                self._markdown.end()
                 self._line_break()
                 self._thinking = True
             self._write(chunk.thinking, "dim italic")
@@ -67,14 +91,19 @@ class LiveView:
             if self._thinking:
                 self._thinking = False
                 self._line_break()
-            self._write(chunk.content)
+            if self._markdown.rendering:
+                self._markdown.feed(chunk.content)
+            else:
+                self._write(chunk.content)
         for call in chunk.tool_calls:
             self._calls[call.id] = call
         if chunk.done:
             self._thinking = False
+            self._markdown.end()
             self._line_break()
 
     def _tool_line(self, chunk: StreamChunk) -> None:
+        self._markdown.end()
         self._line_break()
         call = self._calls.pop(chunk.tool_call_id or "", None)
         shown = _call_text(call) if call else chunk.tool_name or "tool"
@@ -86,12 +115,14 @@ class LiveView:
 
     def note(self, text: str, style: str | None) -> None:
         """Print ``text`` on a line of its own (after the current one, if any)."""
+        self.stop_working()
         self._line_break()
         if text:
             self.console.print(Text(text, style=style or ""), soft_wrap=True)
 
     def finish(self, result: RunResult[Any]) -> None:
         """Close the last line and print the one-line summary."""
+        self.stop_working()
         self._line_break()
         self.console.print(Text(summary_line(result), style="dim"), soft_wrap=True)
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.markdown import Markdown
+from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.text import Text
 
 from .. import api
+from ._markdown import MarkdownStream
 from ._view import _one_line
 
 __all__ = ["NodeView", "outcome_lines"]
@@ -68,6 +71,7 @@ class NodeView:
         self._column = 0
         self._message = ""  # the assistant text drawn since its last ``done``
         self._last_text = ""  # the last complete assistant message
+        self._markdown = MarkdownStream(console)
 
     # -- writing ---------------------------------------------------------------
 
@@ -79,11 +83,20 @@ class NodeView:
         last_break = text.rfind("\n")
         self._column = len(text) - last_break - 1 if last_break >= 0 else self._column + len(text)
 
-    def _line(self, line: Text) -> None:
+    def _line(self, line: RenderableType) -> None:
         """Print ``line`` on a line of its own (above the spinners, if they run)."""
+        self._markdown.end()
         if self._column:
             self._write("\n")
-        self.console.print(line, soft_wrap=True)
+        self.console.print(line, soft_wrap=isinstance(line, Text))
+
+    def _text(self, text: str) -> None:
+        """Answer text: rendered as Markdown on a terminal, as it came elsewhere."""
+        if self._markdown.rendering:
+            self._stop_live()  # one live region at a time: the text's own
+            self._markdown.feed(text)
+        else:
+            self._write(text)
 
     # -- the live region of running steps --------------------------------------
 
@@ -102,6 +115,7 @@ class NodeView:
             self._stop_live()
             return
         if self._live is None:
+            self._markdown.end()
             if self._column:
                 self._write("\n")
             self._live = Live(
@@ -124,7 +138,7 @@ class NodeView:
             self.last_sequence = event.sequence_number
         if isinstance(event, api.OutputTextDelta):
             self._message += event.delta
-            self._write(event.delta)
+            self._text(event.delta)
         elif isinstance(event, api.OutputTextDone):
             self._text_done(event.text)
         elif isinstance(event, api.ToolCallStarted):
@@ -156,9 +170,10 @@ class NodeView:
         # Replayed from the daemon's log, a message comes without its deltas; after a
         # gap, only part of it was drawn. Draw what is missing.
         if text.startswith(self._message):
-            self._write(text[len(self._message) :])
+            self._text(text[len(self._message) :])
         elif text and not self._message:
-            self._write(text)
+            self._text(text)
+        self._markdown.end()
         if self._column:
             self._write("\n")
         self._message = ""
@@ -182,8 +197,11 @@ class NodeView:
         if report.title:
             head.append(f" · {report.title}", style="bold")
         self._line(head)
-        for body_line in report.body.rstrip().splitlines():
-            self._line(Text(f"  {body_line}"))
+        if self.console.is_terminal:
+            self._line(Padding(Markdown(report.body.rstrip()), (0, 0, 0, 2)))
+        else:
+            for body_line in report.body.rstrip().splitlines():
+                self._line(Text(f"  {body_line}"))
         if report.path:
             self._line(Text(f"  (written to {report.path})", style="dim"))
 
@@ -197,39 +215,49 @@ class NodeView:
     def _settled(self, outcome: api.NodeOutcome) -> None:
         self.outcome = outcome
         self.close()
-        for line in outcome_lines(outcome, shown_text=self._last_text):
+        for line in outcome_lines(
+            outcome, shown_text=self._last_text, markdown=self.console.is_terminal
+        ):
             self._line(line)
 
     def close(self) -> None:
         """Stop the spinners and end the current line (call when watching stops)."""
+        self._markdown.end()
         self._stop_live()
         if self._column:
             self._write("\n")
 
 
-def outcome_lines(outcome: api.NodeOutcome, *, shown_text: str = "") -> list[Text]:
+def outcome_lines(
+    outcome: api.NodeOutcome, *, shown_text: str = "", markdown: bool = False
+) -> list[RenderableType]:
     """How a node settled, as lines: ``✓ completed`` and the result, or ``✗ failed`` and why.
 
-    The result's text is left out when it is ``shown_text`` (already on screen).
+    The result's text is left out when it is ``shown_text`` (already on screen); with
+    ``markdown`` (a terminal) it is rendered as Markdown.
     """
     if isinstance(outcome, api.NodeResult):
-        lines = [Text("✓ completed", style="bold green")]
+        lines: list[RenderableType] = [Text("✓ completed", style="bold green")]
         if outcome.structured_result is not None:
             dumped = json.dumps(outcome.structured_result, indent=2, ensure_ascii=False)
             lines += [Text(line) for line in dumped.splitlines()]
         elif outcome.output_text and outcome.output_text.strip() != shown_text.strip():
-            lines += [Text(line) for line in outcome.output_text.splitlines()]
+            if markdown:
+                lines.append(Markdown(outcome.output_text))
+            else:
+                lines += [Text(line) for line in outcome.output_text.splitlines()]
         if outcome.final_report_path:
             lines.append(Text(f"final report: {outcome.final_report_path}", style="dim"))
         return lines
-    head = Text(f"✗ failed: {outcome.reason}", style="bold red")
-    lines = [head]
+    failed: list[RenderableType] = [Text(f"✗ failed: {outcome.reason}", style="bold red")]
     if outcome.declined is not None:
         declined = outcome.declined
         code = f" [{declined.code}]" if declined.code else ""
         retry = " (retryable)" if declined.retryable else ""
-        lines.append(Text(f"declined{code}: {_one_line(declined.reason, 400)}{retry}", style="red"))
+        failed.append(
+            Text(f"declined{code}: {_one_line(declined.reason, 400)}{retry}", style="red")
+        )
     elif outcome.detail is not None:
         kind = f"{outcome.detail.error_type}: " if outcome.detail.error_type else ""
-        lines.append(Text(f"{kind}{outcome.detail.message}", style="red"))
-    return lines
+        failed.append(Text(f"{kind}{outcome.detail.message}", style="red"))
+    return failed

@@ -42,7 +42,7 @@ class Computer(Lifecycle):
 
         async with Computer("/srv/job-17", backend="bubblewrap") as computer:
             async with MCPClient("job-17", computer.get_connection()) as client:
-                agent = SimpleAgent(provider=provider, tools=await client.list_tools())
+                agent = BaseAgent(provider=provider, tool_client=client)
                 ...
 
     ``tools`` names others (``["my_tools:FILE_TOOLS"]``, ``["heron.tools:catalog"]``

@@ -9,11 +9,13 @@ from typing import Any
 from urllib.parse import quote
 
 import mcp_types as types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
 
 from .._core import UserError
 from ..tools import IdGenerator, Storage, Tool, ToolContext, ToolResult
@@ -132,6 +134,13 @@ class MCPServer(Lifecycle):
         if self._started:
             raise RuntimeError("this MCPServer was already started")
         self._started = True
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            # No tracer provider is set: the SDK's span around each request would record
+            # nothing and still cost every call tens of microseconds. A provider set before
+            # start() keeps the spans.
+            self._lowlevel.middleware = [
+                m for m in self._lowlevel.middleware if not isinstance(m, OpenTelemetryMiddleware)
+            ]
         await self.connection.listen(self._serve_session)
         self.connection.offer_direct(
             DirectServer(server=self._lowlevel, stopped=asyncio.Event(), call_tool=self._answer)

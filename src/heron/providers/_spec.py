@@ -7,9 +7,16 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from .._core import Message, ProviderError, ScriptExhaustedError, ToolCall, UserError
+from .._core import (
+    FinishReason,
+    Message,
+    ProviderError,
+    ScriptExhaustedError,
+    ToolCall,
+    UserError,
+)
 from ._base import Provider
 from .scripted import Reply, ScriptedProvider, Step
 
@@ -156,7 +163,7 @@ def _step(index: int | str, raw: Any) -> Step:
         raise UserError(f"{where}: expected a string or an object, got {type(raw).__name__}")
     if "error" in raw:
         return _error_step(where, raw)
-    unknown = set(raw) - {"text", "tool_calls", "thinking", "delay", "chunk_delay"}
+    unknown = set(raw) - {"text", "tool_calls", "thinking", "delay", "chunk_delay", "stop_reason"}
     if unknown:
         raise UserError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
     raw_calls = raw.get("tool_calls", [])
@@ -183,12 +190,17 @@ def _step(index: int | str, raw: Any) -> Step:
     for name, value in (("delay", delay), ("chunk_delay", pace)):
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise UserError(f"{where}: {name!r} must be a non-negative number")
+    stop = raw.get("stop_reason")
+    reasons = get_args(FinishReason)
+    if stop is not None and stop not in reasons:
+        raise UserError(f"{where}: 'stop_reason' must be one of {', '.join(reasons)}")
     return Reply(
         text=text,
         tool_calls=calls,
         thinking=thinking,
         delay=float(delay),
         chunk_delay=float(pace),
+        stop_reason=stop,
     )
 
 
@@ -197,7 +209,8 @@ def load_script(path: str | os.PathLike[str]) -> list[Step]:
 
     The file holds a list of steps, one per model turn: a string (the reply),
     or ``{"text": ..., "tool_calls": [{"name": ..., "arguments": {...}}],
-    "thinking": ..., "delay": seconds, "chunk_delay": seconds between text pieces}``,
+    "thinking": ..., "delay": seconds, "chunk_delay": seconds between text pieces,
+    "stop_reason": "max_tokens"}`` (how the turn ended, when not as usual),
     or ``{"error": message, "status": 503}``
     for a turn on which the provider fails (a :class:`~heron.ProviderError`).
 

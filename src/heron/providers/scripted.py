@@ -14,6 +14,7 @@ from .._core import (
     Capabilities,
     ChatResponse,
     ChunkCallback,
+    FinishReason,
     Message,
     ScriptExhaustedError,
     StreamChunk,
@@ -52,6 +53,9 @@ class Reply:
     """Seconds to wait before answering, like a slow model (cancellable)."""
     chunk_delay: float = 0.0
     """Seconds to wait before each streamed piece of text after the first (cancellable)."""
+    stop_reason: FinishReason | None = None
+    """Why the turn ended, as a provider says it (``max_tokens``: the answer was cut
+    off); by default ``tool_use`` with tool calls, else ``end_turn``."""
 
 
 Step: TypeAlias = (
@@ -182,7 +186,7 @@ class ScriptedProvider(Provider):
             provider_thinking=(
                 tuple(reply.provider_thinking) if reply.provider_thinking is not None else None
             ),
-            stop_reason="tool_use" if calls else "end_turn",
+            stop_reason=reply.stop_reason or ("tool_use" if calls else "end_turn"),
         )
 
     def _number(

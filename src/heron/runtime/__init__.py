@@ -13,9 +13,10 @@ if typing.TYPE_CHECKING:
 
 # The server (FastAPI, DBOS, SQLAlchemy) loads when it is asked for: `heron daemon status`
 # and `stop` need only the configuration.
-__getattr__, __dir__ = _attach(
-    __name__,
-    {"._config": ("RuntimeConfig", "heron_home"), "._server": ("DaemonError", "run_daemon")},
-)
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {"._config": ("RuntimeConfig", "heron_home"), "._server": ("DaemonError", "run_daemon")},
+    )
 
 __all__ = ["DaemonError", "RuntimeConfig", "heron_home", "run_daemon"]

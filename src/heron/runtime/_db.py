@@ -120,8 +120,8 @@ nodes = sa.Table(
     sa.Column("state", sa.JSON),
     # A structured result accepted mid-turn; the outcome settles when the turn ends.
     sa.Column("pending_result", sa.JSON),
-    # The highest event sequence number the node's numbering may have handed out:
-    # numbers are reserved ahead in blocks, so a restart never hands one out twice.
+    # The highest number handed out to an event that is not logged (a text delta),
+    # written before the delta streams: a restart continues above it, skipping none.
     sa.Column("events_reserved", sa.BigInteger),
     # The workflow step ("run:step") whose events (and a model turn's usage) were last
     # written: a step DBOS runs again after a crash finds it and runs quietly (_events).

@@ -62,7 +62,7 @@ class Steps:
     stopped, or its steps would no longer match the record.
     """
 
-    def __init__(self, recorded: int, *, node_id: str = "", run: int = 0) -> None:
+    def __init__(self, recorded: int, *, node_id: str, run: int) -> None:
         self._left = recorded
         self.node_id = node_id
         """The node whose run this is."""

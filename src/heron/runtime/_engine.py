@@ -83,6 +83,12 @@ def current_engine() -> Engine:
     return _ENGINE
 
 
+def _answered(row: Row) -> bool:
+    """Whether the node's outcome stands: it has one and is not at work on a later
+    message (a resident root answers each message anew: until it has, it is pending)."""
+    return row["settled_at"] is not None and row["status"] not in ("running", "interrupted")
+
+
 class Engine:
     """Creates, runs, stops and reports on nodes; one per daemon process."""
 
@@ -260,13 +266,13 @@ class Engine:
         # Listen before reading: a settle landing between the two still wakes the poll.
         event = self._settled.setdefault(node_id, asyncio.Event()) if wait > 0 else None
         row = await self.row(node_id)
-        if row["settled_at"] is None and event is not None:
+        if not _answered(row) and event is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait)
             row = await self.row(node_id)
         elif event is not None and not event.is_set():
             self._settled.pop(node_id, None)
-        outcome = await self.store.outcome(node_id) if row["settled_at"] is not None else None
+        outcome = await self.store.outcome(node_id) if _answered(row) else None
         return api.OutcomePoll(
             node_id=node_id,
             state="settled" if outcome is not None else "pending",
@@ -677,6 +683,7 @@ class Engine:
         self.events.publish(node_id, "node.status.changed", {"status": status})
         if settled:
             await self._announce_settled(node_id, outcome)
+        await self.events.durable(node_id)  # a close answered is in the log
         await self._disarm_if_settled(node_id)
         # Keyed on the status, not the outcome: a resident root that answered kept an
         # outcome while dormant, so closing it settles no new one (and fires no hooks).

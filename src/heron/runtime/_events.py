@@ -229,12 +229,6 @@ class EventLog:
         if not logged or logged[0]["data"].get("status") != status:
             self.publish(node_id, "node.status.changed", {"status": status})
 
-    def announce(self, node_id: str, status: str) -> None:
-        """Publish ``node.status.changed`` unless it is the last status this process
-        published for the node (a run recovered after a restart is running again)."""
-        if self._status.get(node_id) != status:
-            self.publish(node_id, "node.status.changed", {"status": status})
-
     def _release(self, node_id: str) -> None:
         """Stream the node's held events that are durable now, in order."""
         held = self._held.get(node_id)

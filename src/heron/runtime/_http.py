@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
@@ -227,12 +228,49 @@ def _lone_surrogate(value: Any, where: list[str | int]) -> list[str | int] | Non
     return None
 
 
+def _number(text: str) -> int | float:
+    """A JSON number with a fraction or exponent: an ``int`` if it is a whole number
+    (``3.0``, ``1e3``), as JSON Schema's ``integer`` counts it, else a ``float``."""
+    number = float(text)
+    return int(number) if number.is_integer() else number
+
+
+def _fixed_paths(app: Any) -> frozenset[str]:
+    """The paths of ``app``'s routes that take no parameter (worked out once per app)."""
+    found: frozenset[str] | None = getattr(app.state, "fixed_paths", None)
+    if found is None:
+        found = frozenset(
+            route.path
+            for route in app.router.routes
+            if isinstance(route, APIRoute) and not route.param_convertors
+        )
+        app.state.fixed_paths = found
+    return found
+
+
 class UnicodeRoute(APIRoute):
     """A route refusing a JSON body whose strings are not all Unicode text.
 
     A cheap byte scan finds the bodies that could hold one; only those are read
     twice (the request caches the body, so the handler does not read it again).
+
+    A route with a path parameter never matches a path that a route of its own
+    serves (``/v1/crons/{cron_id}`` does not take ``poke`` for an id): a method the
+    fixed path lacks answers 405 with the fixed path's ``Allow``, as the spec has it.
     """
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """Starlette's match, but none for a path that a parameterless route has."""
+        match, child = super().matches(scope)
+        app = scope.get("app")
+        if (
+            match is not Match.NONE
+            and self.param_convertors
+            and app is not None
+            and scope.get("path") in _fixed_paths(app)
+        ):
+            return Match.NONE, {}
+        return match, child
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -240,11 +278,14 @@ class UnicodeRoute(APIRoute):
         async def checked(request: Request) -> Response:
             if request.method in ("POST", "PUT", "PATCH", "DELETE"):
                 body = await request.body()
+                value: Any = None
+                try:
+                    # Parsed here for the handler (the request keeps it): JSON has one
+                    # kind of number, so 3.0 is the integer 3, as the schema says.
+                    value = request._json = json.loads(body, parse_float=_number)
+                except ValueError:
+                    pass  # not JSON: the handler answers for that
                 if _MAYBE_SURROGATE.search(body):
-                    try:
-                        value = json.loads(body)
-                    except ValueError:
-                        value = None  # not JSON: the handler answers for that
                     where = _lone_surrogate(value, [])
                     if where is not None:
                         raise NotUnicode(where)

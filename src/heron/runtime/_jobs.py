@@ -206,8 +206,9 @@ class Jobs:
         """The context every run of the node calls its tools with (env id, storage, ids)."""
         return self._entry(node_id).context
 
-    def shell(self, node_id: str, workspace: Path) -> BashTools:
-        """The node's shell in ``workspace``, made on first use and shared by its runs."""
+    def shell(self, node_id: str, workspace: Path, *, network: bool = True) -> BashTools:
+        """The node's shell in ``workspace``, made on first use and shared by its runs
+        (``network``: whether its sandboxed commands reach the network)."""
         entry = self._entry(node_id)
         self._settled.pop(node_id, None)  # revived: its list is live again
         current = entry.shell
@@ -226,7 +227,7 @@ class Jobs:
         # The model chooses what runs here, and output goes into transcripts: in the
         # sandbox (the daemon's files hidden, a scrubbed environment) when there is one,
         # else at least without the daemon's secrets (the TCP token, API keys ...).
-        sandbox = self._engine.sandbox.for_node(node_id, workspace.resolve())
+        sandbox = self._engine.sandbox.for_node(node_id, workspace.resolve(), network=network)
         environment = (
             command_environment() if sandbox is None else self._engine.sandbox.environment()
         )

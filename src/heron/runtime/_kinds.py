@@ -397,6 +397,8 @@ def kind_skills(
                     made.shell = shell(workspace)  # owned by the node, not the run
                 files = made.files or workspace_files(workspace)
                 kwargs.update(files=list(files), bash=made.shell)
+            if "hidden" in params:  # the present skill: the daemon's home is not output
+                kwargs.update(hidden=made.hidden)
             skill = factory(workspace, **kwargs)
         elif "browser" in params:
             browser = browser_tools()

@@ -52,7 +52,8 @@ ASK_TOOL = "ask-questions"
 """The tool ``ask`` brings: a run that ends with it leaves the node dormant, not settled."""
 
 ENFORCED_SCOPES = frozenset(api.SCOPES)
-"""Scopes that decide which tools a node gets (the only ones a create may name)."""
+"""Scopes that decide which tools a node gets (the only ones a create may name); ``net``
+decides whether its sandboxed commands reach the network."""
 
 KIND_FIXED_TOOLS = (
     "submit-result",
@@ -209,6 +210,8 @@ class NodeTools:
     """Whether the node's scopes and kind let it have a tool (its skills' too)."""
     files: tuple[Tool, ...] = ()
     """The node's file tools, whatever its kind keeps (skills working on files share them)."""
+    hidden: tuple[str, ...] = ()
+    """What the node's file tools (and its skills' ``hidden``) keep out of reach."""
 
     async def aclose(self) -> None:
         """Stop what the tools started (background shell processes)."""
@@ -256,6 +259,7 @@ def node_tools(
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
     made.admits = wanted
+    made.hidden = hidden
     # The orchestrator's tools (its mode) and push-report belong to the node, like
     # submit-result: a kind does not narrow them (KIND_FIXED_TOOLS).
     made.tools += orchestrator

@@ -63,7 +63,7 @@ def _local(model: str) -> tuple[bool, str]:
             path = default_model_path()
         except Exception as exc:  # UserError: the embedded model's package is missing
             return False, str(exc)
-    if not path.is_file():
+    if not _is_file(path):
         return False, f"model file not found: {path}"
     return True, f"model file {path}"
 
@@ -98,12 +98,20 @@ def without_userinfo(host: str) -> str:
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl().removeprefix("//")
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file (a name too long, or unreadable, is none)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG, EACCES ...; a NUL in the name
+        return False
+
+
 def _scripted(path: str | None) -> tuple[bool, str]:
     if path is None:
         return True, "plays the script file a spec names (scripted:FILE.json)"
     if not path:
         return False, "scripted needs a file: scripted:FILE.json"
-    if not Path(path).expanduser().is_file():
+    if not _is_file(Path(path).expanduser()):
         return False, f"script file not found: {path}"
     return True, f"script file {path}"
 

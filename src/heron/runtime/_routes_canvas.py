@@ -8,7 +8,7 @@ from fastapi import Body, FastAPI, Query
 
 from .. import api
 from ._engine import Engine
-from ._routing import errors
+from ._routing import MAX_INTEGER, errors
 
 __all__ = ["add_canvas_routes"]
 
@@ -86,7 +86,9 @@ def add_canvas_routes(app: FastAPI, engine: Engine) -> None:
     @app.get("/v1/canvas/history/read", tags=["canvas"], responses=errors(400, 404, 422))
     async def history_read(
         node_id: Annotated[str, Query(description="The node.", max_length=128)],
-        offset: Annotated[int, Query(ge=0, description="The first message (0-based).")] = 0,
+        offset: Annotated[
+            int, Query(ge=0, le=MAX_INTEGER, description="The first message (0-based).")
+        ] = 0,
         limit: Annotated[
             int, Query(ge=1, le=api.MAX_HISTORY_LIMIT, description="At most this many.")
         ] = 100,

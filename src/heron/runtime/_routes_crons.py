@@ -8,7 +8,7 @@ from fastapi import FastAPI, Path, Query
 
 from .. import api
 from ._engine import Engine
-from ._routing import errors
+from ._routing import PROFILE_PATTERN, errors
 
 __all__ = ["add_cron_routes"]
 
@@ -43,7 +43,13 @@ def add_cron_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/v1/crons", tags=["crons"], responses=errors(400, 422))
     async def list_crons(
-        profile: Annotated[str | None, Query(description="Only this profile's crons.")] = None,
+        profile: Annotated[
+            str | None,
+            Query(
+                description="Only this profile's crons.",
+                json_schema_extra={"pattern": PROFILE_PATTERN},
+            ),
+        ] = None,
         paused: Annotated[
             bool | None, Query(description="Only paused (true) or active (false) crons.")
         ] = None,
@@ -61,7 +67,13 @@ def add_cron_routes(app: FastAPI, engine: Engine) -> None:
         cron_id: CronIdPath,
         limit: Annotated[int, Query(ge=1, le=200, description="At most this many (1-200).")] = 50,
         cursor: Annotated[
-            str | None, Query(max_length=64, description="The previous page's next_cursor.")
+            str | None,
+            Query(
+                max_length=64,
+                description="The previous page's next_cursor.",
+                # Documented, but checked by the crons: another answers 400 invalid_cursor.
+                json_schema_extra={"pattern": "^[0-9]{1,18}$"},
+            ),
         ] = None,
     ) -> api.CronFiringPage:
         """The cron's firings, newest first, a page at a time (every one is kept)."""

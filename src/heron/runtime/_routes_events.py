@@ -40,7 +40,29 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events: `id: <sequence_number>`, `event: <type>`, "
         "`data: <JSON>` (typed by `heron.api.NodeEvent`), and `: keepalive` comments.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        # Each event (OpenAPI 3.2's itemSchema, which 3.1 tools read as an extension): its
+        # fields as the stream writes them, the data a JSON object.
+        "content": {
+            "text/event-stream": {
+                "itemSchema": {
+                    "type": "object",
+                    "required": ["data"],
+                    "properties": {
+                        "event": {"type": "string", "description": "The event's type."},
+                        "id": {
+                            "type": "string",
+                            "pattern": "^[0-9]{1,18}$",
+                            "description": "Its sequence_number (none on `error` events).",
+                        },
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": {"type": "object"},
+                        },
+                    },
+                }
+            }
+        },
     }
 }
 
@@ -244,21 +266,29 @@ class EventStreams:
         The status comes first even when its number is not the lowest, so a joiner can say
         at once what the node is doing, before any text of the run arrives.
         """
-        known, done, partial, partial_seq = snap.run
-        status = await self._latest(node_id, "node.status.changed", snap)
+        _, done, partial, partial_seq = snap.run
+        statuses = await self._typed(node_id, ("node.status.changed",), snap)
+        status = statuses[-1] if statuses else None
         running = status is not None and status.data.get("status") == "running"
-        started = status.sequence_number if status is not None and running else 0
+        # The run began at the first "running" of the last unbroken series of them: a
+        # daemon that recovered the run after a restart says "running" again.
+        started, previous = 0, None
+        for record in statuses:
+            said = record.data.get("status")
+            if said == "running" and previous != "running":
+                started = record.sequence_number
+            previous = said
         first = [
             status.wire
             if status is not None and running
             else await self._status_now(node_id, "running", snap)
         ]
         reports = await self._typed(node_id, ("node.report.pushed",), snap)
-        if not known:
-            # This process did not see the run start (a restart, or its hub was let go):
-            # the run's completed messages are in the log, after its running status.
-            logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
-            done = merge(logged, done)
+        # The hub holds the completed messages it saw; a run it did not see start (a
+        # restart, a hub let go) or saw only resume after a restart has earlier ones in
+        # the log, after the run's running status.
+        logged = await self._typed(node_id, ("node.output_text.done",), snap, after=started)
+        done = merge(logged, done)
         calls = await self._typed(
             node_id, ("node.tool_call.started", "node.tool_call.completed"), snap, after=started
         )
@@ -435,7 +465,11 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
         ] = None,
         last_event_id: Annotated[
             str | None,
-            Header(alias="Last-Event-ID", description="Resume after this sequence_number."),
+            Header(
+                alias="Last-Event-ID",
+                description="Resume after this sequence_number.",
+                json_schema_extra={"pattern": r"^\s*(?:[0-9]{1,18}\s*)?$"},
+            ),
         ] = None,
     ) -> StreamingResponse:
         """Watch the node: its events as server-sent events, replayed from a cursor."""

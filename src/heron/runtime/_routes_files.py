@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import FastAPI, Query, Request
 
 from .. import api
+from ..api._common import HOST_PATH_PATTERN
 from . import _files
 from ._bash import until_disconnected
 from ._engine import Engine
@@ -22,6 +23,8 @@ PathQuery = Annotated[
         max_length=4096,
         description="An absolute path (no `..`); symlinks are followed.",
         examples=["/etc/hostname"],
+        # Documented, but checked by the daemon: another answers 422 invalid_path.
+        json_schema_extra={"pattern": HOST_PATH_PATTERN},
     ),
 ]
 """The ``path`` of a files route."""

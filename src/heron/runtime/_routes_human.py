@@ -8,7 +8,7 @@ from fastapi import Body, FastAPI, Path, Query
 
 from .. import api
 from ._engine import Engine
-from ._routing import errors
+from ._routing import PROFILE_PATTERN, errors
 
 __all__ = ["add_human_routes"]
 
@@ -35,7 +35,12 @@ TicketPath = Annotated[
 """A ``{ticket}`` path parameter."""
 
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many (1-1000).")]
-Profile = Annotated[str | None, Query(description="Only this profile's tickets.")]
+Profile = Annotated[
+    str | None,
+    Query(
+        description="Only this profile's tickets.", json_schema_extra={"pattern": PROFILE_PATTERN}
+    ),
+]
 NodeFilter = Annotated[str | None, Query(description="Only this node's tickets.")]
 
 CHANGE = errors(400, 404, 409, 413, 415, 422)

@@ -8,8 +8,10 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Query
 
 from .. import api
+from ..api._common import MEMORY_PATH_PATTERN
 from ._engine import Engine
-from ._routing import errors
+from ._memory import CURSOR_PATTERN
+from ._routing import MAX_INTEGER, errors
 
 __all__ = ["add_memory_routes"]
 
@@ -26,11 +28,22 @@ EntryId = Annotated[
 ]
 """An ``{entry_id}`` path parameter."""
 
-ProfileQuery = Annotated[str, Query(max_length=128, description="The profile whose memory it is.")]
+ProfileQuery = Annotated[
+    str,
+    Query(
+        max_length=128,
+        description="The profile whose memory it is.",
+        # Empty: the default profile.
+        json_schema_extra={"pattern": r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,127})?$"},
+    ),
+]
 """The ``profile`` a route works in (``default`` when not given)."""
 
 ExpectedVersion = Annotated[
-    int | None, Query(ge=1, description="Refuse (409 version_conflict) unless at this version.")
+    int | None,
+    Query(
+        ge=1, le=MAX_INTEGER, description="Refuse (409 version_conflict) unless at this version."
+    ),
 ]
 
 
@@ -43,13 +56,23 @@ def add_memory_routes(app: FastAPI, engine: Engine) -> None:
     async def list_memory(
         profile: ProfileQuery = "default",
         prefix: Annotated[
-            str | None, Query(max_length=1024, description="Only entries at or under this path.")
+            str | None,
+            Query(
+                max_length=1024,
+                description="Only entries at or under this path (empty: all).",
+                json_schema_extra={"pattern": f"^$|{MEMORY_PATH_PATTERN}", "maxLength": 512},
+            ),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=200, description="At most this many (1-200).")] = (
             DEFAULT_LIMIT
         ),
         cursor: Annotated[
-            str | None, Query(max_length=2048, description="The previous page's next_cursor.")
+            str | None,
+            Query(
+                max_length=8192,
+                description="The previous page's next_cursor.",
+                json_schema_extra={"pattern": CURSOR_PATTERN},
+            ),
         ] = None,
         tag: Annotated[
             list[api.MemoryTag] | None,
@@ -73,7 +96,14 @@ def add_memory_routes(app: FastAPI, engine: Engine) -> None:
     @app.get("/v1/memory/resolve", tags=tags, responses=errors(400, 404, 409, 422))
     async def resolve_memory(
         profile: ProfileQuery = "default",
-        path: Annotated[str | None, Query(max_length=1024, description="The entry's path.")] = None,
+        path: Annotated[
+            str | None,
+            Query(
+                max_length=1024,
+                description="The entry's path.",
+                json_schema_extra={"pattern": MEMORY_PATH_PATTERN, "maxLength": 512},
+            ),
+        ] = None,
         slug: Annotated[
             str | None, Query(max_length=512, description="The last segment of its path.")
         ] = None,
@@ -120,7 +150,8 @@ def add_memory_routes(app: FastAPI, engine: Engine) -> None:
             int | None, Query(ge=1, le=1000, description="At most this many (1-1000).")
         ] = None,
         before: Annotated[
-            int | None, Query(ge=1, description="Only versions older than this one.")
+            int | None,
+            Query(ge=1, le=MAX_INTEGER, description="Only versions older than this one."),
         ] = None,
     ) -> list[api.MemoryVersion]:
         """The entry's versions, newest first (a deleted entry's too): all of them, or

@@ -10,7 +10,27 @@ from fastapi import FastAPI, Path, Query
 
 from .. import api
 
-__all__ = ["ACTION", "READ", "WITH_BODY", "NodeIdPath", "Stopping", "Wait", "errors", "stopping"]
+__all__ = [
+    "ACTION",
+    "MAX_INTEGER",
+    "PROFILE_PATTERN",
+    "READ",
+    "WITH_BODY",
+    "NodeIdPath",
+    "Stopping",
+    "Wait",
+    "errors",
+    "stopping",
+]
+
+MAX_INTEGER = 2**53 - 1
+"""The largest integer a query or body may give where the database keeps it (64-bit
+in SQLite and PostgreSQL; 2**53 - 1 is the largest every JSON reader keeps exactly):
+larger ones are refused with 422."""
+
+PROFILE_PATTERN = api.ID_PATTERN
+"""A profile's name, as the spec documents it (checked by the profiles: a name that
+does not match answers ``400 invalid_profile_name``)."""
 
 _STATUS_TEXT = {
     400: "Malformed request: the body is not JSON, or an id is not a valid id",

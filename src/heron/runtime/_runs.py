@@ -53,6 +53,9 @@ class Stop:
     """The model's last answer, for ``done``."""
     asked: bool = False
     """For ``done``: the run ended by asking the human questions (the node waits)."""
+    stop_reason: str | None = None
+    """For ``done``: why the conversation's last turn ended (``end_turn``,
+    ``max_tokens`` ...: the agent's ``RunResult.stop_reason``)."""
 
 
 @dataclass(kw_only=True, slots=True, eq=False)

@@ -389,16 +389,16 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                     conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
                     return unread
             values["status"] = status
-            if record is not None:
-                extra = conn.execute(
-                    sa.select(nodes.c.extra).where(nodes.c.node_id == node_id)
-                ).scalar()
-                values["extra"] = {**(extra or {}), "ended": dict(record)}
             if outcome is not None:
                 # The accepted result is spent once an outcome is settled (or kept).
                 values["pending_result"] = None
                 if _settle(conn, node_id, outcome, now):
                     values["settled_at"] = now
+            if record is not None:  # (read after _settle, which may archive into it)
+                extra = conn.execute(
+                    sa.select(nodes.c.extra).where(nodes.c.node_id == node_id)
+                ).scalar()
+                values["extra"] = {**(extra or {}), "ended": dict(record)}
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return []
 
@@ -640,7 +640,19 @@ def _numbers_and_marks(
         conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(step_mark=step.key))
 
 
+_SETTLED_STATUSES = ("completed", "failed", "cancelled")
+"""Statuses a node never leaves (``_runs.SETTLED``)."""
+
+
 def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: float) -> bool:
+    """Record ``outcome`` as the node's; ``False`` if it keeps the one it has.
+
+    A node that has settled for good keeps its first outcome. One that has an outcome
+    but lives on (a resident root that answered, dormant for the next message) takes
+    the new one: its outcome is its latest answer, and a close or a failure after an
+    answer replaces it, so the outcome and the status agree. An answer replaced by a
+    failure is kept at the end of ``extra["previous_outcomes"]``.
+    """
     # Insert-unless-present in one statement: two settlements racing on PostgreSQL
     # (no database-wide write lock as on SQLite) must not both pass a "not yet"
     # check and have the loser fail on the primary key; the first simply wins.
@@ -652,4 +664,28 @@ def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: 
         # RETURNING, not rowcount: psycopg's rowcount is -1 for this statement.
         .returning(outcomes.c.node_id)
     ).first()
-    return inserted is not None
+    if inserted is not None:
+        return True
+    node = conn.execute(
+        sa.select(nodes.c.status, nodes.c.extra).where(nodes.c.node_id == node_id).with_for_update()
+    ).first()
+    if node is None or node.status in _SETTLED_STATUSES:
+        return False
+    kept = conn.execute(
+        sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(outcomes.c.node_id == node_id)
+    ).one()
+    if kept.outcome.get("kind") == "result" and outcome.get("kind") == "failure":
+        extra = dict(node.extra or {})
+        archived = {
+            "outcome": dict(kept.outcome),
+            "settled_at": kept.settled_at,
+            "status": node.status,
+        }
+        extra["previous_outcomes"] = [*extra.get("previous_outcomes", []), archived]
+        conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(extra=extra))
+    conn.execute(
+        outcomes.update()
+        .where(outcomes.c.node_id == node_id)
+        .values(outcome=dict(outcome), settled_at=now)
+    )
+    return True

@@ -75,10 +75,12 @@ class _Run:
         steps = Steps(recorded - 1, node_id=node_id, run=self.run)
         current = await engine.store.node(node_id)  # the model as PATCHed since begin
         model = current["model"] if current is not None else plan["model"]
-        # A run recovered after a restart says it runs again (a warm node's create
-        # announces it) — unless its end was saved: it only replays to its end then.
+        # A run recovered after a restart is running as the log says (unless a SIGKILL
+        # took its `running` event): no second one, so the log reads as the node lived and
+        # a joiner finds the run's start. Not if its end was saved: it replays to its end.
+        # (A warm node's create announces it.)
         if not plan.get("warm") and current is not None and current["status"] == "running":
-            engine.events.announce(node_id, "running")
+            await engine.events.repair_status(node_id, "running")
         active = engine.register(node_id, self.run, model, steps)
         try:
             try:
@@ -158,9 +160,12 @@ class _Run:
         kind = engine.kinds.get(plan.get("kind") or DEFAULT_KIND, status=422)
         workspace = engine.workspace(node_id, plan["cwd"])
 
+        # ``net`` (every scope, when none are given) lets the node's commands reach the network.
+        network = plan["scopes"] is None or "net" in plan["scopes"]
+
         def shell(workspace: Path) -> BashTools:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
-            return engine.jobs.shell(node_id, workspace)
+            return engine.jobs.shell(node_id, workspace, network=network)
 
         keep = keeps(kind.tools)
         small = _small_model(engine.providers.get(active.model))
@@ -240,7 +245,12 @@ class _Run:
                 asked = result.stop_reason == "tool_stop" and any(
                     c.name == ASK_TOOL and not c.is_error for c in calls
                 )
-                return Stop(kind="done", reply=result.reply or None, asked=asked)
+                return Stop(
+                    kind="done",
+                    reply=result.reply or None,
+                    asked=asked,
+                    stop_reason=result.stop_reason,
+                )
 
         task: asyncio.Task[Stop] = asyncio.ensure_future(talk())
         active.task = task
@@ -297,7 +307,7 @@ class _Run:
                 await engine.store.update_node(node_id, state=state)
                 return {"continue": True, "prompt": NUDGE, "nudges": nudges + 1}
             final_report = await engine.reports.final_report_path(row)
-            outcome = _done_outcome(row, pending, stop.get("reply"), final_report)
+            outcome = _done_outcome(row, pending, stop, final_report)
             if row["root_lifecycle"] == "resident":
                 status = "dormant"
             else:
@@ -312,7 +322,9 @@ class _Run:
             status, outcome = "cancelled", failure_outcome(Stop(**stop))
         else:
             status, outcome = "failed", failure_outcome(Stop(**stop))
-        settled_now = outcome is not None and not already_settled
+        # A node alive with an outcome (a resident root that answered before) takes the
+        # new one: its outcome is its latest answer (see Store.end_run).
+        settled_now = outcome is not None and (not already_settled or row["status"] not in SETTLED)
         done: dict[str, Any] = {"continue": False, "status": status, "settled": settled_now}
         if settled_now:
             done["outcome"] = outcome  # announced as is (see _announce)
@@ -363,17 +375,30 @@ def _failed(exc: Exception) -> Stop:
 
 
 def _done_outcome(
-    row: dict[str, Any], pending: Any, reply: str | None, final_report: str | None
+    row: dict[str, Any], pending: Any, stop: dict[str, Any], final_report: str | None
 ) -> dict[str, Any]:
+    reply, stop_reason = stop.get("reply"), stop.get("stop_reason")  # (older records: none)
     if row["output_schema"] is None:
+        if reply is None and stop_reason == "max_tokens":
+            # Cut off before it wrote a word: there is no answer, and saying "completed"
+            # would hide that. (Cut off mid-answer, the text it wrote is its result.)
+            return failure_outcome(
+                Stop(
+                    kind="failed",
+                    reason="max_tokens",
+                    message="the model's answer was cut off by its token limit (max_tokens) "
+                    "before it wrote any text",
+                )
+            )
         return {
             "kind": "result",
             "structured_result": None,
             "output_text": reply,
             "final_report_path": final_report,
+            "stop_reason": stop_reason,
         }
     if pending is None:
-        stop = Stop(
+        failed = Stop(
             kind="failed",
             reason="no_result",
             message=(
@@ -382,7 +407,7 @@ def _done_outcome(
             ),
             error_type=NO_RESULT,
         )
-        return failure_outcome(stop)
+        return failure_outcome(failed)
     if pending["kind"] == "declined":
         return {
             "kind": "failure",
@@ -395,6 +420,7 @@ def _done_outcome(
         "structured_result": pending["value"],
         "output_text": reply,
         "final_report_path": final_report,
+        "stop_reason": stop_reason,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from ..tools import Skill
 from ..tools.present import present_tools
@@ -24,8 +25,11 @@ When the job produced files the user should receive, hand them back explicitly a
 """
 
 
-def present(root: str | os.PathLike[str] = ".") -> Skill:
-    """Hand output back from ``root`` as files or a zip (with the present tools)."""
+def present(
+    root: str | os.PathLike[str] = ".", hidden: Iterable[str | os.PathLike[str]] = ()
+) -> Skill:
+    """Hand output back from ``root`` as files or a zip (with the present tools);
+    ``hidden`` paths inside ``root`` are never presented."""
     return Skill(
         name="present",
         description=(
@@ -33,5 +37,5 @@ def present(root: str | os.PathLike[str] = ".") -> Skill:
             "individual files and one zip, and leaves build artifacts out."
         ),
         instructions=_INSTRUCTIONS,
-        tools=present_tools(root),
+        tools=present_tools(root, hidden=hidden),
     )

@@ -177,6 +177,8 @@ def _walk(
         for d in sorted(dirs):
             entry = here / d
             name = workspace.show(entry)
+            if workspace.hidden and workspace.hides(entry):
+                continue  # as if it were not there (the daemon's home)
             if entry.is_symlink():
                 # Never followed: it could loop, or lead out of the root.
                 selection.skipped.append((name + "/", "symlinked directory, not followed"))
@@ -190,6 +192,8 @@ def _walk(
         for f in sorted(files):
             entry = here / f
             name = workspace.show(entry)
+            if workspace.hidden and workspace.hides(entry):
+                continue
             if reason := _left_out(entry, name):
                 selection.skipped.append((name, reason))
             elif _matches(f, name, exclude):

@@ -102,6 +102,10 @@ class Sandbox:
             if isinstance(value, str):
                 raise TypeError(f"Sandbox.{name} is a list of paths, not one string")
             object.__setattr__(self, name, tuple(_absolute(p, name) for p in value))
+        if "/" in self.writable:
+            # Bound whole, the host's / would bring its /proc (the parent's environment)
+            # and /dev back over the sandbox's own.
+            raise ValueError("Sandbox.writable cannot hold / itself: name narrower folders")
         if self.visible is not None:
             if isinstance(self.visible, str):
                 raise TypeError("Sandbox.visible is a list of paths, not one string")

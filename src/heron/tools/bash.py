@@ -192,6 +192,11 @@ def bash_tools(
     if sandbox is not None:
         if not isinstance(sandbox, Sandbox):
             raise UserError(f"sandbox must be a Sandbox, not {type(sandbox).__name__}")
+        if str(root) == "/":
+            raise UserError(
+                "a sandboxed shell cannot work in /: its directory is made writable, and all "
+                "of / cannot be; give a narrower cwd"
+            )
         if str(root) not in sandbox.writable:
             sandbox = dataclasses.replace(sandbox, writable=(*sandbox.writable, str(root)))
     session = BashSession(

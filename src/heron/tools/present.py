@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -100,10 +101,16 @@ def _size(n: int) -> str:
 class _PresentTool(Tool):
     """What both present tools share: the root, the options and the file walk."""
 
-    def __init__(self, root: str | os.PathLike[str], *, max_files: int = 10_000) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_files: int = 10_000,
+        hidden: Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
         if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
             raise UserError(f"max_files must be a positive integer, not {max_files!r}")
-        self.workspace = Workspace(root)
+        self.workspace = Workspace(root, hidden)
         """Where the tool works: paths are confined to its root."""
         self.root = self.workspace.root
         """The directory the tool works under, resolved when the tool was made."""
@@ -131,7 +138,8 @@ class _PresentTool(Tool):
         return (
             type(other) is type(self)
             and isinstance(other, _PresentTool)
-            and (other.root, other.max_files) == (self.root, self.max_files)
+            and (other.root, other.max_files, other.workspace.hidden)
+            == (self.root, self.max_files, self.workspace.hidden)
         )
 
 
@@ -247,10 +255,22 @@ def _write_zip(target: Path, selection: Selection) -> None:
         raise
 
 
-def present_tools(root: str | os.PathLike[str], *, max_files: int = 10_000) -> list[Tool]:
+def present_tools(
+    root: str | os.PathLike[str],
+    *,
+    max_files: int = 10_000,
+    hidden: Iterable[str | os.PathLike[str]] = (),
+) -> list[Tool]:
     """``present-files`` and ``present-zip``, working under ``root``.
 
     ``root`` must be an existing directory; ``max_files`` bounds how many files
-    one call may hand back.
+    one call may hand back. ``hidden`` paths inside ``root`` are as good as absent
+    (as for :func:`filesystem_tools`): never presented nor zipped.
     """
-    return [PresentFilesTool(root, max_files=max_files), PresentZipTool(root, max_files=max_files)]
+    if isinstance(hidden, str | bytes | os.PathLike):
+        raise UserError("hidden is a list of paths, not one path")
+    hidden = tuple(hidden)
+    return [
+        PresentFilesTool(root, max_files=max_files, hidden=hidden),
+        PresentZipTool(root, max_files=max_files, hidden=hidden),
+    ]

@@ -295,6 +295,11 @@ class _Generation:
 
     def run(self) -> ChatResponse:
         llm = self.model.llm
+        routed = self._routed_tools()
+        if routed:
+            # The reply is a call to one of these, its form fixed by the grammar: the
+            # prompt offers only them (a small model reads every tool's schema slowly).
+            self.offered = routed
         rendered = self._render()
         # Some templates open the reasoning block in the prompt: the reply starts inside it.
         thinking = rendered.rstrip().endswith(THINK_OPEN)
@@ -306,7 +311,6 @@ class _Generation:
         if self.provider.n_ctx - len(prompt) < _MIN_ROOM:
             raise self._overflow(len(prompt))
         with self.model.lock:
-            routed = self._routed_tools()
             if routed:
                 calls, reason = self._call(prompt, CALL_OPEN, routed)
             else:

@@ -50,20 +50,25 @@ class Block:
     text: str
     line: int
     """The line of its first content line (1-based), for messages and tracebacks."""
-
-    @property
-    def id(self) -> str:
-        return f"{self.lang or 'plain'}-L{self.line}"
+    id: str
+    """A name that survives edits elsewhere: its section's heading and its place there."""
 
 
 def readme_blocks() -> list[Block]:
     """Every fenced block of the README, in order."""
-    blocks, lang, start, lines = [], None, 0, []
+    blocks: list[Block] = []
+    lang: str | None = None
+    start, lines, section, seen = 0, [], "top", 0
     for number, line in enumerate(README.read_text(encoding="utf-8").splitlines(), start=1):
-        if lang is None and line.startswith("```"):
+        if lang is None and line.startswith("#"):
+            section = "-".join(re.findall(r"[a-z0-9]+", line.lower()))[:40] or "top"
+            seen = 0
+        elif lang is None and line.startswith("```"):
             lang, start, lines = line[3:].strip(), number + 1, []
         elif lang is not None and line.startswith("```"):
-            blocks.append(Block(lang=lang, text="\n".join(lines) + "\n", line=start))
+            seen += 1
+            name = f"{section}-{seen}-{lang or 'plain'}"
+            blocks.append(Block(lang=lang, text="\n".join(lines) + "\n", line=start, id=name))
             lang = None
         elif lang is not None:
             lines.append(line)
@@ -321,7 +326,7 @@ def test_block_runs(block: Block, place: dict[str, str]) -> None:
     if reason is not None:
         pytest.skip(reason)
     if block.lang == "python":
-        out = _run_python(block, place, timeout=180)
+        out = _run_python(block, place, timeout=600)
     else:
         if "curl " in block.text and shutil.which("curl") is None:
             pytest.skip("curl is not installed")

@@ -120,3 +120,15 @@ def test_the_route_matcher() -> None:
     assert route_named("/v1/crons/{cron_id}/run", readme)
     assert not route_named("/v1/memory", readme)
     assert not route_named("/v1/nodes/{node_id}/fork", readme)
+
+
+def test_every_file_the_readme_links_or_names_exists() -> None:
+    """Links and ``python bench/...`` / ``examples/...`` paths point at files of the
+    repository (the README once pointed at a design file outside it)."""
+    root = README.parent
+    text = README.read_text(encoding="utf-8")
+    named = set(re.findall(r"\]\(([^)#:]+)\)", text))
+    named |= set(re.findall(r"\b((?:bench|examples|docker|tests)/[\w./-]+\.\w+)", text))
+    named |= set(re.findall(r"`(\.\./[^`]+)`", text))
+    missing = sorted(p for p in named if not (root / p).exists())
+    assert not missing, f"the README names files that are not there: {missing}"

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from heron.providers import LocalProvider, ScriptedProvider
 from heron.runtime._kinds import BUILTIN_KINDS
 from heron.runtime._node_tools import SMALL_MODEL_TOOLS, node_tools
 from heron.runtime._workflow import _instruction, _small_instruction, _small_model
 from heron.tools import Tool, ToolContext
+
+from .conftest import Daemon, wait_settled
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -76,3 +82,25 @@ def test_a_small_models_instruction_is_only_what_the_task_needs() -> None:
     assert with_schema == "When you have the answer, call `submit-result` with it."
     context = _small_instruction({**plan, "situational_context": "It is a test."})
     assert "It is a test." in context
+
+
+@pytest.mark.slow
+def test_the_readme_time_node_answers_on_the_embedded_model(tmp_path: Path) -> None:
+    """The README's first node example on the embedded model itself, with every scope
+    (two dozen tools before): it calls the clock and answers with the time, as
+    ``heron run`` does."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERON_")}
+    daemon = Daemon(tmp_path / "home", env={**env, "HERON_WARM_POOL": "0"})
+    daemon.env.pop("HERON_PROVIDER", None)
+    daemon.start()
+    try:
+        with daemon.client(timeout=60) as client:
+            created = client.post("/v1/nodes", json={"prompt": "What time is it in UTC?"})
+            node_id = created.json()["node_id"]
+            told = wait_settled(client, node_id, timeout=900)["outcome"]
+            assert told["kind"] == "result", told
+            assert str(datetime.now(UTC).year) in (told["output_text"] or "")
+            transcript = client.get("/v1/canvas/history/read", params={"node_id": node_id})
+            assert "get-current-time" in transcript.text
+    finally:
+        daemon.stop()

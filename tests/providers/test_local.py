@@ -77,6 +77,20 @@ async def test_a_routed_call_is_asked_with_only_the_routed_tools_in_the_prompt(
 
 
 @pytest.mark.slow
+async def test_a_routed_call_reads_the_file_the_request_names(
+    provider: LocalProvider, tmp_path: Path
+) -> None:
+    from heron.tools import filesystem_tools
+
+    tools = [t.schema for t in filesystem_tools(tmp_path)]
+    question = [Message.user("Read pyproject.toml here and report the package's version.")]
+    reply = await provider.chat(question, tools=tools)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("fs-read-file", {"path": "pyproject.toml"})
+    ]
+
+
+@pytest.mark.slow
 async def test_text_streams_in_deltas_that_add_up_to_the_reply(provider: LocalProvider) -> None:
     chunks: list[StreamChunk] = []
     response = await provider.chat(

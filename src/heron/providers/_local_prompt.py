@@ -22,7 +22,9 @@ __all__ = [
     "CALL_CLOSE",
     "CALL_OPEN",
     "calls_grammar",
+    "named_file",
     "parse_calls",
+    "pinned_to_file",
     "relevant_tools",
     "template_messages",
     "tool_prompt",
@@ -131,6 +133,35 @@ def relevant_tools(request: str, tools: Sequence[ToolSchema]) -> list[ToolSchema
             readers = [s for s in chosen if "read" in _words(s.name, generic=True)]
             chosen = readers or chosen
     return chosen
+
+
+def named_file(request: str) -> str | None:
+    """The one file a request names (``pyproject.toml``), else ``None`` (none, or several)."""
+    names = set(_FILE_NAME.findall(request))
+    return names.pop() if len(names) == 1 else None
+
+
+def pinned_to_file(schema: ToolSchema, path: str) -> ToolSchema:
+    """``schema`` for a routed call about the file at ``path``: its ``path`` argument fixed
+    to it and its optional arguments left out, so the call the grammar lets a small model
+    write reads that file whole (left to itself, it wrote ``path.py`` and ``skip_chars``).
+    A tool without a ``path`` string parameter is returned as it is."""
+    properties = schema.input_schema.get("properties", {})
+    if properties.get("path", {}).get("type") != "string":
+        return schema
+    required = [name for name in schema.input_schema.get("required", []) if name != "path"]
+    fixed = {"path": {"type": "string", "const": path}}
+    fixed.update({name: properties[name] for name in required if name in properties})
+    return ToolSchema(
+        name=schema.name,
+        description=schema.description,
+        input_schema={
+            "type": "object",
+            "properties": fixed,
+            "required": ["path", *required],
+            "additionalProperties": False,
+        },
+    )
 
 
 def _call_schema(schema: ToolSchema) -> dict[str, Any]:

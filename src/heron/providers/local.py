@@ -33,7 +33,15 @@ from ._gguf import GGUFError, read_metadata
 from ._local_cpu import cpu_flags, decide_repack
 from ._local_model import LoadedModel, load_model
 from ._local_output import THINK_OPEN, OutputSplitter, Piece
-from ._local_prompt import CALL_OPEN, calls_grammar, parse_calls, relevant_tools, template_messages
+from ._local_prompt import (
+    CALL_OPEN,
+    calls_grammar,
+    named_file,
+    parse_calls,
+    pinned_to_file,
+    relevant_tools,
+    template_messages,
+)
 
 if TYPE_CHECKING:
     import llama_cpp
@@ -297,8 +305,13 @@ class _Generation:
         llm = self.model.llm
         routed = self._routed_tools()
         if routed:
-            # The reply is a call to one of these, its form fixed by the grammar: the
-            # prompt offers only them (a small model reads every tool's schema slowly).
+            # A file the request names is the one the call works on (small models
+            # garble paths), and the reply is a call to one of these, its form fixed by
+            # the grammar: the prompt offers only them (a small model reads every tool's
+            # schema slowly).
+            path = named_file(self.messages[-1].text)
+            if path is not None:
+                routed = [pinned_to_file(schema, path) for schema in routed]
             self.offered = routed
         rendered = self._render()
         # Some templates open the reasoning block in the prompt: the reply starts inside it.

@@ -238,6 +238,7 @@ class TestJson:
         outcome = heron("run", "What time is it in Tokyo?", "-p", script(TOKYO_SCRIPT), "--json")
         assert (outcome.code, outcome.stderr) == (0, "")
         data = json.loads(outcome.stdout)  # stdout is the JSON and nothing else
+        assert data["reply"] == "It is late in Tokyo."  # as the README lists it
         assert data["output"] == [{"role": "assistant", "content": "It is late in Tokyo."}]
         (call,) = data["tool_calls"]
         assert call["id"] == "call_1"

@@ -106,7 +106,11 @@ async def test_requests_for_nobody_replace_dismiss_and_cancel(on: On) -> None:
     )
     assert replaced.revision == 2 and replaced.questions[0].question == "Which name?"
     with pytest.raises(ConflictError) as stale:
-        await on(lambda c: requests(c).replace(created.request_id, title="t", body="b", revision=1))
+        await on(
+            lambda c: requests(c).replace(
+                created.request_id, title="t", questions=[], body="b", revision=1
+            )
+        )
     assert stale.value.code == "revision_conflict"
     with pytest.raises(UnprocessableEntityError) as wrong:
         await on(lambda c: requests(c).respond(created.request_id, answers=[{"choices": ["a"]}]))
@@ -133,7 +137,7 @@ BAD_IDS = ["", "bad id", "../x", 7, None]
 
 CALLS_WITH_AN_ID: list[Callable[[Any, Any], Any]] = [
     lambda c, bad: c.human.requests.retrieve(bad),
-    lambda c, bad: c.human.requests.replace(bad, title="t"),
+    lambda c, bad: c.human.requests.replace(bad, title="t", questions=[]),
     lambda c, bad: c.human.requests.respond(bad, text="x"),
     lambda c, bad: c.human.requests.dismiss(bad),
     lambda c, bad: c.human.requests.cancel(bad),
@@ -176,3 +180,6 @@ def test_bad_arguments_are_refused_locally(tmp_path: Path) -> None:
             sync.human.inbox.respond("hr_1")
         with pytest.raises(ValueError, match="limit"):
             sync.human.inbox.list(limit=0)
+        # A replacement names the questions it keeps: leaving them out would delete them.
+        with pytest.raises(TypeError, match="questions"):
+            sync.human.requests.replace("hr_1", title="t")  # type: ignore[call-arg]

@@ -15,6 +15,7 @@ from heron.client import (
     BadRequestError,
     ConflictError,
     Heron,
+    MemoryList,
     NotFoundError,
     UnprocessableEntityError,
 )
@@ -81,10 +82,14 @@ async def test_list_pages_and_list_all(on: On, profile: str) -> None:
     for path in paths:
         await on(lambda c, path=path: c.memory.create(path, f"body {path}", profile=profile))
     first = await on(lambda c: c.memory.list(profile=profile, limit=2))
-    assert isinstance(first, api.MemoryPage)
-    assert [e.path for e in first.items] == paths[:2] and first.next_cursor is not None
+    # A page is a plain list, as search and history answer: iterating it yields entries.
+    assert isinstance(first, MemoryList) and isinstance(first, list)
+    assert all(isinstance(e, api.MemoryEntrySummary) for e in first)
+    assert [e.path for e in first] == paths[:2] and first.next_cursor is not None
     second = await on(lambda c: c.memory.list(profile=profile, limit=2, cursor=first.next_cursor))
-    assert [e.path for e in second.items] == paths[2:4]
+    assert [e.path for e in second] == paths[2:4]
+    last = await on(lambda c: c.memory.list(profile=profile, limit=2, cursor=second.next_cursor))
+    assert [e.path for e in last] == paths[4:] and last.next_cursor is None
     everything = await on(lambda c: c.memory.list_all(profile=profile))
     assert [e.path for e in everything] == paths
     assert [e.path for e in await on(lambda c: c.memory.list_all(profile=profile, prefix="k"))] == (
@@ -143,7 +148,7 @@ async def test_list_filters_by_tags_and_a_bare_string_is_refused(on: On) -> None
     await on(lambda c: c.memory.create("a", "one", tags=["x", "y"], profile=profile))
     await on(lambda c: c.memory.create("b", "two", tags=["x"], profile=profile))
     page = await on(lambda c: c.memory.list(profile=profile, tags=["y"]))
-    assert [e.path for e in page.items] == ["a"]
+    assert [e.path for e in page] == ["a"]
     every = await on(lambda c: c.memory.list_all(profile=profile, tags=["X"]))
     assert [e.path for e in every] == ["a", "b"]
     for call in (

@@ -60,6 +60,37 @@ async def test_the_time_question_is_answered_after_a_real_tool_call(
 
 
 @pytest.mark.slow
+async def test_a_routed_call_is_asked_with_only_the_routed_tools_in_the_prompt(
+    provider: LocalProvider, tmp_path: Path
+) -> None:
+    """The call's form is the grammar's: the other tools' schemas would only make a small
+    model read more (a node's file request waited minutes on every tool's schema)."""
+    from heron.tools import filesystem_tools
+
+    question = [Message.user("What time is it in UTC?")]
+    alone = await provider.chat(question, tools=[TIME])
+    others = [t.schema for t in filesystem_tools(tmp_path)]
+    among = await provider.chat(question, tools=[*others, TIME])
+    assert [c.name for c in alone.tool_calls] == [c.name for c in among.tool_calls]
+    assert [c.name for c in among.tool_calls] == ["get-current-time"]
+    assert among.input_tokens == alone.input_tokens
+
+
+@pytest.mark.slow
+async def test_a_routed_call_reads_the_file_the_request_names(
+    provider: LocalProvider, tmp_path: Path
+) -> None:
+    from heron.tools import filesystem_tools
+
+    tools = [t.schema for t in filesystem_tools(tmp_path)]
+    question = [Message.user("Read pyproject.toml here and report the package's version.")]
+    reply = await provider.chat(question, tools=tools)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("fs-read-file", {"path": "pyproject.toml"})
+    ]
+
+
+@pytest.mark.slow
 async def test_text_streams_in_deltas_that_add_up_to_the_reply(provider: LocalProvider) -> None:
     chunks: list[StreamChunk] = []
     response = await provider.chat(

@@ -10,7 +10,9 @@ from llama_cpp.llama_grammar import LlamaGrammar
 from heron import Message, ToolCall, ToolSchema
 from heron.providers._local_prompt import (
     calls_grammar,
+    named_file,
     parse_calls,
+    pinned_to_file,
     relevant_tools,
     template_messages,
     tool_prompt,
@@ -70,6 +72,50 @@ def test_routing_prefers_the_tool_whose_name_holds_the_requests_verb() -> None:
         "fs-write-file"
     ]
     assert relevant_tools("read me a story", [WRITE, read]) == []
+
+
+@pytest.mark.parametrize(
+    ("request_text", "expected"),
+    [
+        # The README's node examples: a file named, no tool's verb (or only "read").
+        ("Read pyproject.toml here and report the package's name and version.", "fs-read-file"),
+        ("Summarise README.md", "fs-read-file"),
+        ("What does docs/guide.md say about setup?", "fs-read-file"),
+        ("Save this poem to poem.txt", "fs-write-file"),
+        ("Write hello to notes.txt", "fs-write-file"),
+        ("List the files here", "fs-list-directory"),
+        ("What time is it in UTC?", "get-current-time"),
+        # No file in these: "e.g.", "U.S." and "2.0" are no file names.
+        ("Tell me about Python 2.0, e.g. its U.S. release.", None),
+    ],
+)
+def test_a_named_file_routes_to_the_file_tool_that_fits(
+    request_text: str, expected: str | None
+) -> None:
+    from heron.tools import filesystem_tools
+
+    tools = [TIME, *(t.schema for t in filesystem_tools("."))]
+    chosen = [t.name for t in relevant_tools(request_text, tools)]
+    assert chosen == ([expected] if expected else [])
+
+
+def test_a_routed_call_about_a_named_file_has_its_path_fixed() -> None:
+    from heron.tools import filesystem_tools
+
+    assert named_file("Read pyproject.toml here and report its version.") == "pyproject.toml"
+    assert named_file("Compare a.txt with b.txt") is None  # two files: nothing is fixed
+    assert named_file("What time is it?") is None
+    tools = {t.name: t.schema for t in filesystem_tools(".")}
+    read = pinned_to_file(tools["fs-read-file"], "pyproject.toml")
+    # Only the path, and it can only be that file: the optional arguments are left out.
+    assert read.input_schema["properties"] == {
+        "path": {"type": "string", "const": "pyproject.toml"}
+    }
+    grammar = LlamaGrammar.from_string(calls_grammar([read]), verbose=False)
+    assert grammar is not None
+    write = pinned_to_file(tools["fs-write-file"], "notes.txt")
+    assert set(write.input_schema["required"]) == {"path", "content"}  # content stays
+    assert pinned_to_file(TIME, "notes.txt") is TIME  # no path: as it is
 
 
 def test_tool_prompt_lists_every_tool_with_its_schema() -> None:

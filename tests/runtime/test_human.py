@@ -390,6 +390,21 @@ class TestRequests:
         assert client.post(f"{path}/respond", json=answer).is_success
         assert error_code(client.put(path, json=new)) == (409, "request_not_open")
 
+    def test_replace_without_questions_is_refused_not_a_silent_delete(
+        self, client: httpx.Client
+    ) -> None:
+        created = client.post(
+            "/v1/human/requests", json={"title": "Q", "questions": [{"question": "One?"}]}
+        ).json()
+        path = f"/v1/human/requests/{created['request_id']}"
+        refused = client.put(path, json={"title": "Q2", "body": "b", "revision": 1})
+        assert error_code(refused) == (422, "invalid_request")
+        assert "questions" in refused.text
+        kept = client.get(path).json()
+        assert kept["revision"] == 1 and kept["questions"][0]["question"] == "One?"
+        dropped = client.put(path, json={"title": "Q2", "body": "b", "questions": []}).json()
+        assert dropped["questions"] == [] and dropped["revision"] == 2
+
 
 BAD_ID = "not a valid id!"
 UNKNOWN = "hr_0000000000000000"
@@ -399,7 +414,7 @@ UNKNOWN = "hr_0000000000000000"
     ("method", "path", "body"),
     [
         ("GET", "/v1/human/requests/{id}", None),
-        ("PUT", "/v1/human/requests/{id}", {"title": "t", "body": "b"}),
+        ("PUT", "/v1/human/requests/{id}", {"title": "t", "body": "b", "questions": []}),
         ("POST", "/v1/human/requests/{id}/respond", {"text": "x"}),
         ("POST", "/v1/human/requests/{id}/dismiss", {}),
         ("POST", "/v1/human/requests/{id}/cancel", {}),

@@ -214,8 +214,9 @@ class HumanRequestReplace(RequestModel):
     """The new title."""
     body: _Text | None = None
     """The new body."""
-    questions: list[HumanQuestionInput] = Field(default_factory=list, max_length=MAX_QUESTIONS)
-    """The new questions."""
+    questions: list[HumanQuestionInput] = Field(max_length=MAX_QUESTIONS)
+    """The new questions, all of them (required: ``[]`` drops them, so a replacement
+    never deletes them by leaving the field out)."""
     revision: Annotated[int, Field(ge=1, le=2**53 - 1)] | None = None
     """Replace only if the request is still at this revision (``409 revision_conflict``)."""
 

@@ -323,7 +323,8 @@ def run(
         console = Console(highlight=False)
         if as_json:
             result = asyncio.run(_answer(agent, prompt, None, close=True))
-            console.print_json(data=result.export())
+            # The reply first (what a script wants), then the record export() keeps.
+            console.print_json(data={"reply": result.reply, **result.export()})
         else:
             view = LiveView(console)
             result = asyncio.run(_answer(agent, prompt, view, close=True))

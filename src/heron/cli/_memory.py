@@ -129,9 +129,9 @@ def list_(
                 profile=profile, prefix=prefix, limit=limit, cursor=cursor, tags=tag
             )
             if as_json:
-                _print_json(page)
+                _print_json(api.MemoryPage(items=page, next_cursor=page.next_cursor))
                 return
-            entries, next_cursor = page.items, page.next_cursor
+            entries, next_cursor = page, page.next_cursor
         if not entries:
             _say("no memory entries" + (f" under {prefix}" if prefix else ""))
         else:

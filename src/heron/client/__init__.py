@@ -33,7 +33,7 @@ if typing.TYPE_CHECKING:
         RateLimitError,
         UnprocessableEntityError,
     )
-    from ._memory import MemoryUpdateParams
+    from ._memory import MemoryList, MemoryUpdateParams
     from ._node_stream import AsyncNodeStream, Listener, NodeStream
     from ._nodes import NodeList
     from ._options import Cancel, RequestOptions
@@ -75,7 +75,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "RateLimitError",
                 "UnprocessableEntityError",
             ),
-            "._memory": ("MemoryUpdateParams",),
+            "._memory": ("MemoryList", "MemoryUpdateParams"),
             "._node_stream": ("AsyncNodeStream", "Listener", "NodeStream"),
             "._nodes": ("NodeList",),
             "._options": ("Cancel", "RequestOptions"),
@@ -112,6 +112,7 @@ __all__ = [
     "Heron",
     "InternalServerError",
     "Listener",
+    "MemoryList",
     "MemoryUpdateParams",
     "NodeConfigParams",
     "NodeCreateParams",

@@ -131,14 +131,16 @@ class HumanRequests(Resource[M]):
         request_id: str,
         *,
         title: str,
-        questions: Sequence[Question] = (),
+        questions: Sequence[Question],
         body: str | None = None,
         revision: int | None = None,
         options: RequestOptions | None = None,
     ) -> Flow[api.HumanRequest]:
         """``PUT /v1/human/requests/{id}``: replace an open request's title, body and
-        questions (its ``revision`` goes up). With ``revision``, only if it is still
-        that one (``ConflictError`` ``revision_conflict`` otherwise)."""
+        questions (its ``revision`` goes up). ``questions`` must be given, as the
+        request's whole new list (``[]`` drops them): a replacement that left it out
+        would delete them unnoticed. With ``revision``, only if it is still that one
+        (``ConflictError`` ``revision_conflict`` otherwise)."""
         path = _request_path(request_id)
         request = _fields(
             title=title, questions=[_dumped(q) for q in questions], body=body, revision=revision

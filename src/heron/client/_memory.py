@@ -11,7 +11,7 @@ from ._flow import Flow
 from ._options import RequestOptions
 from ._resource import M, Resource, check_id, endpoint
 
-__all__ = ["MAX_HITS", "MAX_PAGE", "Memory", "MemoryUpdateParams"]
+__all__ = ["MAX_HITS", "MAX_PAGE", "Memory", "MemoryList", "MemoryUpdateParams"]
 
 MAX_PAGE = 200
 """The most entries one ``memory.list`` page holds."""
@@ -19,6 +19,15 @@ MAX_VERSIONS = 1000
 """The most versions one ``memory.history`` call asks for by ``limit``."""
 MAX_HITS = 100
 """The most hits one ``memory.search`` returns."""
+
+
+class MemoryList(builtins.list[api.MemoryEntrySummary]):
+    """What ``client.memory.list`` returns: a plain list of entry summaries, in path
+    order, that also knows the cursor of its next page (as ``search`` and ``history``
+    return plain lists, and ``client.nodes.list`` a list with its ``next_cursor``)."""
+
+    next_cursor: str | None = None
+    """Pass it as ``cursor`` for the next page (``None``: this was the last)."""
 
 
 class MemoryUpdateParams(TypedDict, total=False):
@@ -85,18 +94,32 @@ class Memory(Resource[M]):
         cursor: str | None = None,
         tags: Sequence[str] | None = None,
         options: RequestOptions | None = None,
-    ) -> Flow[api.MemoryPage]:
+    ) -> Flow[MemoryList]:
         """``GET /v1/memory``: one page of live entries in path order, without their
-        bodies (``retrieve`` one for its body).
+        bodies (``retrieve`` one for its body), as a plain list.
 
         ``prefix`` keeps the entries at that path or under it; ``limit`` (1-200,
         default 50 by the daemon) sizes the page; ``cursor`` is the previous page's
-        ``next_cursor`` (``None`` on the last page). ``list_all`` follows them all.
-        ``tags`` keeps the entries carrying every one of them.
+        ``next_cursor`` (the list's, ``None`` on the last page). ``list_all`` follows
+        them all. ``tags`` keeps the entries carrying every one of them::
+
+            page = client.memory.list(limit=50)
+            for entry in page:
+                print(entry.path)
+            if page.next_cursor is not None:
+                page = client.memory.list(limit=50, cursor=page.next_cursor)
         """
         query = {**_profile(profile), "prefix": prefix, "limit": _limit(limit, MAX_PAGE)}
         query.update(cursor=cursor, tag=_tags(tags))
-        return self._call("GET", "/v1/memory", api.MemoryPage, query=query, options=options)
+        return self._page(query, options)
+
+    def _page(self, query: dict[str, Any], options: RequestOptions | None) -> Flow[MemoryList]:
+        page: api.MemoryPage = yield from self._call(
+            "GET", "/v1/memory", api.MemoryPage, query=query, options=options
+        )
+        entries = MemoryList(page.items)
+        entries.next_cursor = page.next_cursor
+        return entries
 
     @endpoint
     def list_all(

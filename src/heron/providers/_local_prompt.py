@@ -22,7 +22,9 @@ __all__ = [
     "CALL_CLOSE",
     "CALL_OPEN",
     "calls_grammar",
+    "named_file",
     "parse_calls",
+    "pinned_to_file",
     "relevant_tools",
     "template_messages",
     "tool_prompt",
@@ -41,6 +43,12 @@ _STOPWORDS = frozenset(
     create read write list optional optionally default current new one""".split()
 )
 _IMAGE_OMITTED = "[image omitted: this model cannot see images]"
+# A file named in a request: ``pyproject.toml``, ``docs/guide.md``, ``./run.sh`` (a stem
+# of two characters or more, or a folder, and an extension starting with a letter, so
+# "e.g.", "U.S." and "2.0" are no files).
+_FILE_NAME = re.compile(
+    r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]{2,}(?:\.[\w-]+)*\.[A-Za-z]\w{0,7}(?![\w/])"
+)
 
 
 def tool_prompt(tools: Sequence[ToolSchema]) -> str:
@@ -88,13 +96,22 @@ def relevant_tools(request: str, tools: Sequence[ToolSchema]) -> list[ToolSchema
     ``fs-list-directory``): alone, such a verb means little ("write a haiku"
     is no call to ``fs-write-file``). Among relevant tools only the
     best-scoring are kept, the verb adding 2, so that "read the file" picks
-    ``fs-read-file`` rather than every tool about files. Small models rarely
+    ``fs-read-file`` rather than every tool about files. A file name in the request
+    (``pyproject.toml``) counts as the words "file" and "path", and when it leaves
+    file tools tied with no verb of a tool's name in the request, the one reading
+    wins: "Summarise README.md" reads it. Small models rarely
     decide to call a tool on their own, so the provider makes its first reply
     to such a request a call to one of these tools.
     """
     asked, asked_generic = _words(request), _words(request, generic=True)
     names = [schema.name.replace("-", " ").replace("_", " ") for schema in tools]
     shared = Counter(word for name in names for word in _words(name))
+    # A request naming a file ("Summarise README.md") is about a file and its path; with
+    # no verb of any tool's name in it, reading the file is what it asks first (a tie
+    # between file tools goes to the reading one).
+    names_a_file = bool(_FILE_NAME.search(request))
+    if names_a_file:
+        asked |= {"file", "path"}
     scored: list[tuple[int, ToolSchema]] = []
     for schema, name in zip(tools, names, strict=True):
         name_words = _words(name)
@@ -109,7 +126,42 @@ def relevant_tools(request: str, tools: Sequence[ToolSchema]) -> list[ToolSchema
         if score >= 2 or (score == 1 and verbs):
             scored.append((score + verbs, schema))
     best = max((score for score, _ in scored), default=0)
-    return [schema for score, schema in scored if score == best]
+    chosen = [schema for score, schema in scored if score == best]
+    if names_a_file and len(chosen) > 1:
+        tool_verbs = {w for name in names for w in _words(name, generic=True)}
+        if not asked_generic & tool_verbs:
+            readers = [s for s in chosen if "read" in _words(s.name, generic=True)]
+            chosen = readers or chosen
+    return chosen
+
+
+def named_file(request: str) -> str | None:
+    """The one file a request names (``pyproject.toml``), else ``None`` (none, or several)."""
+    names = set(_FILE_NAME.findall(request))
+    return names.pop() if len(names) == 1 else None
+
+
+def pinned_to_file(schema: ToolSchema, path: str) -> ToolSchema:
+    """``schema`` for a routed call about the file at ``path``: its ``path`` argument fixed
+    to it and its optional arguments left out, so the call the grammar lets a small model
+    write reads that file whole (left to itself, it wrote ``path.py`` and ``skip_chars``).
+    A tool without a ``path`` string parameter is returned as it is."""
+    properties = schema.input_schema.get("properties", {})
+    if properties.get("path", {}).get("type") != "string":
+        return schema
+    required = [name for name in schema.input_schema.get("required", []) if name != "path"]
+    fixed = {"path": {"type": "string", "const": path}}
+    fixed.update({name: properties[name] for name in required if name in properties})
+    return ToolSchema(
+        name=schema.name,
+        description=schema.description,
+        input_schema={
+            "type": "object",
+            "properties": fixed,
+            "required": ["path", *required],
+            "additionalProperties": False,
+        },
+    )
 
 
 def _call_schema(schema: ToolSchema) -> dict[str, Any]:

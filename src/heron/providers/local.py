@@ -33,7 +33,15 @@ from ._gguf import GGUFError, read_metadata
 from ._local_cpu import cpu_flags, decide_repack
 from ._local_model import LoadedModel, load_model
 from ._local_output import THINK_OPEN, OutputSplitter, Piece
-from ._local_prompt import CALL_OPEN, calls_grammar, parse_calls, relevant_tools, template_messages
+from ._local_prompt import (
+    CALL_OPEN,
+    calls_grammar,
+    named_file,
+    parse_calls,
+    pinned_to_file,
+    relevant_tools,
+    template_messages,
+)
 
 if TYPE_CHECKING:
     import llama_cpp
@@ -295,6 +303,16 @@ class _Generation:
 
     def run(self) -> ChatResponse:
         llm = self.model.llm
+        routed = self._routed_tools()
+        if routed:
+            # A file the request names is the one the call works on (small models
+            # garble paths), and the reply is a call to one of these, its form fixed by
+            # the grammar: the prompt offers only them (a small model reads every tool's
+            # schema slowly).
+            path = named_file(self.messages[-1].text)
+            if path is not None:
+                routed = [pinned_to_file(schema, path) for schema in routed]
+            self.offered = routed
         rendered = self._render()
         # Some templates open the reasoning block in the prompt: the reply starts inside it.
         thinking = rendered.rstrip().endswith(THINK_OPEN)
@@ -306,7 +324,6 @@ class _Generation:
         if self.provider.n_ctx - len(prompt) < _MIN_ROOM:
             raise self._overflow(len(prompt))
         with self.model.lock:
-            routed = self._routed_tools()
             if routed:
                 calls, reason = self._call(prompt, CALL_OPEN, routed)
             else:

@@ -37,6 +37,7 @@ __all__ = [
     "ENFORCED_SCOPES",
     "KIND_FIXED_TOOLS",
     "SCHEDULE_TOOLS",
+    "SMALL_MODEL_TOOLS",
     "DeclineTool",
     "NodeTools",
     "SubmitResultTool",
@@ -233,6 +234,7 @@ def node_tools(
     schedule: Sequence[Tool] = (),
     ask: Tool | None = None,
     hidden: tuple[str, ...] = (),
+    small: bool = False,
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
@@ -251,6 +253,8 @@ def node_tools(
     ``shell(workspace)``, when given, supplies the bash tools, owned by the caller
     (they are not among the closers); otherwise new ones are made. ``hidden`` paths
     (the daemon's own files) are out of the file tools' reach even inside ``workspace``.
+    With ``small`` (a model too small to choose among many tools) only the
+    :data:`SMALL_MODEL_TOOLS` among them are offered, and an orchestrator's tools.
     """
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
@@ -277,7 +281,27 @@ def node_tools(
         made.tools.append(ask if ask is not None else question_answer_tool())
     made.tools += [t for t in memory if wanted(t.name)]
     made.tools += [t for t in schedule if wanted(t.name)]
+    if small:
+        made.tools = [t for t in made.tools if t.name in SMALL_MODEL_TOOLS or t in orchestrator]
     return made
+
+
+SMALL_MODEL_TOOLS = frozenset(
+    {
+        "get-current-time",
+        "fs-read-file",
+        "fs-list-directory",
+        "fs-write-file",
+        "bash-run",
+        "submit-result",
+        "decline",
+    }
+)
+"""What a node on a small embedded model is offered of its tools: the clock, reading,
+listing and writing files, one shell command, and its ways to finish. Every tool's schema
+goes into such a model's prompt, and a model under a billion parameters reads two dozen
+of them slowly and then cannot choose among them (it answered a request to read a file
+with a memory tool); these few are the ones its requests name."""
 
 
 SCHEDULE_TOOLS = ("cron-create", "cron-list", "cron-delete")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS
 
@@ -35,6 +35,9 @@ from ._runs import (
     run_workflow_id,
 )
 from ._worktrees import active_worktree
+
+if TYPE_CHECKING:
+    from ..providers import Provider
 
 __all__ = ["node_run"]
 
@@ -165,6 +168,7 @@ class _Run:
             return engine.jobs.shell(node_id, workspace, network=network)
 
         keep = keeps(kind.tools)
+        small = _small_model(engine.providers.get(active.model))
         tools = self.tools = node_tools(
             scopes=plan["scopes"],
             output_schema=schema,
@@ -186,8 +190,12 @@ class _Run:
             ),
             schedule=cron_tools(engine, node_id, self.run),
             hidden=engine.sandbox.hidden_from_files,
+            small=small,
         )
-        skills = kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
+        # A small model gets no skills: their instructions and tools would bury the task.
+        skills = (
+            [] if small else kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
+        )
         # One context per node (``_jobs``): job ids stay unique across its runs; tool
         # storage (a planner's todo list) is the node's profile's.
         context = engine.jobs.context(node_id)
@@ -211,7 +219,7 @@ class _Run:
         return BaseAgent(
             provider=provider,
             tool_client=client,
-            instruction=_instruction(plan, kind),
+            instruction=_small_instruction(plan) if small else _instruction(plan, kind),
             skills=skills,
             name=node_id,
             state=plan["state"],
@@ -414,6 +422,27 @@ def _done_outcome(
         "final_report_path": final_report,
         "stop_reason": stop_reason,
     }
+
+
+def _small_model(provider: Provider) -> bool:
+    """Whether ``provider`` runs a model too small to choose its tools: the embedded
+    model (a :class:`~heron.providers.LocalProvider` routing tools, as it does for
+    models under a billion parameters)."""
+    return getattr(provider, "route_tools", False) is True
+
+
+def _small_instruction(plan: dict[str, Any]) -> str:
+    """A small model's instruction: only what the task needs. A persona, the kind's
+    advice and a JSON schema in prose crowd its context (``heron run``, which answers
+    well on it, has none); the tools' own schemas carry the rest."""
+    parts = []
+    if plan["output_schema"] is not None:
+        parts.append("When you have the answer, call `submit-result` with it.")
+    if plan["situational_context"]:
+        parts.append(
+            f"Situational context (background, not a request):\n{plan['situational_context']}"
+        )
+    return "\n\n".join(parts)
 
 
 def _instruction(plan: dict[str, Any], kind: Kind) -> str:

@@ -390,7 +390,10 @@ class TestReviveAll:
         assert client.get(f"/v1/nodes/{child}").json()["status"] == "failed"
 
     def test_is_not_taken_for_a_node_id(self, client: httpx.Client) -> None:
-        refused(client.get("/v1/nodes/revive-all"), 404, "node_not_found")
+        # A fixed path, not a node id: a GET is a method it does not serve.
+        response = client.get("/v1/nodes/revive-all")
+        refused(response, 405, "method_not_allowed")
+        assert response.headers["allow"] == "POST"
         assert client.post("/v1/nodes/revive-all").status_code == 200
 
 

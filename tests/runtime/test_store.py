@@ -114,11 +114,27 @@ async def test_ending_a_run_with_unread_messages_continues_instead(store: Store)
 
 async def test_a_settled_outcome_never_changes(store: Store) -> None:
     await store.insert_node(row("a"), None)
-    assert await store.settle("a", {"kind": "result", "n": 1}, "dormant") is True
+    assert await store.settle("a", {"kind": "result", "n": 1}, "completed") is True
     assert await store.settle("a", {"kind": "failure"}, "cancelled") is False
     assert await store.outcome("a") == {"kind": "result", "n": 1}
     node = await store.node("a")
     assert node is not None and node["status"] == "cancelled"
+
+
+async def test_a_close_after_a_resident_answer_replaces_it_and_keeps_the_answer(
+    store: Store,
+) -> None:
+    await store.insert_node(row("a"), None)
+    assert await store.settle("a", {"kind": "result", "n": 1}, "dormant") is True
+    assert await store.settle("a", {"kind": "failure", "reason": "cancelled"}, "cancelled") is True
+    assert await store.outcome("a") == {"kind": "failure", "reason": "cancelled"}
+    node = await store.node("a")
+    assert node is not None and node["status"] == "cancelled"
+    kept = node["extra"]["previous_outcomes"]
+    assert [entry["outcome"] for entry in kept] == [{"kind": "result", "n": 1}]
+    assert kept[0]["status"] == "dormant"
+    # Now settled for good: a later settlement changes nothing.
+    assert await store.settle("a", {"kind": "failure", "reason": "x"}, "failed") is False
 
 
 async def test_events_with_a_taken_number_do_not_block_the_others(store: Store) -> None:

@@ -90,6 +90,20 @@ def _known_scope(value: str) -> str:
     return value
 
 
+_WorktreeName = Annotated[
+    str,
+    StringConstraints(max_length=512),
+    # Documented, but checked by the daemon: another answers 422 invalid_worktree_name.
+    Field(
+        json_schema_extra={
+            "pattern": r"^(?!.*\.\.)(?!.*(?:\.|\.lock)$)[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+        }
+    ),
+]
+"""A worktree's name: an identifier git takes for a branch (no ``..``, not ending in
+``.`` or ``.lock``)."""
+
+
 Scope = Annotated[
     str,
     StringConstraints(min_length=1, max_length=256),
@@ -140,7 +154,7 @@ class NodeCreateRequest(RequestModel):
     scopes: list[Scope] | None = Field(default=None, max_length=64)
     """Per-run allow-list of :data:`SCOPES`; omitted to inherit every scope, ``[]`` for
     none (an unknown name is refused, listing the known ones)."""
-    worktree: bool | Label | None = None
+    worktree: bool | _WorktreeName | None = None
     """Work in a managed git worktree of ``cwd``'s repository: ``true`` names it after the
     node, a string names it; on a new branch ``heron/<name>`` from ``HEAD``."""
     fork_from: NodeId | None = None

@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -344,8 +344,9 @@ def _tree() -> Any:
 
 
 def _is_group(command: Any) -> bool:
-    """A command with subcommands (Typer carries its own copy of click: no isinstance)."""
-    return isinstance(getattr(command, "commands", None), dict)
+    """A command with subcommands (Typer carries its own copy of click: no isinstance;
+    the root's commands are a mapping that builds each group on first use)."""
+    return isinstance(getattr(command, "commands", None), Mapping)
 
 
 def _options(command: Any) -> set[str]:

@@ -127,6 +127,8 @@ REFUSED_BY_MEANING = {
     "invalid_questions": "a human request with neither questions nor a body",
     "invalid_response": "a response with neither answers nor a text",
     "invalid_outcome_delivery": "an outcome delivery on a node without a parent",
+    "invalid_output_schema": "an output schema given as text that is not JSON, or with a "
+    "$ref that leads nowhere",
 }
 """Refusals of a meaning no JSON Schema can state (error code: what)."""
 

@@ -227,11 +227,9 @@ def test_the_net_scope_decides_whether_commands_reach_the_network(
 ) -> None:
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
-        probe = run(
-            f'{sys.executable} -c "import socket; '
-            f"socket.create_connection(('127.0.0.1', {port}), timeout=5); "
-            "print('ok-' + 'connected')\""
-        )
+        # bash's /dev/tcp, not this Python: a node's /tmp is its own, so an interpreter
+        # installed under /tmp (a CI checkout) is out of the sandbox's sight.
+        probe = run(f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>&1 && echo ok-''connected")
         seen = {}
         for scopes in (["act"], ["act", "net"]):
             model = scripts("-".join(scopes), [{"tool_calls": [probe]}, "done"])

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -83,8 +82,10 @@ async def _sandboxed(
         server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
-            probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
-            assert "Connection refused" in await run(tools, f'{sys.executable} -c "{probe}"')
+            # bash's /dev/tcp, not this Python (it may live under /tmp, which the sandbox
+            # replaces with the given folder).
+            probe = f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>&1"
+            assert "Connection refused" in await run(tools, probe)
         finally:
             server.close()
 

@@ -21,7 +21,7 @@ MAX_HITS = 100
 """The most hits one ``memory.search`` returns."""
 
 
-class MemoryList(builtins.list[api.MemoryEntrySummary]):
+class MemoryList(builtins.list["api.MemoryEntrySummary"]):
     """What ``client.memory.list`` returns: a plain list of entry summaries, in path
     order, that also knows the cursor of its next page (as ``search`` and ``history``
     return plain lists, and ``client.nodes.list`` a list with its ``next_cursor``)."""

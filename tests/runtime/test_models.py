@@ -20,8 +20,9 @@ from .test_hosted_model import _OpenAI, fake_openai
 
 pytestmark = pytest.mark.slow
 
-KEY = "sk-installed-0f1e2d3c4b5a69788796a5b4"
-OTHER_KEY = "sk-replaced-99aa88bb77cc66dd55ee44ff"
+# Tails that are not hex: a check for a key's last characters must not match a node id.
+KEY = "sk-installed-0f1e2d3c4b5a6978qWzXkY"
+OTHER_KEY = "sk-replaced-99aa88bb77cc66ddRmQsVt"
 ENV_KEY = "sk-environment-1234567890abcdef"
 
 KEY_VARIABLES = tuple(

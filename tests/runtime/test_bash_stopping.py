@@ -19,8 +19,9 @@ from heron.runtime.shell._service import Commands
 async def test_a_command_starting_as_the_daemon_stops_is_killed(tmp_path: Path) -> None:
     """``aclose`` kills the running commands; one still starting then is killed too,
     not left to run out its timeout."""
+    jobs = SimpleNamespace(ledger=JobLedger(tmp_path / "jobs"))
     engine: Any = SimpleNamespace(
-        jobs=SimpleNamespace(ledger=JobLedger(tmp_path / "jobs")),
+        features=SimpleNamespace(get=lambda feature: jobs),  # (the only one it asks for)
         sandbox=SimpleNamespace(contain=None),
     )
     commands = Commands(engine)

@@ -58,7 +58,7 @@ class _Spawn(Tool):
 
 
 def test_an_orchestrator_on_a_small_model_keeps_its_child_tools(tmp_path: Path) -> None:
-    names = _names(tmp_path, scopes=[], small=True, orchestrator=[_Spawn()])
+    names = _names(tmp_path, scopes=[], small=True, granted=[_Spawn()])
     assert names == ["get-current-time", "spawn-child"]
 
 

@@ -1,1 +1,21 @@
-"""The canvas: the graph of nodes as a person's UI shows it, and history search."""
+"""The canvas: the graph of nodes as a person's UI shows it, and history search.
+
+Other packages use these names (loaded on first use, so importing a module of this
+package never imports the others first)."""
+
+import typing
+
+from ..._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._service import Canvas, asking_from
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._service": ("Canvas", "asking_from"),
+        },
+    )
+
+__all__ = ["Canvas", "asking_from"]

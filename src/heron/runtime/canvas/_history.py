@@ -25,16 +25,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import regex
 
 from ... import api
+from ..nodes._feature import Kernel
 from ..nodes._store import Row
 from ..server._errors import ApiError
-
-if TYPE_CHECKING:
-    from ..nodes._engine import Engine
 
 __all__ = ["GREP_TIMEOUT", "MAX_CHARS", "MAX_NODES", "History", "transcript"]
 
@@ -185,9 +183,9 @@ Consume = Callable[[_Transcript], bool | None]
 
 
 class History:
-    """Reads nodes' transcripts (``engine.canvas.history``)."""
+    """Reads nodes' transcripts (``Canvas.history``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
 
     def _live(self, only: str | None = None) -> dict[str, list[Raw]]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Body, FastAPI, Query
 
 from ... import api
-from ..nodes._engine import Engine
 from ..server._routing import MAX_INTEGER, errors
+
+if TYPE_CHECKING:
+    from ._service import Canvas
 
 __all__ = ["add_canvas_routes"]
 
@@ -33,9 +35,8 @@ BODY = errors(400, 413, 415, 422)
 """A canvas route taking a JSON body."""
 
 
-def add_canvas_routes(app: FastAPI, engine: Engine) -> None:
-    """Serve ``/v1/canvas/…`` over ``engine.canvas``."""
-    canvas = engine.canvas
+def add_canvas_routes(app: FastAPI, canvas: Canvas) -> None:
+    """Serve ``/v1/canvas/…`` over ``canvas``."""
 
     @app.get("/v1/canvas/attention", tags=["canvas"], responses=errors(400, 422))
     async def attention(

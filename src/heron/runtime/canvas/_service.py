@@ -1,4 +1,4 @@
-"""The canvas: the graph of the daemon's nodes as a person's UI shows it (``engine.canvas``).
+"""The canvas: the graph of the daemon's nodes as a person's UI shows it.
 
 - *Attention*: what needs a person, most urgent first (:data:`URGENCY`). ``asking``
   items come from :attr:`Canvas.attention_sources` (open human requests); the others
@@ -29,15 +29,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 import sqlalchemy as sa
 
 from ... import api
+from .. import jobs, reports
+from ..nodes._feature import Feature, Kernel
 from ..nodes._rows import maybe_when, when
 from ..nodes._runs import SETTLED
 from ..nodes._store import Row
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
 from ._history import History
+from ._routes import add_canvas_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
 
 __all__ = [
     "DEFAULT_OLDER_THAN",
@@ -101,9 +105,9 @@ def asking_from(
     open_requests: Callable[[Collection[str] | None], Awaitable[Iterable[OpenRequest]]],
 ) -> AttentionSource:
     """An attention source of ``asking`` items from a function listing open requests
-    (``engine.human.open_requests``)::
+    (``Human.open_requests``)::
 
-        engine.canvas.attention_sources.append(asking_from(engine.human.open_requests))
+        canvas.attention_sources.append(asking_from(human.open_requests))
     """
 
     async def source(node_ids: Collection[str] | None) -> list[api.AttentionItem]:
@@ -122,10 +126,10 @@ def asking_from(
     return source
 
 
-class Canvas:
-    """Attention, snapshot, roster, prune and history (``engine.canvas``)."""
+class Canvas(Feature):
+    """Attention, snapshot, roster, prune and history."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
         self.history = History(engine)
         """Search, grep, read and stats over the nodes' transcripts."""
@@ -133,6 +137,10 @@ class Canvas:
         """Where ``asking`` items come from (see :data:`AttentionSource`)."""
         self.prune_hooks: list[PruneHook] = []
         """Features' own deletes of pruned nodes' rows (see :data:`PruneHook`)."""
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve ``/v1/canvas/…``."""
+        add_canvas_routes(app, self)
 
     # -- attention -------------------------------------------------------------
 
@@ -230,7 +238,7 @@ class Canvas:
                     since=when(row["updated_at"]),
                     last_event_type=event[0] if event else None,
                     last_event_at=when(event[1]) if event else None,
-                    open_jobs=self.engine.jobs.running(node_id),
+                    open_jobs=self.engine.features.get(jobs.Jobs).running(node_id),
                     live_children=children[node_id],
                     turns=row["turns"],
                     deadline_at=maybe_when(row["deadline_at"]),
@@ -272,9 +280,11 @@ class Canvas:
         engine = self.engine
         home = engine.config.home
         for node_id in pruned:
-            await engine.jobs.discard(node_id)
+            await engine.features.get(jobs.Jobs).discard(node_id)
             engine.events.forget(node_id)
-            await asyncio.to_thread(shutil.rmtree, engine.reports.directory(node_id), True)
+            await asyncio.to_thread(
+                shutil.rmtree, engine.features.get(reports.Reports).directory(node_id), True
+            )
         for node_id in own_workspaces:
             await asyncio.to_thread(shutil.rmtree, home / "nodes" / node_id, True)
         await asyncio.to_thread(_forget_workflows, engine.sql, pruned)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import FastAPI, Path, Query
 
 from ... import api
-from ..nodes._engine import Engine
 from ..server._routing import PROFILE_PATTERN, errors
+
+if TYPE_CHECKING:
+    from ._service import Crons
 
 __all__ = ["add_cron_routes"]
 
@@ -23,9 +25,8 @@ CronIdPath = Annotated[
 """A ``{cron_id}`` path parameter."""
 
 
-def add_cron_routes(app: FastAPI, engine: Engine) -> None:
+def add_cron_routes(app: FastAPI, crons: Crons) -> None:
     """Serve the cron routes."""
-    crons = engine.crons
 
     # Before /v1/crons/{cron_id}/...: "poke" is not a cron id.
     @app.post("/v1/crons/poke", tags=["crons"], responses=errors())

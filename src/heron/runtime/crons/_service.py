@@ -30,15 +30,20 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ... import api
+from ..db._database import cron_firings, crons
+from ..nodes._feature import Feature, Kernel, RunTools
 from ..nodes._rows import maybe_when, when
 from ..nodes._store import Row
-from ..orchestration._service import Orchestration
-from ..profiles._service import check_profile_name
+from ..profiles import check_profile_name
 from ..server._errors import ApiError
-from ._schedule import Schedule, parse_schedule, parse_timezone
+from ._routes import add_cron_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
+    from ...tools import Tool
+
+from ._schedule import Schedule, parse_schedule, parse_timezone
 
 __all__ = ["MAX_SLEEP", "RECENT_FIRINGS", "Crons", "check_cron_id", "tick_node_id"]
 
@@ -73,10 +78,12 @@ def _template_error(exc: ApiError) -> ApiError:
     )
 
 
-class Crons:
-    """Keeps, schedules and fires crons; one per engine (``engine.crons``)."""
+class Crons(Feature):
+    """Keeps, schedules and fires crons."""
 
-    def __init__(self, engine: Engine) -> None:
+    tables = (crons, cron_firings)
+
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -89,13 +96,25 @@ class Crons:
 
     # -- lifecycle -------------------------------------------------------------
 
+    def routes(self, app: FastAPI) -> None:
+        """Serve the cron routes."""
+        add_cron_routes(app, self)
+
+    def tools(self, run: RunTools) -> list[Tool]:
+        """The ``schedule`` scope's tools: ``cron-create``, ``cron-list``, ``cron-delete``."""
+        from ._tools import cron_tools  # (it imports this module)
+
+        return cron_tools(self, run.node_id, run.run)
+
     async def start(self) -> None:
-        """Create the nodes of firings a crash left without one, then start scheduling."""
+        """Create the nodes of firings a crash left without one, then start scheduling
+        (last of the features: its firings create nodes on a running engine)."""
         await self.repair()
         self._task = asyncio.create_task(self._loop(), name="heron-crons")
 
     async def stop(self) -> None:
-        """Stop scheduling (a firing being created is cut off: the next start repairs it)."""
+        """Stop scheduling (a firing being created is cut off: the next start repairs it);
+        first of the features: no firing creates a node in a stopping engine."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -251,16 +270,18 @@ class Crons:
                 422, "invalid_template", "a template needs a prompt: each firing's brief"
             )
         engine = self.engine
-        try:  # what Engine.create checks before it makes anything, on a row made as it would
+        try:  # what a create checks before it makes anything, on a row made as it would
             if template.root and template.parent is not None:
                 raise ApiError(422, "invalid_request", "a root node has no parent")
-            Orchestration.check_delivery(template)
-            row, _ = engine._new_row(template)  # output schema, cwd, deadline
-            if template.fork_from is not None:  # the original's profile, kind and model
-                await engine.lineage.inherit(row, template)
+            for feature in engine.features:  # outcome delivery
+                feature.check_create(template)
+            row, _ = engine.new_row(template)  # output schema, cwd, deadline
+            for feature in engine.features:  # a fork: the original's profile, kind, model
+                await feature.derive(row, template)
             if template.parent is not None:
                 await engine.row(template.parent)
-            await engine.profiles.apply(row)
+            for feature in engine.features:  # profile, kind, and the model they imply
+                await feature.complete(row)
             if row["model"] is not None:
                 await engine.prepare_model(row["model"])
         except ApiError as exc:

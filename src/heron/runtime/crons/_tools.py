@@ -20,12 +20,12 @@ from ...tools import Tool, ToolContext
 from ..nodes._durable import call_key
 from ..nodes._store import Row
 from ..nodes._tools import narrowed_scopes
-from ..profiles._service import DEFAULT_PROFILE, given_model
+from ..profiles import DEFAULT_PROFILE, given_model
 from ..server._errors import ApiError
 from ._schedule import parse_schedule
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from ._service import Crons
 
 __all__ = ["CronCreateTool", "CronDeleteTool", "CronListTool", "cron_tools"]
 
@@ -36,9 +36,10 @@ class _CronTool(Tool):
     arguments: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
     """The tool's input schema."""
 
-    def __init__(self, engine: Engine, node_id: str, run: int) -> None:
+    def __init__(self, crons: Crons, node_id: str, run: int) -> None:
         super().__init__(input_schema=self.arguments)
-        self._engine = engine
+        self._engine = crons.engine
+        self._crons = crons
         self._node_id = node_id
         self._run = run
 
@@ -130,7 +131,7 @@ class CronCreateTool(_CronTool):
                     deadline=arguments.get("deadline"),
                 ),
             )
-            cron = await self._engine.crons.create(
+            cron = await self._crons.create(
                 request, cron_id=f"cron_{key[:16]}", created_by=self._node_id, call_key=key
             )
         except ValidationError as exc:
@@ -151,7 +152,7 @@ class CronListTool(_CronTool):
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         profile = _profile(await self._node())
-        crons = await self._engine.crons.list(profile=profile, paused=None)
+        crons = await self._crons.list(profile=profile, paused=None)
         if not crons:
             return f"No crons in profile {profile}."
         return "\n".join(_line(cron) for cron in crons)
@@ -179,16 +180,16 @@ class CronDeleteTool(_CronTool):
                 return f"Deleted cron {cron_id}."
             raise ToolError(f"no cron {cron_id!r} in profile {profile} (cron-list shows them)")
         try:
-            await self._engine.crons.delete(cron_id, by=key)
+            await self._crons.delete(cron_id, by=key)
         except ApiError as exc:  # deleted meanwhile
             raise ToolError(exc.message) from None
         return f"Deleted cron {cron_id}."
 
 
-def cron_tools(engine: Engine, node_id: str, run: int) -> list[Tool]:
+def cron_tools(crons: Crons, node_id: str, run: int) -> list[Tool]:
     """The ``schedule`` tools of a node's run."""
     return [
-        CronCreateTool(engine, node_id, run),
-        CronListTool(engine, node_id, run),
-        CronDeleteTool(engine, node_id, run),
+        CronCreateTool(crons, node_id, run),
+        CronListTool(crons, node_id, run),
+        CronDeleteTool(crons, node_id, run),
     ]

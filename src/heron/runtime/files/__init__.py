@@ -1,1 +1,21 @@
-"""Host files: peek, list and atomic writes."""
+"""Host files: peek, list and atomic writes.
+
+Other packages use these names (loaded on first use, so importing a module of this
+package never imports the others first)."""
+
+import typing
+
+from ..._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._service import WRITE_BODY_LIMIT, Files, check_path
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._service": ("WRITE_BODY_LIMIT", "Files", "check_path"),
+        },
+    )
+
+__all__ = ["WRITE_BODY_LIMIT", "Files", "check_path"]

@@ -4,16 +4,18 @@ and ``/v1/bash`` (rules in ``_files`` and ``_bash``)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import FastAPI, Query, Request
 
 from ... import api
 from ...api._common import HOST_PATH_PATTERN
-from ..nodes._engine import Engine
 from ..server._routing import errors
-from ..shell._service import until_disconnected
+from ..shell import until_disconnected
 from . import _service as _files
+
+if TYPE_CHECKING:
+    from ..shell._service import Commands
 
 __all__ = ["add_bash_routes", "add_files_routes"]
 
@@ -32,7 +34,7 @@ PathQuery = Annotated[
 _MAX_OFFSET = 2**62  # what pread takes (an off_t), with room for the window after it
 
 
-def add_files_routes(app: FastAPI, engine: Engine) -> None:
+def add_files_routes(app: FastAPI) -> None:
     """Serve peek, list and write of host files."""
 
     @app.get("/v1/files/peek", tags=["files"], responses=errors(403, 404, 422))
@@ -69,7 +71,7 @@ def add_files_routes(app: FastAPI, engine: Engine) -> None:
         return await asyncio.to_thread(_files.write, body)
 
 
-def add_bash_routes(app: FastAPI, engine: Engine) -> None:
+def add_bash_routes(app: FastAPI, commands: Commands) -> None:
     """Serve ``POST /v1/bash``."""
 
     @app.post("/v1/bash", tags=["bash"], responses=errors(400, 413, 415, 422, 503))
@@ -77,4 +79,4 @@ def add_bash_routes(app: FastAPI, engine: Engine) -> None:
         """Run one command (``bash -c``) in ``cwd`` and answer how it ended: a non-zero
         exit is an answer. It never outlives the request: a timeout, the client
         disconnecting or the daemon stopping kills it and everything it started."""
-        return await until_disconnected(request, asyncio.ensure_future(engine.bash.run(body)))
+        return await until_disconnected(request, asyncio.ensure_future(commands.run(body)))

@@ -37,10 +37,16 @@ import stat
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from ... import api
 from ..._core.files import write_bytes_atomically
+from ..nodes._feature import Feature, Kernel
 from ..server._errors import ApiError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 __all__ = [
     "DEFAULT_LIST",
@@ -49,6 +55,7 @@ __all__ = [
     "MAX_PEEK",
     "MAX_WRITE",
     "WRITE_BODY_LIMIT",
+    "Files",
     "check_path",
     "list_directory",
     "peek",
@@ -415,3 +422,19 @@ def _parent(path: str, parent: Path, create: bool) -> None:
     if not stat.S_ISDIR(info.st_mode):
         message = f"{parent} (the parent of {path}) is not a directory"
         raise ApiError(422, "not_a_directory", message)
+
+
+class Files(Feature):
+    """Host files over HTTP: ``/v1/files/peek``, ``/v1/files/list``, ``/v1/files/write``."""
+
+    body_limits = MappingProxyType({"/v1/files/write": WRITE_BODY_LIMIT})
+    """A legal file write's JSON can be larger than the daemon's limit."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        """Host files need nothing of the kernel."""
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the files routes."""
+        from ._routes import add_files_routes  # (it imports this module)
+
+        add_files_routes(app)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Body, FastAPI, Path, Query
 
 from ... import api
-from ..nodes._engine import Engine
 from ..server._routing import PROFILE_PATTERN, errors
+
+if TYPE_CHECKING:
+    from ._service import Human
 
 __all__ = ["add_human_routes"]
 
@@ -50,9 +52,8 @@ CHANGE = errors(400, 404, 409, 413, 415, 422)
 """A route changing one request with a JSON body."""
 
 
-def add_human_routes(app: FastAPI, engine: Engine) -> None:
+def add_human_routes(app: FastAPI, human: Human) -> None:
     """Serve the human-request and inbox routes."""
-    human = engine.human
 
     @app.post("/v1/human/requests", status_code=201, tags=["human"], responses=CHANGE)
     async def create_request(body: api.HumanRequestCreate) -> api.HumanRequest:

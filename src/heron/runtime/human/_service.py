@@ -26,11 +26,16 @@ from ... import api
 from ..._core import TextPart
 from ...tools import Tool, ToolContext, ToolResult
 from ...tools.question_answer import QuestionAnswerTool, question_answer_tool
+from .. import canvas
+from ..canvas import asking_from
+from ..db._database import human_requests
 from ..nodes._durable import call_key
+from ..nodes._feature import Feature, Kernel, RunTools
 from ..nodes._runs import SETTLED
 from ..nodes._store import Row
-from ..profiles._service import DEFAULT_PROFILE, check_profile_name
+from ..profiles import DEFAULT_PROFILE, check_profile_name
 from ..server._errors import ApiError
+from ._routes import add_human_routes
 from ._store import RESOLVED, NodeSettled, NotOpen
 from ._text import (
     answered_text,
@@ -44,7 +49,7 @@ from ._text import (
 )
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
 
 __all__ = ["AskQuestionsTool", "Human", "check_request_id"]
 
@@ -63,12 +68,31 @@ def check_request_id(value: str) -> str:
     return value
 
 
-class Human:
-    """Files, lists and resolves human requests; one per engine (``engine.human``)."""
+class Human(Feature):
+    """Files, lists and resolves human requests."""
 
-    def __init__(self, engine: Engine) -> None:
+    tables = (human_requests,)
+
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
-        engine.settle_hooks.append(self._node_settled)
+        # The canvas's `asking` attention items are the open human requests.
+        engine.features.get(canvas.Canvas).attention_sources.append(asking_from(self.open_requests))
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the human request and inbox routes."""
+        add_human_routes(app, self)
+
+    def tools(self, run: RunTools) -> list[Tool]:
+        """The question tool (``ask-questions``): it files a request."""
+        return [self.tool(run.node_id, run.run)]
+
+    async def start(self) -> None:
+        """After the orchestration's: answers a dying daemon queued but did not deliver."""
+        await self.resume()
+
+    async def settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+        """The node's open requests are cancelled (see :meth:`_node_settled`)."""
+        await self._node_settled(node_id, outcome)
 
     # -- filing ------------------------------------------------------------------
 
@@ -335,8 +359,8 @@ class Human:
             if row is None or row["status"] in SETTLED or row["status"] == "running":
                 return
             try:
-                engine.lineage.check_not_relaunching(node_id)
-                engine.worktrees.check_usable(row)
+                for feature in engine.features:  # relaunching; a removed worktree
+                    feature.check_message(row)
             except ApiError as exc:
                 # The answer stays queued: the node reads it when it next runs.
                 log.warning("request answered, but node %s cannot wake: %s", node_id, exc.message)

@@ -14,7 +14,7 @@ node's jobs stay listed, as exited or killed, until the daemon stops or
 :data:`KEEP_SETTLED` later nodes' lists have been dropped.
 
 The shell is released whenever the node's *status* becomes settled (the
-engine calls :meth:`Jobs.settled`), whether or not that settlement made a new
+kernel calls :meth:`Jobs.released`), whether or not that settlement made a new
 outcome: a resident root that answered keeps its outcome while dormant, and
 closing it later must still stop its jobs. Every run of a node, and a cancel,
 use one :class:`ToolContext` (and so one id generator) per node for the
@@ -52,14 +52,17 @@ from ...tools import (
     ToolContext,
 )
 from ...tools import bash_tools as make_bash_tools
+from ..nodes._feature import Feature, Kernel
 from ..nodes._rows import maybe_when, when
 from ..nodes._runs import SETTLED
 from ..server._errors import ApiError
-from ..shell._environment import command_environment
+from ..shell import command_environment
 from ._ledger import JobLedger, group_lives, start_ticks
+from ._routes import add_jobs_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
 
 __all__ = ["KEEP_PER_NODE", "KEEP_SETTLED", "Jobs"]
 
@@ -180,10 +183,10 @@ class _NodeJobs:
         self.ledger.remove([job.pid for job in forgotten])
 
 
-class Jobs:
-    """Every node's shell and jobs in this daemon; ``engine.jobs``."""
+class Jobs(Feature):
+    """Every node's shell and jobs in this daemon."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self._engine = engine
         self._nodes: dict[str, _NodeJobs] = {}
         # Settled nodes, oldest first: their lists are dropped past KEEP_SETTLED.
@@ -191,6 +194,18 @@ class Jobs:
         self._closing: set[asyncio.Future[None]] = set()
         self.ledger = JobLedger(engine.config.home / "jobs.json")
         """The running jobs' process groups on disk (for the next daemon, should this die)."""
+
+    async def before_launch(self) -> None:
+        """Reap before any run resumes: a dead daemon's jobs are nobody's now."""
+        self.reap()
+
+    async def after_shutdown(self) -> None:
+        """Close every node's shell once DBOS is down: no run starts a job after."""
+        await self.aclose()
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the jobs routes."""
+        add_jobs_routes(app, self)
 
     def reap(self) -> None:
         """Stop the jobs a daemon that died (SIGKILL, a crash) left running; at start."""
@@ -310,8 +325,8 @@ class Jobs:
         await asyncio.gather(*(self.release(node_id) for node_id in list(self._nodes)))
         await asyncio.gather(*self._closing, return_exceptions=True)
 
-    async def settled(self, node_id: str) -> None:
-        """The node's status became settled: release its shell (called by the engine)."""
+    async def released(self, node_id: str) -> None:
+        """The node's status became settled: release its shell (called by the kernel)."""
         try:
             await self._settled_now(node_id)
         except Exception:  # runs in the background: say so rather than lose it

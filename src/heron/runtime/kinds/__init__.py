@@ -1,1 +1,21 @@
-"""Kinds: personas a node takes (instruction, tools, skills, model)."""
+"""Kinds: personas a node takes (instruction, tools, skills, model).
+
+Other packages use these names (loaded on first use, so importing a module of this
+package never imports the others first)."""
+
+import typing
+
+from ..._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._service import DEFAULT_KIND, Kind, Kinds, keeps, kind_skills
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._service": ("DEFAULT_KIND", "Kind", "Kinds", "keeps", "kind_skills"),
+        },
+    )
+
+__all__ = ["DEFAULT_KIND", "Kind", "Kinds", "keeps", "kind_skills"]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import FastAPI, Path
 
 from ... import api
-from ..nodes._engine import Engine
 from ..server._routing import errors
+
+if TYPE_CHECKING:
+    from ._service import Kinds
 
 __all__ = ["add_kind_routes"]
 
@@ -17,15 +19,15 @@ KindName = Annotated[str, Path(description="The kind's name.")]
 """A ``{name}`` path parameter naming a kind."""
 
 
-def add_kind_routes(app: FastAPI, engine: Engine) -> None:
+def add_kind_routes(app: FastAPI, kinds: Kinds) -> None:
     """Serve the kind listing and lookup."""
 
     @app.get("/v1/kinds", tags=["kinds"], responses=errors())
     async def list_kinds() -> api.KindList:
         """Every kind (built-in and ``$HERON_HOME/kinds/*.toml``), and broken kind files."""
-        return await asyncio.to_thread(engine.kinds.listing)  # reads the kinds directory
+        return await asyncio.to_thread(kinds.listing)  # reads the kinds directory
 
     @app.get("/v1/kinds/{name}", tags=["kinds"], responses=errors(404, 422))
     async def get_kind(name: KindName) -> api.Kind:
         """One kind; ``422 invalid_kind`` if its file is broken."""
-        return (await engine.kinds.find(name)).to_api()
+        return (await kinds.find(name)).to_api()

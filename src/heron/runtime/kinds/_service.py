@@ -39,12 +39,15 @@ from ...tools import (
     get_current_time,
     question_answer_tool,
 )
-from ..memory._tools import MEMORY_READ_TOOLS, MEMORY_WRITE_TOOLS
+from ..memory import MEMORY_READ_TOOLS, MEMORY_WRITE_TOOLS
+from ..nodes._feature import Feature, Kernel
 from ..nodes._tools import KIND_FIXED_TOOLS, SCHEDULE_TOOLS, NodeTools, workspace_files
 from ..server._errors import ApiError
+from ._routes import add_kind_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
 
 __all__ = ["BUILTIN_KINDS", "DEFAULT_KIND", "SKILLS", "Kind", "Kinds", "kind_skills"]
 
@@ -263,7 +266,7 @@ class _Cached:
 
 
 @dataclass(kw_only=True, slots=True)
-class Kinds:
+class Kinds(Feature):
     """The daemon's kinds: built-ins and ``$HERON_HOME/kinds/*.toml``."""
 
     directory: Path
@@ -271,9 +274,13 @@ class Kinds:
     _files: dict[Path, _Cached] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, engine: Engine) -> Kinds:
-        """The kinds of ``engine``'s home."""
-        return cls(directory=engine.config.home / "kinds")
+    def of(cls, kernel: Kernel) -> Kinds:
+        """The kinds of the daemon's home (how the daemon makes the feature)."""
+        return cls(directory=kernel.config.home / "kinds")
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the kind listing and lookup."""
+        add_kind_routes(app, self)
 
     def scan(self) -> tuple[dict[str, Kind], list[api.KindProblem]]:
         """Every usable kind by name, and the files that are broken (re-read when changed)."""

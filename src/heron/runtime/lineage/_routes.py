@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Body, FastAPI
 
 from ... import api
-from ..nodes._engine import Engine
 from ..server._routing import ACTION, WITH_BODY, NodeIdPath, errors
+
+if TYPE_CHECKING:
+    from ._service import Lineage
 
 __all__ = ["add_lineage_routes"]
 
@@ -25,9 +27,8 @@ _MODEL_FAILED: dict[int | str, dict[str, Any]] = {
 }
 
 
-def add_lineage_routes(app: FastAPI, engine: Engine) -> None:
-    """Serve the lineage actions of ``/v1/nodes`` over ``engine.lineage``."""
-    lineage = engine.lineage
+def add_lineage_routes(app: FastAPI, lineage: Lineage) -> None:
+    """Serve the lineage actions of ``/v1/nodes`` over ``lineage``."""
 
     # Declared before any /v1/nodes/{node_id} route could be taken for it.
     @app.post("/v1/nodes/revive-all", tags=["lineage"], responses=errors())

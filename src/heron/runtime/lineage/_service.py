@@ -25,13 +25,17 @@ from ... import api
 from ..._core import ProviderError, Usage
 from ...agents import AgentState
 from ...agents._compaction import compaction_request
+from .. import jobs, orchestration, worktrees
+from ..nodes._feature import Feature, Kernel
 from ..nodes._runs import DETERMINISTIC, SETTLED, Stop
 from ..nodes._store import Row
-from ..profiles._service import given_model
+from ..profiles import given_model
 from ..server._errors import ApiError
+from ._routes import add_lineage_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
 
 __all__ = ["INHERITED", "INVOLUNTARY", "RECYCLE_TIMEOUT", "Lineage"]
 
@@ -66,10 +70,10 @@ STOP_WAIT = 30.0
 """Seconds relaunch-root tries to stop a running root before giving up (tree untouched)."""
 
 
-class Lineage:
-    """The lineage operations of one engine (``engine.lineage``)."""
+class Lineage(Feature):
+    """The lineage operations: fork, revive, recycle, relaunch-root, promote."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
         self._relaunching: set[str] = set()
 
@@ -83,6 +87,23 @@ class Lineage:
             )
 
     # -- fork ------------------------------------------------------------------
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the lineage actions of ``/v1/nodes``."""
+        add_lineage_routes(app, self)
+
+    def check_message(self, row: Row) -> None:
+        """``409 node_relaunching`` while relaunch-root is starting the node over."""
+        self.check_not_relaunching(row["node_id"])
+
+    async def derive(self, row: Row, request: api.NodeCreateRequest) -> None:
+        """A fork's row from its original (see :meth:`inherit`)."""
+        if request.fork_from is not None:
+            await self.inherit(row, request)
+
+    async def inserted(self, row: Row) -> None:
+        """A fork's workspace, copied before its first run (see :meth:`copy_workspace`)."""
+        await self.copy_workspace(row)
 
     async def inherit(self, row: Row, request: api.NodeCreateRequest) -> None:
         """Make a new node's ``row`` a fork of ``request.fork_from`` (a create's fork branch).
@@ -119,7 +140,8 @@ class Lineage:
                 row[column] = source[column]
         row["state"] = source["state"]
         row["extra"] = {**row["extra"], "forked_from": source["node_id"]}
-        self.engine.worktrees.inherit(row, source, request.worktree)  # its own, if source has one
+        # Its own worktree, if the source has one.
+        self.engine.features.get(worktrees.Worktrees).inherit(row, source, request.worktree)
 
     async def copy_workspace(self, row: Row) -> None:
         """Give a just-inserted fork without a ``cwd`` a copy of its original's workspace
@@ -169,7 +191,7 @@ class Lineage:
             row = await engine.row(node_id)
             _check_stopped(row, "revived")
             self.check_not_relaunching(node_id)
-            engine.worktrees.check_usable(row)
+            engine.features.get(worktrees.Worktrees).check_usable(row)
             await self._check_ancestors(row, "revived")
             deadline = row["deadline_at"]
             if deadline is not None and deadline <= time.time():
@@ -192,7 +214,7 @@ class Lineage:
                     await engine.store.add_message(node_id, row["prompt"])  # never sent
                 await engine.start_next_run(node_id)
         # Outcomes of children that settled while it was failed reach it now.
-        await engine.orchestration.deliver_pending(node_id)
+        await engine.features.get(orchestration.Orchestration).deliver_pending(node_id)
         return await engine.node(node_id)
 
     async def revive_all(self) -> api.ReviveAllResult:
@@ -353,7 +375,7 @@ class Lineage:
             raise ApiError(
                 409, "no_prompt", f"root {root_id!r} has no original prompt to start from"
             )
-        engine.worktrees.check_usable(root)
+        engine.features.get(worktrees.Worktrees).check_usable(root)
         await engine.prepare_model(root["model"])  # before anything is stopped
         async with engine.locked(root_id):
             self.check_not_relaunching(root_id)
@@ -403,7 +425,8 @@ class Lineage:
             extra={**extra, "relaunches": relaunches, "relaunched_at": time.time()},
         )
         await engine.store.queue_first(root_id, root["prompt"])
-        await engine.jobs.release(root_id)  # the previous attempt's jobs end with it
+        # The previous attempt's jobs end with it.
+        await engine.features.get(jobs.Jobs).release(root_id)
         await engine.set_deadline(root_id, span)
         await engine.start_next_run(root_id)
 

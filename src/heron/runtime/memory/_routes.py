@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import FastAPI, Path, Query
 
 from ... import api
 from ...api._common import MEMORY_PATH_PATTERN
-from ..nodes._engine import Engine
 from ..server._routing import MAX_INTEGER, errors
 from ._service import CURSOR_PATTERN
+
+if TYPE_CHECKING:
+    from ._service import Memory
 
 __all__ = ["add_memory_routes"]
 
@@ -47,9 +49,8 @@ ExpectedVersion = Annotated[
 ]
 
 
-def add_memory_routes(app: FastAPI, engine: Engine) -> None:
+def add_memory_routes(app: FastAPI, memory: Memory) -> None:
     """Serve ``/v1/memory…``."""
-    memory = engine.memory
     tags: list[str | Enum] = ["memory"]
 
     @app.get("/v1/memory", tags=tags, responses=errors(400, 422))

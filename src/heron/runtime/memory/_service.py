@@ -11,18 +11,22 @@ leaves list, search and resolve, its history stays. Clients reach it through
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import api
+from .. import profiles
+from ..db._database import memory_entries, memory_versions
+from ..nodes._feature import Feature, Kernel, RunTools
 from ..nodes._rows import maybe_when, when
 from ..nodes._store import Row
 from ..server._errors import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from ...tools import Tool
-    from ..nodes._engine import Engine
 
 __all__ = [
     "CURSOR_PATTERN",
@@ -35,19 +39,27 @@ __all__ = [
 ]
 
 
-class Memory:
-    """Keeps, finds and versions memory entries; one per engine (``engine.memory``)."""
+class Memory(Feature):
+    """Keeps, finds and versions memory entries."""
 
-    def __init__(self, engine: Engine) -> None:
+    tables = (memory_entries, memory_versions)
+
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
         # Profiles are never deleted: one known to exist need not be read again.
         self._known: set[str] = set()
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the memory routes."""
+        from ._routes import add_memory_routes  # (it imports this module)
+
+        add_memory_routes(app, self)
 
     async def profile(self, name: str | None) -> str:
         """An existing profile's name (``None``: ``default``), else ``400``/``422``."""
         name = name or "default"
         if name not in self._known:
-            self._known.add(await self.engine.profiles.require(name))
+            self._known.add(await self.engine.features.get(profiles.Profiles).require(name))
         return name
 
     # -- reads ----------------------------------------------------------------
@@ -214,14 +226,13 @@ class Memory:
 
     # -- nodes ----------------------------------------------------------------
 
-    def tools(
-        self, node_id: str, profile: str | None, run: int, wanted: Callable[[str], bool]
-    ) -> list[Tool]:
-        """The ``memory-*`` tools ``wanted`` admits (by name), for a node running under
-        ``profile`` (none are made for a node whose scopes admit none)."""
+    def tools(self, run: RunTools) -> list[Tool]:
+        """The ``memory-*`` tools the node's scopes and kind admit (by name), for a node
+        running under its profile (none are made for a node whose scopes admit none)."""
         from ._tools import memory_tools
 
-        return memory_tools(self, node_id, profile or "default", run, wanted)
+        profile = run.plan.get("profile") or "default"
+        return memory_tools(self, run.node_id, profile, run.run, run.admits)
 
 
 def to_entry(row: Row) -> api.MemoryEntry:

@@ -1,1 +1,25 @@
-"""Models: installed API keys, the default model, provider readiness and the pool."""
+"""Models: installed API keys, the default model, provider readiness and the pool.
+
+Other packages use these names (loaded on first use, so importing a module of this
+package never imports the others first)."""
+
+import typing
+
+from ..._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._credentials import CREDENTIALS_FILE
+    from ._providers import ProviderPool
+    from ._service import Models
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._service": ("Models",),
+            "._providers": ("ProviderPool",),
+            "._credentials": ("CREDENTIALS_FILE",),
+        },
+    )
+
+__all__ = ["CREDENTIALS_FILE", "Models", "ProviderPool"]

@@ -15,9 +15,9 @@ from ... import api
 from ..server._routing import errors
 from ._credentials import Credential
 
-if TYPE_CHECKING:  # the engine holds the features that use the checks below
-    from ..nodes._engine import Engine
-from ..shell._environment import KEY_VARIABLES
+if TYPE_CHECKING:
+    from ._providers import ProviderPool
+from ..shell import KEY_VARIABLES
 
 __all__ = [
     "BASE_URL_VARIABLES",
@@ -160,7 +160,7 @@ def readiness(
     )
 
 
-def add_auth_routes(app: FastAPI, engine: Engine) -> None:
+def add_auth_routes(app: FastAPI, providers: ProviderPool) -> None:
     """Serve ``GET /v1/model-auth/readiness``."""
 
     @app.get("/v1/model-auth/readiness", tags=["model-auth"], responses=errors())
@@ -168,4 +168,4 @@ def add_auth_routes(app: FastAPI, engine: Engine) -> None:
         """Which model providers the daemon can use now (API keys installed in it or set in
         its environment, the local model present, Ollama's host configured), and whether
         its default provider is one of them. Never shows a key."""
-        return readiness(engine.providers.default, engine.providers.credentials)
+        return readiness(providers.default, providers.credentials)

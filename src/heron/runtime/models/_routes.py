@@ -15,7 +15,7 @@ from ... import api
 from ..server._routing import errors
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from ._service import Models
 
 __all__ = ["add_model_routes"]
 
@@ -30,14 +30,14 @@ ProviderPath = Annotated[
 """A ``{provider}`` path parameter."""
 
 
-def add_model_routes(app: FastAPI, engine: Engine) -> None:
+def add_model_routes(app: FastAPI, models: Models) -> None:
     """Serve the credential and model-config routes."""
 
     @app.get("/v1/model-auth", tags=["model-auth"], responses=errors())
     async def list_credentials() -> list[api.ModelCredential]:
         """Each hosted provider's credential state: installed or not, and where the key in
         effect comes from (installed wins over the environment). Never any part of a key."""
-        return engine.models.credentials()
+        return models.credentials()
 
     @app.put(
         "/v1/model-auth/{provider}",
@@ -49,18 +49,18 @@ def add_model_routes(app: FastAPI, engine: Engine) -> None:
     ) -> api.ModelCredential:
         """Install (or replace) the provider's API key, stored readable by the daemon's
         user only; nodes use it from their next model turn. The answer never holds it."""
-        return await engine.models.install(provider, body)
+        return await models.install(provider, body)
 
     @app.delete("/v1/model-auth/{provider}", tags=["model-auth"], responses=errors(404))
     async def remove_credential(provider: ProviderPath) -> api.ModelCredential:
         """Remove the provider's installed key (``404 credential_not_found`` if none is);
         the answer says whether a key from the environment takes over."""
-        return await engine.models.remove(provider)
+        return await models.remove(provider)
 
     @app.get("/v1/model-config", tags=["model-config"], responses=errors())
     async def get_model_config() -> api.ModelConfig:
         """The daemon's default model, where it comes from, and whether it is ready."""
-        return engine.models.config()
+        return models.config()
 
     @app.put("/v1/model-config", tags=["model-config"], responses=errors(400, 413, 415, 422))
     async def update_model_config(body: api.ModelConfigUpdateRequest) -> api.ModelConfig:
@@ -68,4 +68,4 @@ def add_model_routes(app: FastAPI, engine: Engine) -> None:
         ``HERON_PROVIDER``; ``null`` clears it). ``422 invalid_model`` for an unknown
         provider or a malformed spec; a default whose key is missing is accepted and
         answered ``ready: false``."""
-        return await engine.models.update(body)
+        return await models.update(body)

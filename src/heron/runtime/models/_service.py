@@ -25,8 +25,9 @@ from urllib.parse import urlsplit
 
 from ... import api
 from ...providers._spec import PROVIDER_KINDS
+from ..nodes._feature import Feature, Kernel
 from ..nodes._rows import maybe_when
-from ..server._errors import ApiError
+from ..server._errors import ApiError, DaemonError
 from ._credentials import (
     REDACTED,
     Credential,
@@ -35,10 +36,18 @@ from ._credentials import (
     save_credentials,
     save_model_config,
 )
-from ._readiness import BASE_URL_VARIABLES, KEY_VARIABLES, check_spec, without_userinfo
+from ._readiness import (
+    BASE_URL_VARIABLES,
+    KEY_VARIABLES,
+    add_auth_routes,
+    check_spec,
+    without_userinfo,
+)
+from ._routes import add_model_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
 
 __all__ = ["Models"]
 
@@ -107,10 +116,10 @@ def check_default_model(spec: str) -> str:
     return spec
 
 
-class Models:
-    """The daemon's credentials and model config (``engine.models``)."""
+class Models(Feature):
+    """The daemon's credentials and model config."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
         home = engine.config.home
         self._lock = asyncio.Lock()  # one file write at a time, in request order
@@ -134,6 +143,34 @@ class Models:
                     engine.config.provider,
                 )
             engine.providers.default = self.default_model
+
+    async def before_launch(self) -> None:
+        """Make the default model ready: the embedded one (or one set through the API) in
+        the background, any other now, refusing to start without its API key."""
+        engine = self.engine
+        if engine.providers.default.partition(":")[0].lower() == "local" or (
+            self.default_model is not None
+        ):
+            # Loading the embedded model takes a while: let the first node find it ready.
+            # A default set through the API is not refused here either: only the API can
+            # change it, and that needs a daemon that started.
+            engine.spawn(self._warm_default())
+        else:
+            try:
+                await engine.providers.prepare(None)
+            except Exception as exc:  # a missing API key: say so now, not per node
+                raise DaemonError(f"HERON_PROVIDER={engine.providers.default}: {exc}") from None
+
+    async def _warm_default(self) -> None:
+        try:
+            await self.engine.providers.prepare(None)
+        except Exception:
+            log.exception("could not load the default model %s", self.engine.providers.default)
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the model-auth readiness, credential and model-config routes."""
+        add_auth_routes(app, self.engine.providers)
+        add_model_routes(app, self)
 
     # -- credentials ----------------------------------------------------------
 

@@ -36,7 +36,7 @@ from ...agents._team import current_scope
 from ...providers import Provider
 from ...tools import ToolClient, ToolResult
 from ..events._log import EventLog
-from ..models._providers import ProviderPool
+from ..models import ProviderPool
 from ._store import Store
 
 __all__ = ["DurableProvider", "DurableToolClient", "Steps", "call_key", "shape_summary"]

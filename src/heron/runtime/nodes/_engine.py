@@ -15,7 +15,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +25,13 @@ from dbos import DBOS, SetWorkflowID
 from ... import __version__ as version
 from ... import api
 from .._config import RuntimeConfig
-from ..canvas._service import Canvas, asking_from
-from ..crons._service import Crons
 from ..db._database import create_engine, database_kind, redact_url
 from ..events._log import EventLog
-from ..human._service import Human
-from ..jobs._service import Jobs
-from ..kinds._service import Kinds
-from ..lineage._service import Lineage
-from ..memory._service import Memory
-from ..models._providers import ProviderPool
-from ..models._service import Models
-from ..orchestration._service import Orchestration
-from ..profiles._service import Profiles
-from ..reports._service import Reports
-from ..server._errors import ApiError, DaemonError
-from ..shell._sandbox import NodeSandbox
-from ..shell._service import Commands
-from ..warm._service import WarmPool
-from ..worktrees._service import Worktrees
+from ..models import ProviderPool
+from ..server._errors import ApiError
+from ..shell import NodeSandbox
 from ._durable import Steps
+from ._feature import Feature, FeatureFactory, Features
 from ._rows import (
     check_directory,
     check_duration,
@@ -61,7 +48,6 @@ from ._store import DuplicateNode, Row, Store
 __all__ = [
     "SETTLED",
     "Engine",
-    "SettleHook",
     "Stop",
     "current_engine",
     "failure_outcome",
@@ -71,9 +57,6 @@ __all__ = [
 log = logging.getLogger("heron.runtime")
 
 _ENGINE: Engine | None = None
-
-SettleHook = Callable[[str, dict[str, Any]], Awaitable[None]]
-"""Reacts to a node settling: ``hook(node_id, outcome)``."""
 
 
 def current_engine() -> Engine:
@@ -92,14 +75,14 @@ def _answered(row: Row) -> bool:
 class Engine:
     """Creates, runs, stops and reports on nodes; one per daemon process."""
 
-    def __init__(self, config: RuntimeConfig) -> None:
+    def __init__(self, config: RuntimeConfig, features: Sequence[FeatureFactory] = ()) -> None:
         self.config = config
         self.database = database_kind(config.db_url)
         self.sql = create_engine(config.db_url)
         self.store = Store(self.sql)
         self.events = EventLog(self.store, memory=config.stream_memory)
         self.providers = ProviderPool(config.provider)
-        self.models = Models(self)  # installed keys and the stored default, into the pool
+        self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
         self._early_stops: dict[str, tuple[int, Stop]] = {}
@@ -109,26 +92,11 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.listeners: list[api.Listener] = []
-        self.settle_hooks: list[SettleHook] = []
-        """Called (in the background) with each node that settles here and its outcome:
-        how features react to a settlement (outcome delivery ...). A node's jobs are
-        released separately, whenever its *status* becomes settled (``jobs.settled``)."""
-        self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
-        self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
-        self.jobs = Jobs(self)
-        self.worktrees = Worktrees(self)
-        self.kinds = Kinds.of(self)
-        self.profiles = Profiles(self, self.kinds)
-        self.warm = WarmPool(self)
-        self.reports = Reports(self)
-        self.memory = Memory(self)
-        self.orchestration = Orchestration(self)
-        self.bash = Commands(self)  # /v1/bash: the commands running for requests
-        self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
-        self.crons = Crons(self)
-        self.human = Human(self)  # human requests and the inbox (issue 12)
-        # The canvas's `asking` attention items are the open human requests.
-        self.canvas.attention_sources.append(asking_from(self.human.open_requests))
+        self.features = Features()
+        """The features, in the order of ``features``: each is made with the engine as
+        its kernel and finds those listed before it registered already."""
+        for make in features:
+            self.features.add(make(self))
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -139,22 +107,9 @@ class Engine:
 
         self.sandbox.check()  # refuses to start under --require-sandbox without one
         self.store.migrate()
-        self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
-        if (
-            self.providers.default.partition(":")[0].lower() == "local"
-            or self.models.default_model is not None
-        ):
-            # Loading the embedded model takes a while: let the first node find it ready.
-            # A default set through the API is not refused here either: only the API can
-            # change it, and that needs a daemon that started.
-            self._spawn(self._warm_default())
-        else:
-            try:
-                await self.providers.prepare(None)
-            except Exception as exc:  # a missing API key: say so now, not per node
-                raise DaemonError(f"HERON_PROVIDER={self.providers.default}: {exc}") from None
+        for feature in self.features:  # before any run resumes (a dead daemon's jobs ...)
+            await feature.before_launch()
         self.events.start()
-        await self.warm.discard_stored()  # before DBOS resumes their runs
         _ENGINE = self
         DBOS(
             config={
@@ -175,9 +130,8 @@ class Engine:
                 self._arm_deadline(row["node_id"], row["deadline_at"] - now)
         for row in await self.store.list_nodes(status=["running"]):
             await self._ensure_run(row["node_id"], row["runs"])
-        await self.orchestration.resume()
-        await self.human.resume()  # answers a dying daemon queued but did not deliver
-        await self.crons.start()  # last: its firings create nodes on a running engine
+        for feature in self.features:  # in order: the last ones create nodes (crons)
+            await feature.start()
 
     async def stop(self) -> None:
         """Stop timers, write pending events and shut DBOS down.
@@ -186,24 +140,18 @@ class Engine:
         the next start resumes them from their last completed step.
         """
         global _ENGINE
-        await self.crons.stop()  # first: no firing creates a node in a stopping engine
-        self.orchestration.stop()  # no wait timeout fires into a stopping engine
-        await self.bash.aclose()  # commands never outlive the daemon
+        for feature in reversed(self.features):  # the last first: no cron fires into a stop
+            await feature.stop()
         for handle in self._deadlines.values():
             handle.cancel()
         # DBOS first: no step finishes (and publishes) after the events are written.
         DBOS.destroy(workflow_completion_timeout_sec=0)
-        await self.jobs.aclose()  # after DBOS: no run starts a job once they are killed
+        for feature in reversed(self.features):  # no run starts a job once they are killed
+            await feature.after_shutdown()
         await self.events.stop()
         await self.providers.aclose()
         self.store.close()
         _ENGINE = None
-
-    async def _warm_default(self) -> None:
-        try:
-            await self.providers.prepare(None)
-        except Exception:
-            log.exception("could not load the default model %s", self.providers.default)
 
     def _lock(self, node_id: str) -> asyncio.Lock:
         lock = self._locks.get(node_id)
@@ -211,7 +159,8 @@ class Engine:
             lock = self._locks[node_id] = asyncio.Lock()
         return lock
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` in the background (kept referenced until it ends)."""
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -309,64 +258,72 @@ class Engine:
         """
         if request.root and request.parent is not None:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
-        Orchestration.check_delivery(request)
-        row, prompt = self._new_row(request)
+        for feature in self.features.having("check_create"):
+            feature.check_create(request)
+        row, prompt = self.new_row(request)
         row["extra"].update(extra or {})
-        if request.fork_from is not None:  # copies the conversation and unset settings
-            await self.lineage.inherit(row, request)
+        # A fork: the conversation and unset settings.
+        for feature in self.features.having("derive"):
+            await feature.derive(row, request)
         await self._check_placement(row, request)
-        await self.profiles.apply(row)  # profile, kind, and the model they imply
+        for feature in self.features.having("complete"):  # profile, kind and their model
+            await feature.complete(row)
         if row["model"] is not None:
-            await self._prepare_model(row["model"])
+            await self.prepare_model(row["model"])
         if request.parent is not None:  # checked again as the child is inserted
             await self._check_parent(request.parent)
         kickoff = prompt is not None and not request.no_kickoff
         row["status"] = "running" if kickoff else "dormant"
         row["runs"] = 1 if kickoff else 0
-        worktree = None
-        requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
-        if requested is not None and requested is not False:
-            # Made before the row exists, so the first run already works in it.
-            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, requested)
-        # Under the parent's lock, the child exists before the parent settles or not at
-        # all: a closing parent finds every child made before it settled (see _close).
-        async with self._lock(request.parent) if request.parent else contextlib.nullcontext():
-            warm = await self._insert(request, row, prompt if kickoff else None, worktree)
-        if warm is not None:
-            row = warm
+        # Made before the row exists (a worktree), so the first run already works in it.
+        provisioned: list[Feature] = []
+        try:
+            for feature in self.features.having("provision"):
+                await feature.provision(row)
+                provisioned.append(feature)
+            # Under the parent's lock, the child exists before the parent settles or not
+            # at all: a closing parent finds every child made before it settled (see
+            # close_subtree).
+            async with self._lock(request.parent) if request.parent else contextlib.nullcontext():
+                claimed = await self._insert(request, row, prompt if kickoff else None)
+        except BaseException:
+            for feature in provisioned:  # whatever failed, no node owns what they made
+                await asyncio.shield(feature.unprovision(row))
+            raise
+        if claimed is not None:
+            row = claimed[1]
         node_id = row["node_id"]
-        if request.fork_from is not None:  # before its first run can use the workspace
-            await self.lineage.copy_workspace(row)
+        # Before its first run can use the workspace (a fork's copy of its original's).
+        for feature in self.features.having("inserted"):
+            await feature.inserted(row)
         self.events.fresh(node_id)
         self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
         if row["deadline_at"] is not None:
             self._arm_deadline(node_id, row["deadline_at"] - time.time())
-        if warm is not None:
-            self.warm.start(node_id)  # its run is already going: it only waited for this
+        if claimed is not None:
+            claimed[0].serve(node_id)  # its run is already going: it only waited for this
         elif kickoff:
-            await self._launch(node_id, 1)
+            await self.launch(node_id, 1)
         return to_node(row)
 
     async def _insert(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None, worktree: Any
-    ) -> Row | None:
-        """Insert the new node's row (or claim a warm node for it: returned)."""
+        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
+    ) -> tuple[Feature, Row] | None:
+        """Insert the new node's row, or have a feature serve the create with a node made
+        ahead of it (the warm pool): that feature and the node's row."""
+        if request.parent is not None:
+            await self._check_parent(request.parent)
+        for feature in self.features.having("claim"):
+            claimed = await feature.claim(request, row, prompt)
+            if claimed is not None:
+                return feature, claimed
         try:
-            if request.parent is not None:
-                await self._check_parent(request.parent)
-            # A create with a worktree is never served warm (see WarmPool.claim).
-            warm = await self.warm.claim(request, row, prompt)
-            if warm is None:
-                await self.store.insert_node(row, prompt)
-        except BaseException as exc:
-            if worktree is not None:  # whatever failed, no node owns it
-                await asyncio.shield(self.worktrees.discard(worktree))
-            if isinstance(exc, DuplicateNode):
-                raise ApiError(
-                    409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
-                ) from None
-            raise
-        return warm
+            await self.store.insert_node(row, prompt)
+        except DuplicateNode:
+            raise ApiError(
+                409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
+            ) from None
+        return None
 
     async def _check_placement(self, row: Row, request: api.NodeCreateRequest) -> None:
         """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
@@ -395,7 +352,9 @@ class Engine:
                 f"node {parent_id!r} is {parent['status']}: it takes no new children",
             )
 
-    def _new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+    def new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+        """The row a create of ``request`` starts from (its output schema, ``cwd`` and
+        deadline checked: ``422``), and its prompt (``None``: none to send)."""
         now = time.time()
         schema = check_output_schema(request.output_schema)
         cwd = check_directory(request.pin_cwd or request.cwd)
@@ -438,18 +397,17 @@ class Engine:
         }
         return row, prompt
 
-    async def _prepare_model(self, spec: str | None) -> None:
+    async def prepare_model(self, spec: str | None) -> None:
         """Load the model ``spec`` now (a script file is re-read); ``422 invalid_model``."""
         try:
             await self.providers.prepare(spec, reread=True)
         except Exception as exc:  # an unknown kind, a missing API key, a bad script ...
             raise ApiError(422, "invalid_model", str(exc)) from None
 
-    prepare_model = _prepare_model  # public for features (lineage); the old name stays
-
     # -- runs ------------------------------------------------------------------
 
-    async def _launch(self, node_id: str, run: int) -> None:
+    async def launch(self, node_id: str, run: int) -> None:
+        """Start the workflow of the node's run ``run`` (its row says it is running)."""
         from ._workflow import node_run
 
         async def start() -> None:
@@ -468,7 +426,7 @@ class Engine:
         settle it as crashed if its workflow failed for good (it would never end)."""
         status = await DBOS.get_workflow_status_async(run_workflow_id(node_id, run))
         if status is None:
-            await self._launch(node_id, run)
+            await self.launch(node_id, run)
         elif status.status not in ("PENDING", "ENQUEUED", "SUCCESS"):
             stop = Stop(
                 kind="failed",
@@ -477,7 +435,7 @@ class Engine:
             )
             await self._settle_idle(node_id, stop, "failed")
 
-    async def _wake(self, node_id: str) -> None:
+    async def start_next_run(self, node_id: str) -> None:
         """Start the next run of a dormant or interrupted node (under its lock)."""
         previous = self.active.get(node_id)
         if previous is not None:
@@ -492,9 +450,7 @@ class Engine:
         await self.events.repair_status(node_id, row["status"])  # lost to a SIGKILL?
         await self.store.update_node(node_id, status="running", runs=run)
         self.events.publish(node_id, "node.status.changed", {"status": "running"})
-        await self._launch(node_id, run)
-
-    start_next_run = _wake
+        await self.launch(node_id, run)
 
     def register(self, node_id: str, run: int, model: str | None, steps: Steps) -> Active:
         """Note a run as in progress here (called by the workflow as it starts)."""
@@ -514,7 +470,7 @@ class Engine:
             del self.active[active.node_id]
 
     async def ended(self, active: Active, end: dict[str, Any]) -> None:
-        """Wake whoever waits on a run's end, run the settle hooks (called by the workflow,
+        """Wake whoever waits on a run's end, tell the features (called by the workflow,
         also when it replays an end recorded before a crash)."""
         node_id = active.node_id
         self.forget(active)
@@ -527,7 +483,7 @@ class Engine:
             await self._after_settling(node_id, end.get("outcome"))
         if status in SETTLED:
             await self._disarm_if_settled(node_id)
-            self._spawn(self.jobs.settled(node_id))
+            self._release(node_id)
         active.ended.set()
 
     async def _announce_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
@@ -535,7 +491,7 @@ class Engine:
         await self._after_settling(node_id, outcome)
 
     async def _after_settling(self, node_id: str, outcome: dict[str, Any] | None) -> None:
-        """Wake whoever waits on the node's outcome and run the settle hooks."""
+        """Wake whoever waits on the node's outcome and tell the features."""
         row = await self.store.node(node_id)
         if outcome is None:
             outcome = await self.store.outcome(node_id)
@@ -544,11 +500,11 @@ class Engine:
             event.set()
         settled_at = row["settled_at"] if row is not None else None
         if outcome is not None and settled_at is not None:
-            for hook in self.settle_hooks:
-                self._spawn(self._run_hook(hook, node_id, outcome, settled_at))
+            for feature in self.features.having("settled"):
+                self.spawn(self._tell_settled(feature, node_id, outcome, settled_at))
 
-    async def _run_hook(
-        self, hook: SettleHook, node_id: str, outcome: dict[str, Any], settled_at: float
+    async def _tell_settled(
+        self, feature: Feature, node_id: str, outcome: dict[str, Any], settled_at: float
     ) -> None:
         # A revive may have taken the outcome back since (and the node may have settled
         # again, announcing that itself): react only to the settlement still standing.
@@ -556,9 +512,14 @@ class Engine:
         if row is None or row["settled_at"] != settled_at:
             return
         try:
-            await hook(node_id, outcome)
+            await feature.settled(node_id, outcome)
         except Exception:  # one feature failing must not stop the others
             log.exception("reacting to the settlement of node %s failed", node_id)
+
+    def _release(self, node_id: str) -> None:
+        """Tell the features (in the background) that the node's status became settled."""
+        for feature in self.features.having("released"):
+            self.spawn(feature.released(node_id))
 
     # -- actions -----------------------------------------------------------------
 
@@ -577,9 +538,9 @@ class Engine:
                     "node_settled",
                     f"node {node_id!r} is {row['status']}: it takes no messages",
                 )
-            self.lineage.check_not_relaunching(node_id)
-            if row["status"] != "running":
-                self.worktrees.check_usable(row)  # a removed worktree: no new run
+            # Relaunching; a removed worktree (no new run) ...
+            for feature in self.features.having("check_message"):
+                feature.check_message(row)
             return await self.deliver(row, body, extra=extra)
 
     async def deliver(
@@ -597,7 +558,7 @@ class Engine:
         message_id = await self.store.add_message(node_id, body, extra=extra)
         if row["status"] == "running":
             return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="queued")
-        await self._wake(node_id)
+        await self.start_next_run(node_id)
         return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="woke")
 
     async def interrupt(self, node_id: str, by: str = "request") -> api.Node:
@@ -625,7 +586,7 @@ class Engine:
                     409, code, f"node {node_id!r} is {status}: nothing to interrupt{hint}"
                 )
             await self.store.merge_extra(node_id, interrupted_by=by)
-        await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
+        await self.stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
     async def close(
@@ -636,10 +597,12 @@ class Engine:
         ``quiet``: its outcome is not delivered to its parent (the parent closed it).
         """
         await self.row(node_id)
-        await self._close(node_id, "cancelled", reason or "closed on request", quiet=quiet)
+        await self.close_subtree(node_id, "cancelled", reason or "closed on request", quiet=quiet)
         return await self.node(node_id)
 
-    async def _close(self, node_id: str, reason: str, message: str, *, quiet: bool = False) -> None:
+    async def close_subtree(
+        self, node_id: str, reason: str, message: str, *, quiet: bool = False
+    ) -> None:
         """Settle the node (``cancelled`` with ``reason``), then the subtree it owns;
         ``quiet``: closed from above, so its outcome is not delivered to its parent
         (see ``_orchestration``)."""
@@ -651,17 +614,18 @@ class Engine:
             for child in fresh:
                 closed.add(child)
                 why = f"its parent {node_id} was closed"
-                await self._close(child, "cancelled", why, quiet=True)
+                await self.close_subtree(child, "cancelled", why, quiet=True)
 
     async def _close_one(self, node_id: str, reason: str, message: str, quiet: bool) -> None:
         row = await self.store.node(node_id)
         if row is None or row["status"] in SETTLED:
             return
         if quiet:
-            await self.orchestration.quiet(node_id)
+            for feature in self.features.having("quiet"):
+                await feature.quiet(node_id)
         stop = Stop(kind="closed", reason=reason, message=message)
         if row["status"] == "running":
-            await self._stop_run(node_id, row["runs"], stop)
+            await self.stop_run(node_id, row["runs"], stop)
             row = await self.store.node(node_id)
             if row is None or row["status"] in SETTLED:
                 return
@@ -671,8 +635,6 @@ class Engine:
             # now), or no run of it is going here at all (its workflow failed): the close
             # settles it directly, and a run that starts later finds it settled.
         await self._settle_idle(node_id, stop, "cancelled")
-
-    close_subtree = _close
 
     async def _settle_idle(self, node_id: str, stop: Stop, status: str) -> None:
         """Settle a node no run of which is going here, and say so."""
@@ -687,9 +649,9 @@ class Engine:
         await self._disarm_if_settled(node_id)
         # Keyed on the status, not the outcome: a resident root that answered kept an
         # outcome while dormant, so closing it settles no new one (and fires no hooks).
-        self._spawn(self.jobs.settled(node_id))
+        self._release(node_id)
 
-    async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:
+    async def stop_run(self, node_id: str, run: int, stop: Stop) -> None:
         """Stop the running conversation and wait (a little) for its run to save its end."""
         active = self.active.get(node_id)
         if active is None:
@@ -714,15 +676,13 @@ class Engine:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(active.ended.wait(), 10)
 
-    stop_run = _stop_run
-
     async def update_config(self, node_id: str, patch: api.NodeConfigPatch) -> api.Node:
         """Change the node's model, name, description or deadline."""
         row = await self.row(node_id)
         values: dict[str, Any] = {}
         fields = patch.model_fields_set
         if "model" in fields:
-            await self._prepare_model(patch.model)
+            await self.prepare_model(patch.model)
             values["model"] = patch.model
             active = self.active.get(node_id)
             if active is not None:
@@ -790,7 +750,7 @@ class Engine:
         self._disarm_deadline(node_id)
         loop = asyncio.get_running_loop()
         self._deadlines[node_id] = loop.call_later(
-            max(delay, 0.0), lambda: self._spawn(self._expire(node_id))
+            max(delay, 0.0), lambda: self.spawn(self._expire(node_id))
         )
 
     def _disarm_deadline(self, node_id: str) -> None:
@@ -807,7 +767,7 @@ class Engine:
     async def _expire(self, node_id: str) -> None:
         self._deadlines.pop(node_id, None)
         try:
-            await self._close(node_id, "deadline_exceeded", "the node's deadline passed")
+            await self.close_subtree(node_id, "deadline_exceeded", "the node's deadline passed")
         except Exception:
             log.exception("closing node %s at its deadline failed", node_id)
 

@@ -15,7 +15,7 @@ from referencing.jsonschema import DRAFT202012
 from ... import api
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
-from ..worktrees._service import to_worktree
+from ..worktrees import to_worktree
 from ._store import Row
 
 __all__ = [

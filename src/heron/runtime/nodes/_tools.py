@@ -28,12 +28,13 @@ from ...tools import (
     question_answer_tool,
 )
 from ...tools._closing import AsyncClosing
-from ..memory._tools import MEMORY_READ_TOOLS
+from ..memory import MEMORY_READ_TOOLS
 from ..server._errors import ApiError
 
 __all__ = [
     "ASK_TOOL",
     "BASH_TOOLS",
+    "CHILD_TOOLS",
     "ENFORCED_SCOPES",
     "KIND_FIXED_TOOLS",
     "SCHEDULE_TOOLS",
@@ -55,16 +56,11 @@ ENFORCED_SCOPES = frozenset(api.SCOPES)
 """Scopes that decide which tools a node gets (the only ones a create may name); ``net``
 decides whether its sandboxed commands reach the network."""
 
-KIND_FIXED_TOOLS = (
-    "submit-result",
-    "decline",
-    "push-report",
-    "spawn-child",
-    "message-child",
-    "wait-children",
-    "list-children",
-    "close-child",
-)
+CHILD_TOOLS = ("spawn-child", "message-child", "wait-children", "list-children", "close-child")
+"""An orchestrator's child tools: its mode brings them, and nothing takes them away (its
+kind, a small model)."""
+
+KIND_FIXED_TOOLS = ("submit-result", "decline", "push-report", *CHILD_TOOLS)
 """Tools a kind cannot remove (nor name): a node's ways to finish and report, and an
 orchestrator's child tools (its mode, not its persona, brings them)."""
 
@@ -228,33 +224,29 @@ def node_tools(
     decline: Decline,
     shell: Callable[[Path], BashTools] | None = None,
     keep: Callable[[str], bool] | None = None,
-    report: Tool | None = None,
-    orchestrator: Sequence[Tool] = (),
-    memory: Sequence[Tool] = (),
-    schedule: Sequence[Tool] = (),
-    ask: Tool | None = None,
+    granted: Sequence[Tool] = (),
     hidden: tuple[str, ...] = (),
     small: bool = False,
 ) -> NodeTools:
     """The tools a node with ``scopes`` (``None``: every scope) gets.
 
-    Every node also gets ``report`` (``push-report``), whatever its scopes, and an
-    orchestrator its ``orchestrator`` tools (spawning and managing children).
+    ``granted`` are the tools the daemon's features give the node, in their order:
+    those no kind removes (:data:`KIND_FIXED_TOOLS`: ``push-report``, an orchestrator's
+    child tools) it gets whatever its scopes; the others (the ``memory-*`` tools of
+    ``memory:read``/``memory:write``, the ``cron-*`` tools of ``schedule`` ...) when its
+    scopes and kind admit them.
 
     ``act`` brings the file and shell tools, confined to ``workspace`` (the
     node's directory); ``ask`` the question tool, which ends the run with the
-    node dormant until a message answers. ``memory:read`` brings ``memory-search``
-    and ``memory-read``, ``memory:write`` ``memory-write``, from ``memory`` (the
-    node's profile's, ``_memory_tools``); ``schedule`` the ``schedule`` tools
-    (``cron-create``, ``cron-list``, ``cron-delete``, for the node's profile). ``keep``
-    (the node's kind) narrows them further by name; ``submit-result`` and
-    ``decline`` stay, as the node's way to finish. ``ask``, when given, is the
-    question tool (the daemon's files a human request); otherwise a plain one.
-    ``shell(workspace)``, when given, supplies the bash tools, owned by the caller
-    (they are not among the closers); otherwise new ones are made. ``hidden`` paths
-    (the daemon's own files) are out of the file tools' reach even inside ``workspace``.
-    With ``small`` (a model too small to choose among many tools) only the
-    :data:`SMALL_MODEL_TOOLS` among them are offered, and an orchestrator's tools.
+    node dormant until a message answers: the one among ``granted`` (the daemon's
+    files a human request), otherwise a plain one. ``keep`` (the node's kind)
+    narrows them further by name; ``submit-result`` and ``decline`` stay, as the
+    node's way to finish. ``shell(workspace)``, when given, supplies the bash tools,
+    owned by the caller (they are not among the closers); otherwise new ones are made.
+    ``hidden`` paths (the daemon's own files) are out of the file tools' reach even
+    inside ``workspace``. With ``small`` (a model too small to choose among many tools)
+    only the :data:`SMALL_MODEL_TOOLS` among them are offered, and an orchestrator's
+    child tools.
     """
     wanted = admits(scopes, keep)
     made = NodeTools(tools=[get_current_time] if wanted(get_current_time.name) else [])
@@ -262,9 +254,8 @@ def node_tools(
     made.hidden = hidden
     # The orchestrator's tools (its mode) and push-report belong to the node, like
     # submit-result: a kind does not narrow them (KIND_FIXED_TOOLS).
-    made.tools += orchestrator
-    if report is not None:
-        made.tools.append(report)
+    made.tools += [t for t in granted if t.name in KIND_FIXED_TOOLS]
+    others = [t for t in granted if t.name not in KIND_FIXED_TOOLS]
     if output_schema is not None:
         made.tools += [SubmitResultTool(output_schema, submit), DeclineTool(decline)]
     if admits(scopes, None)("fs-read-file"):
@@ -277,12 +268,11 @@ def node_tools(
         made.tools += [t for t in bash if wanted(t.name)]
         if shell is None:
             made.closers.append(bash)
-    if wanted(ASK_TOOL):
-        made.tools.append(ask if ask is not None else question_answer_tool())
-    made.tools += [t for t in memory if wanted(t.name)]
-    made.tools += [t for t in schedule if wanted(t.name)]
+    if wanted(ASK_TOOL) and not any(t.name == ASK_TOOL for t in others):
+        made.tools.append(question_answer_tool())
+    made.tools += [t for t in others if wanted(t.name)]
     if small:
-        made.tools = [t for t in made.tools if t.name in SMALL_MODEL_TOOLS or t in orchestrator]
+        made.tools = [t for t in made.tools if t.name in SMALL_MODEL_TOOLS or t.name in CHILD_TOOLS]
     return made
 
 

@@ -19,12 +19,16 @@ from dbos import DBOS
 from ..._core import ProviderError
 from ...agents import BaseAgent
 from ...tools import BashTools, LocalToolClient
-from ..crons._tools import cron_tools
-from ..kinds._service import DEFAULT_KIND, Kind, keeps, kind_skills
-from ..orchestration._tools import ORCHESTRATOR_INSTRUCTION, orchestrator_tools
-from ..worktrees._service import active_worktree
+from ..jobs import Jobs
+from ..kinds import DEFAULT_KIND, Kind, Kinds, keeps, kind_skills
+from ..orchestration import ORCHESTRATOR_INSTRUCTION, Orchestration
+from ..profiles import Profiles
+from ..reports import Reports
+from ..warm import WarmPool
+from ..worktrees import active_worktree
 from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import Engine, current_engine
+from ._feature import RunTools
 from ._runs import (
     NO_RESULT,
     NOT_STARTED,
@@ -94,11 +98,12 @@ class _Run:
                 # A warm-pool node: all set up, it waits for a create to hand it a prompt.
                 # One that could not be set up is discarded, never served (unless a create
                 # claimed it already: it then fails as that create made cold would).
-                if (agent is None and await engine.warm.unprepared(node_id, failure.message)) or (
-                    not await engine.warm.claimed(node_id)
-                ):
+                if (
+                    agent is None
+                    and await engine.features.get(WarmPool).unprepared(node_id, failure.message)
+                ) or (not await engine.features.get(WarmPool).claimed(node_id)):
                     engine.forget(active)
-                    await engine.warm.cleanup(node_id, plan["cwd"])
+                    await engine.features.get(WarmPool).cleanup(node_id, plan["cwd"])
                     return "discarded"
                 prompt = "\n\n".join(await steps.run("inbox", self._inbox)) or "Continue."
             while True:
@@ -157,18 +162,22 @@ class _Run:
             await engine.decline(node_id, reason, code, retryable)
 
         # .get: a run resumed across an upgrade replays a plan recorded without them.
-        kind = engine.kinds.get(plan.get("kind") or DEFAULT_KIND, status=422)
+        kind = engine.features.get(Kinds).get(plan.get("kind") or DEFAULT_KIND, status=422)
         workspace = engine.workspace(node_id, plan["cwd"])
 
+        jobs = engine.features.get(Jobs)
         # ``net`` (every scope, when none are given) lets the node's commands reach the network.
         network = plan["scopes"] is None or "net" in plan["scopes"]
 
         def shell(workspace: Path) -> BashTools:
             # The node's shell outlives the run: its background jobs carry on (``_jobs``).
-            return engine.jobs.shell(node_id, workspace, network=network)
+            return jobs.shell(node_id, workspace, network=network)
 
         keep = keeps(kind.tools)
         small = _small_model(engine.providers.get(active.model))
+        run = RunTools(
+            node_id=node_id, run=self.run, plan=plan, admits=admits(plan["scopes"], keep)
+        )
         tools = self.tools = node_tools(
             scopes=plan["scopes"],
             output_schema=schema,
@@ -177,18 +186,7 @@ class _Run:
             decline=decline,
             shell=shell,
             keep=keep,
-            report=engine.reports.tool(node_id, self.run),
-            memory=engine.memory.tools(
-                node_id, plan.get("profile"), self.run, admits(plan["scopes"], keep)
-            ),
-            ask=engine.human.tool(node_id, self.run),
-            # A plan recorded before modes were read has none: the node's row decides.
-            orchestrator=(
-                orchestrator_tools(engine, node_id, self.run)
-                if plan.get("mode") == "orchestrator"
-                else ()
-            ),
-            schedule=cron_tools(engine, node_id, self.run),
+            granted=[tool for feature in engine.features for tool in feature.tools(run)],
             hidden=engine.sandbox.hidden_from_files,
             small=small,
         )
@@ -198,11 +196,11 @@ class _Run:
         )
         # One context per node (``_jobs``): job ids stay unique across its runs; tool
         # storage (a planner's todo list) is the node's profile's.
-        context = engine.jobs.context(node_id)
+        context = jobs.context(node_id)
         local = LocalToolClient(
             tools.tools,
             env_id=context.env_id,
-            storage=engine.profiles.storage(plan.get("profile")),
+            storage=engine.features.get(Profiles).storage(plan.get("profile")),
             ids=context.ids,
         )
         client = DurableToolClient(
@@ -296,7 +294,7 @@ class _Run:
             status, more = "dormant", True
         elif stop["kind"] == "done" and (
             row["pending_result"] is None
-            and await engine.orchestration.hears_from_children(node_id)
+            and await engine.features.get(Orchestration).hears_from_children(node_id)
         ):
             # Its turn is over but children are still working for it: it waits, dormant,
             # and their outcomes wake it.
@@ -306,7 +304,7 @@ class _Run:
             if row["output_schema"] is not None and pending is None and nudges < NUDGES:
                 await engine.store.update_node(node_id, state=state)
                 return {"continue": True, "prompt": NUDGE, "nudges": nudges + 1}
-            final_report = await engine.reports.final_report_path(row)
+            final_report = await engine.features.get(Reports).final_report_path(row)
             outcome = _done_outcome(row, pending, stop, final_report)
             if row["root_lifecycle"] == "resident":
                 status = "dormant"

@@ -2,7 +2,7 @@
 
 A node in ``orchestrator`` mode gets tools to spawn children and manage them
 (``_orchestrator_tools``); this module holds what those tools and the
-``…/yield`` and ``…/wait`` routes share (``engine.orchestration``).
+``…/yield`` and ``…/wait`` routes share.
 
 How a child's outcome reaches its parent, exactly once: each way of handing it
 over first claims it in the database (``Store.claim_delivery``: one claim per
@@ -46,13 +46,18 @@ from pydantic import ValidationError
 
 from ... import api
 from ..._core import ToolError
+from ..nodes._feature import Feature, Kernel, RunTools
 from ..nodes._rows import maybe_when
 from ..nodes._runs import SETTLED
 from ..nodes._store import Row
 from ..server._errors import ApiError
+from ._routes import add_orchestration_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
+    from ...tools import Tool
+
 
 __all__ = ["Orchestration", "answer", "child_summary", "claimed", "outcome_limit", "outcome_text"]
 
@@ -92,12 +97,11 @@ class _Watch:
     """Set when the call has claimed what it takes (or gave up)."""
 
 
-class Orchestration:
-    """Parents and children of one engine; see the module docstring."""
+class Orchestration(Feature):
+    """Parents and children; see the module docstring."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
-        engine.settle_hooks.append(self._on_settled)
         self._watchers: dict[str, list[_Watch]] = {}
         """Children ``wait-children`` calls wait on, and those calls."""
         self._locks: dict[str, asyncio.Lock] = {}
@@ -107,6 +111,30 @@ class Orchestration:
 
     def _lock(self, parent: str) -> asyncio.Lock:
         return self._locks.setdefault(parent, asyncio.Lock())
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve ``…/yield`` and ``…/wait``."""
+        add_orchestration_routes(app, self)
+
+    def tools(self, run: RunTools) -> list[Tool]:
+        """An orchestrator's child tools (a plan recorded before modes has none: no tools)."""
+        if run.plan.get("mode") != "orchestrator":
+            return []
+        from ._tools import orchestrator_tools  # (it imports this module)
+
+        return orchestrator_tools(self, run.node_id, run.run)
+
+    def check_create(self, request: api.NodeCreateRequest) -> None:
+        """Refuse a malformed ``outcome_delivery`` (see :meth:`check_delivery`)."""
+        self.check_delivery(request)
+
+    async def start(self) -> None:
+        """Resume what a restart interrupted (see :meth:`resume`)."""
+        await self.resume()
+
+    async def settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+        """Deliver the node's outcome to its parent and wake its waits."""
+        await self._on_settled(node_id, outcome)
 
     def spawning(self, parent: str) -> asyncio.Lock:
         """Held while ``parent`` spawns a child: calls of one turn run side by side, and
@@ -250,7 +278,7 @@ class Orchestration:
         """Stop the node's running turn; its run ends ``dormant`` (``Stop(kind="yielded")``)."""
         from ..nodes._engine import Stop  # _engine imports this module
 
-        await self.engine._stop_run(node_id, run, Stop(kind="yielded"))
+        await self.engine.stop_run(node_id, run, Stop(kind="yielded"))
 
     async def wait(self, node_id: str, request: api.WaitRequest) -> api.WaitStatus:
         """Park the node until the named children settle; they then arrive as one message."""
@@ -327,8 +355,9 @@ class Orchestration:
                 except Exception:
                     log.exception("delivering the outcome of node %s failed", row["node_id"])
 
-    def stop(self) -> None:
-        """Cancel wait timeouts and background work (the daemon is stopping)."""
+    async def stop(self) -> None:
+        """Cancel wait timeouts and background work (the daemon is stopping): no wait
+        timeout fires into a stopping engine."""
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()

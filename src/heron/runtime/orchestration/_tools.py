@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -22,13 +22,10 @@ from ..nodes._rows import to_node
 from ..nodes._runs import SETTLED
 from ..nodes._store import Row
 from ..nodes._tools import narrowed_scopes
-from ..profiles._service import given_model
+from ..profiles import given_model
 from ..server._errors import ApiError
-from ..worktrees._service import active_worktree
+from ..worktrees import active_worktree
 from ._service import Orchestration, answer, child_summary, claimed, outcome_limit
-
-if TYPE_CHECKING:
-    from ..nodes._engine import Engine
 
 __all__ = [
     "ORCHESTRATOR_INSTRUCTION",
@@ -89,10 +86,10 @@ class _ChildTool(Tool):
     arguments: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
     """The tool's input schema."""
 
-    def __init__(self, engine: Engine, node_id: str, run: int) -> None:
+    def __init__(self, orchestration: Orchestration, node_id: str, run: int) -> None:
         super().__init__(input_schema=self.arguments)
-        self._engine = engine
-        self._orchestration: Orchestration = engine.orchestration
+        self._engine = orchestration.engine
+        self._orchestration = orchestration
         self._node_id = node_id
         self._run = run
 
@@ -329,7 +326,7 @@ def _workdir(row: Row) -> str | None:
     return str(tree["workdir"]) if tree is not None else row["cwd"]
 
 
-def orchestrator_tools(engine: Engine, node_id: str, run: int) -> list[Tool]:
+def orchestrator_tools(orchestration: Orchestration, node_id: str, run: int) -> list[Tool]:
     """The orchestrator tools of ``node_id`` for its run ``run``."""
     kinds: tuple[type[_ChildTool], ...] = (
         SpawnChildTool,
@@ -338,4 +335,4 @@ def orchestrator_tools(engine: Engine, node_id: str, run: int) -> list[Tool]:
         ListChildrenTool,
         CloseChildTool,
     )
-    return [kind(engine, node_id, run) for kind in kinds]
+    return [kind(orchestration, node_id, run) for kind in kinds]

@@ -1,1 +1,21 @@
-"""Profiles: the store and defaults a node runs under."""
+"""Profiles: the store and defaults a node runs under.
+
+Other packages use these names (loaded on first use, so importing a module of this
+package never imports the others first)."""
+
+import typing
+
+from ..._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._service import DEFAULT_PROFILE, Profiles, check_profile_name, given_model
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._service": ("DEFAULT_PROFILE", "Profiles", "check_profile_name", "given_model"),
+        },
+    )
+
+__all__ = ["DEFAULT_PROFILE", "Profiles", "check_profile_name", "given_model"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import FastAPI, Path
 
 from ... import api
-from ..nodes._engine import Engine
 from ..server._routing import errors
+
+if TYPE_CHECKING:
+    from ._service import Profiles
 
 __all__ = ["add_profile_routes"]
 
@@ -23,20 +25,20 @@ ProfileName = Annotated[
 """A ``{name}`` path parameter naming a profile."""
 
 
-def add_profile_routes(app: FastAPI, engine: Engine) -> None:
+def add_profile_routes(app: FastAPI, profiles: Profiles) -> None:
     """Serve profile ensure, listing and lookup."""
 
     @app.post("/v1/profiles/ensure", tags=["profiles"], responses=errors(400, 413, 415, 422))
     async def ensure_profile(body: api.ProfileEnsureRequest) -> api.Profile:
         """Create the profile, or set the given fields on the existing one (idempotent)."""
-        return await engine.profiles.ensure(body)
+        return await profiles.ensure(body)
 
     @app.get("/v1/profiles", tags=["profiles"], responses=errors())
     async def list_profiles() -> list[api.Profile]:
         """Every profile, by name (a plain list; ``default`` always among them)."""
-        return await engine.profiles.listing()
+        return await profiles.listing()
 
     @app.get("/v1/profiles/{name}", tags=["profiles"], responses=errors(400, 404))
     async def get_profile(name: ProfileName) -> api.Profile:
         """One profile (``default`` always exists)."""
-        return await engine.profiles.get(name)
+        return await profiles.get(name)

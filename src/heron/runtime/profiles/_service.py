@@ -18,14 +18,18 @@ import sqlalchemy as sa
 
 from ... import api
 from ...mcp import FileStorage
+from .. import kinds
 from ..db._database import profiles
-from ..kinds._service import DEFAULT_KIND, Kind, Kinds
+from ..kinds import DEFAULT_KIND, Kind
+from ..nodes._feature import Feature, Kernel
 from ..nodes._rows import when
 from ..nodes._store import Row
 from ..server._errors import ApiError
+from ._routes import add_profile_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
 
 __all__ = ["DEFAULT_PROFILE", "Profiles", "given_model"]
 
@@ -55,13 +59,23 @@ def check_profile_name(name: str) -> str:
     return name
 
 
-class Profiles:
-    """Ensures, reads and applies profiles for one engine."""
+class Profiles(Feature):
+    """Ensures, reads and applies profiles."""
 
-    def __init__(self, engine: Engine, kinds: Kinds) -> None:
+    tables = (profiles,)
+
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
-        self.kinds = kinds
+        self.kinds = engine.features.get(kinds.Kinds)
         """The kinds (profiles name a default one; creates pick one)."""
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the profile routes."""
+        add_profile_routes(app, self)
+
+    async def complete(self, row: Row) -> None:
+        """A new node's profile, kind and the model they imply (see :meth:`apply`)."""
+        await self.apply(row)
 
     def store_path(self, name: str) -> Path:
         """The folder of the profile's tool storage."""

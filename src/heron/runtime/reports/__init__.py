@@ -1,1 +1,21 @@
-"""Reports: the ``push-report`` tool, the report list and final reports."""
+"""Reports: the ``push-report`` tool, the report list and final reports.
+
+Other packages use these names (loaded on first use, so importing a module of this
+package never imports the others first)."""
+
+import typing
+
+from ..._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._service import Reports
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._service": ("Reports",),
+        },
+    )
+
+__all__ = ["Reports"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import FastAPI, Query
 
 from ... import api
-from ..nodes._engine import Engine
 from ..server._routing import NodeIdPath, errors
+
+if TYPE_CHECKING:
+    from ._service import Reports
 
 __all__ = ["add_report_routes"]
 
@@ -16,7 +18,7 @@ DEFAULT_LIMIT = 50
 """Reports listed when no ``limit`` is given."""
 
 
-def add_report_routes(app: FastAPI, engine: Engine) -> None:
+def add_report_routes(app: FastAPI, service: Reports) -> None:
     """Serve ``GET /v1/nodes/{id}/reports``."""
 
     @app.get("/v1/nodes/{node_id}/reports", tags=["reports"], responses=errors(400, 404, 422))
@@ -28,4 +30,4 @@ def add_report_routes(app: FastAPI, engine: Engine) -> None:
         tier: Annotated[api.ReportTier | None, Query(description="Only this tier.")] = None,
     ) -> list[api.Report]:
         """The reports the node pushed, newest first."""
-        return await engine.reports.list(node_id, limit=limit, tier=tier)
+        return await service.list(node_id, limit=limit, tier=tier)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +20,15 @@ from ... import api
 from ..._core import ToolError
 from ..._core.files import write_text_atomically
 from ...tools import Tool, ToolContext
+from ..db._database import reports
 from ..nodes._durable import call_key
 from ..nodes._rows import when
 from ..nodes._store import Row
+from ._routes import add_report_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+from ..nodes._feature import Feature, Kernel, RunTools
 
 __all__ = ["PUSH_REPORT", "PushReportTool", "Reports"]
 
@@ -38,13 +42,23 @@ MAX_BODY = 256 * 1024
 """The longest report body accepted (characters)."""
 
 
-class Reports:
-    """Keeps, lists and writes out nodes' reports; one per engine (``engine.reports``)."""
+class Reports(Feature):
+    """Keeps, lists and writes out nodes' reports."""
 
-    def __init__(self, engine: Engine) -> None:
+    tables = (reports,)
+
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
         # One writer per node at a time: final reports are numbered by counting.
         self._locks: dict[str, asyncio.Lock] = {}
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve ``GET /v1/nodes/{id}/reports``."""
+        add_report_routes(app, self)
+
+    def tools(self, run: RunTools) -> Sequence[Tool]:
+        """``push-report``, which every node gets."""
+        return [self.tool(run.node_id, run.run)]
 
     def directory(self, node_id: str) -> Path:
         """Where the node's final reports are written."""

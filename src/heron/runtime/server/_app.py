@@ -16,24 +16,9 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp
 
 from ... import __version__, api
-from ..canvas._routes import add_canvas_routes
-from ..crons._routes import add_cron_routes
 from ..events._routes import add_event_routes
-from ..files._routes import add_bash_routes, add_files_routes
-from ..files._service import WRITE_BODY_LIMIT
-from ..human._routes import add_human_routes
-from ..jobs._routes import add_jobs_routes
-from ..kinds._routes import add_kind_routes
-from ..lineage._routes import add_lineage_routes
-from ..memory._routes import add_memory_routes
-from ..models._readiness import add_auth_routes
-from ..models._routes import add_model_routes
 from ..nodes._engine import Engine
 from ..nodes._routes import add_node_routes
-from ..orchestration._routes import add_orchestration_routes
-from ..profiles._routes import add_profile_routes
-from ..reports._routes import add_report_routes
-from ..worktrees._routes import add_worktrees_routes
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
 
@@ -49,26 +34,9 @@ _ERROR_CODES = {
     415: "unsupported_media_type",
 }
 
-ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
-    add_node_routes,
-    add_event_routes,
-    add_lineage_routes,
-    add_jobs_routes,
-    add_worktrees_routes,
-    add_kind_routes,
-    add_profile_routes,
-    add_orchestration_routes,
-    add_report_routes,
-    add_canvas_routes,
-    add_memory_routes,
-    add_cron_routes,
-    add_auth_routes,
-    add_files_routes,
-    add_bash_routes,
-    add_model_routes,
-    add_human_routes,
-)
-"""Every route module's ``add_*_routes(app, engine)``, in the order they are added.
+ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (add_node_routes, add_event_routes)
+"""The kernel's ``add_*_routes(app, engine)``, added before the features' routes (each
+feature's :meth:`~heron.runtime.nodes._feature.Feature.routes`, in their order).
 
 (Routes are added to the app itself, not mounted as routers: the 405 answer's
 ``Allow`` header is worked out from ``app.routes``.)"""
@@ -219,18 +187,26 @@ def build_app(engine: Engine) -> FastAPI:
 
     for add_routes in ROUTES:
         add_routes(app, engine)
+    for feature in engine.features:
+        feature.routes(app)
     return app
 
 
-def wrap(app: ASGIApp, *, token: str | None, max_body_bytes: int) -> ASGIApp:
-    """``app`` behind the body limit, TCP bearer auth and (with a token) CORS."""
-    # A legal file write's JSON can be larger than the daemon's limit: that route
-    # gets room enough, and itself refuses content over its own limit.
-    wrapped: ASGIApp = BodyLimit(
-        app,
-        max_body_bytes,
-        {"/v1/files/write": max(max_body_bytes, WRITE_BODY_LIMIT)},
-    )
+def wrap(
+    app: ASGIApp,
+    *,
+    token: str | None,
+    max_body_bytes: int,
+    body_limits: Mapping[str, int] | None = None,
+) -> ASGIApp:
+    """``app`` behind the body limit, TCP bearer auth and (with a token) CORS.
+
+    ``body_limits``: the routes (by path) whose legal bodies can be larger than
+    ``max_body_bytes`` (a file write's JSON): they get room enough, and refuse content
+    over their own limit themselves.
+    """
+    limits = {path: max(max_body_bytes, limit) for path, limit in (body_limits or {}).items()}
+    wrapped: ASGIApp = BodyLimit(app, max_body_bytes, limits)
     wrapped = BearerAuth(wrapped, token)
     if token:
         # A browser reaches the daemon only over TCP, where the token is the credential.

@@ -19,6 +19,7 @@ import uvicorn
 
 from ... import api
 from .._config import RuntimeConfig
+from .._features import FEATURES
 from .._local import daemon_pid, get_json
 from ..db._database import DatabaseUnavailable
 from ..nodes._engine import Engine
@@ -154,7 +155,7 @@ async def _serve_locked(
             host, port = tcp.getsockname()[:2]
             shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             listeners.append(api.Listener(kind="tcp", address=shown, auth="bearer"))
-        engine = Engine(config)
+        engine = Engine(config, FEATURES)
         engine.listeners = listeners
         try:
             await engine.start()
@@ -168,7 +169,16 @@ async def _serve_locked(
         _remove_pid(config)
         raise
     api_app = build_app(engine)
-    app = wrap(api_app, token=config.token, max_body_bytes=config.max_body_bytes)
+    app = wrap(
+        api_app,
+        token=config.token,
+        max_body_bytes=config.max_body_bytes,
+        body_limits={
+            path: limit
+            for feature in engine.features
+            for path, limit in feature.body_limits.items()
+        },
+    )
     server = _Server(
         uvicorn.Config(
             app,
@@ -193,7 +203,8 @@ async def _serve_locked(
         # shutdown until it gives up on them (cancelled mid-answer, with a traceback):
         # event streams end, long polls answer, commands are killed.
         stopping(api_app).set()
-        await engine.bash.aclose()
+        for feature in engine.features:
+            await feature.end_requests()
         await original_shutdown(sockets=sockets)
 
     server.shutdown = shutdown  # type: ignore[method-assign]

@@ -1,1 +1,25 @@
-"""Commands: ``/v1/bash``, the sandbox node commands run in, their environment."""
+"""Commands: ``/v1/bash``, the sandbox node commands run in, their environment.
+
+Other packages use these names (loaded on first use, so importing a module of this
+package never imports the others first)."""
+
+import typing
+
+from ..._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._environment import KEY_VARIABLES, command_environment
+    from ._sandbox import NodeSandbox
+    from ._service import Commands, until_disconnected
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._service": ("Commands", "until_disconnected"),
+            "._sandbox": ("NodeSandbox",),
+            "._environment": ("KEY_VARIABLES", "command_environment"),
+        },
+    )
+
+__all__ = ["KEY_VARIABLES", "Commands", "NodeSandbox", "command_environment", "until_disconnected"]

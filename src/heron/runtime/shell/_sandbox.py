@@ -46,7 +46,7 @@ from ...tools._sandbox import (
     sandbox_problem,
 )
 from .._config import CONNECT_FILE
-from ..models._credentials import CREDENTIALS_FILE
+from ..models import CREDENTIALS_FILE
 from ..server._errors import DaemonError
 
 if TYPE_CHECKING:

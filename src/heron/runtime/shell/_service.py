@@ -39,12 +39,14 @@ from starlette.requests import Request
 
 from ... import api
 from ...tools._bash_process import ShellProcess, Stream, describe_exit
-from ..files._service import check_path
+from .. import jobs
+from ..files import check_path
+from ..nodes._feature import Feature, Kernel
 from ..server._errors import ApiError
 from ._environment import WITHHELD_VARIABLES, command_environment
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
 
 __all__ = [
     "KILL_GRACE",
@@ -110,10 +112,10 @@ def _check_cwd(raw: str) -> str:
     return path
 
 
-class Commands:
-    """The commands running for ``/v1/bash``; one per engine (``engine.bash``)."""
+class Commands(Feature):
+    """The commands running for ``/v1/bash``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self._engine = engine
         self._running: set[ShellProcess] = set()
         self._stopping = False
@@ -148,7 +150,7 @@ class Commands:
                 message = f"cwd {cwd}: {exc.strerror or exc}"
                 raise ApiError(422, "invalid_cwd", message, {"path": cwd}) from None
             raise ApiError(500, "bash_unavailable", f"cannot start {self.shell}: {exc}") from None
-        ledger = self._engine.jobs.ledger
+        ledger = self._engine.features.get(jobs.Jobs).ledger
         self._running.add(process)
         ledger.add(process.pid)
         try:
@@ -200,6 +202,20 @@ class Commands:
         if not settled:
             # A process outside the group (a new session) holds the pipes: stop reading.
             process.close_output()
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve ``POST /v1/bash``."""
+        from ..files._routes import add_bash_routes  # (it imports this module)
+
+        add_bash_routes(app, self)
+
+    async def stop(self) -> None:
+        """Kill the commands still running: they never outlive the daemon."""
+        await self.aclose()
+
+    async def end_requests(self) -> None:
+        """Kill the commands still running: their requests answer at once."""
+        await self.aclose()
 
     async def aclose(self) -> None:
         """Kill every running command (the daemon stops); their requests answer 503."""

@@ -28,17 +28,15 @@ import shutil
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 from ... import api
+from .. import jobs, kinds
 from ..db._database import messages, nodes
-from ..kinds._service import Kind
+from ..kinds import Kind
+from ..nodes._feature import Feature, Kernel
 from ..nodes._store import Row
-
-if TYPE_CHECKING:
-    from ..nodes._engine import Engine
 
 __all__ = ["LAUNCH_FIELDS", "MAX_TUPLES", "WarmPool", "launch_key"]
 
@@ -80,10 +78,10 @@ def launch_key(row: Row, kind: Kind, default_model: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class WarmPool:
-    """The engine's warm nodes, by launch tuple."""
+class WarmPool(Feature):
+    """The daemon's warm nodes, by launch tuple."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self.engine = engine
         self.size = engine.config.warm_pool
         """Warm nodes kept ready per launch tuple (0: no pool)."""
@@ -124,7 +122,7 @@ class WarmPool:
         if not self.eligible(request, prompt):
             return None
         assert prompt is not None
-        kind = await self.engine.kinds.find(row["kind"], status=422)
+        kind = await self.engine.features.get(kinds.Kinds).find(row["kind"], status=422)
         key = launch_key(row, kind, self.engine.providers.default)
         await self._prune()
         self._want(key, row)
@@ -158,7 +156,11 @@ class WarmPool:
             )
         return True
 
-    def start(self, node_id: str) -> None:
+    async def before_launch(self) -> None:
+        """Discard the warm nodes a previous daemon left, before DBOS resumes their runs."""
+        await self.discard_stored()
+
+    def serve(self, node_id: str) -> None:
         """Let a claimed node's waiting run go on to its prompt."""
         waiter = self._waiters.pop(node_id, None)
         if waiter is not None and not waiter.done():
@@ -190,7 +192,7 @@ class WarmPool:
     async def cleanup(self, node_id: str, cwd: str | None) -> None:
         """Remove what a discarded warm node's run left (called by that run, at its end):
         its shell, its event numbering, and its own workspace (when it had no ``cwd``)."""
-        await self.engine.jobs.discard(node_id)
+        await self.engine.features.get(jobs.Jobs).discard(node_id)
         self.engine.events.forget(node_id)
         if cwd is None:
             path = self.engine.config.home / "nodes" / node_id
@@ -209,12 +211,12 @@ class WarmPool:
     def _stale(self, templates: dict[str, Row], default: str) -> list[str]:
         """The keys of ``templates`` their kind as it is now (and the ``default`` model) no
         longer gives (one scan)."""
-        kinds, _ = self.engine.kinds.scan()
+        known, _ = self.engine.features.get(kinds.Kinds).scan()
         return [
             key
             for key, template in templates.items()
-            if template["kind"] not in kinds
-            or launch_key(template, kinds[template["kind"]], default) != key
+            if template["kind"] not in known
+            or launch_key(template, known[template["kind"]], default) != key
         ]
 
     def _drop(self, key: str) -> None:
@@ -222,7 +224,7 @@ class WarmPool:
         ids = self._ready.pop(key, [])
         self._templates.pop(key, None)
         for node_id in ids:
-            self.engine._spawn(self._discard(node_id))
+            self.engine.spawn(self._discard(node_id))
 
     def _want(self, key: str, row: Row) -> None:
         """Note that creates ask for ``key`` (``row`` its template), most recent last;
@@ -237,7 +239,7 @@ class WarmPool:
         """Refill ``key``'s nodes in the background, unless that is going on or not needed."""
         if key not in self._refilling and self.ready(key) < self.size:
             self._refilling.add(key)
-            self.engine._spawn(self._refill(key))
+            self.engine.spawn(self._refill(key))
 
     async def _refill(self, key: str) -> None:
         """Pre-start nodes for ``key`` until it has :attr:`size` (or is dropped)."""
@@ -274,7 +276,7 @@ class WarmPool:
         await self.engine.store.insert_node(row, None)
         self.engine.events.fresh(node_id)
         self._waiters[node_id] = asyncio.get_running_loop().create_future()
-        await self.engine._launch(node_id, 1)
+        await self.engine.launch(node_id, 1)
         return node_id
 
     async def _discard(self, node_id: str) -> None:

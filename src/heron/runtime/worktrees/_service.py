@@ -44,11 +44,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import api
+from .. import jobs
+from ..nodes._feature import Feature, Kernel
 from ..nodes._store import Row
 from ..server._errors import ApiError
+from ._routes import add_worktrees_routes
 
 if TYPE_CHECKING:
-    from ..nodes._engine import Engine
+    from fastapi import FastAPI
+
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -135,14 +139,36 @@ def _check_name(name: str) -> None:
         )
 
 
-class Worktrees:
-    """Makes and removes nodes' git worktrees; ``engine.worktrees``."""
+class Worktrees(Feature):
+    """Makes and removes nodes' git worktrees."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Kernel) -> None:
         self._engine = engine
         self.root = engine.config.home / "worktrees"
         """Where worktrees are made: ``$HERON_HOME/worktrees/<name>``."""
         self._making = asyncio.Lock()  # two creates must not both take one name
+
+    def routes(self, app: FastAPI) -> None:
+        """Serve the worktree close and abandon routes."""
+        add_worktrees_routes(app, self)
+
+    def check_message(self, row: Row) -> None:
+        """A node whose worktree was removed takes no message that would start a run."""
+        if row["status"] != "running":
+            self.check_usable(row)
+
+    async def provision(self, row: Row) -> None:
+        """Make the worktree a new node asks for (the create's, or a fork's: see
+        :meth:`inherit`) before its row exists, so its first run works in it."""
+        requested = row["extra"]["worktree"]
+        if requested is not None and requested is not False:
+            row["extra"]["worktree"] = await self.make(row, requested)
+
+    async def unprovision(self, row: Row) -> None:
+        """Remove the worktree :meth:`provision` made: no node owns it."""
+        record = row["extra"]["worktree"]
+        if isinstance(record, dict):
+            await self.discard(record)
 
     async def make(self, row: Row, requested: bool | str) -> dict[str, Any]:
         """Make the worktree a new node asked for; its record, for the node's ``extra``."""
@@ -267,7 +293,7 @@ class Worktrees:
                     f"the repository {tree['repository']} is gone: nothing can be kept; "
                     "abandon the worktree instead",
                 )
-            await engine.jobs.release(node_id)  # they run in the worktree: first
+            await engine.features.get(jobs.Jobs).release(node_id)  # they run in the worktree: first
             try:
                 if keep:
                     await _check_clean(tree)

@@ -1,0 +1,62 @@
+"""The daemon's features, in the order the kernel makes, starts and stops them.
+
+The order is deliberate (see ``nodes/_feature.py``): a feature comes after those it
+needs when it is made (profiles after kinds; human after the canvas it feeds), the
+daemon starts them in this order and stops them in reverse. So:
+
+- jobs first: it reaps a dead daemon's jobs before anything else starts; then models,
+  which loads the default model (or refuses to start without its key); the warm pool
+  discards a dead daemon's warm nodes after both, before DBOS resumes any run;
+- lineage before worktrees: a message to a node being relaunched is refused as such
+  even if its worktree is gone;
+- the shell before orchestration, orchestration before human: the orchestration
+  resumes parked parents before answers queued to humans' questions are delivered;
+  on the way down, orchestration cancels its wait timeouts before the ``/v1/bash``
+  commands are killed;
+- orchestration before reports, and human, memory and crons last, in that order: the
+  tools they give a node come in this order (an orchestrator's child tools and
+  ``push-report`` first; the question tool, the memory and cron tools after the
+  workspace's);
+- crons last: it starts once everything else is up (its firings create nodes) and
+  stops first (no firing creates a node in a stopping daemon).
+"""
+
+from __future__ import annotations
+
+from .canvas._service import Canvas
+from .crons._service import Crons
+from .files._service import Files
+from .human._service import Human
+from .jobs._service import Jobs
+from .kinds._service import Kinds
+from .lineage._service import Lineage
+from .memory._service import Memory
+from .models._service import Models
+from .nodes._feature import FeatureFactory
+from .orchestration._service import Orchestration
+from .profiles._service import Profiles
+from .reports._service import Reports
+from .shell._service import Commands
+from .warm._service import WarmPool
+from .worktrees._service import Worktrees
+
+__all__ = ["FEATURES"]
+
+FEATURES: tuple[FeatureFactory, ...] = (
+    Jobs,
+    Models,
+    Kinds.of,
+    Profiles,
+    Lineage,
+    Worktrees,
+    WarmPool,
+    Files,
+    Commands,
+    Canvas,
+    Orchestration,
+    Reports,
+    Human,
+    Memory,
+    Crons,
+)
+"""Every feature of the daemon, in order (see the module docstring for why)."""

@@ -1,0 +1,309 @@
+"""What a feature is to the kernel: :class:`Feature`, the :class:`Features` registered in a
+daemon, and the :class:`Kernel`: the node operations a feature may use.
+
+A feature (crons, memory, human requests ...) lives in a package of its own. The kernel
+knows it only as a :class:`Feature`: something it starts and stops, whose routes it
+serves, whose tools it offers a node's run, and which it tells when a node settles. The
+engine builds the features of ``heron.runtime._features.FEATURES`` in that order and
+names none of them.
+
+Order is explicit: the list's order. Hooks run in it while the daemon starts
+(:meth:`Feature.before_launch`, then :meth:`Feature.start`) and in reverse while it stops
+(:meth:`Feature.stop`, then :meth:`Feature.after_shutdown`), so a feature that needs another comes
+after it, and one whose work creates nodes (crons) comes last: it starts once everything
+else is up and stops first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from fastapi import FastAPI
+
+    from ... import api
+    from ...tools import Tool
+    from .._config import RuntimeConfig
+    from ..events._log import EventLog
+    from ..models._providers import ProviderPool
+    from ..shell._sandbox import NodeSandbox
+    from ._runs import Active, Stop
+    from ._store import Row, Store
+
+__all__ = ["Feature", "FeatureFactory", "Features", "Kernel", "RunTools"]
+
+F = TypeVar("F", bound="Feature")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunTools:
+    """What a feature is told of a run whose tools are being made (:meth:`Feature.tools`)."""
+
+    node_id: str
+    """The node."""
+    run: int
+    """Its run (the tools' calls are recorded as that run's steps)."""
+    plan: Mapping[str, Any]
+    """The run's plan (the row's fields the run was prepared from: ``profile``, ``mode`` ...)."""
+    admits: Callable[[str], bool]
+    """Whether the node's scopes and kind let it have a tool, by name."""
+
+
+class Feature:
+    """One feature of the daemon, as the kernel sees it: every hook does nothing unless
+    the feature says otherwise.
+
+    A feature is made with the :class:`Kernel` (``Feature(kernel)``, see
+    :data:`FeatureFactory`); features listed before it are already registered then.
+    """
+
+    tables: tuple[sa.Table, ...] = ()
+    """The database tables the feature owns."""
+
+    body_limits: Mapping[str, int] = {}
+    """The largest request body each of the feature's routes takes, by path, where that
+    can be more than the daemon's limit (the route refuses more itself)."""
+
+    async def before_launch(self) -> None:
+        """Called as the daemon starts, before DBOS launches (no run is going yet)."""
+
+    async def start(self) -> None:
+        """Called once DBOS has launched and the interrupted runs are resumed."""
+
+    async def stop(self) -> None:
+        """Called as the daemon stops, before DBOS is shut down (runs may still be going)."""
+
+    async def after_shutdown(self) -> None:
+        """Called as the daemon stops, after DBOS is shut down (no run is going any more)."""
+
+    async def end_requests(self) -> None:
+        """Called as the server stops serving, before the kernel stops: end the requests
+        the feature holds open, so they answer at once rather than hold up the shutdown."""
+
+    # -- a node's create, in the order the kernel calls these -----------------------
+
+    def check_create(self, request: api.NodeCreateRequest) -> None:
+        """Refuse a create the feature finds wrong (raise ``ApiError``) before anything
+        is read."""
+
+    async def derive(self, row: Row, request: api.NodeCreateRequest) -> None:
+        """Fill a new node's ``row`` from the node it derives from (a fork's original),
+        before its placement is checked."""
+
+    async def complete(self, row: Row) -> None:
+        """Settle the fields of a new node's ``row`` that the feature decides (profile,
+        kind, model), or refuse the create."""
+
+    async def provision(self, row: Row) -> None:
+        """Make what the new node needs before its row exists (a worktree), noting it in
+        ``row``; :meth:`unprovision` undoes it if the node is not created after all."""
+
+    async def unprovision(self, row: Row) -> None:
+        """Undo :meth:`provision`: the node was not created (never raises)."""
+
+    async def claim(
+        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
+    ) -> Row | None:
+        """Serve the create with a node made ahead of it, whose run is already going:
+        that node's row, or ``None`` (the kernel inserts ``row``). See :meth:`serve`."""
+        return None
+
+    def serve(self, node_id: str) -> None:
+        """Let the run of a node this feature :meth:`claim`-ed go on (the create has
+        announced the node)."""
+
+    async def inserted(self, row: Row) -> None:
+        """The new node's row exists; its first run has not started yet."""
+
+    # -- a node's life ---------------------------------------------------------------
+
+    def check_message(self, row: Row) -> None:
+        """Refuse a message to the unsettled node of ``row`` (raise ``ApiError``)."""
+
+    async def quiet(self, node_id: str) -> None:
+        """The node is being closed by its parent: its outcome is delivered to nobody."""
+
+    def routes(self, app: FastAPI) -> None:
+        """Add the feature's routes to ``app``."""
+
+    def tools(self, run: RunTools) -> Sequence[Tool]:
+        """The tools the feature gives a node for one run (the kernel keeps those the
+        node's scopes and kind admit)."""
+        return ()
+
+    async def settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+        """React to a node settling here with ``outcome`` (run in the background, and
+        only while that settlement stands: a revive may have taken it back)."""
+
+    async def released(self, node_id: str) -> None:
+        """React to a node's *status* becoming settled (run in the background; a resident
+        root that answered keeps its outcome while dormant, and is released only when
+        it is closed)."""
+
+
+FeatureFactory = Callable[["Kernel"], Feature]
+"""Makes a feature for a kernel: usually the feature's class."""
+
+
+class Features:
+    """The features registered in a daemon, in their order."""
+
+    def __init__(self) -> None:
+        self._features: list[Feature] = []
+        self._hooked: dict[str, list[Feature]] = {}
+
+    def add(self, feature: Feature) -> None:
+        """Register ``feature`` after those registered before it."""
+        if any(type(f) is type(feature) for f in self._features):
+            raise ValueError(f"{type(feature).__name__} is registered already")
+        self._features.append(feature)
+        self._hooked.clear()
+
+    def having(self, hook: str) -> list[Feature]:
+        """The features that implement ``hook`` (a :class:`Feature` method's name), in
+        order (the kernel calls only those, not every feature)."""
+        hooked = self._hooked.get(hook)
+        if hooked is None:
+            default = getattr(Feature, hook)
+            hooked = [f for f in self._features if getattr(type(f), hook) is not default]
+            self._hooked[hook] = hooked
+        return hooked
+
+    def get(self, kind: type[F]) -> F:
+        """The registered feature of class ``kind``; ``LookupError`` if there is none."""
+        for feature in self._features:
+            if isinstance(feature, kind):
+                return feature
+        raise LookupError(f"no {kind.__name__} feature is registered")
+
+    def __iter__(self) -> Iterator[Feature]:
+        return iter(self._features)
+
+    def __reversed__(self) -> Iterator[Feature]:
+        return reversed(self._features)
+
+    def __len__(self) -> int:
+        return len(self._features)
+
+
+class Kernel(Protocol):
+    """The node operations a feature may use (the engine implements them)."""
+
+    @property
+    def config(self) -> RuntimeConfig:
+        """The daemon's configuration."""
+        ...
+
+    @property
+    def store(self) -> Store:
+        """The node store."""
+        ...
+
+    @property
+    def sql(self) -> sa.Engine:
+        """The SQLAlchemy engine of the daemon's database."""
+        ...
+
+    @property
+    def events(self) -> EventLog:
+        """The nodes' event log (publish, prime, flush ...)."""
+        ...
+
+    @property
+    def providers(self) -> ProviderPool:
+        """The model providers runs use."""
+        ...
+
+    @property
+    def sandbox(self) -> NodeSandbox:
+        """Where node commands run."""
+        ...
+
+    @property
+    def features(self) -> Features:
+        """The registered features (how one feature finds another)."""
+        ...
+
+    @property
+    def active(self) -> Mapping[str, Active]:
+        """The runs in progress here, by node id."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` in the background (kept referenced until it ends)."""
+        ...
+
+    def workspace(self, node_id: str, cwd: str | None) -> Path:
+        """Where a node's file and shell tools work."""
+        ...
+
+    async def row(self, node_id: str) -> Row:
+        """The node's row; ``404 node_not_found`` if there is none."""
+        ...
+
+    async def node(self, node_id: str) -> api.Node:
+        """The node as the API shows it."""
+        ...
+
+    def new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+        """The row a create would insert (checked: schema, cwd, deadline), and its prompt."""
+        ...
+
+    async def create(
+        self, request: api.NodeCreateRequest, *, extra: Mapping[str, Any] | None = None
+    ) -> api.Node:
+        """Create a node and start its first run (unless ``no_kickoff``)."""
+        ...
+
+    async def message(
+        self, node_id: str, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> api.MessageAccepted:
+        """Queue ``body`` for the node, waking it if dormant."""
+        ...
+
+    async def deliver(
+        self, row: Row, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> api.MessageAccepted:
+        """Queue ``body`` for an unsettled node (the caller holds :meth:`locked`)."""
+        ...
+
+    async def close(
+        self, node_id: str, reason: str | None = None, *, quiet: bool = False
+    ) -> api.Node:
+        """Cancel the node and its subtree."""
+        ...
+
+    async def close_subtree(
+        self, node_id: str, reason: str, message: str, *, quiet: bool = False
+    ) -> None:
+        """Settle the node (``cancelled`` with ``reason``), then the subtree it owns."""
+        ...
+
+    async def stop_run(self, node_id: str, run: int, stop: Stop) -> None:
+        """Stop the node's running conversation with ``stop``."""
+        ...
+
+    async def start_next_run(self, node_id: str) -> None:
+        """Start the next run of a dormant or interrupted node (under its lock)."""
+        ...
+
+    async def launch(self, node_id: str, run: int) -> None:
+        """Start the workflow of the node's run ``run``."""
+        ...
+
+    async def prepare_model(self, spec: str | None) -> None:
+        """Load the model ``spec`` now; ``422 invalid_model``."""
+        ...
+
+    async def set_deadline(self, node_id: str, seconds: float | None) -> None:
+        """Give an unsettled node a deadline ``seconds`` from now (``None``: none)."""
+        ...
+
+    def locked(self, node_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold the node's lock (messages and run ends never interleave)."""
+        ...

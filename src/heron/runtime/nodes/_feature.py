@@ -122,6 +122,16 @@ class Feature:
 
     # -- a node's life ---------------------------------------------------------------
 
+    async def holds(self, node_id: str) -> bool:
+        """Whether the node, its turn over with no result pending, waits (dormant) for
+        something the feature brings it (its children's outcomes)."""
+        return False
+
+    async def final_report(self, row: Row) -> str | None:
+        """The file of the node's final report for the settlement its run is making now
+        (``None``: none; the first feature that names one wins)."""
+        return None
+
     def check_message(self, row: Row) -> None:
         """Refuse a message to the unsettled node of ``row`` (raise ``ApiError``)."""
 

@@ -21,9 +21,8 @@ from ...agents import BaseAgent
 from ...tools import BashTools, LocalToolClient
 from ..jobs import Jobs
 from ..kinds import DEFAULT_KIND, Kind, Kinds, keeps, kind_skills
-from ..orchestration import ORCHESTRATOR_INSTRUCTION, Orchestration
+from ..orchestration import ORCHESTRATOR_INSTRUCTION
 from ..profiles import Profiles
-from ..reports import Reports
 from ..warm import WarmPool
 from ..worktrees import active_worktree
 from ._durable import DurableProvider, DurableToolClient, Steps
@@ -293,8 +292,7 @@ class _Run:
             # The agent asked the human something: it waits, dormant, for the answer.
             status, more = "dormant", True
         elif stop["kind"] == "done" and (
-            row["pending_result"] is None
-            and await engine.features.get(Orchestration).hears_from_children(node_id)
+            row["pending_result"] is None and await _held(engine, node_id)
         ):
             # Its turn is over but children are still working for it: it waits, dormant,
             # and their outcomes wake it.
@@ -304,7 +302,7 @@ class _Run:
             if row["output_schema"] is not None and pending is None and nudges < NUDGES:
                 await engine.store.update_node(node_id, state=state)
                 return {"continue": True, "prompt": NUDGE, "nudges": nudges + 1}
-            final_report = await engine.features.get(Reports).final_report_path(row)
+            final_report = await _final_report(engine, row)
             outcome = _done_outcome(row, pending, stop, final_report)
             if row["root_lifecycle"] == "resident":
                 status = "dormant"
@@ -355,6 +353,23 @@ class _Run:
                 outcome = await self.engine.store.outcome(node_id)
             events.publish(node_id, "node.settled", {"outcome": outcome})
         await events.step_done(node_id, key)
+
+
+async def _held(engine: Engine, node_id: str) -> bool:
+    """Whether a feature holds the node dormant (children still working for it ...)."""
+    for feature in engine.features.having("holds"):
+        if await feature.holds(node_id):
+            return True
+    return False
+
+
+async def _final_report(engine: Engine, row: dict[str, Any]) -> str | None:
+    """The node's final report file, as the first feature naming one says."""
+    for feature in engine.features.having("final_report"):
+        path = await feature.final_report(row)
+        if path is not None:
+            return path
+    return None
 
 
 def _step_id() -> int:

@@ -194,6 +194,11 @@ class Orchestration(Feature):
         known = ", ".join(_label(r) for r in children) or "none yet"
         raise ToolError(f"you have no child {ref!r} (your children: {known})")
 
+    async def holds(self, node_id: str) -> bool:
+        """A node is held dormant while outcomes of its children are to be delivered to it
+        (see :meth:`hears_from_children`)."""
+        return await self.hears_from_children(node_id)
+
     async def hears_from_children(self, node_id: str) -> bool:
         """Whether outcomes of children are still to be delivered to ``node_id`` as
         messages: children still working, or settled with their outcome not yet claimed."""

@@ -106,6 +106,10 @@ class Reports(Feature):
         rows = await self.engine.store.reports(node_id, limit=limit, tier=tier)
         return [to_report(r) for r in rows]
 
+    async def final_report(self, row: Row) -> str | None:
+        """The node's final report file (see :meth:`final_report_path`)."""
+        return await self.final_report_path(row)
+
     async def final_report_path(self, row: Row) -> str | None:
         """The file of the newest final report of the node's current settlement: pushed
         since it last settled (a revive's or relaunch's outcome before), was recycled or

@@ -2,7 +2,7 @@
 
 import typing
 
-from .._lazy import attach as _attach
+from .._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from .._core.result import ProviderMetadata, RunResult, StopReason, ToolCallRecord

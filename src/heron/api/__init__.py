@@ -6,7 +6,7 @@ Shared by the daemon (``heron.runtime``) and the client; imports nothing else fr
 # Names resolve on first use (PEP 562): a client loads the models of the routes it calls.
 import typing
 
-from .._lazy import attach as _attach
+from .._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._auth import ModelAuthReadiness, ProviderKind, ProviderReadiness

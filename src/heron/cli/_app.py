@@ -20,8 +20,8 @@ import typer.models
 from rich.console import Console
 from rich.text import Text
 
-from .. import __version__
 from .._core import HeronError, UserError
+from .._core.version import __version__
 from ..agents._limits import DEFAULT_MAX_TURNS
 from ._help import plain_help
 from ._view import LiveView, fail

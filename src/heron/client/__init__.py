@@ -7,7 +7,7 @@ Depends on :mod:`heron.api` (the wire models) and nothing else of Heron.
 # not the stream, activity or parsing helpers it does not use.
 import typing
 
-from .._lazy import attach as _attach
+from .._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._activity import (

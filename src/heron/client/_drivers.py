@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from .._version import __version__
+from .._core.version import __version__
 from ._autostart import start_daemon
 from ._errors import APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError
 from ._flow import Flow, Instruction, Send, Sleep

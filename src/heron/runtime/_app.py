@@ -15,7 +15,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp
 
-from .. import __version__, api
+from .. import api
+from .._core.version import __version__
 from ._engine import Engine
 from ._errors import ApiError
 from ._files import WRITE_BODY_LIMIT

@@ -22,8 +22,8 @@ from typing import Any
 import jsonschema
 from dbos import DBOS, SetWorkflowID
 
-from .. import __version__ as version
 from .. import api
+from .._core.version import __version__ as version
 from ._bash import Commands
 from ._canvas import Canvas, asking_from
 from ._config import RuntimeConfig

@@ -132,8 +132,8 @@ def test_the_client_imports_only_the_wire_models_of_heron() -> None:
                 else:
                     outside = node.level > 2 or (
                         node.level == 2
-                        and module not in ("api", "_core.lazy", "_core.version")
-                        and not module.startswith("api.")
+                        and module not in ("api", "_core")
+                        and not module.startswith(("api.", "_core."))
                     )
                     if node.level == 2 and not module:
                         outside = any(a.name != "api" for a in node.names)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core import UserError
+from .._core.closing import AsyncClosing
 from ._bash_events import (
     BashEvent,
     BashExited,
@@ -41,7 +42,6 @@ from ._bash_events import (
 )
 from ._bash_output import HeadTailBuffer
 from ._bash_session import BashSession
-from ._closing import AsyncClosing
 from ._context import ToolContext
 from ._result import ToolResult
 from ._sandbox import Sandbox

@@ -30,8 +30,8 @@ from .._core import (
     StreamChunk,
     ToolSchema,
 )
+from .._core.compaction import is_compaction_request
 from ..agents import ToolCallRecord
-from ..agents._compaction import is_compaction_request
 from ..agents._team import current_scope
 from ..providers import Provider
 from ..tools import ToolClient, ToolResult

@@ -107,8 +107,7 @@ def _with_client(ctx: typer.Context, action: Callable[[Heron], T], *, start: boo
 
 def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
     """Make sure a daemon answers on ``client``'s Unix socket, starting one if ``start``."""
-    from ..client import APIConnectionError
-    from ..client._autostart import start_daemon
+    from ..client import APIConnectionError, start_daemon
 
     if client.settings.socket_path is None:
         return  # a TCP listener is someone else's daemon: never started from here
@@ -135,7 +134,7 @@ def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
 def duration(value: str) -> str:
     """A Typer ``parser`` for duration options (``--deadline 1d``, ``--older-than 7d``):
     the value as given, or a usage error in words (exit 2)."""
-    from ..api._durations import parse_duration
+    from ..api import parse_duration
 
     try:
         parse_duration(value)
@@ -146,7 +145,7 @@ def duration(value: str) -> str:
 
 def _check_id(ctx: typer.Context, value: str, what: str = "node id") -> str:
     """``value``, or one error line (the client's own check, before any client is built)."""
-    from ..client._resource import check_id
+    from ..client import check_id
 
     try:
         return check_id(value, what)

@@ -44,7 +44,7 @@ class _Step:
 def _step_text(tool: str, summary: str) -> str:
     """``fs-read-file · reading a file``: Heron's own tools say what they do; the
     arguments' shape (``object with 1 field``) tells a reader nothing and is left out."""
-    from ..client._activity import describe_tool_default
+    from ..client import describe_tool_default
 
     label = describe_tool_default(tool, summary)
     if label == f"Using {tool}":

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from .. import api
-from ..tools._bash_process import ShellProcess, Stream, describe_exit
+from ..tools.bash import ShellProcess, Stream, describe_exit
 from ._environment import WITHHELD_VARIABLES, command_environment
 from ._errors import ApiError
 from ._files import check_path

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import FastAPI, Query, Request
 
 from .. import api
-from ..api._common import HOST_PATH_PATTERN
+from ..api import HOST_PATH_PATTERN
 from . import _files
 from ._bash import until_disconnected
 from ._engine import Engine

@@ -292,12 +292,19 @@ def test_create_watch_draws_text_tool_steps_reports_and_the_outcome(
     assert done.code == 0, done
     node_id = created(done)
     lines = done.out.splitlines()
+    assert lines[1:3] == ["· turn 1", "Reading two things."]
     start = lines.index("Reading two things.")
-    # The two calls run side by side: either may finish first.
+    # The two calls run side by side: each is a line as it starts, and either may
+    # finish first.
     assert sorted(lines[start + 1 : start + 3]) == [
+        "  ↳ fs-read-file · reading a file …",
+        "  ↳ get-current-time · checking the time …",
+    ]
+    assert sorted(lines[start + 3 : start + 5]) == [
         "  ✓ get-current-time · checking the time",
         "  ✗ fs-read-file · reading a file failed",
     ]
+    assert lines[start + 5] == "· turn 2"
     report = lines.index("▍ report · milestone · Halfway")
     assert lines[report + 1] == "  One read failed."
     assert lines[-3:-1] == ["All done.", "✓ completed"]
@@ -361,7 +368,14 @@ def test_create_watch_draws_the_first_turn_even_when_it_joins_late(
         relay.close()
     assert done.code == 0, done
     lines = done.out.splitlines()
-    assert lines[1:4] == ["Quick.", "  ✓ get-current-time · checking the time", "Slow."], done
+    assert lines[1:7] == [
+        "· turn 1",
+        "Quick.",
+        "  ↳ get-current-time · checking the time …",
+        "  ✓ get-current-time · checking the time",
+        "· turn 2",
+        "Slow.",
+    ], done
 
 
 def test_watch_of_a_failing_node_exits_3_with_the_reason(client: Heron, scripts: Scripts) -> None:

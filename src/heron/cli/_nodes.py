@@ -199,7 +199,8 @@ def _watch(
     elif after is None:
         view = _now(client, console, node_id)
     else:
-        view = NodeView(console, node_id, turns=None)  # how many turns came before: unknown
+        # From the start, every turn is counted; after N, how many came before is unknown.
+        view = NodeView(console, node_id, turns=0 if after == 0 else None)
     try:
         with client.nodes.events(node_id, after=after) as stream:
             for event in stream:

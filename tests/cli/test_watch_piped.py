@@ -259,7 +259,18 @@ def test_watch_json_writes_each_event_as_a_line_as_it_happens(
     started = events[-1]
     assert started["tool"] == "bash-run" and started["node_id"] == node.node_id
 
+    # Joined while the tool runs: the node's status, its run so far, the running call.
+    joined = watcher("nodes", "watch", node.node_id, "--json")
+    seeded = [json.loads(line) for line in joined.until(lambda line: "tool_call" in line)]
+    assert not (gate / "gate").exists()
+    assert [(e["type"], e.get("status") or e.get("text") or e.get("tool")) for e in seeded] == [
+        ("node.status.changed", "running"),
+        ("node.output_text.done", "Waiting for the gate."),
+        ("node.tool_call.started", "bash-run"),
+    ], seeded
+
     (gate / "gate").touch()
+    assert joined.finish()[0] == 0
     code, out = watch.finish()
     assert code == 0, out
     events = [json.loads(line) for line in out.splitlines()]

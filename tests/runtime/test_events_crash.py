@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime._engine import SETTLE_CRASH_ENV
+from heron.runtime.nodes._engine import SETTLE_CRASH_ENV
 
 from .conftest import Daemon, create, wait_settled, write_script
 from .sse import events

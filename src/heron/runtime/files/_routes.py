@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import FastAPI, Query, Request
 
 from ... import api
-from ...api._common import HOST_PATH_PATTERN
+from ...api import HOST_PATH_PATTERN
 from ..server._routing import errors
 from ..shell import until_disconnected
 from . import _service as _files

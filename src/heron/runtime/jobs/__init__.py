@@ -5,7 +5,7 @@ package never imports the others first)."""
 
 import typing
 
-from ..._lazy import attach as _attach
+from ..._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._service import Jobs

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from ... import api
 from ..._core import ProviderError, Usage
+from ..._core.compaction import compaction_request
 from ...agents import AgentState
-from ...agents._compaction import compaction_request
 from .. import jobs, orchestration, worktrees
 from ..nodes._feature import Feature, Kernel
 from ..nodes._runs import DETERMINISTIC, SETTLED, Stop

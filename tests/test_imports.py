@@ -48,7 +48,7 @@ FORBIDDEN = {
         "heron.api._crons",
         "heron.api._memory",
         "heron.api._profiles",
-        "importlib.metadata",  # the user-agent's version is heron._version's
+        "importlib.metadata",  # the user-agent's version is heron._core.version's
     ),
     "heron --version": (
         *SERVER_SIDE,

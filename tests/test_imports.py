@@ -33,9 +33,19 @@ SERVER_SIDE = (
 )
 SDK = ("heron.agents._agent", "heron.providers", "heron.tools", "jsonschema")
 COMMAND_LINE = ("click", "rich", "typer")
+# heron._core's data modules: reading the version (heron._core.version) loads none of them.
+CORE_DATA = ("heron._core.errors", "heron._core.messages", "heron._core.responses")
 
 FORBIDDEN = {
-    "import heron": (*SERVER_SIDE, *SDK, *COMMAND_LINE, "httpx", "pydantic", "heron.client"),
+    "import heron": (
+        *SERVER_SIDE,
+        *SDK,
+        *COMMAND_LINE,
+        *CORE_DATA,
+        "httpx",
+        "pydantic",
+        "heron.client",
+    ),
     # The package's names resolve on first use; the client itself loads the wire models of
     # the routes it wraps (nodes, status, canvas, human), not those of every route.
     "import heron.client": (*SERVER_SIDE, *SDK, "typer", "heron.cli", "httpx", "pydantic"),
@@ -54,6 +64,7 @@ FORBIDDEN = {
         *SERVER_SIDE,
         *SDK,
         *COMMAND_LINE,
+        *CORE_DATA,
         "httpx",
         "pydantic",
         "heron.client",

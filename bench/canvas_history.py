@@ -28,9 +28,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from heron import api
-from heron.runtime._canvas import Canvas
-from heron.runtime._db import create_engine
-from heron.runtime._store import Store
+from heron.runtime.canvas._service import Canvas
+from heron.runtime.db._database import create_engine
+from heron.runtime.nodes._store import Store
 
 RARE = 50
 """One node in this many mentions a flamingo (what the ``-rare`` operations look for)."""

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from heron.runtime._cron_schedule import parse_schedule, parse_timezone
+from heron.runtime.crons._schedule import parse_schedule, parse_timezone
 
 GOAL_LAG_MS = 50.0
 """The tick-to-claim lag aimed at (p99), on an idle machine."""

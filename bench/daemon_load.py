@@ -255,7 +255,7 @@ def bare_dbos(steps: int, count: int) -> dict[str, float]:
     """
     from dbos import DBOS, SetWorkflowID
 
-    from heron.runtime._db import create_engine
+    from heron.runtime.db._database import create_engine
 
     async def step(index: int) -> int:
         return index

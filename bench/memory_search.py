@@ -34,9 +34,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from heron.runtime._db import create_engine
-from heron.runtime._memory_paths import new_entry_id
-from heron.runtime._store import Store
+from heron.runtime.db._database import create_engine
+from heron.runtime.memory._paths import new_entry_id
+from heron.runtime.nodes._store import Store
 
 SYLLABLES = "ka lo mi ne ru ta vo shi pe da gu ri".split()
 WORDS = sorted({a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES})

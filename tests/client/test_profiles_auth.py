@@ -137,7 +137,7 @@ async def test_a_default_provider_that_is_not_ready_says_why(
     # daemon reads them: a bad script path is known only once a node uses it).
     status = await on(lambda c: c.auth.status())
     assert status.models.default_ready is True
-    from heron.runtime._routes_auth import readiness
+    from heron.runtime.models._readiness import readiness
 
     missing = readiness(f"scripted:{tmp_path / 'gone.json'}")
     assert not missing.default_ready and "gone.json" in missing.default_detail

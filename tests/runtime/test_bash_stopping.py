@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from heron import api
-from heron.runtime._bash import Commands
-from heron.runtime._errors import ApiError
-from heron.runtime._job_ledger import JobLedger
+from heron.runtime.jobs._ledger import JobLedger
+from heron.runtime.server._errors import ApiError
+from heron.runtime.shell._service import Commands
 
 
 async def test_a_command_starting_as_the_daemon_stops_is_killed(tmp_path: Path) -> None:

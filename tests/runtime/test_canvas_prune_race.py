@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from heron.runtime._canvas import Canvas
-from heron.runtime._db import create_engine
-from heron.runtime._store import Store
+from heron.runtime.canvas._service import Canvas
+from heron.runtime.db._database import create_engine
+from heron.runtime.nodes._store import Store
 
 from .conftest import node_row
 

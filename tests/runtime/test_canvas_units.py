@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from heron import api
-from heron.runtime._canvas import Canvas, asking_from
-from heron.runtime._db import create_engine
-from heron.runtime._durations import parse_duration
-from heron.runtime._store import Store
+from heron.runtime.canvas._service import Canvas, asking_from
+from heron.runtime.db._database import create_engine
+from heron.runtime.nodes._store import Store
+from heron.runtime.server._durations import parse_duration
 
 from .conftest import node_row
 

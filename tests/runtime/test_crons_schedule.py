@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from heron.runtime._cron_schedule import parse_schedule, parse_timezone
-from heron.runtime._crons import tick_node_id
+from heron.runtime.crons._schedule import parse_schedule, parse_timezone
+from heron.runtime.crons._service import tick_node_id
 
 BERLIN = parse_timezone("Europe/Berlin")
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime._stream import Hub, encode
+from heron.runtime.events._stream import Hub, encode
 
 from .conftest import Daemon, wait_settled, write_script
 from .sse import Sse, collect, events, kinds, stream

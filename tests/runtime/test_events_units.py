@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from heron.runtime._db import create_engine
-from heron.runtime._events import IDLE_HUBS, EventLog
-from heron.runtime._routes_events import framed
-from heron.runtime._store import Store
-from heron.runtime._stream import Subscription, encode
+from heron.runtime.db._database import create_engine
+from heron.runtime.events._log import IDLE_HUBS, EventLog
+from heron.runtime.events._routes import framed
+from heron.runtime.events._stream import Subscription, encode
+from heron.runtime.nodes._store import Store
 
 from .conftest import node_row
 

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime._db import create_engine
-from heron.runtime._store import Store
-from heron.runtime._store_human import NotOpen
+from heron.runtime.db._database import create_engine
+from heron.runtime.human._store import NotOpen
+from heron.runtime.nodes._store import Store
 
 from . import pg
 from .conftest import Daemon, create, node_row, wait_settled, wait_status, write_script

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime._job_ledger import JobLedger, start_ticks
+from heron.runtime.jobs._ledger import JobLedger, start_ticks
 
 from .conftest import wait_settled, wait_status
 from .test_jobs import alive, gone, start, wait_jobs

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime._node_tools import KIND_FIXED_TOOLS
+from heron.runtime.nodes._tools import KIND_FIXED_TOOLS
 
 from .conftest import Daemon, wait_settled, write_script
 from .test_hosted_model import fake_openai

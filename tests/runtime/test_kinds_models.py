@@ -12,17 +12,23 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime._kinds import BUILTIN_KINDS, MAX_KIND_FILE, keeps, kind_skills, parse_kind
-from heron.runtime._kinds import skill_tools as skill_tool_names
-from heron.runtime._node_tools import KIND_FIXED_TOOLS, node_tools
-from heron.runtime._orchestrator_tools import (
+from heron.runtime.kinds._service import (
+    BUILTIN_KINDS,
+    MAX_KIND_FILE,
+    keeps,
+    kind_skills,
+    parse_kind,
+)
+from heron.runtime.kinds._service import skill_tools as skill_tool_names
+from heron.runtime.nodes._tools import KIND_FIXED_TOOLS, node_tools
+from heron.runtime.orchestration._tools import (
     CloseChildTool,
     ListChildrenTool,
     MessageChildTool,
     SpawnChildTool,
     WaitChildrenTool,
 )
-from heron.runtime._reports import PUSH_REPORT
+from heron.runtime.reports._service import PUSH_REPORT
 from heron.tools import BashTools, bash_tools
 
 from .conftest import Daemon, wait_settled, write_script

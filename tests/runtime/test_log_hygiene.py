@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from heron.runtime._local import stop_daemon
-from heron.runtime._logging import REDACTED_QUERY, Scrub, scrubbed
+from heron.runtime.server._logging import REDACTED_QUERY, Scrub, scrubbed
 
 from .conftest import Daemon, create, wait_status, write_script
 from .sse import records, stream
@@ -117,7 +117,7 @@ def test_no_secret_in_the_log_and_a_stop_ends_open_streams(tmp_path: Path) -> No
 def test_scrubbed_keeps_names_and_drops_values() -> None:
     cancelled = (
         "Asyncio task cancelled for workflow or step functools.partial(<bound method "
-        "DurableProvider._turn of <heron.runtime._durable.DurableProvider object at 0x7f>>, "
+        "DurableProvider._turn of <heron.runtime.nodes._durable.DurableProvider object at 0x7f>>, "
         f"[Message(role='user', text='{MARKER}')])"
     )
     assert scrubbed(cancelled) == (

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from heron.runtime._memory_search import fts5_query
+from heron.runtime.memory._search import fts5_query
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from heron import Message, ProviderError
-from heron.runtime._credentials import REDACTED, Credential, redact
-from heron.runtime._providers import ProviderPool
+from heron.runtime.models._credentials import REDACTED, Credential, redact
+from heron.runtime.models._providers import ProviderPool
 
 from .conftest import create, wait_settled, write_script
 from .test_hosted_model import fake_openai

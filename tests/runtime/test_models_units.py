@@ -12,7 +12,7 @@ import pytest
 
 from heron import UserError
 from heron.providers import from_spec
-from heron.runtime._credentials import (
+from heron.runtime.models._credentials import (
     Credential,
     load_credentials,
     load_model_config,
@@ -20,8 +20,8 @@ from heron.runtime._credentials import (
     save_model_config,
     write_private,
 )
-from heron.runtime._errors import DaemonError
-from heron.runtime._providers import ProviderPool
+from heron.runtime.models._providers import ProviderPool
+from heron.runtime.server._errors import DaemonError
 
 KEY = "sk-unit-0123456789abcdef"
 HOSTED = {"openai": "OPENAI", "anthropic": "ANTHROPIC", "deepseek": "DEEPSEEK"}

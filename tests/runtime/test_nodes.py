@@ -499,7 +499,7 @@ class TestScopes:
     def test_ask_leaves_the_node_dormant_until_a_message_answers(
         self, client: httpx.Client, scripts: Any
     ) -> None:
-        from heron.runtime._node_tools import ASK_TOOL
+        from heron.runtime.nodes._tools import ASK_TOOL
         from heron.tools import question_answer_tool
 
         assert question_answer_tool().name == ASK_TOOL

@@ -273,7 +273,7 @@ class TestSettledParents:
 
 
 def test_the_outcomes_of_one_wait_share_a_budget_under_the_message_cap() -> None:
-    from heron.runtime._orchestration import (
+    from heron.runtime.orchestration._service import (
         MAX_OUTCOME,
         MIN_OUTCOME,
         OUTCOMES_BUDGET,

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from heron.runtime._db import (
+from heron.runtime.db._database import (
     MIGRATIONS,
     NUL_MARK,
     DatabaseUnavailable,
@@ -28,7 +28,7 @@ from heron.runtime._db import (
     migrate,
     redact_url,
 )
-from heron.runtime._store import StepMark, Store
+from heron.runtime.nodes._store import StepMark, Store
 
 from . import pg
 from .conftest import Daemon, node_row, wait_settled, wait_status, write_script
@@ -351,7 +351,7 @@ def test_version_2_widens_the_token_counts_of_a_version_1_database(cluster: pg.C
 
 def _v1_tables(conn: sa.Connection) -> None:
     """Version 1's tables, with its 32-bit token counts."""
-    from heron.runtime import _db
+    from heron.runtime.db import _database as _db
 
     _db.metadata.create_all(conn)
     conn.execute(
@@ -429,7 +429,7 @@ async def test_text_keeps_nul_and_the_marker(store: Store) -> None:
 
 
 async def test_a_reused_node_id_is_a_duplicate(store: Store) -> None:
-    from heron.runtime._store import DuplicateNode
+    from heron.runtime.nodes._store import DuplicateNode
 
     await store.insert_node(node_row("twice"), "hello")
     with pytest.raises(DuplicateNode):

@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from heron.runtime import RuntimeConfig
-from heron.runtime._kinds import kind_skills
-from heron.runtime._node_tools import NodeTools
-from heron.runtime._sandbox import NodeSandbox
+from heron.runtime.kinds._service import kind_skills
+from heron.runtime.nodes._tools import NodeTools
+from heron.runtime.shell._sandbox import NodeSandbox
 from heron.tools import bash_tools
 from heron.tools.present import PresentZipTool
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from heron.providers import LocalProvider, ScriptedProvider
-from heron.runtime._kinds import BUILTIN_KINDS
-from heron.runtime._node_tools import SMALL_MODEL_TOOLS, node_tools
-from heron.runtime._workflow import _instruction, _small_instruction, _small_model
+from heron.runtime.kinds._service import BUILTIN_KINDS
+from heron.runtime.nodes._tools import SMALL_MODEL_TOOLS, node_tools
+from heron.runtime.nodes._workflow import _instruction, _small_instruction, _small_model
 from heron.tools import Tool, ToolContext
 
 from .conftest import Daemon, wait_settled

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import StatementError
 
-from heron.runtime._db import MIGRATIONS, create_engine, migrate
-from heron.runtime._store import DuplicateNode, Store
+from heron.runtime.db._database import MIGRATIONS, create_engine, migrate
+from heron.runtime.nodes._store import DuplicateNode, Store
 
 from .conftest import node_row as row
 

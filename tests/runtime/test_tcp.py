@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from heron.runtime._http import over_tcp
+from heron.runtime.server._http import over_tcp
 
 from .conftest import Daemon, write_script
 

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime._worktrees import GitError
-from heron.runtime._worktrees import git as git_command
+from heron.runtime.worktrees._service import GitError
+from heron.runtime.worktrees._service import git as git_command
 
 from .conftest import Daemon, wait_settled, wait_status
 from .test_jobs import gone, start, wait_jobs

@@ -9,14 +9,17 @@ from .._lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._config import RuntimeConfig, heron_home
-    from ._server import DaemonError, run_daemon
+    from .server._server import DaemonError, run_daemon
 
 # The server (FastAPI, DBOS, SQLAlchemy) loads when it is asked for: `heron daemon status`
 # and `stop` need only the configuration.
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
     __getattr__, __dir__ = _attach(
         __name__,
-        {"._config": ("RuntimeConfig", "heron_home"), "._server": ("DaemonError", "run_daemon")},
+        {
+            "._config": ("RuntimeConfig", "heron_home"),
+            ".server._server": ("DaemonError", "run_daemon"),
+        },
     )
 
 __all__ = ["DaemonError", "RuntimeConfig", "heron_home", "run_daemon"]

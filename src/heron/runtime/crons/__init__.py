@@ -1,0 +1,1 @@
+"""Crons: schedules that create nodes from a template at each tick."""

@@ -1,0 +1,1 @@
+"""The daemon's database: one SQLAlchemy engine shared with DBOS, its tables and migrations."""

@@ -1,0 +1,390 @@
+"""Node events: numbered per node, logged durably, then published to the node's hub.
+
+Every event gets the node's next ``sequence_number``. All but text deltas are
+written to the ``heron_events`` table, in batches a background task flushes as
+soon as the loop is free (one transaction per batch, whatever the nodes). An
+event reaches its node's :class:`~._stream.Hub` (replay ring and live readers)
+only once it is durable, in number order, so no reader ever gets an event a
+crash can take back: a replay from ``0`` holds every logged event any reader
+received.
+
+Text deltas are never logged, but their numbers are: each batch also raises the
+node's ``heron_nodes.events_reserved`` to the highest number handed out, and a
+delta is streamed only once that is written. After a crash the next daemon
+continues right above everything handed out; the numbers between the last
+logged event and it were deltas of a turn the crash cut short, really missing,
+so a replay reports ``stream_gap`` there and nowhere else. A restart leaves no
+other trace in the numbering.
+
+A workflow step ends with :meth:`EventLog.step_done`: its events, and the
+step's mark (``heron_nodes.step_mark``, with a model turn's usage), are written
+in one transaction before the step returns and DBOS records its result. A step
+DBOS runs again after a crash that came between the two finds its mark and runs
+quietly: no event twice, no usage twice (see ``_durable``).
+
+Hubs are bounded across nodes: hubs of nodes nobody watches and no run uses
+(dormant, interrupted, settled) are let go past :data:`IDLE_HUBS`, and all hubs
+together hold at most a byte budget, the least recently used shrunk first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any
+
+from ... import api
+from ..nodes._store import StepMark, Store
+from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
+
+__all__ = ["Event", "EventLog"]
+
+log = logging.getLogger("heron.runtime")
+
+NOT_LOGGED = frozenset({"node.output_text.delta"})
+"""Event types only streamed live (their text is logged once, in ``output_text.done``)."""
+
+IDLE_HUBS = 128
+"""How many hubs of idle nodes nobody watches are kept (for resumes with deltas)."""
+
+STREAM_MEMORY = 64 * 1024 * 1024
+"""Default byte budget of all hubs together."""
+
+RETRY = 0.5
+"""Seconds between attempts to write events while the database fails."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Event:
+    """One node event."""
+
+    node_id: str
+    """The node it belongs to."""
+    sequence_number: int
+    """Its position in the node's event sequence, from 1."""
+    type: str
+    """The event type, such as ``node.turn.started``."""
+    data: dict[str, Any]
+    """The event's JSON payload (without ``node_id`` and ``sequence_number``)."""
+    created_at: float
+    """When it happened (Unix time)."""
+
+
+class EventLog:
+    """Numbers, logs and publishes node events; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        ring_events: int = RING_EVENTS,
+        ring_bytes: int = RING_BYTES,
+        memory: int = STREAM_MEMORY,
+    ) -> None:
+        self._store = store
+        self._next: dict[str, int] = {}
+        self._last: dict[str, int] = {}
+        self._durable: dict[str, int] = {}
+        self._status: dict[str, str] = {}
+        self._held: dict[str, deque[tuple[int, Record | None]]] = {}
+        self._hubs: OrderedDict[str, Hub] = OrderedDict()
+        self._idle: OrderedDict[str, None] = OrderedDict()
+        self._ring = (ring_events, ring_bytes)
+        self._memory = memory
+        self._bytes = 0
+        self._pending: list[tuple[str, int, str, Any, float]] = []
+        self._handed: dict[str, int] = {}  # per node, the highest number since the last batch
+        self._marks: dict[str, StepMark] = {}
+        self._wake = asyncio.Event()
+        self._flush_lock = asyncio.Lock()
+        self._flusher: asyncio.Task[None] | None = None
+        self.readers = 0
+        """Event streams open now (kept by the route)."""
+        self.readers_dropped = 0
+        """Readers cut off since start: too far behind, or stopped reading (by the route)."""
+
+    def start(self) -> None:
+        """Start the background writer (inside the running loop)."""
+        self._flusher = asyncio.create_task(self._flush_forever(), name="heron-event-log")
+
+    async def stop(self) -> None:
+        """Write what is pending (streaming it) and stop the writer."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        try:
+            await self.flush()
+        except Exception:  # never streamed, so no reader holds them: the next daemon reuses them
+            log.exception("could not write the last node events")
+
+    # -- numbering -----------------------------------------------------------
+
+    async def prime(self, node_id: str) -> None:
+        """Continue a node's numbering right above everything handed out before (after a
+        restart, or when its numbering was let go)."""
+        if node_id not in self._next:
+            last, reserved = await self._store.event_numbers(node_id)
+            if node_id not in self._next:  # not primed meanwhile
+                self._set(node_id, max(last, reserved))
+
+    def fresh(self, node_id: str) -> None:
+        """Start numbering a node just created (its first event is number 1)."""
+        if node_id not in self._next:
+            self._set(node_id, 0)
+
+    def _set(self, node_id: str, used: int) -> None:
+        self._next[node_id] = used + 1
+        self._last[node_id] = used
+        self._durable[node_id] = used
+
+    def forget(self, node_id: str) -> None:
+        """Drop a node that is gone without a trace (a discarded warm node): its numbering,
+        and its hub unless someone reads it."""
+        for numbering in (self._next, self._last, self._durable, self._status, self._held):
+            numbering.pop(node_id, None)
+        hub = self._hubs.get(node_id)
+        if hub is not None and hub.subscribers == 0:
+            self._drop(node_id)
+
+    def next_number(self, node_id: str) -> int:
+        """The number the node's next event will get (the node must be primed)."""
+        return self._next[node_id]
+
+    def last_number(self, node_id: str) -> int:
+        """The number of the node's last event streamed (the node must be primed)."""
+        return self._last[node_id]
+
+    # -- publishing ----------------------------------------------------------
+
+    def publish(self, node_id: str, type: str, data: dict[str, Any]) -> Event:
+        """Number ``data`` as the node's next event and queue it: it is streamed once it is
+        durable (logged, or for a delta its number recorded), after every earlier one.
+
+        The node must have been primed (:meth:`prime` or :meth:`fresh`) in this process.
+        """
+        seq = self._next.get(node_id)
+        if seq is None:
+            raise RuntimeError(f"events of node {node_id} published before its numbering was read")
+        self._next[node_id] = seq + 1
+        event = Event(
+            node_id=node_id, sequence_number=seq, type=type, data=data, created_at=time.time()
+        )
+        if type not in NOT_LOGGED:
+            self._pending.append((node_id, seq, type, data, event.created_at))
+        self._handed[node_id] = seq
+        if type == "node.status.changed":
+            self._status[node_id] = str(data.get("status", ""))
+        elif type == "node.settled":
+            self._status[node_id] = "settled"
+        record: Record | None = None
+        try:
+            record = encode(node_id, seq, type, data)
+        except Exception:  # a value JSON cannot carry must not stop the node
+            log.exception("could not stream event %s of node %s", type, node_id)
+        self._held.setdefault(node_id, deque()).append((seq, record))
+        self._wake.set()
+        return event
+
+    async def durable(self, node_id: str) -> None:
+        """Return once every event the node has published so far is durable (streamed)."""
+        target = self._next[node_id] - 1
+        while self._durable.get(node_id, target) < target:
+            await self._flush_retrying()
+
+    async def step_done(
+        self, node_id: str, key: str, *, usage: tuple[int, int] | None = None
+    ) -> None:
+        """End a workflow step: write its events and its mark ``key`` (and a model turn's
+        ``usage``, input and output tokens, counted once per mark) in one transaction.
+
+        Called last in the step, so all this is durable before DBOS records the result.
+        """
+        self._marks[node_id] = StepMark(key=key, usage=usage)
+        target = self._next[node_id] - 1
+        # At least one flush of its own: one under way may hold the mark, not yet written.
+        await self._flush_retrying()
+        while (node_id in self._marks and self._marks[node_id].key == key) or (
+            self._durable.get(node_id, target) < target
+        ):
+            await self._flush_retrying()
+
+    async def repair_status(self, node_id: str, status: str) -> None:
+        """Log ``status`` (the node's status in its row) if the log does not end with it.
+
+        A status published just before a SIGKILL may never have been written (its change
+        to the row was). Before the first status this process publishes for the node,
+        the last logged one is compared with the row and, if they differ, the row's
+        status is published first, so the log reads as the node lived: ``dormant``
+        before the ``running`` of its wake-up. The node must be primed.
+        """
+        if self._status.get(node_id):
+            return  # this process published its statuses itself
+        await self.flush()
+        logged = await self._store.events(node_id, types=["node.status.changed"], last=1)
+        if not logged or logged[0]["data"].get("status") != status:
+            self.publish(node_id, "node.status.changed", {"status": status})
+
+    def _release(self, node_id: str) -> None:
+        """Stream the node's held events that are durable now, in order."""
+        held = self._held.get(node_id)
+        durable = self._durable.get(node_id, 0)
+        while held and held[0][0] <= durable:
+            _, record = held.popleft()
+            if record is not None:
+                self._stream(node_id, record)
+        if not held:
+            self._held.pop(node_id, None)
+
+    def _stream(self, node_id: str, record: Record) -> None:
+        hub = self.hub(node_id)  # (a hub made now starts after the last event streamed)
+        self._last[node_id] = record.sequence_number
+        before = hub.size
+        hub.add(record)
+        self._bytes += hub.size - before
+        if hub.idle:
+            self._idle[node_id] = None
+        self._shrink()
+
+    # -- hubs ----------------------------------------------------------------
+
+    def hub(self, node_id: str) -> Hub:
+        """The node's stream hub (the node must be primed)."""
+        hub = self._hubs.get(node_id)
+        if hub is None:
+            last = self._last[node_id]
+            hub = self._hubs[node_id] = Hub(
+                node_id, last, last=last, events=self._ring[0], size=self._ring[1]
+            )
+        self._hubs.move_to_end(node_id)
+        self._idle.pop(node_id, None)
+        return hub
+
+    def stats(self) -> api.EventStreamStats:
+        """Readers, hubs and the bytes the hubs hold together."""
+        return api.EventStreamStats(
+            readers=self.readers,
+            readers_dropped=self.readers_dropped,
+            hubs=len(self._hubs),
+            hub_bytes=self._bytes,
+        )
+
+    def released(self, node_id: str) -> None:
+        """A reader left: the node's hub may go once nobody watches it and no run uses it."""
+        hub = self._hubs.get(node_id)
+        if hub is not None and hub.idle:
+            self._idle[node_id] = None
+            self._shrink()
+
+    def _drop(self, node_id: str) -> None:
+        hub = self._hubs.pop(node_id)
+        self._idle.pop(node_id, None)
+        self._bytes -= hub.size
+
+    def _shrink(self) -> None:
+        """Keep at most :data:`IDLE_HUBS` idle hubs and the byte budget, oldest first."""
+        while len(self._idle) > IDLE_HUBS:
+            oldest = next(iter(self._idle))
+            if self._hubs[oldest].idle:
+                self._drop(oldest)
+            else:
+                del self._idle[oldest]
+        if self._bytes <= self._memory:
+            return
+        for node_id in list(self._idle):
+            if self._bytes <= self._memory:
+                return
+            self._drop(node_id)
+        # Still over: shrink the rings of the least recently used hubs in use (their
+        # readers resume from the log, with stream_gap only for lost text deltas).
+        for hub in list(self._hubs.values()):
+            if self._bytes <= self._memory:
+                return
+            self._bytes -= hub.trim(self._bytes - self._memory)
+            if self._bytes > self._memory:  # its run's messages are in the log too
+                self._bytes -= hub.forget_run()
+
+    async def logged(
+        self,
+        node_id: str,
+        *,
+        after: int,
+        upto: int | None = None,
+        types: tuple[str, ...] | None = None,
+        last: int | None = None,
+    ) -> list[Record]:
+        """The node's logged events numbered in ``(after, upto]`` (of ``types``, only the
+        ``last`` ones, when given), as stream records."""
+        rows = await self._store.events(node_id, after=after, upto=upto, types=types, last=last)
+        return [encode(node_id, r["sequence_number"], r["type"], r["data"]) for r in rows]
+
+    async def first_logged(self, node_id: str) -> int | None:
+        """The lowest number logged for a node (``None`` if none)."""
+        return await self._store.first_event_number(node_id)
+
+    # -- the log -------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Write every queued event and step mark now (after any write already under
+        way), and stream the events that became durable.
+
+        The write goes on if the caller is cancelled: a batch is never half-known.
+        """
+        task = asyncio.ensure_future(self._flush())
+        task.add_done_callback(_retrieve)
+        await asyncio.shield(task)
+
+    async def _flush(self) -> None:
+        async with self._flush_lock:
+            batch, self._pending = self._pending, []
+            handed, self._handed = self._handed, {}
+            marks, self._marks = self._marks, {}
+            if not (batch or handed or marks):
+                return
+            logged: dict[str, int] = {}
+            for node_id, seq, *_ in batch:
+                logged[node_id] = max(logged.get(node_id, 0), seq)
+            # Numbers past a node's last logged event are deltas: their top is recorded.
+            reserve = {n: top for n, top in handed.items() if top > logged.get(n, 0)}
+            try:
+                await self._store.append_events(batch, reserve=reserve, marks=marks)
+            except BaseException:
+                # Kept for the next attempt, before anything queued meanwhile.
+                self._pending[:0] = batch
+                for node_id, top in handed.items():
+                    self._handed[node_id] = max(top, self._handed.get(node_id, 0))
+                for node_id, mark in marks.items():
+                    self._marks.setdefault(node_id, mark)
+                raise
+            for node_id, top in handed.items():
+                if node_id in self._durable:  # (not forgotten meanwhile)
+                    self._durable[node_id] = max(self._durable[node_id], top)
+                    self._release(node_id)
+
+    async def _flush_retrying(self) -> None:
+        try:
+            await self.flush()
+        except Exception:
+            log.exception("could not write node events; retrying")
+            await asyncio.sleep(RETRY)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("could not write node events; retrying")
+                await asyncio.sleep(RETRY)
+                self._wake.set()
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Consume a shielded write's outcome (its waiter may be gone); failures are retried."""
+    if not task.cancelled():
+        task.exception()

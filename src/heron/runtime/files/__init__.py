@@ -1,0 +1,1 @@
+"""Host files: peek, list and atomic writes."""

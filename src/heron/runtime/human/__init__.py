@@ -1,0 +1,1 @@
+"""Human requests: questions nodes put to a person, and the inbox."""

@@ -1,0 +1,252 @@
+"""The human-requests part of :class:`~heron.runtime.nodes._store.Store` (kept apart for size)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from typing import Any, ParamSpec, TypeVar
+
+import sqlalchemy as sa
+
+from ..db._database import human_requests, messages, nodes
+
+__all__ = ["HumanRows", "NodeSettled", "NotOpen"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Row = dict[str, Any]
+
+RESOLVED = ("answered", "dismissed", "cancelled")
+"""The statuses of a request that is no longer open."""
+
+SETTLED = ("completed", "failed", "cancelled")
+"""A node's statuses it never leaves (``_runs.SETTLED``; not imported: it imports the store)."""
+
+
+class NotOpen(Exception):
+    """The request is not open (any more): nothing was changed."""
+
+    def __init__(self, row: Row) -> None:
+        super().__init__(row["request_id"])
+        self.row = row
+        """The request as it stands."""
+
+
+class NodeSettled(Exception):
+    """The node a request is filed for has settled (or is gone): nothing was filed."""
+
+    def __init__(self, status: str | None) -> None:
+        super().__init__(status)
+        self.status = status
+        """Its status (``None``: no such node)."""
+
+
+class HumanRows:
+    """Reads and writes ``heron_human_requests``; mixed into ``Store``."""
+
+    engine: sa.Engine
+    """The database (set by ``Store``)."""
+
+    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        raise NotImplementedError  # Store's: runs ``func`` on its thread pool
+
+    async def add_request(self, row: Row) -> Row:
+        """File a request; with a ``call_key``, the one that call filed already (if any)
+        is returned instead (a tool call DBOS runs again after a crash)."""
+        return await self._run(self._add_request, row)
+
+    def _add_request(self, row: Row) -> Row:
+        key = row.get("call_key")
+        try:
+            with self.engine.begin() as conn:
+                if key is not None:
+                    found = _by_key(conn, row["node_id"], key)
+                    if found is not None:
+                        return found
+                if row["node_id"] is not None:
+                    # Read (and held, on PostgreSQL) in this transaction: a node settling
+                    # meanwhile either commits first (refused here) or finds this request
+                    # when its settle hook looks for open ones. Never one left open.
+                    status = conn.execute(
+                        sa.select(nodes.c.status)
+                        .where(nodes.c.node_id == row["node_id"])
+                        .with_for_update()
+                    ).scalar()
+                    if status is None or status in SETTLED:
+                        raise NodeSettled(status)
+                conn.execute(human_requests.insert().values(**row))
+                return dict(row)
+        except sa.exc.IntegrityError:
+            # Filed by the same call at the same moment (PostgreSQL runs both at once).
+            with self.engine.connect() as conn:
+                found = _by_key(conn, row["node_id"], key) if key is not None else None
+            if found is None:
+                raise
+            return found
+
+    async def human_request(self, request_id: str) -> Row | None:
+        """The request's row, or ``None``."""
+        return await self._run(self._human_request, request_id)
+
+    def _human_request(self, request_id: str) -> Row | None:
+        query = sa.select(human_requests).where(human_requests.c.request_id == request_id)
+        with self.engine.connect() as conn:
+            found = conn.execute(query).first()
+        return dict(found._mapping) if found is not None else None
+
+    async def human_requests(
+        self,
+        *,
+        statuses: Collection[str],
+        node_ids: Collection[str] | None = None,
+        profile: str | None = None,
+        limit: int | None = None,
+        order: str = "created_at",
+    ) -> list[Row]:
+        """Requests with one of ``statuses`` (of those nodes, that profile), newest first
+        by ``order`` (``created_at`` or ``resolved_at``), at most ``limit``."""
+        return await self._run(
+            self._human_requests, list(statuses), node_ids, profile, limit, order
+        )
+
+    def _human_requests(
+        self,
+        statuses: list[str],
+        node_ids: Collection[str] | None,
+        profile: str | None,
+        limit: int | None,
+        order: str,
+    ) -> list[Row]:
+        c = human_requests.c
+        query = sa.select(human_requests).where(c.status.in_(statuses))
+        if node_ids is not None:
+            query = query.where(c.node_id.in_(list(node_ids)))
+        if profile is not None:
+            query = query.where(c.profile == profile)
+        query = query.order_by(c[order].desc(), c.request_id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    async def request_nodes(self, node_ids: Collection[str]) -> dict[str, Row]:
+        """The rows of those nodes (that exist), by id: one query for a page of tickets."""
+        return await self._run(self._request_nodes, list(node_ids))
+
+    def _request_nodes(self, node_ids: list[str]) -> dict[str, Row]:
+        if not node_ids:
+            return {}
+        query = sa.select(nodes).where(nodes.c.node_id.in_(node_ids))
+        with self.engine.connect() as conn:
+            return {r.node_id: dict(r._mapping) for r in conn.execute(query)}
+
+    async def change_request(
+        self, request_id: str, change: Callable[[Row], tuple[dict[str, Any], str | None]]
+    ) -> Row:
+        """Change an open request in one transaction; returns its new row.
+
+        ``change(row)`` gets the request as it stands and returns the columns to
+        set (``revision: "bump"`` adds one; ``progress: ("add", entry)`` appends)
+        and a message for its node, or ``None``; it may refuse by raising (nothing
+        changes). :class:`NotOpen` (nothing changed) if it is not open, ``KeyError``
+        if there is no such request. The message is queued in the same
+        transaction (a node that never ran reads its prompt first): a response is
+        never recorded without reaching the node, even if the daemon dies right after.
+        """
+        return await self._run(self._change_request, request_id, change)
+
+    def _change_request(
+        self, request_id: str, change: Callable[[Row], tuple[dict[str, Any], str | None]]
+    ) -> Row:
+        where = human_requests.c.request_id == request_id
+        with self.engine.begin() as conn:
+            # FOR UPDATE: PostgreSQL holds the row (SQLite locks at BEGIN), so of two
+            # responses at once one finds it answered already.
+            found = conn.execute(sa.select(human_requests).where(where).with_for_update()).first()
+            if found is None:
+                raise KeyError(request_id)
+            row = dict(found._mapping)
+            if row["status"] != "open":
+                raise NotOpen(row)
+            values, message = change(row)
+            now = time.time()
+            update = dict(values)
+            if update.get("revision") == "bump":
+                update["revision"] = row["revision"] + 1
+            if isinstance(update.get("progress"), tuple):
+                update["progress"] = [*(row["progress"] or []), update["progress"][1]]
+            update["updated_at"] = now
+            if update.get("status", "open") != "open":
+                update["resolved_at"] = now
+            conn.execute(human_requests.update().where(where).values(**update))
+            if message is not None and row["node_id"] is not None:
+                _queue(conn, row["node_id"], message, now)
+            row.update(update)
+            return row
+
+    async def orphaned_requests(self) -> list[str]:
+        """Open requests whose node has settled or is gone: nobody waits for them (the
+        node settled with no new outcome, or the daemon died before its settle hook)."""
+        return await self._run(self._orphaned_requests)
+
+    def _orphaned_requests(self) -> list[str]:
+        c = human_requests.c
+        live = (
+            sa.select(nodes.c.node_id)
+            .where(nodes.c.node_id == c.node_id, nodes.c.status.not_in(SETTLED))
+            .exists()
+        )
+        query = sa.select(c.request_id).where(
+            c.status == "open", c.node_id.is_not(None), sa.not_(live)
+        )
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
+    async def requests_to_wake(self) -> list[str]:
+        """Dormant nodes with unread messages and a resolved request: the daemon died
+        between a response (queued with it) and waking the node."""
+        return await self._run(self._requests_to_wake)
+
+    def _requests_to_wake(self) -> list[str]:
+        unread = (
+            sa.select(messages.c.node_id)
+            .where(messages.c.claimed_run.is_(None))
+            .where(messages.c.node_id == nodes.c.node_id)
+            .exists()
+        )
+        query = (
+            sa.select(nodes.c.node_id)
+            .distinct()
+            .join(human_requests, human_requests.c.node_id == nodes.c.node_id)
+            .where(
+                # Withdrawn ones too: a withdrawal is queued to the node like an answer.
+                human_requests.c.status.in_(RESOLVED),
+                # Not settled_at: a resident root keeps its outcome while it waits again.
+                # Not interrupted ones: one may hold messages its stop left unread on purpose.
+                nodes.c.status == "dormant",
+                unread,
+            )
+        )
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
+
+def _by_key(conn: sa.Connection, node_id: str | None, key: str) -> Row | None:
+    c = human_requests.c
+    found = conn.execute(
+        sa.select(human_requests).where(c.node_id == node_id, c.call_key == key)
+    ).first()
+    return dict(found._mapping) if found is not None else None
+
+
+def _queue(conn: sa.Connection, node_id: str, body: str, now: float) -> None:
+    node = conn.execute(
+        sa.select(nodes.c.status, nodes.c.runs, nodes.c.prompt).where(nodes.c.node_id == node_id)
+    ).first()
+    if node is None:
+        return  # the node is gone: nobody to tell
+    if node.status != "running" and node.runs == 0 and node.prompt is not None:
+        # Created with no_kickoff: its brief was never sent, and comes first.
+        conn.execute(messages.insert().values(node_id=node_id, body=node.prompt, created_at=now))
+    conn.execute(messages.insert().values(node_id=node_id, body=body, created_at=now))

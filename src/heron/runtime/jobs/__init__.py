@@ -1,0 +1,1 @@
+"""Jobs: background commands a node started, listed and cancellable."""

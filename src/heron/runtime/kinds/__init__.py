@@ -1,0 +1,1 @@
+"""Kinds: personas a node takes (instruction, tools, skills, model)."""

@@ -1,0 +1,31 @@
+"""Kinds: ``/v1/kinds``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import FastAPI, Path
+
+from ... import api
+from ..nodes._engine import Engine
+from ..server._routing import errors
+
+__all__ = ["add_kind_routes"]
+
+KindName = Annotated[str, Path(description="The kind's name.")]
+"""A ``{name}`` path parameter naming a kind."""
+
+
+def add_kind_routes(app: FastAPI, engine: Engine) -> None:
+    """Serve the kind listing and lookup."""
+
+    @app.get("/v1/kinds", tags=["kinds"], responses=errors())
+    async def list_kinds() -> api.KindList:
+        """Every kind (built-in and ``$HERON_HOME/kinds/*.toml``), and broken kind files."""
+        return await asyncio.to_thread(engine.kinds.listing)  # reads the kinds directory
+
+    @app.get("/v1/kinds/{name}", tags=["kinds"], responses=errors(404, 422))
+    async def get_kind(name: KindName) -> api.Kind:
+        """One kind; ``422 invalid_kind`` if its file is broken."""
+        return (await engine.kinds.find(name)).to_api()

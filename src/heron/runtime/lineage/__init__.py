@@ -1,0 +1,1 @@
+"""Lineage: fork, revive, recycle, relaunch-root, promote and demote."""

@@ -1,0 +1,1 @@
+"""Memory: a profile's notes by path, versioned and searchable."""

@@ -1,0 +1,1 @@
+"""Models: installed API keys, the default model, provider readiness and the pool."""

@@ -1,0 +1,1 @@
+"""The kernel: nodes and their runs (engine, workflow, durable steps, rows, node tools)."""

@@ -1,0 +1,820 @@
+"""The node engine: the lifecycle behind every ``/v1/nodes`` route.
+
+A node's work happens in *runs*: the kickoff, and each wake-up of a dormant node
+by a message. Each run is one DBOS workflow (``node_run``) whose model turns and
+tool calls are steps (see ``_durable``), so after a crash DBOS resumes it from
+its last completed step. Between runs the conversation lives in the node's row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from dbos import DBOS, SetWorkflowID
+
+from ... import __version__ as version
+from ... import api
+from .._config import RuntimeConfig
+from ..canvas._service import Canvas, asking_from
+from ..crons._service import Crons
+from ..db._database import create_engine, database_kind, redact_url
+from ..events._log import EventLog
+from ..human._service import Human
+from ..jobs._service import Jobs
+from ..kinds._service import Kinds
+from ..lineage._service import Lineage
+from ..memory._service import Memory
+from ..models._providers import ProviderPool
+from ..models._service import Models
+from ..orchestration._service import Orchestration
+from ..profiles._service import Profiles
+from ..reports._service import Reports
+from ..server._errors import ApiError, DaemonError
+from ..shell._sandbox import NodeSandbox
+from ..shell._service import Commands
+from ..warm._service import WarmPool
+from ..worktrees._service import Worktrees
+from ._durable import Steps
+from ._rows import (
+    check_directory,
+    check_duration,
+    check_output_schema,
+    maybe_when,
+    node_cursor,
+    read_cursor,
+    to_node,
+    when,
+)
+from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
+from ._store import DuplicateNode, Row, Store
+
+__all__ = [
+    "SETTLED",
+    "Engine",
+    "SettleHook",
+    "Stop",
+    "current_engine",
+    "failure_outcome",
+    "run_workflow_id",
+]
+
+log = logging.getLogger("heron.runtime")
+
+_ENGINE: Engine | None = None
+
+SettleHook = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Reacts to a node settling: ``hook(node_id, outcome)``."""
+
+
+def current_engine() -> Engine:
+    """The engine of this daemon process (workflows find it here after a restart)."""
+    if _ENGINE is None:
+        raise RuntimeError("the Heron node engine is not running in this process")
+    return _ENGINE
+
+
+def _answered(row: Row) -> bool:
+    """Whether the node's outcome stands: it has one and is not at work on a later
+    message (a resident root answers each message anew: until it has, it is pending)."""
+    return row["settled_at"] is not None and row["status"] not in ("running", "interrupted")
+
+
+class Engine:
+    """Creates, runs, stops and reports on nodes; one per daemon process."""
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        self.config = config
+        self.database = database_kind(config.db_url)
+        self.sql = create_engine(config.db_url)
+        self.store = Store(self.sql)
+        self.events = EventLog(self.store, memory=config.stream_memory)
+        self.providers = ProviderPool(config.provider)
+        self.models = Models(self)  # installed keys and the stored default, into the pool
+        self.started_at = time.time()
+        self.active: dict[str, Active] = {}
+        self._early_stops: dict[str, tuple[int, Stop]] = {}
+        self._registered: dict[str, asyncio.Event] = {}
+        self._settled: dict[str, asyncio.Event] = {}
+        self._deadlines: dict[str, asyncio.TimerHandle] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self.listeners: list[api.Listener] = []
+        self.settle_hooks: list[SettleHook] = []
+        """Called (in the background) with each node that settles here and its outcome:
+        how features react to a settlement (outcome delivery ...). A node's jobs are
+        released separately, whenever its *status* becomes settled (``jobs.settled``)."""
+        self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
+        self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
+        self.jobs = Jobs(self)
+        self.worktrees = Worktrees(self)
+        self.kinds = Kinds.of(self)
+        self.profiles = Profiles(self, self.kinds)
+        self.warm = WarmPool(self)
+        self.reports = Reports(self)
+        self.memory = Memory(self)
+        self.orchestration = Orchestration(self)
+        self.bash = Commands(self)  # /v1/bash: the commands running for requests
+        self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
+        self.crons = Crons(self)
+        self.human = Human(self)  # human requests and the inbox (issue 12)
+        # The canvas's `asking` attention items are the open human requests.
+        self.canvas.attention_sources.append(asking_from(self.human.open_requests))
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Migrate, launch DBOS (which resumes interrupted runs) and re-arm deadlines."""
+        global _ENGINE
+        from . import _workflow  # noqa: F401 - registers the workflow with DBOS
+
+        self.sandbox.check()  # refuses to start under --require-sandbox without one
+        self.store.migrate()
+        self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
+        if (
+            self.providers.default.partition(":")[0].lower() == "local"
+            or self.models.default_model is not None
+        ):
+            # Loading the embedded model takes a while: let the first node find it ready.
+            # A default set through the API is not refused here either: only the API can
+            # change it, and that needs a daemon that started.
+            self._spawn(self._warm_default())
+        else:
+            try:
+                await self.providers.prepare(None)
+            except Exception as exc:  # a missing API key: say so now, not per node
+                raise DaemonError(f"HERON_PROVIDER={self.providers.default}: {exc}") from None
+        self.events.start()
+        await self.warm.discard_stored()  # before DBOS resumes their runs
+        _ENGINE = self
+        DBOS(
+            config={
+                "name": "heron",
+                "system_database_url": self.config.db_url,
+                "system_database_engine": self.sql,
+                "application_version": version,
+                # DBOS's default pool is unbounded: under load that meant hundreds of
+                # threads, costing ~8 ms of CPU and ~20 KiB per node (bench/daemon_load.py).
+                "max_executor_threads": 8,
+                "log_level": "WARNING",
+            }
+        )
+        DBOS.launch()
+        now = time.time()
+        for row in await self.store.list_nodes(status=["running", "dormant", "interrupted"]):
+            if row["deadline_at"] is not None:
+                self._arm_deadline(row["node_id"], row["deadline_at"] - now)
+        for row in await self.store.list_nodes(status=["running"]):
+            await self._ensure_run(row["node_id"], row["runs"])
+        await self.orchestration.resume()
+        await self.human.resume()  # answers a dying daemon queued but did not deliver
+        await self.crons.start()  # last: its firings create nodes on a running engine
+
+    async def stop(self) -> None:
+        """Stop timers, write pending events and shut DBOS down.
+
+        Runs in progress are left as they are: their workflows stay pending and
+        the next start resumes them from their last completed step.
+        """
+        global _ENGINE
+        await self.crons.stop()  # first: no firing creates a node in a stopping engine
+        self.orchestration.stop()  # no wait timeout fires into a stopping engine
+        await self.bash.aclose()  # commands never outlive the daemon
+        for handle in self._deadlines.values():
+            handle.cancel()
+        # DBOS first: no step finishes (and publishes) after the events are written.
+        DBOS.destroy(workflow_completion_timeout_sec=0)
+        await self.jobs.aclose()  # after DBOS: no run starts a job once they are killed
+        await self.events.stop()
+        await self.providers.aclose()
+        self.store.close()
+        _ENGINE = None
+
+    async def _warm_default(self) -> None:
+        try:
+            await self.providers.prepare(None)
+        except Exception:
+            log.exception("could not load the default model %s", self.providers.default)
+
+    def _lock(self, node_id: str) -> asyncio.Lock:
+        lock = self._locks.get(node_id)
+        if lock is None:
+            lock = self._locks[node_id] = asyncio.Lock()
+        return lock
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def workspace(self, node_id: str, cwd: str | None) -> Path:
+        """Where a node's file and shell tools work: its ``cwd`` (its worktree's directory
+        while it has one: see ``_worktrees``), else its own directory."""
+        if cwd is not None:
+            return Path(cwd)
+        path = self.config.home / "nodes" / node_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # -- reads ---------------------------------------------------------------
+
+    async def row(self, node_id: str) -> Row:
+        """The node's row; ``404 node_not_found`` if there is none."""
+        if not api.is_valid_id(node_id):
+            raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
+        row = await self.store.node(node_id)
+        if row is None or row["warm"] is not None:  # a warm-pool node is nobody's yet
+            raise ApiError(404, "node_not_found", f"no node {node_id!r}")
+        return row
+
+    async def node(self, node_id: str) -> api.Node:
+        """The node as the API shows it."""
+        return to_node(await self.row(node_id))
+
+    async def nodes(
+        self,
+        *,
+        status: list[str] | None = None,
+        root: bool | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> tuple[list[api.Node], str | None]:
+        """The nodes, oldest first, optionally filtered: at most ``limit`` of them, after
+        the cursor ``after``; with the cursor of the next page (``None``: no more)."""
+        rows = await self.store.list_nodes(
+            status=status,
+            root=root,
+            limit=limit + 1 if limit is not None else None,  # one more: is there a next?
+            after=read_cursor(after) if after is not None else None,
+        )
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit] if more else rows
+        cursor = node_cursor(rows[-1]) if more else None
+        return [to_node(r) for r in rows], cursor
+
+    async def outcome(self, node_id: str, wait: int) -> api.OutcomePoll:
+        """One long poll: answer when the node settles or after ``wait`` seconds."""
+        # Listen before reading: a settle landing between the two still wakes the poll.
+        event = self._settled.setdefault(node_id, asyncio.Event()) if wait > 0 else None
+        row = await self.row(node_id)
+        if not _answered(row) and event is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), wait)
+            row = await self.row(node_id)
+        elif event is not None and not event.is_set():
+            self._settled.pop(node_id, None)
+        outcome = await self.store.outcome(node_id) if _answered(row) else None
+        return api.OutcomePoll(
+            node_id=node_id,
+            state="settled" if outcome is not None else "pending",
+            outcome=outcome,  # type: ignore[arg-type]
+            node_status=row["status"],
+            deadline_at=maybe_when(row["deadline_at"]),
+        )
+
+    async def status(self) -> api.SystemStatus:
+        """The daemon's status."""
+        now = time.time()
+        return api.SystemStatus(
+            version=version,
+            started_at=when(self.started_at),
+            uptime_seconds=round(now - self.started_at, 3),
+            pid=os.getpid(),
+            nodes=await self.store.counts_by_status(),
+            database=f"{self.database} ({redact_url(self.config.db_url)})",
+            listeners=self.listeners,
+            provider=self.providers.default,
+            event_streams=self.events.stats(),
+            sandbox=self.sandbox.status(),
+        )
+
+    # -- create ----------------------------------------------------------------
+
+    async def create(
+        self, request: api.NodeCreateRequest, *, extra: Mapping[str, Any] | None = None
+    ) -> api.Node:
+        """Create a node and start its first run (unless ``no_kickoff``); returns at once.
+
+        ``extra`` keys (a feature's record of why the node exists: the cron that
+        fired it ...) are kept in the node's ``extra`` from its insert on.
+        """
+        if request.root and request.parent is not None:
+            raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
+        Orchestration.check_delivery(request)
+        row, prompt = self._new_row(request)
+        row["extra"].update(extra or {})
+        if request.fork_from is not None:  # copies the conversation and unset settings
+            await self.lineage.inherit(row, request)
+        await self._check_placement(row, request)
+        await self.profiles.apply(row)  # profile, kind, and the model they imply
+        if row["model"] is not None:
+            await self._prepare_model(row["model"])
+        if request.parent is not None:  # checked again as the child is inserted
+            await self._check_parent(request.parent)
+        kickoff = prompt is not None and not request.no_kickoff
+        row["status"] = "running" if kickoff else "dormant"
+        row["runs"] = 1 if kickoff else 0
+        worktree = None
+        requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
+        if requested is not None and requested is not False:
+            # Made before the row exists, so the first run already works in it.
+            worktree = row["extra"]["worktree"] = await self.worktrees.make(row, requested)
+        # Under the parent's lock, the child exists before the parent settles or not at
+        # all: a closing parent finds every child made before it settled (see _close).
+        async with self._lock(request.parent) if request.parent else contextlib.nullcontext():
+            warm = await self._insert(request, row, prompt if kickoff else None, worktree)
+        if warm is not None:
+            row = warm
+        node_id = row["node_id"]
+        if request.fork_from is not None:  # before its first run can use the workspace
+            await self.lineage.copy_workspace(row)
+        self.events.fresh(node_id)
+        self.events.publish(node_id, "node.status.changed", {"status": row["status"]})
+        if row["deadline_at"] is not None:
+            self._arm_deadline(node_id, row["deadline_at"] - time.time())
+        if warm is not None:
+            self.warm.start(node_id)  # its run is already going: it only waited for this
+        elif kickoff:
+            await self._launch(node_id, 1)
+        return to_node(row)
+
+    async def _insert(
+        self, request: api.NodeCreateRequest, row: Row, prompt: str | None, worktree: Any
+    ) -> Row | None:
+        """Insert the new node's row (or claim a warm node for it: returned)."""
+        try:
+            if request.parent is not None:
+                await self._check_parent(request.parent)
+            # A create with a worktree is never served warm (see WarmPool.claim).
+            warm = await self.warm.claim(request, row, prompt)
+            if warm is None:
+                await self.store.insert_node(row, prompt)
+        except BaseException as exc:
+            if worktree is not None:  # whatever failed, no node owns it
+                await asyncio.shield(self.worktrees.discard(worktree))
+            if isinstance(exc, DuplicateNode):
+                raise ApiError(
+                    409, "node_id_exists", f"a node with id {row['node_id']!r} already exists"
+                ) from None
+            raise
+        return warm
+
+    async def _check_placement(self, row: Row, request: api.NodeCreateRequest) -> None:
+        """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
+        a node pinned to its directory (``pin_cwd``: it works there and nowhere else)."""
+        if request.creator is not None:
+            try:
+                await self.row(request.creator)
+            except ApiError as exc:
+                raise ApiError(exc.status, exc.code, f"creator: {exc.message}") from None
+        worktree = row["extra"]["worktree"]
+        if row["pin_cwd"] and worktree is not None and worktree is not False:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"the node is pinned to {row['cwd']} (pin_cwd): it takes no worktree, "
+                "which would move it elsewhere; drop one of the two",
+            )
+
+    async def _check_parent(self, parent_id: str) -> None:
+        """``404`` if there is no such parent, ``409 node_settled`` if it has settled."""
+        parent = await self.row(parent_id)
+        if parent["status"] in SETTLED:
+            raise ApiError(
+                409,
+                "node_settled",
+                f"node {parent_id!r} is {parent['status']}: it takes no new children",
+            )
+
+    def _new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+        now = time.time()
+        schema = check_output_schema(request.output_schema)
+        cwd = check_directory(request.pin_cwd or request.cwd)
+        deadline = check_duration(request.deadline)
+        prompt = request.prompt if request.prompt and request.prompt.strip() else None
+        row: Row = {
+            "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
+            "root": request.root if request.root is not None else request.parent is None,
+            "root_lifecycle": request.root_lifecycle,
+            "mode": request.mode,
+            "name": request.name,
+            "description": request.description,
+            "prompt": prompt,
+            "kind": request.kind,
+            "model": request.model,
+            "profile": request.profile,
+            "cwd": cwd,
+            "pin_cwd": request.pin_cwd is not None,
+            "scopes": list(dict.fromkeys(request.scopes)) if request.scopes is not None else None,
+            "parent": request.parent,
+            "creator": request.creator,
+            "output_schema": schema,
+            "situational_context": request.situational_context,
+            "extra": {
+                "worktree": request.worktree,
+                "prefer_warm": request.prefer_warm,
+                "outcome_delivery": request.outcome_delivery,
+                # Kept so relaunch-root can count the same span again from its restart.
+                "deadline_seconds": deadline,
+            },
+            "created_at": now,
+            "updated_at": now,
+            "deadline_at": now + deadline if deadline is not None else None,
+            "settled_at": None,
+            "turns": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "state": None,
+            "pending_result": None,
+        }
+        return row, prompt
+
+    async def _prepare_model(self, spec: str | None) -> None:
+        """Load the model ``spec`` now (a script file is re-read); ``422 invalid_model``."""
+        try:
+            await self.providers.prepare(spec, reread=True)
+        except Exception as exc:  # an unknown kind, a missing API key, a bad script ...
+            raise ApiError(422, "invalid_model", str(exc)) from None
+
+    prepare_model = _prepare_model  # public for features (lineage); the old name stays
+
+    # -- runs ------------------------------------------------------------------
+
+    async def _launch(self, node_id: str, run: int) -> None:
+        from ._workflow import node_run
+
+        async def start() -> None:
+            with SetWorkflowID(run_workflow_id(node_id, run)):
+                await DBOS.start_workflow_async(node_run, node_id, run)
+
+        # A context of its own: DBOS refuses to start a workflow inside another's step
+        # (spawn-child). Shielded: a stop of that run must not strand the node running.
+        task = asyncio.create_task(start(), context=contextvars.Context())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        await asyncio.shield(task)
+
+    async def _ensure_run(self, node_id: str, run: int) -> None:
+        """Start a running node's run if DBOS has no workflow for it (a crash came between);
+        settle it as crashed if its workflow failed for good (it would never end)."""
+        status = await DBOS.get_workflow_status_async(run_workflow_id(node_id, run))
+        if status is None:
+            await self._launch(node_id, run)
+        elif status.status not in ("PENDING", "ENQUEUED", "SUCCESS"):
+            stop = Stop(
+                kind="failed",
+                reason="crashed",
+                message=f"the node's run ended in the engine as {status.status}",
+            )
+            await self._settle_idle(node_id, stop, "failed")
+
+    async def _wake(self, node_id: str) -> None:
+        """Start the next run of a dormant or interrupted node (under its lock)."""
+        previous = self.active.get(node_id)
+        if previous is not None:
+            # Its last run has saved its end but not yet announced it: let it finish
+            # first, so its node.settled/status events come before this run's (safe
+            # under the lock: ``ended`` never takes it).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(previous.ended.wait(), 30)
+        row = await self.row(node_id)
+        run = row["runs"] + 1
+        await self.events.prime(node_id)
+        await self.events.repair_status(node_id, row["status"])  # lost to a SIGKILL?
+        await self.store.update_node(node_id, status="running", runs=run)
+        self.events.publish(node_id, "node.status.changed", {"status": "running"})
+        await self._launch(node_id, run)
+
+    start_next_run = _wake
+
+    def register(self, node_id: str, run: int, model: str | None, steps: Steps) -> Active:
+        """Note a run as in progress here (called by the workflow as it starts)."""
+        active = Active(node_id=node_id, run=run, model=model, steps=steps)
+        early = self._early_stops.pop(node_id, None)
+        if early is not None and early[0] == run:  # a stop meant for an earlier run is stale
+            active.stop = early[1]
+        self.active[node_id] = active
+        registered = self._registered.pop(node_id, None)
+        if registered is not None:
+            registered.set()
+        return active
+
+    def forget(self, active: Active) -> None:
+        """Drop a run from those in progress here (ended, or cut off by shutdown)."""
+        if self.active.get(active.node_id) is active:
+            del self.active[active.node_id]
+
+    async def ended(self, active: Active, end: dict[str, Any]) -> None:
+        """Wake whoever waits on a run's end, run the settle hooks (called by the workflow,
+        also when it replays an end recorded before a crash)."""
+        node_id = active.node_id
+        self.forget(active)
+        status = end["status"]
+        # Its status and node.settled were published by the run's end step itself, durably
+        # before the step's result: a run replayed after a crash announces nothing again.
+        if end.get("settled"):
+            # The outcome the run settled, not one read back: a revive may already
+            # have taken it back (ends recorded before it was kept are read back).
+            await self._after_settling(node_id, end.get("outcome"))
+        if status in SETTLED:
+            await self._disarm_if_settled(node_id)
+            self._spawn(self.jobs.settled(node_id))
+        active.ended.set()
+
+    async def _announce_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+        self.events.publish(node_id, "node.settled", {"outcome": outcome})
+        await self._after_settling(node_id, outcome)
+
+    async def _after_settling(self, node_id: str, outcome: dict[str, Any] | None) -> None:
+        """Wake whoever waits on the node's outcome and run the settle hooks."""
+        row = await self.store.node(node_id)
+        if outcome is None:
+            outcome = await self.store.outcome(node_id)
+        event = self._settled.pop(node_id, None)
+        if event is not None:
+            event.set()
+        settled_at = row["settled_at"] if row is not None else None
+        if outcome is not None and settled_at is not None:
+            for hook in self.settle_hooks:
+                self._spawn(self._run_hook(hook, node_id, outcome, settled_at))
+
+    async def _run_hook(
+        self, hook: SettleHook, node_id: str, outcome: dict[str, Any], settled_at: float
+    ) -> None:
+        # A revive may have taken the outcome back since (and the node may have settled
+        # again, announcing that itself): react only to the settlement still standing.
+        row = await self.store.node(node_id)
+        if row is None or row["settled_at"] != settled_at:
+            return
+        try:
+            await hook(node_id, outcome)
+        except Exception:  # one feature failing must not stop the others
+            log.exception("reacting to the settlement of node %s failed", node_id)
+
+    # -- actions -----------------------------------------------------------------
+
+    async def message(
+        self, node_id: str, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> api.MessageAccepted:
+        """Queue ``body`` for the node: a dormant node wakes, a running one reads it next turn.
+
+        ``extra`` keys are set on the node in the transaction that queues the message.
+        """
+        async with self._lock(node_id):
+            row = await self.row(node_id)
+            if row["status"] in SETTLED:
+                raise ApiError(
+                    409,
+                    "node_settled",
+                    f"node {node_id!r} is {row['status']}: it takes no messages",
+                )
+            self.lineage.check_not_relaunching(node_id)
+            if row["status"] != "running":
+                self.worktrees.check_usable(row)  # a removed worktree: no new run
+            return await self.deliver(row, body, extra=extra)
+
+    async def deliver(
+        self, row: Row, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> api.MessageAccepted:
+        """Queue ``body`` for an unsettled node and wake it unless it is running.
+
+        A node that never ran (``no_kickoff``) reads its prompt first. The caller
+        holds :meth:`locked` and has checked the node may take it.
+        """
+        node_id = row["node_id"]
+        if row["status"] != "running" and row["runs"] == 0 and row["prompt"] is not None:
+            # Created with no_kickoff: its brief was never sent, and comes first.
+            await self.store.add_message(node_id, row["prompt"])
+        message_id = await self.store.add_message(node_id, body, extra=extra)
+        if row["status"] == "running":
+            return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="queued")
+        await self._wake(node_id)
+        return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="woke")
+
+    async def interrupt(self, node_id: str, by: str = "request") -> api.Node:
+        """Stop the node's current turn; the node stays, ``interrupted``, and can be messaged.
+
+        ``by`` says who interrupted (``request``: an API call; a node's id: that node),
+        kept as ``extra["interrupted_by"]``: revive-all leaves requested stops alone.
+        """
+        async with self._lock(node_id):
+            row = await self.row(node_id)
+            status = row["status"]
+            if status != "running":
+                # The seed's codes: a node waiting for a message is ``node_dormant``, a
+                # settled one ``node_settled``; an interrupted one is ``node_not_running``.
+                code = (
+                    "node_dormant"
+                    if status == "dormant"
+                    else "node_settled"
+                    if status in SETTLED
+                    else "node_not_running"
+                )
+                hint = " (it waits for a message: send one to wake it)"
+                hint = hint if code == "node_dormant" else ""
+                raise ApiError(
+                    409, code, f"node {node_id!r} is {status}: nothing to interrupt{hint}"
+                )
+            await self.store.merge_extra(node_id, interrupted_by=by)
+        await self._stop_run(node_id, row["runs"], Stop(kind="interrupted"))
+        return await self.node(node_id)
+
+    async def close(
+        self, node_id: str, reason: str | None = None, *, quiet: bool = False
+    ) -> api.Node:
+        """Cancel the node and the subtree it owns; terminal. Closing a settled node is a no-op.
+
+        ``quiet``: its outcome is not delivered to its parent (the parent closed it).
+        """
+        await self.row(node_id)
+        await self._close(node_id, "cancelled", reason or "closed on request", quiet=quiet)
+        return await self.node(node_id)
+
+    async def _close(self, node_id: str, reason: str, message: str, *, quiet: bool = False) -> None:
+        """Settle the node (``cancelled`` with ``reason``), then the subtree it owns;
+        ``quiet``: closed from above, so its outcome is not delivered to its parent
+        (see ``_orchestration``)."""
+        await self._close_one(node_id, reason, message, quiet)
+        # Listed again until none is new: a child created just before this node
+        # settled is found (none can be created after: see create).
+        closed: set[str] = set()
+        while fresh := [c for c in await self.store.children(node_id) if c not in closed]:
+            for child in fresh:
+                closed.add(child)
+                why = f"its parent {node_id} was closed"
+                await self._close(child, "cancelled", why, quiet=True)
+
+    async def _close_one(self, node_id: str, reason: str, message: str, quiet: bool) -> None:
+        row = await self.store.node(node_id)
+        if row is None or row["status"] in SETTLED:
+            return
+        if quiet:
+            await self.orchestration.quiet(node_id)
+        stop = Stop(kind="closed", reason=reason, message=message)
+        if row["status"] == "running":
+            await self._stop_run(node_id, row["runs"], stop)
+            row = await self.store.node(node_id)
+            if row is None or row["status"] in SETTLED:
+                return
+            if row["status"] == "running" and node_id in self.active:
+                return  # still winding down; its run settles it with this stop
+            # Either the run ended on its own just before the stop reached it (dormant
+            # now), or no run of it is going here at all (its workflow failed): the close
+            # settles it directly, and a run that starts later finds it settled.
+        await self._settle_idle(node_id, stop, "cancelled")
+
+    close_subtree = _close
+
+    async def _settle_idle(self, node_id: str, stop: Stop, status: str) -> None:
+        """Settle a node no run of which is going here, and say so."""
+        async with self._lock(node_id):
+            outcome = failure_outcome(stop)
+            settled = await self.store.settle(node_id, outcome, status)
+        await self.events.prime(node_id)
+        self.events.publish(node_id, "node.status.changed", {"status": status})
+        if settled:
+            await self._announce_settled(node_id, outcome)
+        await self.events.durable(node_id)  # a close answered is in the log
+        await self._disarm_if_settled(node_id)
+        # Keyed on the status, not the outcome: a resident root that answered kept an
+        # outcome while dormant, so closing it settles no new one (and fires no hooks).
+        self._spawn(self.jobs.settled(node_id))
+
+    async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:
+        """Stop the running conversation and wait (a little) for its run to save its end."""
+        active = self.active.get(node_id)
+        if active is None:
+            # Its workflow has not reached this process yet (just launched or resuming):
+            # it takes the stop as it starts.
+            self._early_stops[node_id] = (run, stop)
+            registered = self._registered.setdefault(node_id, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(registered.wait(), 10)
+            active = self.active.get(node_id)
+            if active is None:
+                self._early_stops.pop(node_id, None)
+                return
+        else:
+            active.stop = stop
+        # A resumed run replays its recorded steps first; cutting into the replay would
+        # leave its steps out of line with the record, so the stop waits for it.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(active.steps.caught_up.wait(), 10)
+        if active.task is not None:
+            active.task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(active.ended.wait(), 10)
+
+    stop_run = _stop_run
+
+    async def update_config(self, node_id: str, patch: api.NodeConfigPatch) -> api.Node:
+        """Change the node's model, name, description or deadline."""
+        row = await self.row(node_id)
+        values: dict[str, Any] = {}
+        fields = patch.model_fields_set
+        if "model" in fields:
+            await self._prepare_model(patch.model)
+            values["model"] = patch.model
+            active = self.active.get(node_id)
+            if active is not None:
+                active.model = patch.model
+        for name in ("name", "description"):
+            if name in fields:
+                values[name] = getattr(patch, name)
+        if "deadline" in fields:
+            seconds = check_duration(patch.deadline)
+            values["deadline_at"] = time.time() + seconds if seconds is not None else None
+            if row["status"] not in SETTLED:
+                self._disarm_deadline(node_id)
+                if seconds is not None:
+                    self._arm_deadline(node_id, seconds)
+        if values:
+            await self.store.update_node(node_id, **values)
+            # Merged: other writers' keys of ``extra`` stay.
+            merged: dict[str, Any] = {}
+            if "deadline" in fields:
+                merged["deadline_seconds"] = seconds
+            if "model" in fields:  # an explicit choice, passed on to forks and children
+                merged["model_given"] = patch.model
+            if merged:
+                await self.store.merge_extra(node_id, **merged)
+        return await self.node(node_id)
+
+    async def submit_result(self, node_id: str, value: Any) -> api.ResultAccepted:
+        """Accept the node's structured result if it matches the schema (``422`` otherwise)."""
+        row = await self.row(node_id)
+        schema = row["output_schema"]
+        if schema is None:
+            raise ApiError(409, "no_output_schema", f"node {node_id!r} was given no output_schema")
+        if row["status"] in SETTLED or row["settled_at"] is not None:
+            raise ApiError(409, "node_settled", f"node {node_id!r} has already settled")
+        validator = jsonschema.Draft202012Validator(schema)
+        problems = [
+            f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+            for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        ]
+        if problems:
+            raise ApiError(
+                422, "invalid_result", "the result does not match the output schema", problems
+            )
+        await self.store.update_node(node_id, pending_result={"kind": "result", "value": value})
+        return api.ResultAccepted(node_id=node_id)
+
+    async def decline(self, node_id: str, reason: str, code: str | None, retryable: bool) -> None:
+        """Record the node's honest refusal; it settles as ``declined`` when its turn ends."""
+        declined = {"reason": reason, "code": code, "retryable": retryable}
+        await self.store.update_node(
+            node_id, pending_result={"kind": "declined", "declined": declined}
+        )
+
+    # -- deadlines ---------------------------------------------------------------
+
+    async def set_deadline(self, node_id: str, seconds: float | None) -> None:
+        """Give an unsettled node a deadline ``seconds`` from now (``None``: none), armed."""
+        at = time.time() + seconds if seconds is not None else None
+        await self.store.update_node(node_id, deadline_at=at)
+        self._disarm_deadline(node_id)
+        if seconds is not None:
+            self._arm_deadline(node_id, seconds)
+
+    def _arm_deadline(self, node_id: str, delay: float) -> None:
+        self._disarm_deadline(node_id)
+        loop = asyncio.get_running_loop()
+        self._deadlines[node_id] = loop.call_later(
+            max(delay, 0.0), lambda: self._spawn(self._expire(node_id))
+        )
+
+    def _disarm_deadline(self, node_id: str) -> None:
+        handle = self._deadlines.pop(node_id, None)
+        if handle is not None:
+            handle.cancel()
+
+    async def _disarm_if_settled(self, node_id: str) -> None:
+        # A revive may have un-settled the node and armed its deadline again meanwhile.
+        row = await self.store.node(node_id)
+        if row is None or row["settled_at"] is not None:
+            self._disarm_deadline(node_id)
+
+    async def _expire(self, node_id: str) -> None:
+        self._deadlines.pop(node_id, None)
+        try:
+            await self._close(node_id, "deadline_exceeded", "the node's deadline passed")
+        except Exception:
+            log.exception("closing node %s at its deadline failed", node_id)
+
+    # -- helpers for the workflow -----------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def locked(self, node_id: str) -> AsyncIterator[None]:
+        """Hold the node's lock (messages and run ends never interleave)."""
+        async with self._lock(node_id):
+            yield

@@ -1,0 +1,691 @@
+"""The daemon's own records (nodes, outcomes, messages, events) over SQLAlchemy Core.
+
+Every method is a coroutine that runs its statements on a small thread pool, so
+the event loop never waits on the database; each method is one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from ..canvas._store import CanvasRows
+from ..crons._store import CronRows
+from ..db._database import events, messages, migrate, nodes, outcomes
+from ..human._store import HumanRows
+from ..memory._store import MemoryRows
+from ..reports._store import ReportRows
+
+__all__ = ["DuplicateNode", "StepMark", "Store"]
+
+log = logging.getLogger("heron.runtime")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Row = dict[str, Any]
+
+
+class DuplicateNode(Exception):
+    """A node with that id already exists."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepMark:
+    """A workflow step that ended, written with its events (see ``_events``)."""
+
+    key: str
+    """The step, as ``run:step``."""
+    usage: tuple[int, int] | None = None
+    """A model turn's input and output tokens, counted once per ``key``; else ``None``."""
+
+
+class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
+    """Reads and writes the daemon's tables; see the module docstring."""
+
+    def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:
+        self.engine = engine
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="heron-db")
+
+    def migrate(self) -> int:
+        """Create or upgrade the schema (blocking; call before serving)."""
+        return migrate(self.engine)
+
+    def close(self) -> None:
+        """Stop the thread pool and release the engine's connections."""
+        self._pool.shutdown(wait=True)
+        self.engine.dispose()
+
+    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(func, *args, **kwargs))
+
+    # -- nodes ------------------------------------------------------------
+
+    async def insert_node(self, row: Row, first_message: str | None) -> None:
+        """Insert a node (and its kickoff message); :class:`DuplicateNode` if the id is taken."""
+        await self._run(self._insert_node, row, first_message)
+
+    def _insert_node(self, row: Row, first_message: str | None) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(nodes.insert().values(**row))
+                if first_message is not None:
+                    conn.execute(
+                        messages.insert().values(
+                            node_id=row["node_id"], body=first_message, created_at=row["created_at"]
+                        )
+                    )
+        except sa.exc.IntegrityError:
+            raise DuplicateNode(row["node_id"]) from None
+
+    async def node(self, node_id: str) -> Row | None:
+        """The node's row, or ``None``."""
+        return await self._run(self._node, node_id)
+
+    def _node(self, node_id: str) -> Row | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(nodes).where(nodes.c.node_id == node_id)).first()
+        return dict(row._mapping) if row is not None else None
+
+    async def list_nodes(
+        self,
+        *,
+        status: Sequence[str] | None = None,
+        root: bool | None = None,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
+    ) -> list[Row]:
+        """Nodes, oldest first, optionally only those with one of ``status`` and ``root``;
+        at most ``limit``, and only those listed after ``after`` (``(created_at, node_id)``
+        of the last one already seen)."""
+        return await self._run(self._list_nodes, status, root, limit, after)
+
+    def _list_nodes(
+        self,
+        status: Sequence[str] | None,
+        root: bool | None,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
+    ) -> list[Row]:
+        query = (
+            sa.select(nodes)
+            .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
+            .order_by(nodes.c.created_at, nodes.c.node_id)
+        )
+        if status:
+            query = query.where(nodes.c.status.in_(list(status)))
+        if root is not None:
+            query = query.where(nodes.c.root == root)
+        if after is not None:
+            created, node_id = after
+            query = query.where(
+                sa.or_(
+                    nodes.c.created_at > created,
+                    sa.and_(nodes.c.created_at == created, nodes.c.node_id > node_id),
+                )
+            )
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    async def update_node(self, node_id: str, **values: Any) -> None:
+        """Set columns of a node (``updated_at`` too)."""
+        await self._run(self._update_node, node_id, values)
+
+    def _update_node(self, node_id: str, values: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id)
+                .values(**values, updated_at=time.time())
+            )
+
+    async def merge_extra(self, node_id: str, **values: Any) -> None:
+        """Set keys of the node's ``extra`` JSON (``None`` removes one), in one transaction
+        (so concurrent writers of other keys are not undone)."""
+        await self._run(self._merge_extra, node_id, values)
+
+    def _merge_extra(self, node_id: str, values: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            self._merge_extra_in(conn, node_id, values)
+
+    @staticmethod
+    def _merge_extra_in(conn: sa.Connection, node_id: str, values: Mapping[str, Any]) -> None:
+        where = nodes.c.node_id == node_id
+        # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN).
+        query = sa.select(nodes.c.extra).where(where).with_for_update()
+        extra = dict(conn.execute(query).scalar() or {})
+        for key, value in values.items():
+            if value is None:
+                extra.pop(key, None)
+            else:
+                extra[key] = value
+        conn.execute(nodes.update().where(where).values(extra=extra, updated_at=time.time()))
+
+    async def claim_delivery(
+        self, node_id: str, settled_at: float, how: str, by: str | None = None
+    ) -> bool:
+        """Claim the delivery of the node's outcome of ``settled_at`` to its parent, once.
+
+        One transaction: ``extra["delivered"]`` is set to ``{settled_at, how, by}``
+        unless it already holds a claim on that settlement. ``True`` for the one
+        winner (and for the same ``by`` asking again: a step DBOS runs again after a
+        crash); ``False`` otherwise. A ``closed`` claim made before the node settled
+        (``settled_at`` ``None``) is bound to its next settlement, which it takes.
+        """
+        return await self._run(self._claim_delivery, node_id, settled_at, how, by)
+
+    def _claim_delivery(self, node_id: str, settled_at: float, how: str, by: str | None) -> bool:
+        with self.engine.begin() as conn:
+            where = nodes.c.node_id == node_id
+            # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN),
+            # so two claimers never both see "not yet claimed".
+            query = sa.select(nodes.c.extra).where(where).with_for_update()
+            extra = dict(conn.execute(query).scalar() or {})
+            claim = extra.get("delivered")
+            if isinstance(claim, dict):
+                if claim.get("settled_at") == settled_at:
+                    return by is not None and claim.get("by") == by
+                if claim.get("settled_at") is None and claim.get("how") == "closed":
+                    extra["delivered"] = {**claim, "settled_at": settled_at}
+                    conn.execute(nodes.update().where(where).values(extra=extra))
+                    return False
+            extra["delivered"] = {"settled_at": settled_at, "how": how, "by": by}
+            conn.execute(nodes.update().where(where).values(extra=extra))
+            return True
+
+    async def add_usage(
+        self, node_id: str, *, turns: int, input_tokens: int, output_tokens: int
+    ) -> None:
+        """Count a finished model turn's tokens on the node."""
+        await self._run(self._add_usage, node_id, turns, input_tokens, output_tokens)
+
+    def _add_usage(self, node_id: str, turns: int, input_tokens: int, output_tokens: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id)
+                .values(
+                    turns=nodes.c.turns + turns,
+                    input_tokens=nodes.c.input_tokens + input_tokens,
+                    output_tokens=nodes.c.output_tokens + output_tokens,
+                    updated_at=time.time(),
+                )
+            )
+
+    async def counts_by_status(self) -> dict[str, int]:
+        """How many nodes are in each status."""
+        return await self._run(self._counts)
+
+    def _counts(self) -> dict[str, int]:
+        query = (
+            sa.select(nodes.c.status, sa.func.count())
+            .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
+            .group_by(nodes.c.status)
+        )
+        with self.engine.connect() as conn:
+            return {status: count for status, count in conn.execute(query)}
+
+    async def unsettled(self) -> list[Row]:
+        """Nodes without an outcome (for deadlines and wake-ups after a restart)."""
+        return await self._run(self._unsettled)
+
+    def _unsettled(self) -> list[Row]:
+        query = sa.select(nodes).where(nodes.c.settled_at.is_(None), nodes.c.warm.is_(None))
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    async def children(self, node_id: str) -> list[str]:
+        """Ids of the nodes whose parent is ``node_id``."""
+        return await self._run(self._children, node_id)
+
+    def _children(self, node_id: str) -> list[str]:
+        # A warm-pool node pre-started for a parent's children is not its child yet.
+        query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
+    async def child_rows(self, node_id: str) -> list[Row]:
+        """The rows of the nodes whose parent is ``node_id``, oldest first (one query)."""
+        return await self._run(self._child_rows, node_id)
+
+    def _child_rows(self, node_id: str) -> list[Row]:
+        query = (
+            sa.select(nodes)
+            .where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
+            .order_by(nodes.c.created_at, nodes.c.node_id)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    # -- messages ---------------------------------------------------------
+
+    async def add_message(
+        self, node_id: str, body: str, *, extra: Mapping[str, Any] | None = None
+    ) -> int:
+        """Queue a message for a node; returns its id.
+
+        ``extra`` keys are set on the node (as :meth:`merge_extra` does) in the same
+        transaction: a message that ends a state (a wait) is queued exactly when the
+        state ends, even if the daemon dies right after.
+        """
+        return await self._run(self._add_message, node_id, body, extra)
+
+    def _add_message(self, node_id: str, body: str, extra: Mapping[str, Any] | None) -> int:
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                messages.insert().values(node_id=node_id, body=body, created_at=time.time())
+            )
+            if extra:
+                self._merge_extra_in(conn, node_id, extra)
+            key = result.inserted_primary_key
+            assert key is not None
+            return int(key[0])
+
+    async def queue_first(self, node_id: str, body: str) -> None:
+        """Queue ``body`` ahead of the node's unread messages (relaunch-root's prompt).
+
+        The unread messages are queued again after it, in their order, with new ids.
+        """
+        await self._run(self._queue_first, node_id, body)
+
+    def _queue_first(self, node_id: str, body: str) -> None:
+        unread = messages.c.node_id == node_id, messages.c.claimed_run.is_(None)
+        with self.engine.begin() as conn:
+            stale = conn.execute(
+                sa.select(messages.c.body, messages.c.created_at)
+                .where(*unread)
+                .order_by(messages.c.message_id)
+            ).all()
+            conn.execute(messages.delete().where(*unread))
+            rows = [{"body": body, "created_at": time.time()}]
+            rows += [{"body": r.body, "created_at": r.created_at} for r in stale]
+            conn.execute(messages.insert(), [{"node_id": node_id, **r} for r in rows])
+
+    async def claim_messages(self, node_id: str, run: int, step: int = 0) -> list[str]:
+        """Take every unclaimed message of a node into ``run`` at ``step``, oldest first.
+
+        Idempotent per ``(run, step)``: asked again, it returns what it claimed then.
+        """
+        return await self._run(self._claim, node_id, run, step)
+
+    def _claim(self, node_id: str, run: int, step: int) -> list[str]:
+        with self.engine.begin() as conn:
+            return _claim(conn, node_id, run, step)
+
+    async def recorded_steps(self, workflow_id: str) -> int:
+        """How many steps DBOS has recorded for a workflow (a plain read, not a step)."""
+        return await self._run(self._recorded_steps, workflow_id)
+
+    def _recorded_steps(self, workflow_id: str) -> int:
+        schema = "dbos." if self.engine.dialect.name == "postgresql" else ""
+        query = sa.text(f"SELECT count(*) FROM {schema}operation_outputs WHERE workflow_uuid = :id")
+        with self.engine.connect() as conn:
+            return int(conn.execute(query, {"id": workflow_id}).scalar() or 0)
+
+    # -- runs and outcomes -------------------------------------------------
+
+    async def end_run(
+        self,
+        node_id: str,
+        run: int,
+        *,
+        state: Any,
+        status: str,
+        outcome: Mapping[str, Any] | None,
+        continue_with_messages: bool,
+        step: int = 0,
+        record: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Save a finished run: the conversation, the status and (maybe) the outcome.
+
+        When ``continue_with_messages`` and messages arrived that the run never
+        read, they are claimed and returned instead, and the node keeps running;
+        otherwise ``[]`` and the node takes ``status`` (settling ``outcome``,
+        unless one is already settled — a settled outcome never changes), and
+        ``record`` is kept in the node's ``extra["ended"]`` in the same transaction
+        (so the run's end step, if run again, can return what it decided).
+        """
+        return await self._run(
+            self._end_run,
+            node_id,
+            run,
+            state,
+            status,
+            outcome,
+            continue_with_messages,
+            step,
+            record,
+        )
+
+    def _end_run(
+        self,
+        node_id: str,
+        run: int,
+        state: Any,
+        status: str,
+        outcome: Mapping[str, Any] | None,
+        continue_with_messages: bool,
+        step: int,
+        record: Mapping[str, Any] | None,
+    ) -> list[str]:
+        now = time.time()
+        with self.engine.begin() as conn:
+            values: dict[str, Any] = {"state": state, "updated_at": now}
+            if continue_with_messages:
+                unread = _claim(conn, node_id, run, step)
+                if unread:
+                    conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
+                    return unread
+            values["status"] = status
+            if outcome is not None:
+                # The accepted result is spent once an outcome is settled (or kept).
+                values["pending_result"] = None
+                if _settle(conn, node_id, outcome, now):
+                    values["settled_at"] = now
+            if record is not None:  # (read after _settle, which may archive into it)
+                extra = conn.execute(
+                    sa.select(nodes.c.extra).where(nodes.c.node_id == node_id)
+                ).scalar()
+                values["extra"] = {**(extra or {}), "ended": dict(record)}
+            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
+        return []
+
+    async def settle(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
+        """Settle a node that is not running; ``False`` if it had already settled."""
+        return await self._run(self._settle_now, node_id, outcome, status)
+
+    def _settle_now(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
+        now = time.time()
+        with self.engine.begin() as conn:
+            settled = _settle(conn, node_id, outcome, now)
+            values: dict[str, Any] = {"status": status, "updated_at": now}
+            if settled:
+                values["settled_at"] = now
+            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
+        return settled
+
+    async def unsettle(self, node_id: str, **values: Any) -> dict[str, Any] | None:
+        """Take back a node's outcome (revive, relaunch) and set ``values``, in one transaction.
+
+        The outcome row is deleted and kept, with when it settled and the status the
+        node had, at the end of the node's ``extra["previous_outcomes"]``; the node's
+        ``settled_at`` is cleared. Returns the outcome taken back (``None`` if there was
+        none: then only ``values`` are set).
+        """
+        return await self._run(self._unsettle, node_id, values)
+
+    def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(
+                    outcomes.c.node_id == node_id
+                )
+            ).first()
+            update: dict[str, Any] = {**values, "updated_at": time.time()}
+            if found is not None:
+                # FOR UPDATE (PostgreSQL; SQLite's one writer needs none): no other
+                # writer's ``extra`` lands between this read and the write below.
+                row = conn.execute(
+                    sa.select(nodes.c.extra, nodes.c.status)
+                    .where(nodes.c.node_id == node_id)
+                    .with_for_update()
+                ).one()
+                kept = dict(row.extra or {})
+                archived = {
+                    "outcome": dict(found.outcome),
+                    "settled_at": found.settled_at,
+                    "status": row.status,
+                }
+                # The archive is the database's, whatever ``extra`` the caller passes.
+                extra = {**kept, **update.get("extra", {})}
+                extra["previous_outcomes"] = [*kept.get("previous_outcomes", []), archived]
+                update["extra"] = extra
+                update["settled_at"] = None
+                conn.execute(outcomes.delete().where(outcomes.c.node_id == node_id))
+            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**update))
+        return dict(found.outcome) if found is not None else None
+
+    async def outcome(self, node_id: str) -> dict[str, Any] | None:
+        """A node's settled outcome, or ``None``."""
+        return await self._run(self._outcome, node_id)
+
+    def _outcome(self, node_id: str) -> dict[str, Any] | None:
+        query = sa.select(outcomes.c.outcome).where(outcomes.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return dict(value) if value is not None else None
+
+    # -- events -------------------------------------------------------------
+
+    async def append_events(
+        self,
+        batch: Sequence[tuple[str, int, str, Any, float]],
+        *,
+        reserve: Mapping[str, int] | None = None,
+        marks: Mapping[str, StepMark] | None = None,
+    ) -> None:
+        """Write ``(node_id, sequence_number, type, data, created_at)`` events, raise each
+        node's ``events_reserved`` to ``reserve[node]`` (numbers of unlogged events handed
+        out) and set the step ``marks`` (counting their usage), in one transaction."""
+        if batch or reserve or marks:
+            await self._run(self._append_events, batch, reserve or {}, marks or {})
+
+    def _append_events(
+        self,
+        batch: Sequence[tuple[str, int, str, Any, float]],
+        reserve: Mapping[str, int],
+        marks: Mapping[str, StepMark],
+    ) -> None:
+        rows = [
+            {"node_id": n, "sequence_number": s, "type": t, "data": d, "created_at": c}
+            for n, s, t, d, c in batch
+        ]
+        try:
+            with self.engine.begin() as conn:
+                if rows:
+                    conn.execute(events.insert(), rows)
+                _numbers_and_marks(conn, reserve, marks)
+            return
+        except sa.exc.OperationalError:
+            raise  # the database is unavailable: nothing was written, the batch is retried
+        except Exception:
+            # One bad row (a number already taken, a value the column cannot hold) must
+            # not lose the others, nor be retried forever: write row by row, drop failures.
+            pass
+        for row in rows:
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(events.insert(), [row])
+            except sa.exc.OperationalError:
+                raise
+            except Exception as exc:
+                log.error(
+                    "dropped event %s #%s of node %s: %s",
+                    row["type"],
+                    row["sequence_number"],
+                    row["node_id"],
+                    exc,
+                )
+        with self.engine.begin() as conn:
+            _numbers_and_marks(conn, reserve, marks)
+
+    async def step_mark(self, node_id: str) -> str | None:
+        """The node's last step whose events were written (see :meth:`append_events`)."""
+        return await self._run(self._step_mark, node_id)
+
+    def _step_mark(self, node_id: str) -> str | None:
+        query = sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return None if value is None else str(value)
+
+    async def last_sequence(self, node_id: str) -> int:
+        """The highest event sequence number written for a node (0 if none)."""
+        return (await self.event_numbers(node_id))[0]
+
+    async def event_numbers(self, node_id: str) -> tuple[int, int]:
+        """The highest event number logged for a node and the highest reserved (0 if none)."""
+        return await self._run(self._event_numbers, node_id)
+
+    def _event_numbers(self, node_id: str) -> tuple[int, int]:
+        last = sa.select(sa.func.max(events.c.sequence_number)).where(events.c.node_id == node_id)
+        reserved = sa.select(nodes.c.events_reserved).where(nodes.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(last).scalar() or 0), int(conn.execute(reserved).scalar() or 0)
+
+    async def events(
+        self,
+        node_id: str,
+        *,
+        after: int = 0,
+        upto: int | None = None,
+        types: Sequence[str] | None = None,
+        last: int | None = None,
+    ) -> list[Row]:
+        """A node's logged events numbered above ``after`` (and at most ``upto``), in
+        order; only of ``types`` when given; only the ``last`` such ones when given."""
+        return await self._run(self._events, node_id, after, upto, types, last)
+
+    def _events(
+        self,
+        node_id: str,
+        after: int,
+        upto: int | None,
+        types: Sequence[str] | None,
+        last: int | None,
+    ) -> list[Row]:
+        number = events.c.sequence_number
+        query = sa.select(events).where(events.c.node_id == node_id, number > after)
+        if upto is not None:
+            query = query.where(number <= upto)
+        if types is not None:
+            query = query.where(events.c.type.in_(list(types)))
+        if last is not None:
+            query = query.order_by(number.desc()).limit(last)
+        else:
+            query = query.order_by(number)
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        return rows[::-1] if last is not None else rows
+
+    async def first_event_number(self, node_id: str) -> int | None:
+        """The lowest event number logged for a node (``None`` if none)."""
+        return await self._run(self._first_event_number, node_id)
+
+    def _first_event_number(self, node_id: str) -> int | None:
+        query = sa.select(sa.func.min(events.c.sequence_number)).where(events.c.node_id == node_id)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return None if value is None else int(value)
+
+
+def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:
+    before = conn.execute(
+        sa.select(messages.c.message_id, messages.c.body).where(
+            messages.c.node_id == node_id,
+            messages.c.claimed_run == run,
+            messages.c.claimed_step == step,
+        )
+    ).all()
+    if before:  # this step ran before (DBOS re-ran it after a crash): same answer
+        return [r.body for r in sorted(before, key=lambda r: r.message_id)]
+    # One statement: concurrent claimers (PostgreSQL runs them side by side) each
+    # take a message only while it is still unclaimed, so none is delivered twice.
+    claimed = conn.execute(
+        messages.update()
+        .where(messages.c.node_id == node_id, messages.c.claimed_run.is_(None))
+        .values(claimed_run=run, claimed_step=step)
+        .returning(messages.c.message_id, messages.c.body)
+    ).all()
+    return [r.body for r in sorted(claimed, key=lambda r: r.message_id)]
+
+
+def _numbers_and_marks(
+    conn: sa.Connection, reserve: Mapping[str, int], marks: Mapping[str, StepMark]
+) -> None:
+    reserved = nodes.c.events_reserved
+    for node_id, upto in reserve.items():
+        conn.execute(
+            nodes.update()
+            .where(nodes.c.node_id == node_id, sa.or_(reserved.is_(None), reserved < upto))
+            .values(events_reserved=upto)
+        )
+    mark = nodes.c.step_mark
+    for node_id, step in marks.items():
+        if step.usage is not None:
+            # Once per step: a step run again after its mark was written counts nothing.
+            input_tokens, output_tokens = step.usage
+            conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == node_id, sa.or_(mark.is_(None), mark != step.key))
+                .values(
+                    turns=nodes.c.turns + 1,
+                    input_tokens=nodes.c.input_tokens + input_tokens,
+                    output_tokens=nodes.c.output_tokens + output_tokens,
+                    updated_at=time.time(),
+                )
+            )
+        conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(step_mark=step.key))
+
+
+_SETTLED_STATUSES = ("completed", "failed", "cancelled")
+"""Statuses a node never leaves (``_runs.SETTLED``)."""
+
+
+def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: float) -> bool:
+    """Record ``outcome`` as the node's; ``False`` if it keeps the one it has.
+
+    A node that has settled for good keeps its first outcome. One that has an outcome
+    but lives on (a resident root that answered, dormant for the next message) takes
+    the new one: its outcome is its latest answer, and a close or a failure after an
+    answer replaces it, so the outcome and the status agree. An answer replaced by a
+    failure is kept at the end of ``extra["previous_outcomes"]``.
+    """
+    # Insert-unless-present in one statement: two settlements racing on PostgreSQL
+    # (no database-wide write lock as on SQLite) must not both pass a "not yet"
+    # check and have the loser fail on the primary key; the first simply wins.
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    inserted = conn.execute(
+        insert(outcomes)
+        .values(node_id=node_id, outcome=dict(outcome), settled_at=now)
+        .on_conflict_do_nothing(index_elements=[outcomes.c.node_id])
+        # RETURNING, not rowcount: psycopg's rowcount is -1 for this statement.
+        .returning(outcomes.c.node_id)
+    ).first()
+    if inserted is not None:
+        return True
+    node = conn.execute(
+        sa.select(nodes.c.status, nodes.c.extra).where(nodes.c.node_id == node_id).with_for_update()
+    ).first()
+    if node is None or node.status in _SETTLED_STATUSES:
+        return False
+    kept = conn.execute(
+        sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(outcomes.c.node_id == node_id)
+    ).one()
+    if kept.outcome.get("kind") == "result" and outcome.get("kind") == "failure":
+        extra = dict(node.extra or {})
+        archived = {
+            "outcome": dict(kept.outcome),
+            "settled_at": kept.settled_at,
+            "status": node.status,
+        }
+        extra["previous_outcomes"] = [*extra.get("previous_outcomes", []), archived]
+        conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(extra=extra))
+    conn.execute(
+        outcomes.update()
+        .where(outcomes.c.node_id == node_id)
+        .values(outcome=dict(outcome), settled_at=now)
+    )
+    return True

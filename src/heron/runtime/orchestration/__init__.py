@@ -1,0 +1,1 @@
+"""Orchestration: children, outcome delivery, yield and wait."""

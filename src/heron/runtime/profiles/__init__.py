@@ -1,0 +1,1 @@
+"""Profiles: the store and defaults a node runs under."""

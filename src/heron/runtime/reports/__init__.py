@@ -1,0 +1,1 @@
+"""Reports: the ``push-report`` tool, the report list and final reports."""

@@ -1,0 +1,1 @@
+"""The warm pool: pre-started nodes that serve ``prefer_warm`` creates."""

@@ -1,0 +1,310 @@
+"""The warm pool: pre-started nodes that serve ``prefer_warm`` creates.
+
+A warm node is a node row marked ``warm`` (with its launch tuple's digest) whose first
+run is already going: its workflow started, ``begin`` done, its provider
+prepared, its tools and agent built; it waits only for its prompt. A create
+with ``prefer_warm`` whose launch tuple (:data:`LAUNCH_FIELDS`) matches takes
+one over: the row gets the create's fields and the prompt in one transaction,
+and the waiting run goes on, so the create skips all of that. A miss is created
+cold, and the pool keeps :attr:`RuntimeConfig.warm_pool` nodes ready for every
+tuple seen with ``prefer_warm`` (the most recent :data:`MAX_TUPLES`), refilled in
+the background after each use.
+
+Warm nodes are nobody's yet: the store leaves them out of lists and counts and
+the engine answers ``404`` for them. A restart discards them (their rows are
+deleted before DBOS resumes workflows, and a resumed warm run finds it was
+discarded), and the pool fills again as creates ask for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import secrets
+import shutil
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from ... import api
+from ..db._database import messages, nodes
+from ..kinds._service import Kind
+from ..nodes._store import Row
+
+if TYPE_CHECKING:
+    from ..nodes._engine import Engine
+
+__all__ = ["LAUNCH_FIELDS", "MAX_TUPLES", "WarmPool", "launch_key"]
+
+log = logging.getLogger("heron.runtime")
+
+LAUNCH_FIELDS = (
+    "kind",
+    "model",
+    "profile",
+    "cwd",
+    "pin_cwd",
+    "scopes",
+    "mode",
+    "output_schema",
+    "situational_context",
+    "root",
+    "parent",
+    "creator",
+)
+"""The row fields a run is prepared from before its prompt is known: a warm node serves a
+create only if they all match. (A field the workflow's ``begin`` reads belongs here.)"""
+
+MAX_TUPLES = 8
+"""How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""
+
+
+def launch_key(row: Row, kind: Kind, default_model: str) -> str:
+    """The launch tuple of a node row as a digest; it covers the kind's definition too,
+    so a warm node made before its kind file changed serves no create after, and the
+    daemon's ``default_model`` for a row naming none, so one prepared on the default
+    before it changed (``PUT /v1/model-config``) serves no create after either. Scopes
+    are a set: their order does not matter."""
+    fields = {f: row[f] for f in LAUNCH_FIELDS}
+    fields["model"] = fields["model"] or default_model
+    if fields["scopes"] is not None:
+        fields["scopes"] = sorted(fields["scopes"])
+    tuple_ = [fields, dataclasses.asdict(kind)]
+    text = json.dumps(tuple_, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class WarmPool:
+    """The engine's warm nodes, by launch tuple."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.size = engine.config.warm_pool
+        """Warm nodes kept ready per launch tuple (0: no pool)."""
+        self._ready: OrderedDict[str, list[str]] = OrderedDict()
+        self._templates: dict[str, Row] = {}
+        self._waiters: dict[str, asyncio.Future[bool]] = {}
+        self._refilling: set[str] = set()
+
+    def ready(self, key: str | None = None) -> int:
+        """How many warm nodes are waiting (for one launch tuple, or in all)."""
+        if key is not None:
+            return len(self._ready.get(key, ()))
+        return sum(len(ids) for ids in self._ready.values())
+
+    def eligible(self, request: api.NodeCreateRequest, prompt: str | None) -> bool:
+        """Whether a create (starting with ``prompt``) could be served warm; else it is
+        created cold, as documented on ``prefer_warm``."""
+        return (
+            self.size > 0
+            and request.prefer_warm
+            and prompt is not None
+            and request.node_id is None
+            and request.fork_from is None
+            and request.worktree in (None, False)
+        )
+
+    # -- serving a create ---------------------------------------------------------
+
+    async def claim(
+        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
+    ) -> Row | None:
+        """Hand a warm node matching ``row``'s tuple the create's fields and first message.
+
+        Returns the node's row (its id is the warm node's), or ``None`` when the create
+        is not to be served warm or nothing is ready (the caller creates cold); an
+        eligible create has the tuple's pool refilled either way.
+        """
+        if not self.eligible(request, prompt):
+            return None
+        assert prompt is not None
+        kind = await self.engine.kinds.find(row["kind"], status=422)
+        key = launch_key(row, kind, self.engine.providers.default)
+        await self._prune()
+        self._want(key, row)
+        ready = self._ready.get(key, [])
+        while ready:
+            node_id = ready.pop(0)
+            claimed = {**row, "node_id": node_id, "extra": {**row["extra"], "served_warm": True}}
+            if await asyncio.to_thread(self._claim, key, claimed, prompt):
+                self._spawn_refill(key)
+                return claimed
+            self._waiters.pop(node_id, None)  # its row vanished: nothing waits on it any more
+        self._spawn_refill(key)
+        return None
+
+    def _claim(self, key: str, row: Row, prompt: str) -> bool:
+        """Give the warm node ``row["node_id"]`` the create's fields and its prompt, in one
+        transaction; ``False`` if it is no longer a warm node of ``key`` (discarded)."""
+        values = {k: v for k, v in row.items() if k != "node_id"}
+        with self.engine.store.engine.begin() as conn:
+            done = conn.execute(
+                nodes.update()
+                .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
+                .values(**values, warm=None)
+            )
+            if done.rowcount != 1:
+                return False
+            conn.execute(
+                messages.insert().values(
+                    node_id=row["node_id"], body=prompt, created_at=row["created_at"]
+                )
+            )
+        return True
+
+    def start(self, node_id: str) -> None:
+        """Let a claimed node's waiting run go on to its prompt."""
+        waiter = self._waiters.pop(node_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(True)
+
+    async def claimed(self, node_id: str) -> bool:
+        """Wait (in the node's run) until the warm node is claimed (``True``) or discarded.
+
+        A run resumed after a restart has no waiter here: its row says which.
+        """
+        waiter = self._waiters.get(node_id)
+        if waiter is not None:
+            return await asyncio.shield(waiter)
+        row = await self.engine.store.node(node_id)
+        return row is not None and row.get("warm") is None
+
+    async def unprepared(self, node_id: str, reason: str | None) -> bool:
+        """Take a warm node whose run could not be set up out of the pool, so no create
+        gets it; ``False`` if a create claimed it first (it then fails as a cold one)."""
+        for ids in self._ready.values():
+            if node_id in ids:
+                ids.remove(node_id)
+        if not await asyncio.to_thread(self._delete, [node_id]):
+            return False
+        log.warning("warm node %s discarded: its run could not be set up: %s", node_id, reason)
+        self._waiters.pop(node_id, None)
+        return True
+
+    async def cleanup(self, node_id: str, cwd: str | None) -> None:
+        """Remove what a discarded warm node's run left (called by that run, at its end):
+        its shell, its event numbering, and its own workspace (when it had no ``cwd``)."""
+        await self.engine.jobs.discard(node_id)
+        self.engine.events.forget(node_id)
+        if cwd is None:
+            path = self.engine.config.home / "nodes" / node_id
+            await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
+
+    # -- filling ------------------------------------------------------------------
+
+    async def _prune(self) -> None:
+        """Discard the nodes of tuples whose kind (or the daemon's default model) changed
+        or vanished since they were made (no create can match them any more)."""
+        if self._templates:
+            default = self.engine.providers.default
+            for key in await asyncio.to_thread(self._stale, dict(self._templates), default):
+                self._drop(key)
+
+    def _stale(self, templates: dict[str, Row], default: str) -> list[str]:
+        """The keys of ``templates`` their kind as it is now (and the ``default`` model) no
+        longer gives (one scan)."""
+        kinds, _ = self.engine.kinds.scan()
+        return [
+            key
+            for key, template in templates.items()
+            if template["kind"] not in kinds
+            or launch_key(template, kinds[template["kind"]], default) != key
+        ]
+
+    def _drop(self, key: str) -> None:
+        """Stop keeping nodes ready for ``key``, and discard those it has."""
+        ids = self._ready.pop(key, [])
+        self._templates.pop(key, None)
+        for node_id in ids:
+            self.engine._spawn(self._discard(node_id))
+
+    def _want(self, key: str, row: Row) -> None:
+        """Note that creates ask for ``key`` (``row`` its template), most recent last;
+        past :data:`MAX_TUPLES` the least recently asked tuple is dropped."""
+        self._ready.setdefault(key, [])
+        self._ready.move_to_end(key)
+        self._templates.setdefault(key, dict(row))
+        while len(self._ready) > MAX_TUPLES:
+            self._drop(next(iter(self._ready)))
+
+    def _spawn_refill(self, key: str) -> None:
+        """Refill ``key``'s nodes in the background, unless that is going on or not needed."""
+        if key not in self._refilling and self.ready(key) < self.size:
+            self._refilling.add(key)
+            self.engine._spawn(self._refill(key))
+
+    async def _refill(self, key: str) -> None:
+        """Pre-start nodes for ``key`` until it has :attr:`size` (or is dropped)."""
+        try:
+            while key in self._ready and self.ready(key) < self.size:
+                node_id = await self._make(key)
+                if key in self._ready:
+                    self._ready[key].append(node_id)
+                else:  # dropped from the pool while it was being made
+                    await self._discard(node_id)
+        except Exception:
+            log.exception("pre-starting a warm node failed")
+        finally:
+            self._refilling.discard(key)
+
+    async def _make(self, key: str) -> str:
+        """Insert a warm node for ``key`` (from its template row) and launch its run."""
+        now = time.time()
+        node_id = f"n-{secrets.token_hex(8)}"
+        row: Row = {
+            **self._templates[key],
+            "node_id": node_id,
+            "status": "running",
+            "runs": 1,
+            "prompt": None,
+            "name": None,
+            "description": None,
+            "deadline_at": None,
+            "extra": {},
+            "created_at": now,
+            "updated_at": now,
+            "warm": key,
+        }
+        await self.engine.store.insert_node(row, None)
+        self.engine.events.fresh(node_id)
+        self._waiters[node_id] = asyncio.get_running_loop().create_future()
+        await self.engine._launch(node_id, 1)
+        return node_id
+
+    async def _discard(self, node_id: str) -> None:
+        """Delete a warm node; its run, waiting to be claimed, ends and cleans up."""
+        waiter = self._waiters.pop(node_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(False)
+        await asyncio.to_thread(self._delete, [node_id])
+
+    def _delete(self, node_ids: list[str] | None) -> int:
+        """Delete warm rows (those listed, or all): they never had a message or event."""
+        with self.engine.store.engine.begin() as conn:
+            warm = nodes.c.warm.is_not(None)
+            where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(node_ids))
+            return conn.execute(nodes.delete().where(where)).rowcount
+
+    async def discard_stored(self) -> None:
+        """Delete the warm nodes a previous daemon left (before DBOS resumes workflows)."""
+        homes = await asyncio.to_thread(self._own_workspaces)
+        count = await asyncio.to_thread(self._delete, None)
+        for path in homes:  # (their runs never get to clean up: they are skipped)
+            await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
+        if count:
+            log.info("discarded %d warm nodes of the previous daemon", count)
+
+    def _own_workspaces(self) -> list[Path]:
+        """The workspace directories of the stored warm nodes without a ``cwd``."""
+        with self.engine.store.engine.connect() as conn:
+            query = sa.select(nodes.c.node_id).where(
+                nodes.c.warm.is_not(None), nodes.c.cwd.is_(None)
+            )
+            ids = conn.execute(query).scalars().all()
+        return [self.engine.config.home / "nodes" / node_id for node_id in ids]

@@ -1,0 +1,1 @@
+"""Managed git worktrees: a node working on a branch of its own."""

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Awaitable, Iterator
 from typing import Any, Generic, TypeVar
 
-from .._version import __version__
+from .._core.version import __version__
 from ._autostart import start_daemon
 from ._errors import APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError
 from ._flow import Flow, Instruction, Send, Sleep

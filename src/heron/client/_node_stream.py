@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import api
-from ._closing import AsyncClosing, Closing
+from .._core.closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver, race
 from ._errors import APIError, APIUserAbortError, error_from_response
 from ._flow import Flow, Send, Sleep

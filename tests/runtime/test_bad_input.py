@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.api._common import MODEL_SPEC_PATTERN
+from heron.api._common import ID_PATTERN, MODEL_SPEC_PATTERN
 from heron.runtime._local import UnixHTTPConnection
 
 from .conftest import Daemon, create, wait_settled
@@ -415,3 +415,14 @@ def test_a_model_spec_with_blanks_before_its_colon_names_its_kind(
         assert re.match(MODEL_SPEC_PATTERN, spec)
         node = create(client, prompt="Hi.", model=spec)["node_id"]
         assert wait_settled(client, node)["outcome"]["kind"] == "result", spec
+
+
+def test_the_history_reads_node_id_is_documented_as_a_node_id(client: httpx.Client) -> None:
+    """``GET /v1/canvas/history/read?node_id=`` refuses what is not a node id: its spec
+    says so (it documented any string; a fuzz finding)."""
+    spec = client.get("/openapi.json").json()
+    parameters = spec["paths"]["/v1/canvas/history/read"]["get"]["parameters"]
+    (node_id,) = [p for p in parameters if p["name"] == "node_id"]
+    assert node_id["schema"]["pattern"] == ID_PATTERN
+    refused = client.get("/v1/canvas/history/read", params={"node_id": "{not an id"})
+    assert_error(refused, 400, "invalid_node_id")

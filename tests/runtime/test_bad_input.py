@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from heron.api._common import ID_PATTERN, MODEL_SPEC_PATTERN
 from heron.runtime._local import UnixHTTPConnection
 
-from .conftest import Daemon
+from .conftest import Daemon, create, wait_settled
 
 LIMIT = 1024 * 1024
 """The daemon's default body limit (``RuntimeConfig.max_body_bytes``)."""
@@ -337,3 +340,89 @@ def test_no_parameter_is_documented_as_nullable(client: httpx.Client) -> None:
     events = spec["paths"]["/v1/nodes/{node_id}/events"]["get"]["parameters"]
     (header,) = [p for p in events if p["name"] == "Last-Event-ID"]
     assert header["schema"]["type"] == "string" and "pattern" in header["schema"]
+
+
+def test_outcome_delivery_is_documented_as_the_object_it_must_be(client: httpx.Client) -> None:
+    """The spec said any object would do; the route refuses one without ``action``
+    (schemathesis found the mismatch)."""
+    spec = client.get("/openapi.json").json()
+    field = spec["components"]["schemas"]["NodeCreateRequest"]["properties"]["outcome_delivery"]
+    (documented,) = [b for b in field["anyOf"] if b.get("type") == "object"]
+    assert documented["required"] == ["action"] and documented["additionalProperties"] is False
+    assert documented["properties"]["action"]["enum"] == ["message", "none"]
+    refused = client.post("/v1/nodes", json={"outcome_delivery": {"payload": "x"}})
+    assert_error(refused, 422, "invalid_outcome_delivery")
+
+
+def test_an_empty_kind_name_is_refused_by_the_schema(client: httpx.Client) -> None:
+    """No kind is called ``""``: the spec says so (it was let through, then refused as an
+    unknown kind, a refusal the spec gave no reason for)."""
+    for path, body in (
+        ("/v1/nodes", {"kind": "", "no_kickoff": True}),
+        ("/v1/profiles/ensure", {"name": "empty-kind", "default_kind": ""}),
+    ):
+        error = assert_error(client.post(path, json=body), 422, "invalid_request")
+        assert error["details"][0]["loc"][-1] in ("kind", "default_kind")
+
+
+def test_a_model_gone_since_is_a_documented_422_on_recycle_and_relaunch(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    """Recycling or relaunching a node whose script file was deleted since answers
+    ``422 invalid_model``, which both routes now document."""
+    script = tmp_path / "gone.json"
+    script.write_text(json.dumps(["Answered."]))
+    body = {"prompt": "Hi.", "model": f"scripted:{script}", "root_lifecycle": "resident"}
+    node = create(client, **body)["node_id"]
+    wait_settled(client, node)
+    script.unlink()
+    paths = client.get("/openapi.json").json()["paths"]
+    for action in ("recycle", "relaunch-root"):
+        assert "422" in paths[f"/v1/nodes/{{node_id}}/{action}"]["post"]["responses"], action
+        error = assert_error(client.post(f"/v1/nodes/{node}/{action}"), 422, "invalid_model")
+        assert "gone.json" in error["message"]
+
+
+def _documented(field: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of an optional field's schema."""
+    (branch,) = [b for b in field.get("anyOf", [field]) if b.get("type") != "null"]
+    return branch
+
+
+def test_fields_document_the_shapes_the_daemon_checks(client: httpx.Client) -> None:
+    """A profile's default model is a model spec, a node's ``cwd`` and ``pin_cwd`` are
+    absolute paths: the spec let anything through, the daemon refused it (fuzz findings)."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    default_model = schemas["ProfileEnsureRequest"]["properties"]["default_model"]
+    assert _documented(default_model)["pattern"] == MODEL_SPEC_PATTERN
+    bad_model = {"name": "bad-model", "default_model": "nope"}
+    assert_error(client.post("/v1/profiles/ensure", json=bad_model), 422, "invalid_model")
+    for name in ("cwd", "pin_cwd"):
+        field = schemas["NodeCreateRequest"]["properties"][name]
+        assert _documented(field)["pattern"] == "^/", name
+        relative = client.post("/v1/nodes", json={name: "relative/dir", "no_kickoff": True})
+        assert_error(relative, 422, "invalid_cwd")
+
+
+def test_a_model_spec_with_blanks_before_its_colon_names_its_kind(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    """The spec's pattern allows blanks between the kind and the colon; the daemon took
+    them for part of the kind (``422 unknown provider 'scripted\\x0b'``)."""
+    script = tmp_path / "spaced.json"
+    script.write_text(json.dumps(["Spaced out."]))
+    for spec in (f"scripted\x0b:{script}", f"Scripted :{script}"):
+        assert re.match(MODEL_SPEC_PATTERN, spec)
+        node = create(client, prompt="Hi.", model=spec)["node_id"]
+        assert wait_settled(client, node)["outcome"]["kind"] == "result", spec
+
+
+def test_the_history_reads_node_id_is_documented_as_a_node_id(client: httpx.Client) -> None:
+    """``GET /v1/canvas/history/read?node_id=`` refuses what is not a node id: its spec
+    says so (it documented any string; a fuzz finding)."""
+    spec = client.get("/openapi.json").json()
+    parameters = spec["paths"]["/v1/canvas/history/read"]["get"]["parameters"]
+    (node_id,) = [p for p in parameters if p["name"] == "node_id"]
+    assert node_id["schema"]["pattern"] == ID_PATTERN
+    refused = client.get("/v1/canvas/history/read", params={"node_id": "{not an id"})
+    assert_error(refused, 400, "invalid_node_id")

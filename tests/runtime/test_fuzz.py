@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -132,6 +132,14 @@ REFUSED_BY_MEANING = {
 }
 """Refusals of a meaning no JSON Schema can state (error code: what)."""
 
+NEVER_EXCUSED = {
+    "invalid_cwd": "must be an absolute path",
+    "invalid_model": "unknown provider",
+    "invalid_outcome_delivery": "must be {action",
+}
+"""Refusals of a shape the schema states (error code: words of the message): one of these
+on a schema-valid request is a mismatch, whatever the code's excuse above."""
+
 EXACTLY_ONE = "give exactly one of path or slug"
 """``/v1/memory/resolve``: two optional query parameters, exactly one given."""
 
@@ -143,6 +151,8 @@ def explained(finding: Finding) -> bool:
     if finding.title == "Created resource not found":
         # The stateful phase takes any node for one with a worktree (only some have one).
         return code == "no_worktree"
+    if code in NEVER_EXCUSED and NEVER_EXCUSED[code] in finding.answer:
+        return False
     return finding.title == "Schema-valid request rejected" and (
         code in REFUSED_BY_STATE
         or code in REFUSED_BY_MEANING
@@ -286,3 +296,21 @@ def test_confine_keeps_host_routes_in_the_scratch_folder(tmp_path: Path) -> None
     assert invalid["env"] == {"A": 1}  # an invalid value stays: the case must stay invalid
     assert case("/v1/crons", body={"schedule": "* * * * * *"}).body["paused"] is True
     assert case("/v1/crons", body={"paused": "no"}).body["paused"] == "no"  # stays invalid
+
+
+def test_a_refusal_of_a_shape_the_schema_states_is_never_excused() -> None:
+    """``invalid_cwd`` for a directory that is not there is the host's state; for a
+    relative path it is a shape the schema must state, so it fails the run."""
+    missing = Finding(
+        operation="POST /v1/nodes",
+        title="Schema-valid request rejected",
+        status=422,
+        code="invalid_cwd",
+        message="Valid data should have been accepted",
+        answer="cwd '/nowhere' is not an existing directory null",
+        request="",
+    )
+    assert explained(missing)
+    assert not explained(replace(missing, answer="cwd must be an absolute path, not 'x' null"))
+    unknown = replace(missing, code="invalid_model", answer="unknown provider 'x': use one of")
+    assert not explained(unknown)

@@ -159,7 +159,7 @@ class Engine:
         self.store.migrate()
         self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if (
-            self.providers.default.partition(":")[0].lower() == "local"
+            self.providers.default.partition(":")[0].strip().lower() == "local"
             or self.models.default_model is not None
         ):
             # Loading the embedded model takes a while: let the first node find it ready.

@@ -35,8 +35,6 @@ import shutil
 import time
 from typing import TYPE_CHECKING
 
-from starlette.requests import Request
-
 from ... import api
 from ...tools._bash_process import ShellProcess, Stream, describe_exit
 from ..files._service import check_path
@@ -52,7 +50,6 @@ __all__ = [
     "WITHHELD_VARIABLES",
     "Commands",
     "command_environment",
-    "until_disconnected",
 ]
 
 OUTPUT_LIMIT = 1024 * 1024
@@ -205,28 +202,3 @@ class Commands:
         """Kill every running command (the daemon stops); their requests answer 503."""
         self._stopping = True
         await asyncio.gather(*(process.kill(KILL_GRACE) for process in list(self._running)))
-
-
-async def until_disconnected(
-    request: Request, work: asyncio.Task[api.BashResult]
-) -> api.BashResult:
-    """``work``'s result, or ``work`` cancelled as soon as the client disconnects."""
-
-    async def disconnected() -> None:
-        # FastAPI has read the body: the next message is the disconnect, whenever it comes.
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(disconnected())
-    try:
-        await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        watcher.cancel()
-        if not work.done():
-            work.cancel()  # the client left (or this request was cancelled): kill it
-        await asyncio.gather(watcher, return_exceptions=True)
-        if work.cancelled() or not work.done():
-            await asyncio.gather(work, return_exceptions=True)
-    if work.cancelled():
-        raise ApiError(499, "client_disconnected", "the client went away: the command was killed")
-    return work.result()

@@ -3,7 +3,7 @@
 They act for the node's profile: a node sees, makes and deletes only its
 profile's crons, and a cron it makes runs its nodes under that profile with
 (at most) the node's own scopes. Each making or deleting call is keyed on its
-tool call (``_durable.call_key``): a call DBOS runs again after a crash finds
+tool call (``nodes._durable.call_key``): a call DBOS runs again after a crash finds
 the cron it made, or knows it deleted it, rather than doing it twice.
 """
 

@@ -3,7 +3,7 @@
 A profile is a row of ``heron_profiles`` plus a folder,
 ``$HERON_HOME/profiles/<name>/store``, holding the tool storage of its nodes
 (a planner's todo list, ids): nodes of one profile share it, nodes of two
-never do. ``default`` exists without being ensured. Memory (``_memory``) is
+never do. ``default`` exists without being ensured. Memory (``heron.runtime.memory``) is
 scoped by the profile too.
 """
 

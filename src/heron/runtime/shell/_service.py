@@ -1,31 +1,4 @@
-"""``POST /v1/bash``: one command, run to its end, as the daemon's user.
-
-The command runs as ``bash -c COMMAND`` in a process group of its own (a new
-session) and, where bubblewrap can start one, a PID namespace of its own
-(``heron.tools._sandbox.contained``: the host's files, network and user as they
-are), in the required ``cwd``. The namespace ends with the command, taking with
-it what the command started even in sessions of their own (``setsid``), which a
-process group alone cannot hold. It never outlives its request: at its
-``timeout`` the whole group is stopped (SIGTERM, then SIGKILL after
-:data:`KILL_GRACE` seconds) and the answer says ``timed_out``; processes it left
-running in its group when it exited are stopped the same way; a client that
-disconnects, and a daemon that stops, kill the group at once. Each group is
-recorded in the job ledger (``_job_ledger``), so one a crashed daemon left
-behind is killed when the next starts.
-
-Output is read as it comes: the first :data:`OUTPUT_LIMIT` bytes of each stream
-are kept, the rest read and dropped (``stdout_truncated``/``stderr_truncated``).
-
-The environment is the daemon's, less the secrets it holds for itself
-(:data:`WITHHELD_VARIABLES`: the TCP owner token, the database URL, which may
-carry a password, and the hosted providers' API keys), plus the request's
-``env``, which may give any of them back on purpose. A command's output goes
-back over the wire and into transcripts, and the scripts a command runs
-(``npm install`` hooks ...) read the environment they inherit. This is no
-sandbox (that is for nodes' commands, ``_sandbox``): the command runs as the
-daemon's user and can read what that user can, ``$HERON_HOME`` included; it only
-never gets those secrets handed to it.
-"""
+"""``POST /v1/bash``: one command, run to its end, as the daemon's user (no sandbox)."""
 
 from __future__ import annotations
 

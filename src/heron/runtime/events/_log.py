@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import api
-from ..nodes._store import StepMark, Store
+from ..nodes._store import Settlement, StepMark, Store
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
 __all__ = ["Event", "EventLog"]
@@ -74,6 +74,7 @@ class EventLog:
         self._pending: list[tuple[str, int, str, Any, float]] = []
         self._handed: dict[str, int] = {}  # per node, the highest number since the last batch
         self._marks: dict[str, StepMark] = {}
+        self._settles: dict[str, Settlement] = {}
         self._wake = asyncio.Event()
         self._flush_lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
@@ -186,6 +187,21 @@ class EventLog:
         while (node_id in self._marks and self._marks[node_id].key == key) or (
             self._durable.get(node_id, target) < target
         ):
+            await self._flush_retrying()
+
+    async def settle(self, node_id: str, outcome: dict[str, Any], status: str) -> None:
+        """Settle an idle node: publish its ``status`` and ``node.settled``, and write them
+        with its outcome and status in one transaction (a kill leaves both or neither).
+
+        The caller holds the node's lock and has seen that it has not settled for good
+        (so the settlement takes); the node must be primed.
+        """
+        self.publish(node_id, "node.status.changed", {"status": status})
+        self.publish(node_id, "node.settled", {"outcome": outcome})
+        # Queued with its events, in the same tick: the batch that takes them takes it.
+        self._settles[node_id] = Settlement(outcome=outcome, status=status)
+        target = self._next[node_id] - 1
+        while node_id in self._settles or self._durable.get(node_id, target) < target:
             await self._flush_retrying()
 
     async def repair_status(self, node_id: str, status: str) -> None:
@@ -304,7 +320,7 @@ class EventLog:
     # -- the log -------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Write every queued event and step mark now (after any write already under
+        """Write every queued event, step mark and settlement now (after any write already under
         way), and stream the events that became durable.
 
         The write goes on if the caller is cancelled: a batch is never half-known.
@@ -318,7 +334,8 @@ class EventLog:
             batch, self._pending = self._pending, []
             handed, self._handed = self._handed, {}
             marks, self._marks = self._marks, {}
-            if not (batch or handed or marks):
+            settles, self._settles = self._settles, {}
+            if not (batch or handed or marks or settles):
                 return
             logged: dict[str, int] = {}
             for node_id, seq, *_ in batch:
@@ -326,7 +343,9 @@ class EventLog:
             # Numbers past a node's last logged event are deltas: their top is recorded.
             reserve = {n: top for n, top in handed.items() if top > logged.get(n, 0)}
             try:
-                await self._store.append_events(batch, reserve=reserve, marks=marks)
+                await self._store.append_events(
+                    batch, reserve=reserve, marks=marks, settles=settles
+                )
             except BaseException:
                 # Kept for the next attempt, before anything queued meanwhile.
                 self._pending[:0] = batch
@@ -334,6 +353,8 @@ class EventLog:
                     self._handed[node_id] = max(top, self._handed.get(node_id, 0))
                 for node_id, mark in marks.items():
                     self._marks.setdefault(node_id, mark)
+                for node_id, settlement in settles.items():
+                    self._settles.setdefault(node_id, settlement)
                 raise
             for node_id, top in handed.items():
                 if node_id in self._durable:  # (not forgotten meanwhile)

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ... import api
-from ...tools._bash_process import ShellProcess, Stream, describe_exit
+from ...tools.bash import ShellProcess, Stream, describe_exit
 from ..files._service import check_path
 from ..server._errors import ApiError
 from ._environment import WITHHELD_VARIABLES, command_environment

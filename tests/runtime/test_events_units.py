@@ -11,7 +11,7 @@ import pytest
 
 from heron.runtime.db._database import create_engine
 from heron.runtime.events._log import IDLE_HUBS, EventLog
-from heron.runtime.events._routes import framed
+from heron.runtime.events._replay import framed
 from heron.runtime.events._stream import Subscription, encode
 from heron.runtime.nodes._store import Store
 

@@ -1,19 +1,5 @@
-"""History over every node's transcript: search, grep, read and stats (``/v1/canvas/history``).
-
-A node's transcript is its conversation: while a run of it is in progress in this
-daemon, the live one (every message so far); otherwise the one saved at the end of its
-last run (``heron_nodes.state``, an ``AgentState``: ``messages_full``, every message
-ever added), or, for a node that has not run yet, its prompt as the one user message.
-
-The work is bounded and kept off the daemon's event loop: transcripts are read in
-batches of :data:`BATCH` and matched in a worker thread, at most :data:`MAX_NODES`
-transcripts and :data:`MAX_CHARS` characters of text per request (answers say
-``truncated``); a grep's matching gets :data:`GREP_TIMEOUT` seconds in all (the
-``regex`` engine checks the time as it backtracks, so a runaway pattern stops). A
-search first asks the database for the transcripts holding one of its words (a text
-match on the saved JSON), so a rare word does not cost a read of every transcript;
-a grep does the same for a pattern that is a plain word.
-"""
+"""History over every node's transcript: search, grep, read and stats (``/v1/canvas/history``),
+bounded and kept off the event loop (ARCHITECTURE.md, canvas)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""The canvas: the graph of the daemon's nodes as a person's UI shows it (``engine.canvas``).
-
-- *Attention*: what needs a person, most urgent first (:data:`URGENCY`). ``asking``
-  items come from :attr:`Canvas.attention_sources` (open human requests); the others
-  from the nodes: ``interrupted`` (stopped mid-turn), ``failed`` (settled failed),
-  ``deadline_exceeded`` (cancelled by its deadline), ``waiting`` (a resident root
-  dormant after answering). Within a reason, the oldest first.
-- *Snapshot*: every node's card, the edges, counts, attention and event high-water
-  marks, read at once (see :meth:`Canvas.snapshot` for why nothing is missed after).
-- *Roster*: the live nodes and what each is doing now.
-- *Prune*: deletes settled nodes with their events, messages, outcome, reports, final
-  report files and own workspace directory (``$HERON_HOME/nodes/<id>``; a ``cwd`` the
-  node was given is the user's and is never touched, nor is a worktree). Never a live
-  node, one with a live descendant or a live parent; a node goes with its
-  descendants; resident roots only when named.
-"""
+"""The canvas: the graph of the daemon's nodes as a person's UI shows it (attention, snapshot,
+roster, prune)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
 """Crons: a schedule in an IANA timezone that creates a node from a template at each tick.
 
-The scheduler runs on the daemon's engine (started after DBOS launches, stopped
-first). It sleeps until the earliest ``next_fire_at`` (at most
-:data:`MAX_SLEEP`, so another daemon's crons and clock changes are noticed; a
-create, resume or poke wakes it at once). A due tick is *claimed* in one
-transaction (its firing row, unique per cron and tick, and the advanced
-``next_fire_at``); then its node is created at the id the firing names. A crash
-between the two is repaired at the next start: a firing still ``claimed`` gets
-its node (``node_id_exists``: it was made already). So a tick never makes two
-nodes, across crashes and daemons sharing one PostgreSQL database.
-
-Ticks missed while no daemon ran are coalesced: the cron fires once, for the
-latest missed tick, then waits for the next one. ``resume`` counts from now
-(no burst for the ticks missed while paused). ``run`` fires at once, even while
-paused, without touching the schedule.
-"""
+A due tick is claimed in one transaction before its node is made, so a tick never makes
+two nodes (ARCHITECTURE.md, crons)."""
 
 from __future__ import annotations
 

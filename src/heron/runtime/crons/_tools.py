@@ -1,11 +1,5 @@
-"""The ``schedule`` scope's tools: ``cron-create``, ``cron-list``, ``cron-delete``.
-
-They act for the node's profile: a node sees, makes and deletes only its
-profile's crons, and a cron it makes runs its nodes under that profile with
-(at most) the node's own scopes. Each making or deleting call is keyed on its
-tool call (``_durable.call_key``): a call DBOS runs again after a crash finds
-the cron it made, or knows it deleted it, rather than doing it twice.
-"""
+"""The ``schedule`` scope's tools: ``cron-create``, ``cron-list``, ``cron-delete``, acting for
+the node's profile, each making or deleting call keyed on its tool call."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""Human requests: the questions a node (or an application) puts to a person, and the inbox.
-
-A node with the ``ask`` scope calls ``ask-questions``: the daemon files a request
-(a row of ``heron_human_requests``, ``hr_…``) and the node's run ends ``dormant``.
-A person finds it in the inbox (``GET /v1/human/inbox``) and responds; the
-answers are queued to the node as a message in the same transaction that marks
-the request answered, and the node wakes to read them. Dismissing or withdrawing
-a request wakes its node too, saying so, so no node sleeps forever on a question
-nobody will answer. A node that settles while its request is open has the
-request cancelled. A message from elsewhere waking the node leaves its request open.
-
-Progress notes a person posts are kept on the request and shown with it; they
-are not sent to the node (a note would wake a dormant node for nothing to do).
-"""
+"""Human requests: the questions a node (or an application) puts to a person, and the inbox."""
 
 from __future__ import annotations
 

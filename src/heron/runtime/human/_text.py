@@ -1,11 +1,5 @@
-"""Human requests in words and on the wire: checking questions and answers, the messages
-a node gets, and rows as :class:`heron.api.HumanRequest`.
-
-The rules for answers are the wire's (see :mod:`heron.api._human`): one answer
-per question, choices picked exactly from the question's (matched ignoring case
-and spacing, kept as the question spells them), one unless ``multiple``, words
-of one's own unless ``free_text`` is off; words that spell a choice are that choice.
-"""
+"""Human requests in words and on the wire: checking questions and answers (the wire's rules,
+:mod:`heron.api._human`), the messages a node gets, and rows as :class:`heron.api.HumanRequest`."""
 
 from __future__ import annotations
 

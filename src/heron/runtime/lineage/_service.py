@@ -1,17 +1,4 @@
-"""Node lineage: fork, revive, recycle, relaunch-root, promote and demote.
-
-- **fork** makes a new node that continues from a copy of another's saved
-  conversation (``POST …/fork``, or ``fork_from`` on create); the original is
-  left exactly as it was.
-- **revive** starts a new run of a node that stopped: dormant, interrupted, or
-  failed (its outcome is taken back and archived; it settles again later).
-- **recycle** keeps the node's identity but replaces its context with a summary
-  its own model writes.
-- **relaunch-root** starts a whole tree over: the root's descendants are closed
-  and the root runs again from its original prompt in a fresh conversation.
-- **promote / demote** switch a node between ``orchestrator`` and ``base`` mode,
-  effective from its next run.
-"""
+"""Node lineage: fork, revive, recycle, relaunch-root, promote and demote."""
 
 from __future__ import annotations
 
@@ -50,7 +37,7 @@ INHERITED = (
     "root_lifecycle",
 )
 """Row columns a fork copies from its original unless its create sets them (``model``:
-the one the original was given, see ``_profiles.given_model``)."""
+the one the original was given, see ``profiles.given_model``)."""
 
 INVOLUNTARY = frozenset({"provider_error", "crashed"})
 """Failure reasons ``revive-all`` revives (a decline or a deadline is meant), unless the

@@ -1,13 +1,5 @@
-"""Memory's SQL that differs by database (full-text search), and the live-entry filters.
-
-SQLite searches an FTS5 table (``MEMORY_FTS``, kept in step by each write's own
-transaction) ranked by ``bm25``; PostgreSQL matches ``websearch_to_tsquery``
-against the entry's weighted vector (the generated column ``search_vector``,
-indexed by GIN) ranked by ``ts_rank_cd``. A user's query is never handed to
-FTS5 as syntax: :func:`fts5_query` rebuilds it from its words, with the same
-web-search reading PostgreSQL gives it (words, ``"phrases"``, ``-exclusions``,
-``or``), so no input is a syntax error.
-"""
+"""Memory's SQL that differs by database (full-text search: FTS5 or PostgreSQL's), and the
+live-entry filters. A user's query is never handed to FTS5 as syntax (:func:`fts5_query`)."""
 
 from __future__ import annotations
 

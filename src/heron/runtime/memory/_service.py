@@ -1,12 +1,4 @@
-"""Memory: a profile's notes by path, every version kept, full-text searchable.
-
-An entry lives at a path (``projects/heron/decisions``) unique among its
-profile's live entries; its last segment is its slug. Every create, update,
-move and delete is kept as a version (``history``); a delete is soft: the entry
-leaves list, search and resolve, its history stays. Clients reach it through
-``/v1/memory…``; nodes with ``memory:read`` / ``memory:write`` through their
-``memory-*`` tools (``_memory_tools``), writing as themselves (the author).
-"""
+"""Memory: a profile's notes by path, every version kept, full-text searchable."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""A node's memory tools: ``memory-search``, ``memory-read`` and ``memory-write``.
-
-``memory:read`` brings the first two, ``memory:write`` the third: one tool whose
-``action`` is ``write`` (create the entry at ``path``, or update the one there),
-``move`` or ``delete``. They work on the node's profile's memory, and every
-change names the node as its author. A write DBOS runs again after a crash
-(its step was not recorded) finds the change it made: it is keyed on the call.
-"""
+"""A node's memory tools: ``memory-search``, ``memory-read`` (``memory:read``) and
+``memory-write`` (``memory:write``: write, move or delete), each write keyed on its call."""
 
 from __future__ import annotations
 

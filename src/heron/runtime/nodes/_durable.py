@@ -1,17 +1,5 @@
-"""The agent's provider and tool client as DBOS steps.
-
-Each model turn and each tool call runs as a step of the node's workflow: its
-result is recorded, so a workflow recovered after a crash gets the recorded
-answer back instead of asking the model (or running the tool) again. The
-events a step publishes come from inside it, so a replayed step publishes none.
-
-A step ends with :meth:`~._events.EventLog.step_done`: its events, its mark and
-a turn's usage are durable before DBOS records its result. DBOS runs a step
-again when a crash came before that record (at least once): a step in flight
-at the crash runs again and says so again; a step that had ended (its mark is
-the node's) runs again *quietly*, publishing and counting nothing, so its
-events and usage stay those of its first run.
-"""
+"""The agent's provider and tool client as DBOS steps: a recovered workflow gets the
+recorded answers back (what runs again: ARCHITECTURE.md, "At least once")."""
 
 from __future__ import annotations
 

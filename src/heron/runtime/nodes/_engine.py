@@ -131,7 +131,7 @@ class Engine:
         """Called (in the background) with each node that settles here and its outcome:
         how features react to a settlement (outcome delivery ...). A node's jobs are
         released separately, whenever its *status* becomes settled (``jobs.settled``)."""
-        self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote (issue 9)
+        self.lineage = Lineage(self)  # fork, revive, recycle, relaunch-root, promote
         self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
         self.jobs = Jobs(self)
         self.worktrees = Worktrees(self)
@@ -142,9 +142,9 @@ class Engine:
         self.memory = Memory(self)
         self.orchestration = Orchestration(self)
         self.bash = Commands(self)  # /v1/bash: the commands running for requests
-        self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history (issue 12)
+        self.canvas = Canvas(self)  # attention, snapshot, roster, prune, history
         self.crons = Crons(self)
-        self.human = Human(self)  # human requests and the inbox (issue 12)
+        self.human = Human(self)  # human requests and the inbox
         # The canvas's `asking` attention items are the open human requests.
         self.canvas.attention_sources.append(asking_from(self.human.open_requests))
 

@@ -41,7 +41,7 @@ class DuplicateNode(Exception):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StepMark:
-    """A workflow step that ended, written with its events (see ``_events``)."""
+    """A workflow step that ended, written with its events (see ``events._log``)."""
 
     key: str
     """The step, as ``run:step``."""

@@ -245,7 +245,7 @@ def node_tools(
     node's directory); ``ask`` the question tool, which ends the run with the
     node dormant until a message answers. ``memory:read`` brings ``memory-search``
     and ``memory-read``, ``memory:write`` ``memory-write``, from ``memory`` (the
-    node's profile's, ``_memory_tools``); ``schedule`` the ``schedule`` tools
+    node's profile's, ``memory._tools``); ``schedule`` the ``schedule`` tools
     (``cron-create``, ``cron-list``, ``cron-delete``, for the node's profile). ``keep``
     (the node's kind) narrows them further by name; ``submit-result`` and
     ``decline`` stay, as the node's way to finish. ``ask``, when given, is the
@@ -305,7 +305,7 @@ with a memory tool); these few are the ones its requests name."""
 
 
 SCHEDULE_TOOLS = ("cron-create", "cron-list", "cron-delete")
-"""The names of the ``schedule`` scope's tools (made in ``_cron_tools``)."""
+"""The names of the ``schedule`` scope's tools (made in ``crons._tools``)."""
 
 BASH_TOOLS = ("bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list")
 """The names of the shell's tools (``act``)."""

@@ -1,34 +1,5 @@
-"""Orchestration: children, outcome delivery, yield and wait.
-
-A node in ``orchestrator`` mode gets tools to spawn children and manage them
-(``_orchestrator_tools``); this module holds what those tools and the
-``…/yield`` and ``…/wait`` routes share (``engine.orchestration``).
-
-How a child's outcome reaches its parent, exactly once: each way of handing it
-over first claims it in the database (``Store.claim_delivery``: one claim per
-settlement, kept in the child's ``extra["delivered"]``), and only the winner
-hands it over:
-
-- while the parent's ``wait-children`` tool waits on the child, the tool takes
-  the outcome (as the tool's result): the settlement hook lets it claim first;
-- else, while the parent is parked by ``POST …/wait`` on the child, the outcome
-  is held until every awaited child has settled, then all arrive in one message
-  that wakes the parent;
-- else, if the child's ``outcome_delivery`` action is ``message`` (what
-  ``spawn-child`` arms by default), it is sent to the parent as a message, which
-  wakes a dormant parent (one parked on other children only gets it queued);
-- a child its parent closed (``close-child``) is claimed ``closed`` beforehand,
-  so it is not reported back.
-
-A revived child settles again: a new settlement, a new claim. Outcomes nobody
-could deliver (the parent had settled, the daemon stopped first) are delivered
-when the daemon starts again and when the parent is revived
-(:meth:`Orchestration.deliver_pending`).
-
-An orchestrator whose turn ends while children it will hear from are still
-working (or settled, not yet delivered) goes ``dormant`` rather than settling:
-it wakes with their outcomes.
-"""
+"""Orchestration: children, outcome delivery (exactly once), yield and wait: what the
+orchestrator tools (``._tools``) and the ``…/yield`` and ``…/wait`` routes share."""
 
 from __future__ import annotations
 

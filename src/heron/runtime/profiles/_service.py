@@ -1,11 +1,5 @@
-"""Profiles: the store and defaults (kind, model) a node runs under.
-
-A profile is a row of ``heron_profiles`` plus a folder,
-``$HERON_HOME/profiles/<name>/store``, holding the tool storage of its nodes
-(a planner's todo list, ids): nodes of one profile share it, nodes of two
-never do. ``default`` exists without being ensured. Memory (``_memory``) is
-scoped by the profile too.
-"""
+"""Profiles: the store and defaults (kind, model) a node runs under; ``default`` exists
+without being ensured."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Reports: the ``push-report`` tool every node gets, the report list, final reports on disk.
-
-A report is a row of ``heron_reports`` and a ``node.report.pushed`` event. A
-``final`` report is also written (atomically) to
-``$HERON_HOME/reports/<id>/final-<n>.md`` (outside the node's workspace: its
-own tools cannot overwrite it); the node's settled result names the newest
-final report of that settlement in ``final_report_path``. A ``push-report`` call
-DBOS runs again after a crash finds the report it pushed rather than adding one.
-"""
+"""Reports: the ``push-report`` tool every node gets, the report list, final reports on disk."""
 
 from __future__ import annotations
 

@@ -20,20 +20,20 @@ from ..._core.version import __version__
 from ..canvas._routes import add_canvas_routes
 from ..crons._routes import add_cron_routes
 from ..events._routes import add_event_routes
-from ..files._routes import add_bash_routes, add_files_routes
+from ..files._routes import add_files_routes
 from ..files._service import WRITE_BODY_LIMIT
 from ..human._routes import add_human_routes
 from ..jobs._routes import add_jobs_routes
 from ..kinds._routes import add_kind_routes
 from ..lineage._routes import add_lineage_routes
 from ..memory._routes import add_memory_routes
-from ..models._readiness import add_auth_routes
 from ..models._routes import add_model_routes
 from ..nodes._engine import Engine
 from ..nodes._routes import add_node_routes
 from ..orchestration._routes import add_orchestration_routes
 from ..profiles._routes import add_profile_routes
 from ..reports._routes import add_report_routes
+from ..shell._routes import add_shell_routes
 from ..worktrees._routes import add_worktrees_routes
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
@@ -63,10 +63,9 @@ ROUTES: tuple[Callable[[FastAPI, Engine], None], ...] = (
     add_canvas_routes,
     add_memory_routes,
     add_cron_routes,
-    add_auth_routes,
-    add_files_routes,
-    add_bash_routes,
     add_model_routes,
+    add_files_routes,
+    add_shell_routes,
     add_human_routes,
 )
 """Every route module's ``add_*_routes(app, engine)``, in the order they are added.

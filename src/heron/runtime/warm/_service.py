@@ -1,20 +1,4 @@
-"""The warm pool: pre-started nodes that serve ``prefer_warm`` creates.
-
-A warm node is a node row marked ``warm`` (with its launch tuple's digest) whose first
-run is already going: its workflow started, ``begin`` done, its provider
-prepared, its tools and agent built; it waits only for its prompt. A create
-with ``prefer_warm`` whose launch tuple (:data:`LAUNCH_FIELDS`) matches takes
-one over: the row gets the create's fields and the prompt in one transaction,
-and the waiting run goes on, so the create skips all of that. A miss is created
-cold, and the pool keeps :attr:`RuntimeConfig.warm_pool` nodes ready for every
-tuple seen with ``prefer_warm`` (the most recent :data:`MAX_TUPLES`), refilled in
-the background after each use.
-
-Warm nodes are nobody's yet: the store leaves them out of lists and counts and
-the engine answers ``404`` for them. A restart discards them (their rows are
-deleted before DBOS resumes workflows, and a resumed warm run finds it was
-discarded), and the pool fills again as creates ask for it.
-"""
+"""The warm pool: pre-started nodes that serve ``prefer_warm`` creates."""
 
 from __future__ import annotations
 

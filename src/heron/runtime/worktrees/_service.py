@@ -1,35 +1,4 @@
-"""Managed git worktrees: a node working on a branch of its own, beside the user's checkout.
-
-``worktree: true | "name"`` on create runs ``git worktree add`` for the
-repository holding the node's ``cwd``: a new branch ``heron/<name>`` from that
-checkout's ``HEAD``, checked out at ``$HERON_HOME/worktrees/<name>`` (the
-name defaults to the node's id). The worktrees live under the daemon's home,
-not inside the repository, so nothing appears in the user's checkout and tools
-walking it (test runners, linters, search) never find a second copy of the
-code. The node's file and shell tools work in the worktree, in the same
-subdirectory ``cwd`` is of its checkout (made if the branch lacks it).
-
-``…/worktree/close`` removes the worktree and keeps the branch with its
-commits, refusing while anything is uncommitted; ``…/worktree/abandon``
-removes it whatever it holds and deletes the branch (if the repository itself
-is gone, the directory is deleted and the worktree marked abandoned). Either
-way the node's background jobs are killed first, before the clean check (they
-run in the worktree and may be writing to it). A node whose worktree was
-removed runs no more: a message, revive or relaunch answers ``409
-worktree_removed`` rather than letting it work in the user's checkout; fork
-it to go on (the fork works in ``cwd``, or in a new worktree with
-``worktree: true``).
-
-A fork of a node with an active worktree gets a worktree of its own, on a new
-branch from the tip of the original's branch: what the original committed,
-not what it left uncommitted. A relaunched root keeps its worktree as the
-previous attempt left it, uncommitted edits included.
-
-Git runs from ``PATH``, each command with a timeout in a process group of its
-own (a timeout or a cancellation kills git and whatever it started, hooks
-included), its stderr carried into the error. A failed ``git worktree add``
-is undone: the half-made worktree removed, and the branch it made deleted.
-"""
+"""Managed git worktrees: a node working on a branch of its own, beside the user's checkout."""
 
 from __future__ import annotations
 

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli.test_nodes_cli import heron, on_daemon, settle, wait_status
-from tests.client.conftest import client, daemon, scripts
+from tests.support.cli import heron, settle, wait_status
 
 from heron.client import Heron
 
-__all__ = ["client", "daemon", "on_daemon", "scripts"]
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 SLOW = {"text": "working", "delay": 60}
 

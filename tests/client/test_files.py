@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.runtime.conftest import Daemon
-from tests.runtime.test_bash import alive, sleeper, wait_sleeping
+from tests.support.daemon import Daemon
+from tests.support.shell import alive, sleeper, wait_sleeping
 
 from heron import api
 from heron.client import (

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon, write_script
-from tests.runtime.test_models import keyless_daemon
+from tests.support.daemon import Daemon, write_script
+from tests.support.models import keyless_daemon
 
 from heron import api
 from heron.client import NotFoundError, UnprocessableEntityError

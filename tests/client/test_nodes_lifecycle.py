@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron import api
 from heron.client import ConflictError, NotFoundError, UnprocessableEntityError

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any, get_args, get_overloads, get_type_hints
 
 import pytest
+from tests.support.daemon import Daemon, write_script
 
 from heron import api
 from heron.client import (
@@ -21,7 +22,6 @@ from heron.client import (
     Reconnect,
 )
 
-from .conftest import Daemon, write_script
 from .test_stream import STEPS, abort_a_blocked_read, abort_a_pending_read
 
 POOL = 100

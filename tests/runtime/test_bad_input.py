@@ -13,10 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon
 
 from heron.runtime._local import UnixHTTPConnection
-
-from .conftest import Daemon
 
 LIMIT = 1024 * 1024
 """The daemon's default body limit (``RuntimeConfig.max_body_bytes``)."""

@@ -4,8 +4,6 @@ outliving its request."""
 from __future__ import annotations
 
 import json
-import os
-import random
 import socket
 import threading
 import time
@@ -14,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import Daemon, write_script
-from .test_files import error
+from tests.support.daemon import Daemon, write_script
+from tests.support.files import error
+from tests.support.shell import alive, sleeper, wait_sleeping
 
 MIB = 1024 * 1024
 
@@ -31,41 +29,10 @@ def ok(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
-
-
 def wait_gone(pid: int, seconds: float = 15) -> None:
     deadline = time.monotonic() + seconds
     while alive(pid):
         assert time.monotonic() < deadline, f"process {pid} still runs"
-        time.sleep(0.02)
-
-
-def sleeper() -> str:
-    """A ``sleep`` command line unique to its test, found on the host by :func:`wait_sleeping`
-    (a command's ``$!`` is a pid of its own PID namespace, not the host's)."""
-    return f"sleep {600 + random.random():.9f}"
-
-
-def wait_sleeping(command: str, seconds: float = 15) -> int:
-    """The host pid of the process running ``command`` (a :func:`sleeper`), once it runs."""
-    wanted = command.encode().replace(b" ", b"\0") + b"\0"
-    deadline = time.monotonic() + seconds
-    while True:
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if Path(f"/proc/{entry}/cmdline").read_bytes() == wanted:
-                        return int(entry)
-                except OSError:
-                    pass
-        assert time.monotonic() < deadline, f"no process runs {command!r}"
         time.sleep(0.02)
 
 

@@ -8,10 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, create, wait_settled, wait_status
 
 from heron import api
-
-from .conftest import Daemon, create, wait_settled, wait_status
 
 SLOW = {"text": "still thinking", "delay": 30}
 FAIL = {"error": "the model is down", "status": 503}

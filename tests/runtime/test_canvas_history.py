@@ -6,10 +6,9 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, create, wait_settled, write_script
 
 from heron import api
-
-from .conftest import Daemon, create, wait_settled, write_script
 
 TIME = {"name": "get-current-time", "arguments": {}}
 

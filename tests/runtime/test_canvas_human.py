@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-
-from .conftest import wait_settled
-from .test_human import ANSWERS, asking_node, the_ticket, wait_request
+from tests.support.daemon import wait_settled
+from tests.support.human import ANSWERS, asking_node, the_ticket, wait_request
 
 
 def asking(client: httpx.Client, node_id: str) -> list[dict[str, Any]]:

@@ -3,26 +3,15 @@ and the snapshot and history read the same as on SQLite."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from . import pg
-from .conftest import Daemon, create, wait_settled, write_script
+from tests.support import pg
+from tests.support.daemon import Daemon, create, wait_settled, write_script
 
 pytestmark = pytest.mark.slow
 
 TIME = {"name": "get-current-time", "arguments": {}}
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[pg.Cluster]:
-    """One PostgreSQL server for the module (skipped only where it is not installed)."""
-    if pg.bin_dir() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; CI installs it)")
-    with pg.cluster() as server:
-        yield server
 
 
 def test_canvas_on_postgresql(

@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
+from tests.support.daemon import node_row
 
 from heron.runtime.canvas._service import Canvas
 from heron.runtime.db._database import create_engine
 from heron.runtime.nodes._store import Store
-
-from .conftest import node_row
 
 
 @pytest.fixture

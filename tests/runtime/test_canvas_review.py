@@ -8,8 +8,7 @@ import time
 from typing import Any
 
 import httpx
-
-from .conftest import Daemon, create, wait_settled
+from tests.support.daemon import Daemon, create, wait_settled
 
 TIME = {"name": "get-current-time", "arguments": {}}
 SLOW = {"text": "still thinking", "delay": 30}

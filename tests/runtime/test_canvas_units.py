@@ -11,14 +11,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from tests.support.daemon import node_row
 
 from heron import api
 from heron.runtime.canvas._service import Canvas, asking_from
 from heron.runtime.db._database import create_engine
 from heron.runtime.nodes._store import Store
 from heron.runtime.server._durations import parse_duration
-
-from .conftest import node_row
 
 
 @dataclass(frozen=True)

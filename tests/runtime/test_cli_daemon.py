@@ -21,10 +21,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, write_script
 
 from heron.runtime._local import get_json
-
-from .conftest import Daemon, write_script
 
 pytestmark = pytest.mark.slow
 

@@ -13,16 +13,8 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
-
-from .conftest import Daemon, create, wait_settled
-
-
-def make(client: httpx.Client, **body: Any) -> dict[str, Any]:
-    """``POST /v1/crons`` (asserting ``201``); the cron."""
-    response = client.post("/v1/crons", json=body)
-    assert response.status_code == 201, response.text
-    cron: dict[str, Any] = response.json()
-    return cron
+from tests.support.crons import cron_nodes, make, stamp, wait_fired
+from tests.support.daemon import Daemon, create, wait_settled
 
 
 def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -31,29 +23,6 @@ def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     error: dict[str, Any] = response.json()["error"]
     assert error["code"] == code, error
     return error
-
-
-def stamp(value: str) -> float:
-    return datetime.fromisoformat(value).timestamp()
-
-
-def wait_fired(
-    client: httpx.Client, cron_id: str, count: int, timeout: float = 20
-) -> dict[str, Any]:
-    """Poll the cron until it has fired ``count`` times with every node made; the cron."""
-    deadline = time.monotonic() + timeout
-    cron: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        cron = client.get(f"/v1/crons/{cron_id}").json()
-        firings = cron["recent_firings"]
-        if cron["fire_count"] >= count and all(f["status"] != "claimed" for f in firings):
-            return cron
-        time.sleep(0.05)
-    raise AssertionError(f"cron {cron_id} fired {cron.get('fire_count')} times, not {count}")
-
-
-def cron_nodes(client: httpx.Client, cron_id: str) -> list[dict[str, Any]]:
-    return [n for n in client.get("/v1/nodes").json() if n["cron_id"] == cron_id]
 
 
 class TestCrud:

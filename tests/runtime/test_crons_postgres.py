@@ -7,13 +7,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from . import pg
-from .conftest import Daemon, write_script
-from .test_crons import cron_nodes, make, wait_fired
-from .test_postgres import cluster
-
-__all__ = ["cluster"]  # test_postgres's server fixture, used here too
+from tests.support import pg
+from tests.support.crons import cron_nodes, make, wait_fired
+from tests.support.daemon import Daemon, write_script
 
 
 @pytest.mark.slow

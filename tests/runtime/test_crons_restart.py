@@ -17,9 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import Daemon, wait_settled, write_script
-from .test_crons import cron_nodes, make, stamp, wait_fired
+from tests.support.crons import cron_nodes, make, stamp, wait_fired
+from tests.support.daemon import Daemon, wait_settled, write_script
 
 pytestmark = pytest.mark.slow
 

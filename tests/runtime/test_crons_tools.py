@@ -10,8 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import (
+from tests.support.daemon import (
     Daemon,
     create,
     forget_tool_call_step,

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .conftest import Daemon, create, wait_settled, write_script
+from tests.support.daemon import Daemon, create, wait_settled, write_script
 
 TOOL_TURN = {"text": "Checking.", "tool_calls": [{"name": "get-current-time", "arguments": {}}]}
 

@@ -12,11 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, wait_settled, write_script
+from tests.support.sse import Sse, collect, events, kinds, stream
 
 from heron.runtime.events._stream import Hub, encode
-
-from .conftest import Daemon, wait_settled, write_script
-from .sse import Sse, collect, events, kinds, stream
 
 TOKEN = "events-tcp-token-0123456789"
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import Daemon, wait_settled, wait_status, write_script
-from .sse import collect, kinds, records, stream
+from tests.support.daemon import Daemon, wait_settled, wait_status, write_script
+from tests.support.sse import collect, kinds, records, stream
 
 
 @pytest.fixture(scope="module")

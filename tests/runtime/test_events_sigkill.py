@@ -24,10 +24,9 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, write_script
 
 from heron.runtime._local import UnixHTTPConnection
-
-from .conftest import Daemon, write_script
 
 TURNS = 4
 """Model turns per node: three with a tool call each, then the answer."""

@@ -13,11 +13,10 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import ValidationError
+from tests.support.daemon import Daemon, wait_settled, wait_status, write_script
+from tests.support.sse import Sse, collect, events, kinds, records, stream
 
 from heron import api
-
-from .conftest import Daemon, wait_settled, wait_status, write_script
-from .sse import Sse, collect, events, kinds, records, stream
 
 TOOL = "get-current-time"
 

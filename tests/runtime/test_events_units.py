@@ -8,14 +8,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from tests.support.daemon import node_row
 
 from heron.runtime.db._database import create_engine
 from heron.runtime.events._log import IDLE_HUBS, EventLog
 from heron.runtime.events._routes import framed
 from heron.runtime.events._stream import Subscription, encode
 from heron.runtime.nodes._store import Store
-
-from .conftest import node_row
 
 
 @pytest.fixture

@@ -13,17 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import Daemon
+from tests.support.daemon import Daemon
+from tests.support.files import error
 
 MIB = 1024 * 1024
-
-
-def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()["error"]
-    assert body["code"] == code, body
-    return body
 
 
 def peek(client: httpx.Client, path: Path | str, **query: Any) -> httpx.Response:

@@ -17,10 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon
 
 from heron._core.files import write_bytes_atomically
-
-from .conftest import Daemon
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,7 @@ import pytest
 import schemathesis
 import schemathesis.hooks
 from schemathesis.engine import events
-
-from .conftest import Daemon, write_script
+from tests.support.daemon import Daemon, write_script
 
 pytestmark = pytest.mark.slow
 

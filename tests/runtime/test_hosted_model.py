@@ -2,57 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from .conftest import Daemon, wait_settled, write_script
+from tests.support.daemon import Daemon, wait_settled, write_script
+from tests.support.models import fake_openai
 
 pytestmark = pytest.mark.slow
-
-FIXTURE = Path(__file__).parents[1] / "providers" / "hosted" / "fixtures" / "openai_text.sse"
-
-
-class _OpenAI(BaseHTTPRequestHandler):
-    """Answers every chat completion with the recorded OpenAI stream; keeps the requests
-    (their bodies in ``requests``, their paths with any query in ``paths``)."""
-
-    requests: list[Any]
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length", 0))
-        self.server.requests.append(json.loads(self.rfile.read(length)))  # type: ignore[attr-defined]
-        self.server.paths.append(self.path)  # type: ignore[attr-defined]
-        body = FIXTURE.read_bytes()
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet
-
-
-@contextlib.contextmanager
-def fake_openai() -> Iterator[ThreadingHTTPServer]:
-    """A fake OpenAI endpoint on loopback; its ``requests`` are those it answered."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAI)
-    server.requests = []  # type: ignore[attr-defined]
-    server.paths = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

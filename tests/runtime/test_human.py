@@ -12,48 +12,18 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, create, wait_settled, wait_status, write_script
+from tests.support.human import (
+    ANSWERS,
+    QUESTIONS,
+    ask,
+    asking_node,
+    open_tickets,
+    the_ticket,
+    wait_request,
+)
 
 from heron import api
-
-from .conftest import Daemon, create, wait_settled, wait_status, write_script
-
-ASK = "ask-questions"
-
-QUESTIONS = [
-    {"question": "Which branch?", "choices": ["main", "dev"]},
-    {"question": "Anything else to know?"},
-]
-
-
-def ask(questions: list[dict[str, Any]] = QUESTIONS, title: str | None = None) -> dict[str, Any]:
-    """A scripted turn calling ``ask-questions``."""
-    arguments: dict[str, Any] = {"questions": questions}
-    if title is not None:
-        arguments["title"] = title
-    return {"tool_calls": [{"name": ASK, "arguments": arguments}]}
-
-
-def asking_node(client: httpx.Client, scripts: Any, name: str, *after: Any) -> str:
-    """A node that asks :data:`QUESTIONS` and then plays ``after``; returned once dormant."""
-    model = scripts(name, [ask(title="Before I merge"), *after])
-    node_id: str = create(client, prompt="merge it\nsecond line", scopes=["ask"], model=model)[
-        "node_id"
-    ]
-    wait_status(client, node_id, "dormant")
-    return node_id
-
-
-def open_tickets(client: httpx.Client, node_id: str) -> list[dict[str, Any]]:
-    response = client.get("/v1/human/inbox", params={"node_id": node_id})
-    assert response.status_code == 200, response.text
-    tickets: list[dict[str, Any]] = response.json()
-    return tickets
-
-
-def the_ticket(client: httpx.Client, node_id: str) -> dict[str, Any]:
-    tickets = open_tickets(client, node_id)
-    assert len(tickets) == 1, tickets
-    return tickets[0]
 
 
 def conversation(daemon: Daemon, node_id: str) -> list[dict[str, Any]]:
@@ -95,25 +65,6 @@ def wait_ticket(client: httpx.Client, node_id: str, timeout: float = 30) -> dict
 
 def error_code(response: httpx.Response) -> tuple[int, str]:
     return response.status_code, response.json()["error"]["code"]
-
-
-def wait_request(
-    client: httpx.Client, request_id: str, status: str, timeout: float = 30
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    body: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        body = client.get(f"/v1/human/requests/{request_id}").json()
-        if body["status"] == status:
-            return body
-        time.sleep(0.02)
-    raise AssertionError(f"request {request_id} is {body.get('status')}, not {status}")
-
-
-ANSWERS = {
-    "answers": [{"choices": ["MAIN"]}, {"text": "Squash the commits."}],
-    "responded_by": "ada",
-}
 
 
 class TestAsking:

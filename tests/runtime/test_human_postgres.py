@@ -12,16 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support import pg
+from tests.support.daemon import Daemon, create, node_row, wait_settled, wait_status, write_script
 
 from heron.runtime.db._database import create_engine
 from heron.runtime.human._store import NotOpen
 from heron.runtime.nodes._store import Store
-
-from . import pg
-from .conftest import Daemon, create, node_row, wait_settled, wait_status, write_script
-from .test_postgres import cluster, pg_daemon
-
-__all__ = ["cluster", "pg_daemon"]  # test_postgres's server and daemon fixtures
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

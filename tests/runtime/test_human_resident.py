@@ -6,8 +6,7 @@ import time
 from typing import Any
 
 import httpx
-
-from .conftest import create, wait_status
+from tests.support.daemon import create, wait_status
 
 
 def wait_answer(client: httpx.Client, node_id: str, text: str, timeout: float = 30) -> None:

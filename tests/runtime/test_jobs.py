@@ -2,59 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import Daemon, wait_settled, wait_status, write_script
-from .test_nodes import create
-
-
-def start(command: str) -> dict[str, Any]:
-    """A scripted turn calling ``bash-start``."""
-    return {"tool_calls": [{"name": "bash-start", "arguments": {"command": command}}]}
-
-
-def jobs(client: httpx.Client, node_id: str) -> list[dict[str, Any]]:
-    response = client.get(f"/v1/nodes/{node_id}/jobs")
-    assert response.status_code == 200, response.text
-    listed: list[dict[str, Any]] = response.json()
-    return listed
-
-
-def wait_jobs(
-    client: httpx.Client, node_id: str, statuses: list[str], timeout: float = 20
-) -> list[dict[str, Any]]:
-    """Poll the node's jobs until their statuses are ``statuses``."""
-    deadline = time.monotonic() + timeout
-    listed: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        listed = jobs(client, node_id)
-        if [j["status"] for j in listed] == statuses:
-            return listed
-        time.sleep(0.02)
-    raise AssertionError(f"jobs of {node_id} are {listed}, not {statuses}")
-
-
-def alive(pid: int) -> bool:
-    """Whether the process group ``pid`` (a job's shell and what it started) has members."""
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def gone(pid: int, timeout: float = 10) -> bool:
-    """Whether the process group ``pid`` is gone (within ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not alive(pid)
+from tests.support.daemon import Daemon, create, wait_settled, wait_status, write_script
+from tests.support.jobs import alive, gone, jobs, start, wait_jobs
 
 
 def test_a_started_job_is_listed_running_then_cancelled_and_gone(

@@ -11,12 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import create, wait_settled, wait_status
+from tests.support.jobs import alive, gone, start, wait_jobs
 
 from heron.runtime.jobs._ledger import JobLedger, start_ticks
-
-from .conftest import wait_settled, wait_status
-from .test_jobs import alive, gone, start, wait_jobs
-from .test_nodes import create
 
 
 def test_closing_a_resident_root_that_answered_kills_its_jobs(

@@ -9,11 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, wait_settled, write_script
+from tests.support.models import fake_openai
 
 from heron.runtime.nodes._tools import KIND_FIXED_TOOLS
-
-from .conftest import Daemon, wait_settled, write_script
-from .test_hosted_model import fake_openai
 
 MARKER = "You audit ledgers and nothing else (kind-marker-7731)."
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, wait_settled, write_script
+from tests.support.models import fake_openai
 
 from heron.runtime.kinds._service import (
     BUILTIN_KINDS,
@@ -30,9 +32,6 @@ from heron.runtime.orchestration._tools import (
 )
 from heron.runtime.reports._service import PUSH_REPORT
 from heron.tools import BashTools, bash_tools
-
-from .conftest import Daemon, wait_settled, write_script
-from .test_hosted_model import fake_openai
 
 
 @pytest.fixture(scope="module")

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-
-from .conftest import Daemon, wait_settled, wait_status
-from .test_nodes import SLOW, create, query, wait_logged
+from tests.support.daemon import SLOW, Daemon, create, query, wait_logged, wait_settled, wait_status
+from tests.support.lineage import events_once_settled, post, refused, rewrite, row
 
 DECLINE = {"name": "decline", "arguments": {"reason": "cannot", "code": "no"}}
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-
-
-def row(daemon: Daemon, node_id: str, column: str) -> Any:
-    """One JSON column of the node's row, decoded."""
-    (value,) = query(daemon, f"SELECT {column} FROM heron_nodes WHERE node_id = ?", node_id)[0]
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def text(daemon: Daemon, node_id: str, column: str) -> Any:
@@ -34,18 +25,6 @@ def logged(daemon: Daemon, node_id: str) -> list[tuple[Any, ...]]:
     return query(daemon, sql, node_id)
 
 
-def events_once_settled(daemon: Daemon, node_id: str, times: int) -> list[tuple[str, Any]]:
-    """The node's logged events as (type, data), once ``times`` ``node.settled`` are in."""
-    sql = "SELECT type, data FROM heron_events WHERE node_id = ? ORDER BY sequence_number"
-    deadline = time.monotonic() + 20
-    while True:
-        events = [(type, json.loads(data)) for type, data in query(daemon, sql, node_id)]
-        if [t for t, _ in events].count("node.settled") >= times:
-            return events
-        assert time.monotonic() < deadline, f"{node_id} logged {events}"
-        time.sleep(0.02)  # between polls of the log
-
-
 def wait_logged_times(daemon: Daemon, node_id: str, type: str, times: int) -> None:
     """Wait until the node's event log holds ``times`` events of ``type``."""
     sql = "SELECT count(*) FROM heron_events WHERE node_id = ? AND type = ?"
@@ -53,23 +32,6 @@ def wait_logged_times(daemon: Daemon, node_id: str, type: str, times: int) -> No
     while query(daemon, sql, node_id, type)[0][0] < times:
         assert time.monotonic() < deadline, f"{node_id} never logged {type} {times} times"
         time.sleep(0.02)  # between polls of the log
-
-
-def post(client: httpx.Client, path: str, body: Any = None) -> httpx.Response:
-    return client.post(path, json=body) if body is not None else client.post(path)
-
-
-def refused(response: httpx.Response, status: int, code: str) -> None:
-    assert response.status_code == status, response.text
-    assert response.json()["error"]["code"] == code
-
-
-def rewrite(model: str, steps: Any) -> None:
-    """Change a script file in place (as if the provider recovered), with a new mtime."""
-    path = Path(model.removeprefix("scripted:"))
-    before = path.stat().st_mtime_ns
-    path.write_text(json.dumps(steps))
-    os.utime(path, ns=(before + 10**9, before + 10**9))
 
 
 class TestFork:

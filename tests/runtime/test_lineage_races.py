@@ -8,10 +8,8 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-
-from .conftest import Daemon, wait_settled, wait_status
-from .test_lineage import events_once_settled, post, refused, rewrite, row
-from .test_nodes import SLOW, create, wait_logged
+from tests.support.daemon import SLOW, Daemon, create, wait_logged, wait_settled, wait_status
+from tests.support.lineage import events_once_settled, post, refused, rewrite, row
 
 DOWN = {"error": "down", "status": 503}
 

@@ -14,9 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from .conftest import Daemon, create, wait_settled, write_script
-from .sse import records, stream
+from tests.support.daemon import Daemon, create, wait_settled, write_script
+from tests.support.sse import records, stream
 
 pytestmark = pytest.mark.slow
 

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, create, wait_status, write_script
+from tests.support.sse import records, stream
 
 from heron.runtime._local import stop_daemon
 from heron.runtime.server._logging import REDACTED_QUERY, Scrub, scrubbed
-
-from .conftest import Daemon, create, wait_status, write_script
-from .sse import records, stream
 
 pytestmark = pytest.mark.slow
 

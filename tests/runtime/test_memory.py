@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.memory import code, make, search
 
 from heron import api
 
@@ -18,28 +19,6 @@ def profile(client: httpx.Client) -> str:
     response = client.post("/v1/profiles/ensure", json={"name": name})
     assert response.status_code == 200, response.text
     return name
-
-
-def make(client: httpx.Client, profile: str, path: str, body: str, **extra: Any) -> dict[str, Any]:
-    """``POST /v1/memory``; the created entry (asserting ``201``)."""
-    response = client.post(
-        "/v1/memory", json={"profile": profile, "path": path, "body": body, **extra}
-    )
-    assert response.status_code == 201, response.text
-    entry: dict[str, Any] = response.json()
-    return entry
-
-
-def code(response: httpx.Response) -> tuple[int, str]:
-    """The status and error code of a refusal."""
-    return response.status_code, response.json()["error"]["code"]
-
-
-def search(client: httpx.Client, profile: str, query: str, **extra: Any) -> list[dict[str, Any]]:
-    response = client.post("/v1/memory/search", json={"profile": profile, "query": query, **extra})
-    assert response.status_code == 200, response.text
-    hits: list[dict[str, Any]] = response.json()
-    return hits
 
 
 def test_create_read_update_delete_round_trip(client: httpx.Client, profile: str) -> None:

@@ -3,17 +3,14 @@ profile with the node as author, and a write run again after a crash is made onc
 
 from __future__ import annotations
 
-import json
 import secrets
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import (
+from tests.support.daemon import (
     Daemon,
     create,
     forget_tool_call_step,
@@ -21,21 +18,7 @@ from .conftest import (
     wait_tool_call_recorded,
     write_script,
 )
-
-MEMORY = ["memory:read", "memory:write"]
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def transcript(daemon: Daemon, node_id: str) -> str:
-    """The node's saved conversation (tool results included), as stored."""
-    with sqlite3.connect(daemon.home / "heron.db") as db:
-        (state,) = db.execute(
-            "SELECT state FROM heron_nodes WHERE node_id = ?", (node_id,)
-        ).fetchone()
-    return json.dumps(json.loads(state), ensure_ascii=False)
+from tests.support.memory import MEMORY, call, transcript
 
 
 @pytest.fixture

@@ -14,14 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support import pg
+from tests.support.daemon import Daemon
+from tests.support.memory import check_summaries_without_bodies, code, make, search
 
-from . import pg
-from .conftest import Daemon
-from .test_memory import code, make, search
-from .test_memory_review import check_summaries_without_bodies
-from .test_postgres import client, cluster, pg_daemon
 
-__all__ = ["client", "cluster", "pg_daemon"]  # test_postgres's server and daemon fixtures
+@pytest.fixture
+def client(pg_client: httpx.Client) -> httpx.Client:
+    """This module's ``client`` is on the PostgreSQL daemon (``plugin.pg_daemon``)."""
+    return pg_client
 
 
 @pytest.fixture

@@ -14,23 +14,20 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import Daemon, wait_settled, write_script
-from .test_hosted_model import _OpenAI, fake_openai
+from tests.support.daemon import wait_settled, write_script
+from tests.support.models import (
+    KEY,
+    OTHER_KEY,
+    Recorder,
+    _OpenAI,
+    _provider,
+    fake_openai,
+    keyless_daemon,
+)
 
 pytestmark = pytest.mark.slow
 
-# Tails that are not hex: a check for a key's last characters must not match a node id.
-KEY = "sk-installed-0f1e2d3c4b5a6978qWzXkY"
-OTHER_KEY = "sk-replaced-99aa88bb77cc66ddRmQsVt"
 ENV_KEY = "sk-environment-1234567890abcdef"
-
-KEY_VARIABLES = tuple(
-    f"{vendor}_{what}"
-    for vendor in ("OPENAI", "ANTHROPIC", "DEEPSEEK")
-    for what in ("API_KEY", "BASE_URL")
-)
-"""The environment variables that give a daemon a hosted provider's key or endpoint."""
 
 
 class _Recording(_OpenAI):
@@ -52,42 +49,6 @@ def model_server() -> Iterator[ThreadingHTTPServer]:
 
 def _url(server: ThreadingHTTPServer) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}/v1"
-
-
-def keyless_daemon(home: Path, **env: str) -> Daemon:
-    """A daemon (not started) whose environment holds no provider key but those given."""
-    daemon = Daemon(home, env)
-    for name in KEY_VARIABLES:
-        if name not in env:
-            daemon.env.pop(name, None)
-    return daemon
-
-
-class Recorder:
-    """Keeps the body of every answer a client received (to look for keys in them)."""
-
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-
-    def __call__(self, response: httpx.Response) -> None:
-        response.read()
-        self.bodies.append(response.content)
-
-    def client(self, daemon: Daemon) -> httpx.Client:
-        client = daemon.client()
-        client.event_hooks["response"].append(self)
-        return client
-
-    def assert_never_shown(self, *keys: str) -> None:
-        assert self.bodies
-        for key in keys:
-            for part in (key, key[-4:], key[-6:], key[3:]):
-                assert not any(part.encode() in body for body in self.bodies), part
-
-
-def _provider(body: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    (found,) = [item for item in body if item["provider"] == name]
-    return found
 
 
 def _readiness(client: httpx.Client, name: str) -> dict[str, Any]:

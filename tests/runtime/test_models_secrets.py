@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.daemon import create, wait_settled, write_script
+from tests.support.models import KEY, OTHER_KEY, Recorder, _provider, fake_openai, keyless_daemon
 
 from heron import Message, ProviderError
 from heron.runtime.models._credentials import REDACTED, Credential, redact
 from heron.runtime.models._providers import ProviderPool
-
-from .conftest import create, wait_settled, write_script
-from .test_hosted_model import fake_openai
-from .test_models import KEY, OTHER_KEY, Recorder, _provider, keyless_daemon
 
 PARTS = (KEY, KEY[:8], KEY[-4:], KEY[-6:], KEY[3:], KEY[8:20])
 """A key, and the parts of it a vendor's masked copy shows (or anyone could recognise)."""

@@ -12,9 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import wait_settled, write_script
-from .test_models import keyless_daemon
+from tests.support.daemon import wait_settled, write_script
+from tests.support.models import keyless_daemon
 
 pytestmark = pytest.mark.slow
 

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
+from tests.support.daemon import SLOW, Daemon, create, query, wait_logged, wait_settled, wait_status
 
-from .conftest import Daemon, create, wait_settled, wait_status
-
-SLOW = {"text": "still thinking", "delay": 30}
 TIME = {"name": "get-current-time", "arguments": {}}
-
-
-def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(daemon.home / "heron.db") as db:
-        return db.execute(sql, args).fetchall()
 
 
 class TestCreate:
@@ -568,19 +560,6 @@ class TestSystem:
             response = client.get(path)
             assert response.status_code == 404, (path, response.text[:200])
             assert response.json()["error"]["code"] == "not_found"
-
-
-def wait_logged(daemon: Daemon, node_id: str, type: str) -> None:
-    """Wait until the node's event log holds an event of ``type``."""
-    import time
-
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        sql = "SELECT 1 FROM heron_events WHERE node_id = ? AND type = ?"
-        if query(daemon, sql, node_id, type):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{node_id} never logged {type}")
 
 
 class TestPlacement:

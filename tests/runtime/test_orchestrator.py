@@ -8,7 +8,6 @@ model cannot quote it back), read from the daemon's database.
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -16,40 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-
-from .conftest import Daemon, create, wait_settled, wait_status, write_script
-
-
-def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
-    return {"name": tool, "arguments": arguments}
-
-
-def spawn(name: str, model: str | None = None, **more: Any) -> dict[str, Any]:
-    extra = {"model": model} if model is not None else {}
-    return call("spawn-child", prompt=f"Do part {name}.", name=name, **extra, **more)
-
-
-def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(daemon.home / "heron.db") as db:
-        return db.execute(sql, args).fetchall()
-
-
-def conversation(daemon: Daemon, node_id: str) -> str:
-    """The node's saved conversation (its messages and tool results) as JSON text."""
-    ((state,),) = query(daemon, "SELECT state FROM heron_nodes WHERE node_id = ?", node_id)
-    saved = json.loads(state) if state else None
-    if saved is None:
-        return ""  # its first run has not saved a conversation yet
-    return json.dumps(saved["messages_full"])
-
-
-def tool_statuses(daemon: Daemon, node_id: str) -> list[tuple[str, str]]:
-    sql = (
-        "SELECT data FROM heron_events WHERE node_id = ? AND type = 'node.tool_call.completed' "
-        "ORDER BY sequence_number"
-    )
-    events = [json.loads(d) for (d,) in query(daemon, sql, node_id)]
-    return [(e["tool"], e["status"]) for e in events]
+from tests.support.daemon import Daemon, create, wait_settled, wait_status, write_script
+from tests.support.orchestration import call, children, conversation, query, spawn, tool_statuses
 
 
 def statuses(daemon: Daemon, node_id: str, last: str | None = None) -> list[str]:
@@ -64,17 +31,6 @@ def statuses(daemon: Daemon, node_id: str, last: str | None = None) -> list[str]
         if last is None or (found and found[-1] == last) or time.monotonic() > deadline:
             return found
         time.sleep(0.02)
-
-
-def children(client: httpx.Client, parent: str, count: int) -> dict[str, dict[str, Any]]:
-    """The parent's children by name, once there are ``count`` of them."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = [n for n in client.get("/v1/nodes").json() if n["parent"] == parent]
-        if len(found) >= count:
-            return {n["name"]: n for n in found}
-        time.sleep(0.02)
-    raise AssertionError(f"{parent} did not spawn {count} children")
 
 
 def runs(client: httpx.Client, node_id: str) -> int:

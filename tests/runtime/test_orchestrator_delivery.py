@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from .conftest import (
+from tests.support.daemon import (
     Daemon,
     create,
     forget_tool_call_step,
@@ -21,7 +20,7 @@ from .conftest import (
     wait_tool_call_recorded,
     write_script,
 )
-from .test_orchestrator import call, children, conversation, query, spawn, tool_statuses
+from tests.support.orchestration import call, children, conversation, query, spawn, tool_statuses
 
 
 def delivered(daemon: Daemon, node_id: str) -> Any:

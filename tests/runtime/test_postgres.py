@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 import sqlalchemy as sa
+from tests.support import pg
+from tests.support.daemon import Daemon, node_row, wait_settled, wait_status, write_script
 
 from heron.runtime.db._database import (
     MIGRATIONS,
@@ -30,9 +32,6 @@ from heron.runtime.db._database import (
 )
 from heron.runtime.nodes._store import StepMark, Store
 
-from . import pg
-from .conftest import Daemon, node_row, wait_settled, wait_status, write_script
-
 T = TypeVar("T")
 
 SCHEMA = {
@@ -43,33 +42,10 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[pg.Cluster]:
-    """One PostgreSQL server for the module (skipped only where it is not installed)."""
-    if pg.bin_dir() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; CI installs it)")
-    with pg.cluster() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def pg_daemon(cluster: pg.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """A daemon on its own PostgreSQL database, shared by the module's tests."""
-    home = tmp_path_factory.mktemp("heron-pg-home")
-    url = cluster.create_database("heron_shared")
-    default = write_script(home, "default", ["Hello from PostgreSQL."])
-    process = Daemon(home, {"HERON_DATABASE_URL": url, "HERON_PROVIDER": default}).start()
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
 @pytest.fixture
-def client(pg_daemon: Daemon) -> Iterator[httpx.Client]:
-    """An HTTP client on the PostgreSQL daemon's socket."""
-    with pg_daemon.client() as c:
-        yield c
+def client(pg_client: httpx.Client) -> httpx.Client:
+    """This module's ``client`` is on the PostgreSQL daemon (``plugin.pg_daemon``)."""
+    return pg_client
 
 
 def rows(cluster: pg.Cluster, database: str, query: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -7,8 +7,7 @@ import sqlite3
 from typing import Any
 
 import httpx
-
-from .conftest import Daemon, wait_settled
+from tests.support.daemon import Daemon, wait_settled
 
 
 def _tool_results(daemon: Daemon, node_id: str) -> list[str]:

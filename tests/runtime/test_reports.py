@@ -9,10 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from heron import api
-
-from .conftest import (
+from tests.support.daemon import (
     Daemon,
     create,
     forget_tool_call_step,
@@ -20,7 +17,9 @@ from .conftest import (
     wait_tool_call_recorded,
     write_script,
 )
-from .sse import collect
+from tests.support.sse import collect
+
+from heron import api
 
 
 def report(tier: str, body: str, title: str | None = None) -> dict[str, Any]:

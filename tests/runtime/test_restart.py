@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .conftest import Daemon, wait_settled, wait_status, write_script
+from tests.support.daemon import Daemon, wait_settled, wait_status, write_script
 
 pytestmark = pytest.mark.slow
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, create, wait_settled, write_script
+from tests.support.worktrees import git
 
 from heron.runtime import RuntimeConfig
 from heron.runtime.kinds._service import kind_skills
@@ -21,9 +23,6 @@ from heron.runtime.nodes._tools import NodeTools
 from heron.runtime.shell._sandbox import NodeSandbox
 from heron.tools import bash_tools
 from heron.tools.present import PresentZipTool
-
-from .conftest import Daemon, create, wait_settled, write_script
-from .test_worktrees import git
 
 pytestmark = pytest.mark.slow
 

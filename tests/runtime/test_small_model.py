@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.daemon import Daemon, wait_settled
 
 from heron.providers import LocalProvider, ScriptedProvider
 from heron.runtime.kinds._service import BUILTIN_KINDS
 from heron.runtime.nodes._tools import SMALL_MODEL_TOOLS, node_tools
 from heron.runtime.nodes._workflow import _instruction, _small_instruction, _small_model
 from heron.tools import Tool, ToolContext
-
-from .conftest import Daemon, wait_settled
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 from sqlalchemy.exc import StatementError
+from tests.support.daemon import node_row as row
 
 from heron.runtime.db._database import MIGRATIONS, create_engine, migrate
 from heron.runtime.nodes._store import DuplicateNode, Store
-
-from .conftest import node_row as row
 
 
 @pytest.fixture

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, write_script
 
 from heron.runtime.server._http import over_tcp
-
-from .conftest import Daemon, write_script
 
 TOKEN = "tcp-test-token-0123456789"
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import httpx
 import pytest
+from tests.support.daemon import Daemon, wait_settled, write_script
+from tests.support.polling import eventually
+from tests.support.warm import create_preferring_warm, wait_warm, warm_ids
 
 from heron.runtime import RuntimeConfig
-
-from .conftest import Daemon, wait_settled, write_script
 
 T = TypeVar("T")
 
@@ -30,33 +29,6 @@ def warm_daemon(tmp_path: Path) -> Iterator[Daemon]:
         daemon.stop()
 
 
-def _warm_ids(daemon: Daemon) -> list[str]:
-    with sqlite3.connect(daemon.home / "heron.db") as db:
-        rows = db.execute("SELECT node_id FROM heron_nodes WHERE warm IS NOT NULL").fetchall()
-    return sorted(r[0] for r in rows)
-
-
-def _wait_warm(daemon: Daemon, count: int, timeout: float = 30) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ids = _warm_ids(daemon)
-        if len(ids) == count:
-            return ids
-        time.sleep(0.02)
-    raise AssertionError(f"{len(_warm_ids(daemon))} warm nodes, not {count}")
-
-
-def _wait_for(check: Callable[[], T | None], timeout: float = 30) -> T:
-    """``check()``'s first truthy answer, polled until ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"not so within {timeout} s")
-
-
 def _events(daemon: Daemon, node_id: str) -> list[tuple[int, str]]:
     with sqlite3.connect(daemon.home / "heron.db") as db:
         rows = db.execute(
@@ -65,13 +37,6 @@ def _events(daemon: Daemon, node_id: str) -> list[tuple[int, str]]:
             (node_id,),
         ).fetchall()
     return [(r[0], r[1]) for r in rows]
-
-
-def _create(client: httpx.Client, **body: Any) -> dict[str, Any]:
-    answer = client.post("/v1/nodes", json={"prompt": "Do it.", "prefer_warm": True, **body})
-    assert answer.status_code == 201, answer.text
-    node: dict[str, Any] = answer.json()
-    return node
 
 
 def test_a_warm_create_is_served_warm_and_behaves_like_a_cold_one(
@@ -84,11 +49,11 @@ def test_a_warm_create_is_served_warm_and_behaves_like_a_cold_one(
     )
     launch = {"model": model, "kind": "reviewer", "scopes": ["ask"]}
     with warm_daemon.client() as client:
-        cold = _create(client, **launch, name="cold")
+        cold = create_preferring_warm(client, **launch, name="cold")
         assert cold["warm"] is False  # the first of its tuple: nothing was ready
-        warm_ids = _wait_warm(warm_daemon, 2)
-        warm = _create(client, **launch, name="warm", description="served warm")
-        assert warm["warm"] is True and warm["node_id"] in warm_ids
+        pool = wait_warm(warm_daemon, 2)
+        warm = create_preferring_warm(client, **launch, name="warm", description="served warm")
+        assert warm["warm"] is True and warm["node_id"] in pool
         assert (warm["name"], warm["description"], warm["prompt"]) == (
             "warm",
             "served warm",
@@ -106,14 +71,14 @@ def test_a_warm_create_is_served_warm_and_behaves_like_a_cold_one(
             (2, "node.turn.started"),
         ]
         # The pool refills behind the create.
-        assert len(_wait_warm(warm_daemon, 2)) == 2
+        assert len(wait_warm(warm_daemon, 2)) == 2
 
 
 def test_warm_nodes_are_invisible(warm_daemon: Daemon) -> None:
     with warm_daemon.client() as client:
-        node = _create(client)
+        node = create_preferring_warm(client)
         wait_settled(client, node["node_id"])
-        hidden = _wait_warm(warm_daemon, 2)
+        hidden = wait_warm(warm_daemon, 2)
         listed = [n["node_id"] for n in client.get("/v1/nodes").json()]
         assert listed == [node["node_id"]]
         assert client.get("/v1/nodes?status=running").json() == []
@@ -127,35 +92,35 @@ def test_warm_nodes_are_invisible(warm_daemon: Daemon) -> None:
 def test_creates_that_do_not_match_are_cold(warm_daemon: Daemon, tmp_path: Path) -> None:
     other = write_script(tmp_path, "other", ["Other."])
     with warm_daemon.client() as client:
-        _create(client)
-        _wait_warm(warm_daemon, 2)
-        assert _create(client, model=other)["warm"] is False  # another tuple
-        assert _create(client, scopes=["ask"])["warm"] is False
-        assert _create(client, kind="planner")["warm"] is False
-        assert _create(client, prefer_warm=False)["warm"] is False
-        given = _create(client, node_id="my-own-id")
+        create_preferring_warm(client)
+        wait_warm(warm_daemon, 2)
+        assert create_preferring_warm(client, model=other)["warm"] is False  # another tuple
+        assert create_preferring_warm(client, scopes=["ask"])["warm"] is False
+        assert create_preferring_warm(client, kind="planner")["warm"] is False
+        assert create_preferring_warm(client, prefer_warm=False)["warm"] is False
+        given = create_preferring_warm(client, node_id="my-own-id")
         assert (given["node_id"], given["warm"]) == ("my-own-id", False)
-        quiet = _create(client, no_kickoff=True)
+        quiet = create_preferring_warm(client, no_kickoff=True)
         assert (quiet["status"], quiet["warm"]) == ("dormant", False)
         # None of those took a warm node of the first tuple.
-        assert _create(client)["warm"] is True
+        assert create_preferring_warm(client)["warm"] is True
 
 
 @pytest.mark.slow
 def test_warm_nodes_are_discarded_at_a_restart(warm_daemon: Daemon) -> None:
     with warm_daemon.client() as client:
-        first = _create(client)
+        first = create_preferring_warm(client)
         wait_settled(client, first["node_id"])
-    _wait_warm(warm_daemon, 2)
+    wait_warm(warm_daemon, 2)
     warm_daemon.stop()
     warm_daemon.start()
-    assert _warm_ids(warm_daemon) == []
+    assert warm_ids(warm_daemon) == []
     with warm_daemon.client() as client:
         assert [n["node_id"] for n in client.get("/v1/nodes").json()] == [first["node_id"]]
-        again = _create(client)
+        again = create_preferring_warm(client)
         assert again["warm"] is False  # the pool starts empty, and fills again
-        _wait_warm(warm_daemon, 2)
-        served = _create(client)
+        wait_warm(warm_daemon, 2)
+        served = create_preferring_warm(client)
         assert served["warm"] is True
         poll = wait_settled(client, served["node_id"])
         assert poll["outcome"]["output_text"] == "Hello from the default script."
@@ -164,11 +129,11 @@ def test_warm_nodes_are_discarded_at_a_restart(warm_daemon: Daemon) -> None:
 @pytest.mark.slow
 def test_warm_nodes_left_by_a_killed_daemon_are_discarded(warm_daemon: Daemon) -> None:
     with warm_daemon.client() as client:
-        wait_settled(client, _create(client)["node_id"])
-    _wait_warm(warm_daemon, 2)
+        wait_settled(client, create_preferring_warm(client)["node_id"])
+    wait_warm(warm_daemon, 2)
     warm_daemon.kill()
     warm_daemon.start()
-    assert _warm_ids(warm_daemon) == []
+    assert warm_ids(warm_daemon) == []
     with warm_daemon.client() as client:
         assert client.get("/v1/status").json()["nodes"] == {"completed": 1}
 
@@ -182,10 +147,10 @@ def test_the_pool_can_be_turned_off(tmp_path: Path) -> None:
     try:
         with daemon.client() as client:
             for _ in range(3):
-                node = _create(client)
+                node = create_preferring_warm(client)
                 assert node["warm"] is False
                 wait_settled(client, node["node_id"])
-        assert _warm_ids(daemon) == []
+        assert warm_ids(daemon) == []
     finally:
         daemon.stop()
 
@@ -200,15 +165,15 @@ def test_a_bad_pool_size_is_refused(monkeypatch: pytest.MonkeyPatch, value: str)
 def test_closing_a_parent_leaves_warm_nodes_for_its_children_alone(warm_daemon: Daemon) -> None:
     with warm_daemon.client() as client:
         parent = client.post("/v1/nodes", json={"no_kickoff": True}).json()["node_id"]
-        child = _create(client, parent=parent)
+        child = create_preferring_warm(client, parent=parent)
         assert child["warm"] is False and child["parent"] == parent
-        hidden = _wait_warm(warm_daemon, 2)
+        hidden = wait_warm(warm_daemon, 2)
         client.post(f"/v1/nodes/{parent}/close")
         assert client.get(f"/v1/nodes/{child['node_id']}").json()["status"] in (
             "completed",
             "cancelled",
         )
-        assert _warm_ids(warm_daemon) == hidden
+        assert warm_ids(warm_daemon) == hidden
         with sqlite3.connect(warm_daemon.home / "heron.db") as db:
             marks = ",".join("?" * len(hidden))
             settled = db.execute(
@@ -222,19 +187,19 @@ def test_a_changed_kind_is_not_served_by_nodes_made_before(warm_daemon: Daemon) 
     kinds.mkdir()
     (kinds / "scribe.toml").write_text('instruction = "Write."\n')
     with warm_daemon.client() as client:
-        assert _create(client, kind="scribe")["warm"] is False
-        stale = _wait_warm(warm_daemon, 2)
-        assert _wait_for(lambda: all((warm_daemon.home / "nodes" / n).is_dir() for n in stale))
+        assert create_preferring_warm(client, kind="scribe")["warm"] is False
+        stale = wait_warm(warm_daemon, 2)
+        assert eventually(lambda: all((warm_daemon.home / "nodes" / n).is_dir() for n in stale))
         (kinds / "scribe.toml").write_text('instruction = "Write tersely, in English."\n')
-        assert _create(client, kind="scribe")["warm"] is False
+        assert create_preferring_warm(client, kind="scribe")["warm"] is False
 
         # The pool fills for the kind as it is; the nodes made before are discarded,
         # their workspaces too.
         def replaced() -> list[str] | None:
-            ids = _warm_ids(warm_daemon)
+            ids = warm_ids(warm_daemon)
             return ids if len(ids) == 2 and set(ids).isdisjoint(stale) else None
 
-        fresh = _wait_for(replaced)
-        assert _wait_for(lambda: not any((warm_daemon.home / "nodes" / n).exists() for n in stale))
-        served = _create(client, kind="scribe")
+        fresh = eventually(replaced)
+        assert eventually(lambda: not any((warm_daemon.home / "nodes" / n).exists() for n in stale))
+        served = create_preferring_warm(client, kind="scribe")
         assert served["warm"] is True and served["node_id"] in fresh

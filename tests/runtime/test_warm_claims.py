@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, wait_settled, write_script
+from tests.support.polling import eventually
+from tests.support.warm import create_preferring_warm, wait_warm, warm_ids
 
 from heron.runtime.warm._service import LAUNCH_FIELDS
-
-from .conftest import Daemon, wait_settled, write_script
-from .test_warm import _create, _wait_for, _wait_warm, _warm_ids
 
 BASE_TEXT = "Hello from the default script."
 
@@ -78,8 +78,8 @@ def test_the_variants_cover_every_launch_field(pool_daemon: Daemon, tmp_path: Pa
 def plain_key(pool_daemon: Daemon) -> str:
     """The launch key of the plain create (no launch field set), once the pool has it."""
     with pool_daemon.client() as client:
-        wait_settled(client, _create(client)["node_id"])
-    (node_id, *_) = _wait_warm(pool_daemon, 2)
+        wait_settled(client, create_preferring_warm(client)["node_id"])
+    (node_id, *_) = wait_warm(pool_daemon, 2)
     return _key_of(pool_daemon, node_id)
 
 
@@ -89,11 +89,11 @@ def test_a_create_differing_in_any_launch_field_is_cold(
 ) -> None:
     with pool_daemon.client() as client:
         variant = _variants(pool_daemon, client, tmp_path)[field]
-        _wait_for(lambda: _ready(pool_daemon, plain_key) == 2)
-        node = _create(client, **variant)
+        eventually(lambda: _ready(pool_daemon, plain_key) == 2)
+        node = create_preferring_warm(client, **variant)
         assert node["warm"] is False, field
         assert _ready(pool_daemon, plain_key) == 2  # none of the plain tuple's was taken
-        served = _create(client)
+        served = create_preferring_warm(client)
         assert served["warm"] is True
         assert wait_settled(client, served["node_id"])["outcome"]["output_text"] == BASE_TEXT
 
@@ -112,12 +112,12 @@ def _messages(daemon: Daemon, node_id: str) -> list[str]:
 
 def test_two_creates_racing_for_one_warm_node(one_warm: Daemon) -> None:
     with one_warm.client() as client:
-        wait_settled(client, _create(client)["node_id"])
-        (ready,) = _wait_warm(one_warm, 1)
+        wait_settled(client, create_preferring_warm(client)["node_id"])
+        (ready,) = wait_warm(one_warm, 1)
 
         def create(prompt: str) -> dict[str, Any]:
             with one_warm.client() as own:
-                return _create(own, prompt=prompt)
+                return create_preferring_warm(own, prompt=prompt)
 
         with ThreadPoolExecutor(2) as pool:
             nodes = list(pool.map(create, ["first racer", "second racer"]))
@@ -137,9 +137,9 @@ def test_a_claim_committed_before_a_sigkill_is_a_node_after_it(
     # Slow enough that the daemon dies while the claimed node works.
     slow = write_script(tmp_path, "slow", [{"text": "Slowly done.", "delay": 2.0}])
     with one_warm.client() as client:
-        wait_settled(client, _create(client, model=slow)["node_id"])
-        (ready,) = _wait_warm(one_warm, 1)
-        served = _create(client, model=slow, name="claimed")
+        wait_settled(client, create_preferring_warm(client, model=slow)["node_id"])
+        (ready,) = wait_warm(one_warm, 1)
+        served = create_preferring_warm(client, model=slow, name="claimed")
         assert (served["node_id"], served["warm"]) == (ready, True)
     one_warm.kill()
     one_warm.start()
@@ -157,21 +157,21 @@ def test_a_claim_committed_before_a_sigkill_is_a_node_after_it(
 def test_a_warm_node_that_could_not_be_set_up_is_never_served(one_warm: Daemon) -> None:
     nodes = one_warm.home / "nodes"
     with one_warm.client() as client:
-        wait_settled(client, _create(client)["node_id"])
-        (ready,) = _wait_warm(one_warm, 1)
-        _wait_for(lambda: (nodes / ready).is_dir())  # set up: its workspace is made
+        wait_settled(client, create_preferring_warm(client)["node_id"])
+        (ready,) = wait_warm(one_warm, 1)
+        eventually(lambda: (nodes / ready).is_dir())  # set up: its workspace is made
         # From now on no new node can make its workspace: the refill behind the next
         # create makes a warm node whose run cannot be set up.
         nodes.rename(one_warm.home / "nodes-away")
         nodes.write_text("not a directory")
-        served = _create(client)
+        served = create_preferring_warm(client)
         assert (served["node_id"], served["warm"]) == (ready, True)
         note = "its run could not be set up"
-        _wait_for(lambda: note in one_warm.log.read_text())
-        assert _warm_ids(one_warm) == []  # discarded, not kept for a create
+        eventually(lambda: note in one_warm.log.read_text())
+        assert warm_ids(one_warm) == []  # discarded, not kept for a create
         nodes.unlink()
         nodes.mkdir()
-        after = _create(client)
+        after = create_preferring_warm(client)
         assert after["warm"] is False  # cold: the broken one was not served
         poll = wait_settled(client, after["node_id"])
         assert (poll["node_status"], poll["outcome"]["output_text"]) == ("completed", BASE_TEXT)
@@ -179,9 +179,9 @@ def test_a_warm_node_that_could_not_be_set_up_is_never_served(one_warm: Daemon) 
 
 def test_scopes_in_another_order_are_the_same_launch_tuple(one_warm: Daemon) -> None:
     with one_warm.client() as client:
-        assert _create(client, scopes=["ask", "act"])["warm"] is False
-        (ready,) = _wait_warm(one_warm, 1)
-        served = _create(client, scopes=["act", "ask"])
+        assert create_preferring_warm(client, scopes=["ask", "act"])["warm"] is False
+        (ready,) = wait_warm(one_warm, 1)
+        served = create_preferring_warm(client, scopes=["act", "ask"])
         assert (served["node_id"], served["warm"], served["scopes"]) == (
             ready,
             True,

@@ -10,15 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.daemon import Daemon, create, wait_settled, wait_status
+from tests.support.jobs import gone, start, wait_jobs
+from tests.support.worktrees import branches, git, refused
+from tests.support.worktrees import repo as repo  # the fixture, shared
 
 from heron.runtime.worktrees._service import GitError
 from heron.runtime.worktrees._service import git as git_command
-
-from .conftest import Daemon, wait_settled, wait_status
-from .test_jobs import gone, start, wait_jobs
-from .test_nodes import create
-from .test_worktrees import branches, git, refused
-from .test_worktrees import repo as repo  # the fixture, shared
 
 COMMIT = ["-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q"]
 

@@ -16,13 +16,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
+
+from .polling import eventually
 
 STARTUP_TIMEOUT = 60.0
 SUPERUSER = "heron"
@@ -93,19 +94,22 @@ class Cluster:
                 stdin=subprocess.DEVNULL,
                 **self._as,
             )
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if self.process.poll() is not None:
+        process = self.process
+
+        def accepting() -> bool:
+            if process.poll() is not None:
                 raise RuntimeError(f"PostgreSQL exited at startup:\n{self.log.read_text()}")
             try:
                 with self.connect("postgres"):
-                    return self
+                    return True
             except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"PostgreSQL did not come up:\n{self.log.read_text()}"
-                    ) from None
-            time.sleep(0.05)
+                return False
+
+        try:
+            eventually(accepting, timeout=STARTUP_TIMEOUT, what="PostgreSQL accepting connections")
+        except AssertionError:
+            raise RuntimeError(f"PostgreSQL did not come up:\n{self.log.read_text()}") from None
+        return self
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and delete its directory."""

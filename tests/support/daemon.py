@@ -1,4 +1,5 @@
-"""A real daemon process on a temporary ``HERON_HOME``, driven over its Unix socket."""
+"""A real daemon process on a temporary ``HERON_HOME``, driven over its Unix socket, and the
+small calls most daemon tests make (create a node, wait for it, read its database)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from heron.runtime._local import get_json
+
+from .polling import eventually
 
 STARTUP_TIMEOUT = 60.0
 
@@ -45,19 +46,24 @@ class Daemon:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+        process = self.process
+
+        def healthy() -> bool:
+            if process.poll() is not None:
                 raise RuntimeError(f"the daemon exited at startup:\n{self.log.read_text()}")
             # http.client, not httpx: httpcore leaks the socket of a refused Unix connect,
             # which the warnings-are-errors config turns into a failure.
             try:
                 get_json(self.socket, "/healthz", timeout=2)
-                return self
             except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"the daemon did not come up:\n{self.log.read_text()}")
+                return False
+            return True
+
+        try:
+            eventually(healthy, timeout=STARTUP_TIMEOUT, what="the daemon's /healthz")
+        except AssertionError:
+            raise RuntimeError(f"the daemon did not come up:\n{self.log.read_text()}") from None
+        return self
 
     def client(self, timeout: float = 30) -> httpx.Client:
         """An HTTP client on the daemon's Unix socket."""
@@ -114,10 +120,11 @@ def _tool_call_steps(daemon: Daemon, node_id: str) -> int:
 def wait_tool_call_recorded(daemon: Daemon, node_id: str, timeout: float = 30) -> None:
     """Wait until DBOS has recorded the tool-call step of the node's first run (its
     events come out before the step's record is written)."""
-    deadline = time.monotonic() + timeout
-    while _tool_call_steps(daemon, node_id) == 0:
-        assert time.monotonic() < deadline, f"no tool-call step recorded for {node_id}"
-        time.sleep(0.05)
+    eventually(
+        lambda: _tool_call_steps(daemon, node_id),
+        timeout=timeout,
+        what=f"a recorded tool-call step of {node_id}",
+    )
 
 
 def forget_tool_call_step(daemon: Daemon, node_id: str) -> None:
@@ -148,52 +155,55 @@ def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
 
 def wait_settled(client: httpx.Client, node_id: str, timeout: float = 30) -> dict[str, Any]:
     """Long-poll the node's outcome until it settles; returns the poll body."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        body: dict[str, Any] = client.get(f"/v1/nodes/{node_id}/outcome?wait=5").json()
-        if body["state"] == "settled":
-            return body
-    raise AssertionError(f"node {node_id} did not settle in {timeout} s")
+    body: dict[str, Any] = eventually(
+        lambda: client.get(f"/v1/nodes/{node_id}/outcome?wait=5").json(),
+        lambda body: body["state"] == "settled",
+        timeout=timeout,
+        interval=0,
+        what=f"node {node_id} settling",
+    )
+    return body
 
 
 def wait_status(
     client: httpx.Client, node_id: str, status: str, timeout: float = 30
 ) -> dict[str, Any]:
     """Poll the node until it has ``status``; returns the node."""
-    deadline = time.monotonic() + timeout
-    node: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        node = client.get(f"/v1/nodes/{node_id}").json()
-        if node["status"] == status:
-            return node
-        time.sleep(0.02)
-    raise AssertionError(f"node {node_id} is {node.get('status')}, not {status}")
+    node: dict[str, Any] = eventually(
+        lambda: client.get(f"/v1/nodes/{node_id}").json(),
+        lambda node: node["status"] == status,
+        timeout=timeout,
+        interval=0.02,
+        what=f"node {node_id} being {status}",
+    )
+    return node
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """A daemon shared by a test module (each test gives its nodes their own script)."""
-    home = tmp_path_factory.mktemp("heron-home")
-    default = write_script(home, "default", ["Hello from the default script."])
-    process = Daemon(home, {"HERON_PROVIDER": default}).start()
-    try:
-        yield process
-    finally:
-        process.stop()
+SLOW = {"text": "still thinking", "delay": 30}
+"""A scripted step that keeps a node's turn running for 30 s."""
 
 
-@pytest.fixture
-def client(daemon: Daemon) -> Iterator[httpx.Client]:
-    """An HTTP client on the shared daemon's socket."""
-    with daemon.client() as c:
-        yield c
+def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` on the daemon's SQLite database."""
+    with sqlite3.connect(daemon.home / "heron.db") as db:
+        return db.execute(sql, args).fetchall()
 
 
-@pytest.fixture
-def scripts(tmp_path: Path) -> Any:
-    """``scripts("name", [...steps])`` writes a script and returns its model spec."""
+def logged(daemon: Daemon, node_id: str, type: str) -> int:
+    """How many events of ``type`` the node's event log holds."""
+    sql = "SELECT count(*) FROM heron_events WHERE node_id = ? AND type = ?"
+    ((count,),) = query(daemon, sql, node_id, type)
+    return int(count)
 
-    def make(name: str, steps: list[Any]) -> str:
-        return write_script(tmp_path, name, steps)
 
-    return make
+def wait_logged(
+    daemon: Daemon, node_id: str, type: str, times: int = 1, timeout: float = 20
+) -> None:
+    """Wait until the node's event log holds at least ``times`` events of ``type``."""
+    eventually(
+        lambda: logged(daemon, node_id, type),
+        lambda count: count >= times,
+        timeout=timeout,
+        interval=0.02,
+        what=f"{node_id} logging {type} {times} time(s)",
+    )

@@ -1,4 +1,4 @@
-"""Memory behaviour a demanding user relies on (SQLite; PostgreSQL in test_memory_pg)."""
+"""Memory behaviour a demanding user relies on (SQLite; PostgreSQL in test_postgres.py)."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def test_racing_creates_at_one_path_make_one_entry(
 
 
 def test_the_gin_index_serves_the_search(client: httpx.Client, cluster: pg.Cluster) -> None:
-    # heron_shared: the database of test_postgres's pg_daemon, which this module uses.
+    # heron_shared: the database of the plugin's pg_daemon, which this module uses.
     with cluster.connect("heron_shared") as conn:
         conn.execute("SET enable_seqscan = off")
         plan = conn.execute(

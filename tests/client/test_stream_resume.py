@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from tests.support.daemon import Daemon, write_script
+from tests.support.streams import EXPECTED_TYPES, TOOL_TURN, check_run
 
 from heron import api
 from heron.client import (
@@ -23,8 +24,6 @@ from heron.client import (
     RequestOptions,
 )
 from heron.client._stream_flow import Emit, Open, Read, Start, stream_flow
-
-from .test_stream import EXPECTED_TYPES, TOOL_TURN, check_run
 
 _REQUEST = re.compile(rb"(GET|POST) (\S+) HTTP/1\.1")
 

@@ -145,6 +145,15 @@ def write_script(directory: Path, name: str, steps: list[Any]) -> str:
     return f"scripted:{path}"
 
 
+def rewrite(model: str, steps: Any) -> None:
+    """Change a script file in place (as if the provider recovered), with a new mtime (a
+    revive reads it again)."""
+    path = Path(model.removeprefix("scripted:"))
+    before = path.stat().st_mtime_ns
+    path.write_text(json.dumps(steps))
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
 def create(client: httpx.Client, **body: Any) -> dict[str, Any]:
     """``POST /v1/nodes`` with ``body``; returns the created node (asserting ``201``)."""
     response = client.post("/v1/nodes", json=body)
@@ -185,7 +194,7 @@ SLOW = {"text": "still thinking", "delay": 30}
 
 def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     """Rows of ``sql`` on the daemon's SQLite database."""
-    with sqlite3.connect(daemon.home / "heron.db") as db:
+    with sqlite3.connect(daemon.home / "heron.db", timeout=30) as db:
         return db.execute(sql, args).fetchall()
 
 
@@ -197,7 +206,7 @@ def logged(daemon: Daemon, node_id: str, type: str) -> int:
 
 
 def wait_logged(
-    daemon: Daemon, node_id: str, type: str, times: int = 1, timeout: float = 20
+    daemon: Daemon, node_id: str, type: str, times: int = 1, timeout: float = 30
 ) -> None:
     """Wait until the node's event log holds at least ``times`` events of ``type``."""
     eventually(

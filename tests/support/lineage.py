@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -38,11 +36,3 @@ def post(client: httpx.Client, path: str, body: Any = None) -> httpx.Response:
 def refused(response: httpx.Response, status: int, code: str) -> None:
     assert response.status_code == status, response.text
     assert response.json()["error"]["code"] == code
-
-
-def rewrite(model: str, steps: Any) -> None:
-    """Change a script file in place (as if the provider recovered), with a new mtime."""
-    path = Path(model.removeprefix("scripted:"))
-    before = path.stat().st_mtime_ns
-    path.write_text(json.dumps(steps))
-    os.utime(path, ns=(before + 10**9, before + 10**9))

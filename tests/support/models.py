@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from .daemon import Daemon
+from .daemon import Daemon, write_script
 
 
 class _OpenAI(BaseHTTPRequestHandler):
@@ -103,3 +104,16 @@ KEY_VARIABLES = tuple(
     for what in ("API_KEY", "BASE_URL")
 )
 """The environment variables that give a daemon a hosted provider's key or endpoint."""
+
+
+@pytest.fixture(scope="module", name="daemon")
+def keyless_shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """``daemon`` for a module that imports this: shared by the module, its environment
+    holding no provider key (so every source of a key is known)."""
+    home = tmp_path_factory.mktemp("heron-models")
+    process = keyless_daemon(home, HERON_PROVIDER=write_script(home, "default", ["Default."]))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()

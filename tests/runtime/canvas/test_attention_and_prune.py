@@ -8,7 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.daemon import Daemon, create, wait_settled, wait_status
+from tests.support.daemon import (
+    Daemon,
+    create,
+    wait_logged,
+    wait_settled,
+    wait_status,
+    write_script,
+)
 
 from heron import api
 
@@ -20,14 +27,6 @@ TIME = {"name": "get-current-time", "arguments": {}}
 def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     with sqlite3.connect(daemon.home / "heron.db") as db:
         return db.execute(sql, args).fetchall()
-
-
-def wait_turn_started(daemon: Daemon, node_id: str) -> None:
-    deadline = time.monotonic() + 20
-    sql = "SELECT 1 FROM heron_events WHERE node_id = ? AND type = 'node.turn.started'"
-    while not query(daemon, sql, node_id):
-        assert time.monotonic() < deadline, f"{node_id} never started a turn"
-        time.sleep(0.02)
 
 
 def attention(client: httpx.Client, *node_ids: str, **params: Any) -> list[dict[str, Any]]:
@@ -45,8 +44,6 @@ def error_code(response: httpx.Response) -> str:
 @pytest.fixture(scope="module")
 def states(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """One node in each state the canvas tells apart, by name."""
-    from .conftest import write_script
-
     home = tmp_path_factory.mktemp("canvas-scripts")
     with daemon.client() as client:
 
@@ -64,13 +61,13 @@ def states(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> dict[str
             "completed": node("completed", [{"tool_calls": [TIME]}, "done"]),
             "running": node("running", [SLOW]),
         }
-        wait_turn_started(daemon, made["interrupted"])
+        wait_logged(daemon, made["interrupted"], "node.turn.started")
         assert client.post(f"/v1/nodes/{made['interrupted']}/interrupt").status_code == 200
         for name in ("failed", "deadline", "completed"):
             wait_settled(client, made[name])
         wait_status(client, made["waiting"], "dormant")
         wait_settled(client, made["waiting"])  # a resident root keeps its answer, dormant
-        wait_turn_started(daemon, made["running"])
+        wait_logged(daemon, made["running"], "node.turn.started")
     return made
 
 

@@ -4,11 +4,11 @@ nothing of another node."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from typing import Any
 
 import httpx
 from tests.support.daemon import Daemon, create, wait_settled
+from tests.support.polling import eventually
 
 TIME = {"name": "get-current-time", "arguments": {}}
 SLOW = {"text": "still thinking", "delay": 30}
@@ -31,10 +31,14 @@ def test_a_running_nodes_transcript_is_read_live(client: httpx.Client, scripts: 
     model = scripts("live", [{"text": "Checking the osprey clock.", "tool_calls": [TIME]}, SLOW])
     node_id = create(client, prompt="When do ospreys fly?", model=model)["node_id"]
     try:
-        deadline = time.monotonic() + 20
-        while (page := read(client, node_id))["total"] < 3:
-            assert time.monotonic() < deadline, f"the live transcript never grew: {page}"
-            time.sleep(0.02)
+        page = eventually(
+            lambda: read(client, node_id),
+            lambda page: page["total"] >= 3,
+            timeout=20,
+            interval=0.02,
+            what="the live transcript growing",
+        )
+
         assert [m["role"] for m in page["messages"]] == ["user", "assistant", "tool"]
         assert page["messages"][1]["tool_calls"][0]["name"] == "get-current-time"
         ids = [node_id]

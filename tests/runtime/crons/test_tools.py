@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from tests.support.daemon import (
     wait_tool_call_recorded,
     write_script,
 )
+from tests.support.polling import eventually
 
 
 def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
@@ -133,10 +133,8 @@ def test_a_create_run_again_after_a_crash_makes_one_cron(tmp_path: Path) -> None
         model = write_script(tmp_path, "maker", steps)
         with daemon.client() as client:
             node_id = create(client, prompt="go", model=model)["node_id"]
-            deadline = time.monotonic() + 30
-            while not made_by(client, node_id):
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            eventually(lambda: made_by(client, node_id))
+
             wait_tool_call_recorded(daemon, node_id)
         daemon.kill()
         # The crash came before the call's step was recorded: it runs again.

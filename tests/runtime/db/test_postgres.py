@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 from collections.abc import Awaitable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 from tests.support import pg
 from tests.support.daemon import Daemon, node_row, wait_settled, wait_status, write_script
+from tests.support.polling import eventually, eventually_async
 
 from heron.runtime.db._database import (
     MIGRATIONS,
@@ -158,14 +158,12 @@ def test_a_resident_node_wakes_for_a_message(
     wait_status(client, node_id, "dormant")
     sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "Again, please."})
     assert sent.status_code == 202, sent.text
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        node = client.get(f"/v1/nodes/{node_id}").json()
-        if node["status"] == "dormant" and node["turns"] == 2:
-            break
-        time.sleep(0.02)
-    else:
-        raise AssertionError(f"the node did not answer the message: {node}")
+    node = eventually(
+        lambda: client.get(f"/v1/nodes/{node_id}").json(),
+        lambda node: node["status"] == "dormant" and node["turns"] == 2,
+        interval=0.02,
+        what="the node answering the message",
+    )
     assert node["runs"] == 2
     claimed = rows(
         cluster,
@@ -238,18 +236,24 @@ async def race_behind_lock(
     with cluster.connect(database) as holder, holder.transaction():
         holder.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         tasks = [asyncio.ensure_future(racer) for racer in racers]
-        deadline = time.monotonic() + 30
-        waiting = 0
-        while waiting < len(tasks):
-            assert time.monotonic() < deadline, f"only {waiting} racers reached the lock"
-            await asyncio.sleep(0.01)
-            [(waiting,)] = rows(
+
+        def waiting() -> int:
+            [(count,)] = rows(
                 cluster,
                 database,
                 "SELECT count(*) FROM pg_stat_activity"
                 " WHERE datname = %s AND wait_event_type = 'Lock'",
                 database,
             )
+            return int(count)
+
+        await asyncio.sleep(0.01)  # let the racers start before the first look
+        await eventually_async(
+            waiting,
+            lambda count: count >= len(tasks),
+            interval=0.01,
+            what="every racer reaching the lock",
+        )
     return await asyncio.gather(*tasks)
 
 
@@ -474,10 +478,9 @@ def test_a_killed_daemon_resumes_its_run_on_postgresql(cluster: pg.Cluster, tmp_
         with daemon.client() as c:
             created = c.post("/v1/nodes", json={"prompt": "Answer.", "output_schema": SCHEMA})
             node_id = created.json()["node_id"]
-        deadline = time.monotonic() + 30
-        while count("node.turn.started") < 2:  # the second, 60 s long turn is under way
-            assert time.monotonic() < deadline, "the second turn never started"
-            time.sleep(0.02)
+        # The second, 60 s long turn is under way.
+        eventually(lambda: count("node.turn.started") >= 2, interval=0.02)
+
         daemon.kill()
         # The resumed second turn need not wait again: it answers at once.
         write_script(tmp_path, "restart", submissions(delay=0))

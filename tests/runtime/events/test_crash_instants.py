@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.support.daemon import Daemon, create, wait_settled, write_script
+from tests.support.polling import eventually
 
 TOOL_TURN = {"text": "Checking.", "tool_calls": [{"name": "get-current-time", "arguments": {}}]}
 
@@ -79,17 +79,16 @@ def counted(node: dict[str, Any]) -> tuple[int, int, int]:
 
 def recovered(daemon: Daemon, node_id: str) -> None:
     """Wait until DBOS has finished the node's recovered first run."""
-    deadline = time.monotonic() + 60
-    while True:
+
+    def status() -> str:
         with db(daemon) as conn:
-            (status,) = conn.execute(
+            (found,) = conn.execute(
                 "SELECT status FROM workflow_status WHERE workflow_uuid = ?",
                 (f"heron:{node_id}:1",),
             ).fetchone()
-        if status == "SUCCESS":
-            return
-        assert time.monotonic() < deadline, status
-        time.sleep(0.05)
+        return str(found)
+
+    eventually(status, lambda found: found == "SUCCESS", timeout=60, what=f"{node_id}'s run 1")
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.daemon import Daemon, write_script
+from tests.support.daemon import Daemon, wait_status, write_script
 
 from heron.runtime._local import UnixHTTPConnection
 
@@ -138,11 +138,9 @@ def test_sigkills_under_load_lose_no_node_event_settlement_or_count(tmp_path: Pa
                 note_outcomes(client)
                 add(client, 1 if kill < 2 else 0)  # creates between kills, too
         with daemon.client() as client:
-            stuck = time.monotonic() + 60
             for node_id in nodes:
-                while client.get(f"/v1/nodes/{node_id}").json()["status"] != "completed":
-                    assert time.monotonic() < stuck, f"{node_id} is stuck"
-                    time.sleep(0.1)
+                wait_status(client, node_id, "completed", timeout=60)
+
             note_outcomes(client)
             usage = {n: client.get(f"/v1/nodes/{n}").json()["turns"] for n in nodes}
         for thread in readers:

@@ -3,16 +3,14 @@ numbering of events across a crash."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from tests.support.daemon import Daemon, wait_settled, write_script
+from tests.support.daemon import Daemon, wait_logged, wait_settled, write_script
 from tests.support.sse import Sse, collect, events, kinds, stream
 
 from heron.runtime.events._stream import Hub, encode
@@ -107,18 +105,6 @@ def test_streams_over_tcp_loopback_with_the_bearer_token(
 
 
 # -- restarts ----------------------------------------------------------------------
-
-
-def wait_logged(daemon: Daemon, node_id: str, type: str, count: int) -> None:
-    """Wait until the daemon's log holds ``count`` events of ``type`` for the node."""
-    deadline = time.monotonic() + 30
-    sql = "SELECT count(*) FROM heron_events WHERE node_id = ? AND type = ?"
-    while time.monotonic() < deadline:
-        with sqlite3.connect(daemon.home / "heron.db", timeout=30) as db:
-            if db.execute(sql, (node_id, type)).fetchone()[0] >= count:
-                return
-        time.sleep(0.02)
-    raise AssertionError(f"{node_id} never logged {count} {type} events")
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.support.daemon import Daemon, wait_settled, wait_status, write_script
+from tests.support.polling import eventually
 from tests.support.sse import collect, kinds, records, stream
 
 
@@ -43,13 +43,11 @@ def streams(client: httpx.Client) -> dict[str, int]:
 
 
 def wait_streams(client: httpx.Client, **expected: int) -> dict[str, int]:
-    deadline = time.monotonic() + 30
-    while True:
-        got = streams(client)
-        if all(got[k] == v for k, v in expected.items()):
-            return got
-        assert time.monotonic() < deadline, got
-        time.sleep(0.05)
+    return eventually(
+        lambda: streams(client),
+        lambda got: all(got[k] == v for k, v in expected.items()),
+        what=f"event streams {expected}",
+    )
 
 
 def errors(got: list[Any]) -> list[Any]:

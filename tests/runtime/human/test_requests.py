@@ -22,6 +22,7 @@ from tests.support.human import (
     the_ticket,
     wait_request,
 )
+from tests.support.polling import eventually
 
 from heron import api
 
@@ -49,18 +50,6 @@ def human_events(daemon: Daemon, node_id: str) -> list[tuple[str, dict[str, Any]
 
 def texts(message: dict[str, Any]) -> str:
     return json.dumps(message)
-
-
-def wait_ticket(client: httpx.Client, node_id: str, timeout: float = 30) -> dict[str, Any]:
-    """The node's one open ticket, once filed."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        tickets = open_tickets(client, node_id)
-        if tickets:
-            assert len(tickets) == 1, tickets
-            return tickets[0]
-        time.sleep(0.02)
-    raise AssertionError(f"node {node_id} filed no request")
 
 
 def error_code(response: httpx.Response) -> tuple[int, str]:
@@ -148,10 +137,7 @@ class TestAsking:
         response = client.get(f"/v1/human/inbox/{request_id}/response")
         assert error_code(response) == (409, "no_response")
         # The node's stream told of the request, filed then resolved.
-        deadline = time.monotonic() + 30
-        while len(logged := human_events(daemon, node_id)) < 2:
-            assert time.monotonic() < deadline, logged
-            time.sleep(0.05)
+        logged = eventually(lambda: human_events(daemon, node_id), lambda got: len(got) >= 2)
         assert [(kind, request["status"]) for kind, request in logged] == [
             ("node.human_request.filed", "open"),
             ("node.human_request.resolved", "dismissed"),
@@ -177,10 +163,9 @@ class TestAsking:
         sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "hurry up"})
         assert sent.status_code == 202
         # The node woke, asked again, and sleeps: both requests are open.
-        deadline = time.monotonic() + 30
-        while len(tickets := open_tickets(client, node_id)) < 2:
-            assert time.monotonic() < deadline, tickets
-            time.sleep(0.02)
+        tickets = eventually(
+            lambda: open_tickets(client, node_id), lambda got: len(got) >= 2, interval=0.02
+        )
         assert tickets[1]["request_id"] == first  # newest first
         assert tickets[0]["title"] == "And the tag?"
         wait_status(client, node_id, "dormant")
@@ -228,7 +213,9 @@ class TestAsking:
         wait_status(client, node_id, "dormant")
         sent = client.post(f"/v1/nodes/{node_id}/messages", json={"body": "more"})
         assert sent.status_code == 202
-        request_id = wait_ticket(client, node_id)["request_id"]
+        tickets = eventually(lambda: open_tickets(client, node_id), interval=0.02)
+        assert len(tickets) == 1, tickets
+        request_id = tickets[0]["request_id"]
         wait_status(client, node_id, "dormant")
         assert client.post(f"/v1/nodes/{node_id}/close", json={}).status_code == 200
         assert open_tickets(client, node_id) == []
@@ -307,10 +294,12 @@ class TestRequests:
         assert spelled.status_code == 200, spelled.text
         answer = spelled.json()["response"]["answers"][0]
         assert (answer["choices"], answer["text"]) == (["b"], None)
-        deadline = time.monotonic() + 30
-        while "Which key?" not in texts(conversation(daemon, node_id)):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        eventually(
+            lambda: texts(conversation(daemon, node_id)),
+            lambda told: "Which key?" in told,
+            interval=0.02,
+        )
+
         wait_status(client, node_id, "dormant")
         assert "Answer: b" in texts(conversation(daemon, node_id))
 

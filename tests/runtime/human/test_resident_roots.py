@@ -7,14 +7,7 @@ from typing import Any
 
 import httpx
 from tests.support.daemon import create, wait_status
-
-
-def wait_answer(client: httpx.Client, node_id: str, text: str, timeout: float = 30) -> None:
-    """Poll until the node's outcome is ``text``."""
-    deadline = time.monotonic() + timeout
-    while text not in str(client.get(f"/v1/nodes/{node_id}/outcome").json()):
-        assert time.monotonic() < deadline, f"node {node_id} never answered {text!r}"
-        time.sleep(0.02)
+from tests.support.polling import eventually
 
 
 def test_a_resident_roots_answer_keeps_the_request_filed_for_it(
@@ -30,7 +23,12 @@ def test_a_resident_roots_answer_keeps_the_request_filed_for_it(
     )
     assert created.status_code == 201, created.text
     request_id = created.json()["request_id"]
-    wait_answer(client, node_id, "First answer.")
+    eventually(
+        lambda: str(client.get(f"/v1/nodes/{node_id}/outcome").json()),
+        lambda outcome: "First answer." in outcome,
+        interval=0.02,
+        what=f"node {node_id} answering",
+    )
     wait_status(client, node_id, "dormant")
     # The answer's settle hooks run in the background within moments: it stays open.
     time_limit = time.monotonic() + 1.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import httpx
 import pytest
 from tests.support.daemon import Daemon, create, wait_settled, wait_status, write_script
 from tests.support.jobs import alive, gone, jobs, start, wait_jobs
+from tests.support.polling import eventually
 
 
 def test_a_started_job_is_listed_running_then_cancelled_and_gone(
@@ -25,9 +25,8 @@ def test_a_started_job_is_listed_running_then_cancelled_and_gone(
     assert job["exit_code"] is None and job["ended_at"] is None and job["signal"] is None
     assert alive(job["pid"])
     assert "output" not in job and "stdout" not in job  # sizes only, never the output
-    deadline = time.monotonic() + 10
-    while jobs(client, node_id)[0]["output_lines"] < 1 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    eventually(lambda: jobs(client, node_id)[0], lambda job: job["output_lines"] >= 1, timeout=10)
+
     (counted,) = jobs(client, node_id)
     assert (counted["output_lines"], counted["output_chars"]) == (1, len("ready"))
 

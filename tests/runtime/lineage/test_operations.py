@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.support.daemon import SLOW, Daemon, create, query, wait_logged, wait_settled, wait_status
-from tests.support.lineage import events_once_settled, post, refused, rewrite, row
+from tests.support.daemon import (
+    SLOW,
+    Daemon,
+    create,
+    query,
+    rewrite,
+    wait_logged,
+    wait_settled,
+    wait_status,
+)
+from tests.support.lineage import events_once_settled, post, refused, row
+from tests.support.polling import eventually
 
 DECLINE = {"name": "decline", "arguments": {"reason": "cannot", "code": "no"}}
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -23,15 +32,6 @@ def text(daemon: Daemon, node_id: str, column: str) -> Any:
 def logged(daemon: Daemon, node_id: str) -> list[tuple[Any, ...]]:
     sql = "SELECT sequence_number, type FROM heron_events WHERE node_id = ? ORDER BY 1"
     return query(daemon, sql, node_id)
-
-
-def wait_logged_times(daemon: Daemon, node_id: str, type: str, times: int) -> None:
-    """Wait until the node's event log holds ``times`` events of ``type``."""
-    sql = "SELECT count(*) FROM heron_events WHERE node_id = ? AND type = ?"
-    deadline = time.monotonic() + 20
-    while query(daemon, sql, node_id, type)[0][0] < times:
-        assert time.monotonic() < deadline, f"{node_id} never logged {type} {times} times"
-        time.sleep(0.02)  # between polls of the log
 
 
 class TestFork:
@@ -105,7 +105,7 @@ class TestFork:
         wait_status(client, node_id, "dormant")
         saved = row(daemon, node_id, "state")
         client.post(f"/v1/nodes/{node_id}/messages", json={"body": "two"})
-        wait_logged_times(daemon, node_id, "node.turn.started", 2)
+        wait_logged(daemon, node_id, "node.turn.started", 2)
         fork = post(client, f"/v1/nodes/{node_id}/fork").json()
         assert fork["status"] == "dormant"
         forked = row(daemon, fork["node_id"], "state")
@@ -385,12 +385,13 @@ class TestRecycle:
         # The next run starts from the summary alone: no earlier answer is in its
         # context, so the script plays its first step again.
         client.post(f"/v1/nodes/{node_id}/messages", json={"body": "what was it?"})
-        deadline = time.monotonic() + 20
-        node = client.get(f"/v1/nodes/{node_id}").json()
-        while (node["runs"], node["status"]) != (2, "dormant") and time.monotonic() < deadline:
-            time.sleep(0.02)  # between polls
-            node = client.get(f"/v1/nodes/{node_id}").json()
-        assert (node["runs"], node["status"]) == (2, "dormant")
+        eventually(
+            lambda: client.get(f"/v1/nodes/{node_id}").json(),
+            lambda node: (node["runs"], node["status"]) == (2, "dormant"),
+            timeout=20,
+            interval=0.02,
+        )
+
         after = row(daemon, node_id, "state")
         assert after["memory"] == "Summary: the code is 7."
         assert [m["content"] for m in after["messages"]] == ["what was it?", "The code is 7."]

@@ -8,8 +8,17 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from tests.support.daemon import SLOW, Daemon, create, wait_logged, wait_settled, wait_status
-from tests.support.lineage import events_once_settled, post, refused, rewrite, row
+from tests.support.daemon import (
+    SLOW,
+    Daemon,
+    create,
+    rewrite,
+    wait_logged,
+    wait_settled,
+    wait_status,
+)
+from tests.support.lineage import events_once_settled, post, refused, row
+from tests.support.polling import eventually
 
 DOWN = {"error": "down", "status": 503}
 
@@ -31,9 +40,12 @@ class TestReviveAsTheRunEnds:
         for _ in range(rounds - 1):
             # Revive the moment the status reads failed: the run may not have
             # announced its end yet.
-            deadline = time.monotonic() + 20
-            while client.get(f"/v1/nodes/{node_id}").json()["status"] != "failed":
-                assert time.monotonic() < deadline
+            eventually(
+                lambda: client.get(f"/v1/nodes/{node_id}").json()["status"] == "failed",
+                timeout=20,
+                interval=0,
+            )
+
             revived = post(client, f"/v1/nodes/{node_id}/revive")
             assert revived.status_code == 200, revived.text
         wait_settled(client, node_id)

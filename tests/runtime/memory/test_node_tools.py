@@ -4,7 +4,6 @@ profile with the node as author, and a write run again after a crash is made onc
 from __future__ import annotations
 
 import secrets
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from tests.support.daemon import (
     write_script,
 )
 from tests.support.memory import MEMORY, call, transcript
+from tests.support.polling import eventually
 
 
 @pytest.fixture
@@ -123,10 +123,12 @@ def test_a_move_run_again_after_a_crash_is_made_once(tmp_path: Path) -> None:
         with daemon.client() as client:
             made = client.post("/v1/memory", json={"path": "draft", "body": "text"}).json()
             node_id = create(client, prompt="go", model=model, scopes=MEMORY)["node_id"]
-            deadline = time.monotonic() + 30
-            while client.get("/v1/memory/resolve", params={"path": "final"}).status_code != 200:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            eventually(
+                lambda: (
+                    client.get("/v1/memory/resolve", params={"path": "final"}).status_code == 200
+                )
+            )
+
             wait_tool_call_recorded(daemon, node_id)
         daemon.kill()
         # The crash came before the move's step was recorded: it runs again.

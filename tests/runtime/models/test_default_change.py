@@ -5,7 +5,6 @@ refused before any node meets it."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import httpx
 import pytest
 from tests.support.daemon import wait_settled, write_script
 from tests.support.models import keyless_daemon
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -26,23 +26,13 @@ def _warm_ids(home: Path) -> set[str]:
 
 def _wait_warm(home: Path, but: AbstractSet[str] = frozenset(), timeout: float = 30) -> set[str]:
     """The warm nodes other than ``but`` once some are set up (their workspace made)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ids = _warm_ids(home) - but
-        if ids and all((home / "nodes" / n).is_dir() for n in ids):
-            return ids
-        time.sleep(0.02)
-    raise AssertionError(f"warm nodes: {_warm_ids(home)}")
-
-
-def _wait_gone(home: Path, ids: set[str], timeout: float = 30) -> bool:
-    """Whether the warm nodes ``ids`` are discarded within ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _warm_ids(home).isdisjoint(ids):
-            return True
-        time.sleep(0.02)
-    return False
+    return eventually(
+        lambda: _warm_ids(home) - but,
+        lambda ids: bool(ids) and all((home / "nodes" / n).is_dir() for n in ids),
+        timeout=timeout,
+        interval=0.02,
+        what="warm nodes set up",
+    )
 
 
 def _create(client: httpx.Client) -> dict[str, Any]:
@@ -81,7 +71,9 @@ def test_a_warm_node_made_on_the_old_default_serves_no_create_after_it_changed(
                 "From the new default."
             )
             fresh = _wait_warm(home, but=stale)
-            assert _wait_gone(home, stale)  # those made on the old default are discarded
+            # Those made on the old default are discarded.
+            eventually(lambda: _warm_ids(home).isdisjoint(stale), interval=0.02)
+
             served = _create(client)
             assert served["warm"] is True and served["node_id"] in fresh
             poll = wait_settled(client, served["node_id"])

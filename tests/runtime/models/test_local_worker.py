@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.daemon import Daemon, create, wait_settled, write_script
+from tests.support.polling import eventually
 from tests.support.sse import records, stream
 
 pytestmark = pytest.mark.slow
@@ -39,13 +40,13 @@ def _workers(daemon: Daemon) -> list[int]:
 
 
 def _one_worker(daemon: Daemon, but: int | None = None, timeout: float = 60) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pids = [p for p in _workers(daemon) if p != but]
-        if len(pids) == 1:
-            return pids[0]
-        time.sleep(0.05)
-    raise AssertionError(f"model workers of the daemon: {_workers(daemon)}")
+    pids = eventually(
+        lambda: [p for p in _workers(daemon) if p != but],
+        lambda pids: len(pids) == 1,
+        timeout=timeout,
+        what="one model worker of the daemon",
+    )
+    return pids[0]
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -56,23 +57,29 @@ def _cpu_ticks(pid: int) -> int:
 def _busy(pid: int, timeout: float = 300) -> None:
     """Wait until process ``pid`` has spent half a second of CPU (an idle worker spends none)."""
     start = _cpu_ticks(pid)
-    deadline = time.monotonic() + timeout
-    while _cpu_ticks(pid) - start < os.sysconf("SC_CLK_TCK") // 2:
-        assert time.monotonic() < deadline, f"the model worker {pid} stayed idle"
-        time.sleep(0.05)
+    eventually(
+        lambda: _cpu_ticks(pid) - start,
+        lambda ticks: ticks >= os.sysconf("SC_CLK_TCK") // 2,
+        timeout=timeout,
+        what=f"the model worker {pid} working",
+    )
 
 
 def _idle(pid: int, timeout: float = 300) -> None:
     """Wait until process ``pid`` spends no CPU for a second (the worker has its model)."""
-    deadline = time.monotonic() + timeout
-    before = _cpu_ticks(pid)
-    while True:
+
+    def ticks_in_a_second() -> int:
+        before = _cpu_ticks(pid)
         time.sleep(1.0)
-        now = _cpu_ticks(pid)
-        if now == before:
-            return
-        assert time.monotonic() < deadline, f"the model worker {pid} stayed busy"
-        before = now
+        return _cpu_ticks(pid) - before
+
+    eventually(
+        ticks_in_a_second,
+        lambda ticks: ticks == 0,
+        timeout=timeout,
+        interval=0,
+        what=f"the model worker {pid} idling",
+    )
 
 
 @pytest.fixture
@@ -123,11 +130,12 @@ def test_stopping_the_daemon_ends_its_worker(tmp_path: Path) -> None:
         worker = _one_worker(daemon)
     finally:
         daemon.stop()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def gone() -> bool:
         try:
             os.kill(worker, 0)
         except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the model worker {worker} outlived its daemon")
+            return True
+        return False
+
+    eventually(gone, timeout=20, what=f"the model worker {worker} exiting with its daemon")

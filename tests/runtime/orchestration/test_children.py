@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import httpx
 import pytest
 from tests.support.daemon import Daemon, create, wait_settled, wait_status, write_script
 from tests.support.orchestration import call, children, conversation, query, spawn, tool_statuses
+from tests.support.polling import eventually
 
 
 def statuses(daemon: Daemon, node_id: str, last: str | None = None) -> list[str]:
@@ -25,12 +25,18 @@ def statuses(daemon: Daemon, node_id: str, last: str | None = None) -> list[str]
         "SELECT data FROM heron_events WHERE node_id = ? AND type = 'node.status.changed' "
         "ORDER BY sequence_number"
     )
-    deadline = time.monotonic() + 10
-    while True:
-        found = [json.loads(d)["status"] for (d,) in query(daemon, sql, node_id)]
-        if last is None or (found and found[-1] == last) or time.monotonic() > deadline:
-            return found
-        time.sleep(0.02)
+
+    def read() -> list[str]:
+        return [json.loads(d)["status"] for (d,) in query(daemon, sql, node_id)]
+
+    if last is None:
+        return read()
+    try:
+        return eventually(
+            read, lambda found: bool(found) and found[-1] == last, timeout=10, interval=0.02
+        )
+    except AssertionError:
+        return read()  # the caller's check shows what was logged
 
 
 def runs(client: httpx.Client, node_id: str) -> int:
@@ -146,12 +152,11 @@ class TestChildren:
         first = children(client, root, 1)["worker"]["node_id"]
         assert client.post(f"/v1/nodes/{root}/relaunch-root").status_code == 200
         # The fresh run spawns its worker again, under the same name.
-        kids = [n for n in client.get("/v1/nodes").json() if n["parent"] == root]
-        deadline = time.monotonic() + 30
-        while len(kids) < 2:
-            assert time.monotonic() < deadline, "the relaunched root spawned nothing"
-            time.sleep(0.05)
-            kids = [n for n in client.get("/v1/nodes").json() if n["parent"] == root]
+        kids = eventually(
+            lambda: [n for n in client.get("/v1/nodes").json() if n["parent"] == root],
+            lambda kids: len(kids) >= 2,
+            what="the relaunched root spawning again",
+        )
         second = next(n for n in kids if n["node_id"] != first)
         assert second["name"] == "worker" and second["status"] == "running"
         assert client.get(f"/v1/nodes/{first}").json()["status"] == "cancelled"
@@ -305,10 +310,9 @@ class TestYieldAndWait:
         body = {"children": [glacial], "timeout_seconds": 1}
         parked = client.post(f"/v1/nodes/{parent}/wait", json=body).json()
         assert parked["pending"] == [glacial] and parked["deadline_at"] is not None
-        deadline = time.monotonic() + 20
-        while runs(client, parent) < 2:
-            assert time.monotonic() < deadline, "the wait never timed out"
-            time.sleep(0.05)
+        eventually(
+            lambda: runs(client, parent), lambda n: n >= 2, timeout=20, what="the wait timing out"
+        )
         # Woken, it answers; its child is still working, so it sleeps again.
         wait_status(client, parent, "dormant")
         said = conversation(daemon, parent)
@@ -334,10 +338,12 @@ def test_a_wait_survives_a_restart_and_times_out_after_it(tmp_path: Path) -> Non
         daemon.kill()
         daemon.start()
         with daemon.client() as client:
-            deadline = time.monotonic() + 30
-            while runs(client, parent) < 2:
-                assert time.monotonic() < deadline, "the wait was forgotten in the restart"
-                time.sleep(0.05)
+            eventually(
+                lambda: runs(client, parent),
+                lambda n: n >= 2,
+                what="the wait timing out after the restart",
+            )
+
             wait_status(client, parent, "dormant")
             assert "Your wait for your children timed out." in conversation(daemon, parent)
             assert client.get(f"/v1/nodes/{glacial}").json()["status"] == "running"

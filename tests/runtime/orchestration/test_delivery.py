@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from tests.support.daemon import (
     write_script,
 )
 from tests.support.orchestration import call, children, conversation, query, spawn, tool_statuses
+from tests.support.polling import eventually
 
 
 def delivered(daemon: Daemon, node_id: str) -> Any:
@@ -81,17 +81,18 @@ class TestExactlyOnce:
         )["node_id"]
         kid = children(client, parent, 1)["flaky"]["node_id"]
         wait_settled(client, kid)
-        deadline = time.monotonic() + 30
-        while "It failed." not in conversation(daemon, parent):
-            assert time.monotonic() < deadline, "the failure never reached the parent"
-            time.sleep(0.05)
+        eventually(
+            lambda: "It failed." in conversation(daemon, parent),
+            what="the failure reaching the parent",
+        )
         wait_status(client, parent, "dormant")
         first = delivered(daemon, kid)
         Path(flaky.removeprefix("scripted:")).write_text(json.dumps(["second try ok"]))
         assert client.post(f"/v1/nodes/{kid}/revive").status_code == 200
-        while "It worked." not in conversation(daemon, parent):
-            assert time.monotonic() < deadline, "the revived child's outcome never arrived"
-            time.sleep(0.05)
+        eventually(
+            lambda: "It worked." in conversation(daemon, parent),
+            what="the revived child's outcome arriving",
+        )
         said = conversation(daemon, parent)
         assert said.count("('flaky') failed.") == 1 and said.count("second try ok") == 1
         second = delivered(daemon, kid)
@@ -168,10 +169,10 @@ class TestExactlyOnce:
         assert delivered(daemon, kid) is None  # nobody to tell: kept for a revive
         Path(flaky.removeprefix("scripted:")).write_text(json.dumps(["Back.", "Heard it."]))
         assert client.post(f"/v1/nodes/{parent}/revive").status_code == 200
-        deadline = time.monotonic() + 30
-        while "done while you were down" not in conversation(daemon, parent):
-            assert time.monotonic() < deadline, "the revived parent never heard"
-            time.sleep(0.05)
+        eventually(
+            lambda: "done while you were down" in conversation(daemon, parent),
+            what="the revived parent hearing",
+        )
         assert delivered(daemon, kid)["how"] == "message"
         assert conversation(daemon, parent).count("done while you were down") == 1
 
@@ -189,10 +190,10 @@ def test_a_spawn_run_again_after_a_crash_returns_its_child(tmp_path: Path) -> No
         with daemon.client() as client:
             parent = create(client, prompt="go", model=model, mode="orchestrator")["node_id"]
             first = children(client, parent, 1)["only"]["node_id"]
-            deadline = time.monotonic() + 30
-            while ("spawn-child", "ok") not in tool_statuses(daemon, parent):
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            eventually(
+                lambda: tool_statuses(daemon, parent),
+                lambda statuses: ("spawn-child", "ok") in statuses,
+            )
             wait_tool_call_recorded(daemon, parent)
         daemon.kill()
         # The crash came before the spawn's step was recorded: it runs again.
@@ -237,10 +238,11 @@ class TestSettledParents:
         creators = [threading.Thread(target=spawn_many) for _ in range(2)]
         for thread in creators:
             thread.start()
-        deadline = time.monotonic() + 30
-        while not any(n["parent"] == parent for n in client.get("/v1/nodes").json()):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        eventually(
+            lambda: any(n["parent"] == parent for n in client.get("/v1/nodes").json()),
+            interval=0.01,
+        )
+
         assert client.post(f"/v1/nodes/{parent}/close").status_code == 200
         for thread in creators:
             thread.join(timeout=60)

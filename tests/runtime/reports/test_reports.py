@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from tests.support.daemon import (
     wait_tool_call_recorded,
     write_script,
 )
+from tests.support.polling import eventually
 from tests.support.sse import collect
 
 from heron import api
@@ -136,10 +136,8 @@ def test_a_push_run_again_after_a_crash_keeps_one_report(tmp_path: Path) -> None
         model = write_script(tmp_path, "pusher", steps)
         with daemon.client() as client:
             node_id = create(client, prompt="go", model=model)["node_id"]
-            deadline = time.monotonic() + 30
-            while not client.get(f"/v1/nodes/{node_id}/reports").json():
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            eventually(lambda: client.get(f"/v1/nodes/{node_id}/reports").json())
+
             wait_tool_call_recorded(daemon, node_id)
         daemon.kill()
         # The crash came before the push's step was recorded: it runs again.

@@ -15,13 +15,13 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.support.daemon import Daemon, write_script
+from tests.support.polling import eventually
 
 from heron.runtime._local import get_json
 
@@ -61,13 +61,6 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def wait_gone(pid: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while alive(pid):
-        assert time.monotonic() < deadline, f"pid {pid} is still alive"
-        time.sleep(0.05)
 
 
 def free_port() -> int:
@@ -113,7 +106,7 @@ def test_detach_then_stop(heron: Heron) -> None:
     stopped = heron("daemon", "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert f"heron daemon (pid {pid}) stopped" in stopped.stdout
-    wait_gone(pid)
+    eventually(lambda: not alive(pid), timeout=20, what=f"pid {pid} exiting")
     assert not heron.pid_file.exists()
     assert not (heron.home / "heron.sock").exists()
 
@@ -139,7 +132,7 @@ def test_sys_connect_turns_tcp_on_in_a_running_daemon(heron: Heron) -> None:
     assert json.loads(stored.read_text()) == {"listen": f"127.0.0.1:{port}", "token": token[1]}
 
     # The daemon was handed over to a successor listening on TCP.
-    wait_gone(first)
+    eventually(lambda: not alive(first), timeout=20, what=f"pid {first} exiting")
     second = heron.pid()
     assert second != first and alive(second)
     with httpx.Client(base_url=address[1], timeout=30) as client:

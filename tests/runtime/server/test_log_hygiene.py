@@ -10,14 +10,13 @@ is then searched.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.support.daemon import Daemon, create, wait_status, write_script
+from tests.support.daemon import Daemon, create, wait_logged, wait_status, write_script
 from tests.support.sse import records, stream
 
 from heron.runtime._local import stop_daemon
@@ -27,19 +26,6 @@ pytestmark = pytest.mark.slow
 
 MARKER = "s3cr3t-marker-Vq8Zt2"
 SLOW = {"text": "still thinking", "delay": 30}
-
-
-def wait_events(daemon: Daemon, node_id: str, type: str, times: int = 1) -> None:
-    """Wait until the node's durable event log holds ``times`` events of ``type``."""
-    sql = "SELECT count(*) FROM heron_events WHERE node_id = ? AND type = ?"
-    deadline = time.monotonic() + 30
-    while True:
-        with sqlite3.connect(daemon.home / "heron.db") as db:
-            (count,) = db.execute(sql, (node_id, type)).fetchone()
-        if count >= times:
-            return
-        assert time.monotonic() < deadline, f"{node_id}: fewer than {times} {type}"
-        time.sleep(0.05)  # between polls of the database
 
 
 def test_no_secret_in_the_log_and_a_stop_ends_open_streams(tmp_path: Path) -> None:
@@ -55,20 +41,20 @@ def test_no_secret_in_the_log_and_a_stop_ends_open_streams(tmp_path: Path) -> No
     try:
         with daemon.client() as client:
             node = create(client, prompt=f"Keep {MARKER} safe.", model=model)["node_id"]
-            wait_events(daemon, node, "node.tool_call.completed")
-            wait_events(daemon, node, "node.turn.started", 2)  # the slow turn after the tool
+            wait_logged(daemon, node, "node.tool_call.completed")
+            wait_logged(daemon, node, "node.turn.started", 2)  # the slow turn after the tool
             interrupted = client.post(f"/v1/nodes/{node}/interrupt")
             assert interrupted.json()["status"] == "interrupted", interrupted.text
             woken = client.post(f"/v1/nodes/{node}/messages", json={"body": f"again {MARKER}"})
             assert woken.status_code in (200, 202), woken.text
             wait_status(client, node, "running")
-            wait_events(daemon, node, "node.turn.started", 3)
+            wait_logged(daemon, node, "node.turn.started", 3)
             closed = client.post(f"/v1/nodes/{node}/close", json={"reason": "enough"})
             assert closed.json()["status"] == "cancelled", closed.text
 
             watched = create(client, prompt="wait", model=write_script(tmp_path, "w", [SLOW]))
             watched_id = watched["node_id"]
-            wait_events(daemon, watched_id, "node.turn.started")
+            wait_logged(daemon, watched_id, "node.turn.started")
 
             def read() -> None:
                 with daemon.client(timeout=60) as reader, stream(reader, watched_id) as response:

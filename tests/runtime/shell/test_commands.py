@@ -14,6 +14,7 @@ import httpx
 import pytest
 from tests.support.daemon import Daemon, write_script
 from tests.support.files import error
+from tests.support.polling import eventually
 from tests.support.shell import alive, sleeper, wait_sleeping
 
 MIB = 1024 * 1024
@@ -29,22 +30,10 @@ def ok(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-def wait_gone(pid: int, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while alive(pid):
-        assert time.monotonic() < deadline, f"process {pid} still runs"
-        time.sleep(0.02)
-
-
-def wait_pid(file: Path, seconds: float = 15) -> int:
-    """The pid a command wrote to ``file`` (once it has)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        text = file.read_text().strip() if file.exists() else ""
-        if text.endswith("."):
-            return int(text[:-1])
-        assert time.monotonic() < deadline, f"no pid in {file}"
-        time.sleep(0.02)
+def pid_in(file: Path) -> int | None:
+    """The pid a command wrote to ``file`` (ending it with a dot), or None before it has."""
+    text = file.read_text().strip() if file.exists() else ""
+    return int(text[:-1]) if text.endswith(".") else None
 
 
 def test_a_non_zero_exit_is_an_answer(client: httpx.Client, tmp_path: Path) -> None:
@@ -100,8 +89,8 @@ def test_a_timeout_kills_the_command_and_its_children(client: httpx.Client, tmp_
     assert time.monotonic() - started < 10
     assert body["timed_out"] is True
     assert body["exit_code"] is None and body["signal"] in ("SIGTERM", "SIGKILL")
-    wait_pid(tmp_path / "child.pid")
-    with pytest.raises(AssertionError, match="no process runs"):
+    eventually(lambda: pid_in(tmp_path / "child.pid"), timeout=15, interval=0.02)
+    with pytest.raises(AssertionError, match=r"a process running .* did not hold"):
         wait_sleeping(child, 0.2)
 
 
@@ -111,8 +100,9 @@ def test_what_a_command_leaves_running_is_stopped_when_it_exits(
     left = sleeper()
     body = ok(bash(client, f"{left} >/dev/null 2>&1 & echo $!. > left.pid", tmp_path))
     assert body["exit_code"] == 0 and body["timed_out"] is False
-    wait_pid(tmp_path / "left.pid")
-    with pytest.raises(AssertionError, match="no process runs"):
+    eventually(lambda: pid_in(tmp_path / "left.pid"), timeout=15, interval=0.02)
+
+    with pytest.raises(AssertionError, match=r"a process running .* did not hold"):
         wait_sleeping(left, 0.2)
 
 
@@ -158,7 +148,7 @@ def test_a_client_disconnect_kills_the_command(daemon: Daemon, tmp_path: Path) -
         pid = wait_sleeping(orphan)
         assert alive(pid)
     # The connection is closed, the request unanswered: the command goes with it.
-    wait_gone(pid)
+    eventually(lambda: not alive(pid), timeout=15, interval=0.02, what=f"process {pid} exiting")
 
 
 @pytest.mark.slow
@@ -186,7 +176,7 @@ def test_a_stopping_daemon_kills_running_commands(tmp_path: Path) -> None:
             worker.join(timeout=30)
     finally:
         own.stop()
-    wait_gone(pid)
+    eventually(lambda: not alive(pid), timeout=15, interval=0.02, what=f"process {pid} exiting")
     assert len(answers) == 1
     answer = answers[0]
     assert isinstance(answer, httpx.Response), answer
@@ -221,7 +211,7 @@ def test_a_new_session_does_not_outlive_its_request(client: httpx.Client, tmp_pa
     escaped = sleeper()
     body = ok(bash(client, f"setsid {escaped} >/dev/null 2>&1 & echo ok", tmp_path))
     assert body["stdout"] == "ok\n" and body["exit_code"] == 0
-    with pytest.raises(AssertionError, match="no process runs"):
+    with pytest.raises(AssertionError, match=r"a process running .* did not hold"):
         wait_sleeping(escaped, 0.5)
 
 

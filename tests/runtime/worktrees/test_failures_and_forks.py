@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,7 @@ import httpx
 import pytest
 from tests.support.daemon import Daemon, create, wait_settled, wait_status
 from tests.support.jobs import gone, start, wait_jobs
+from tests.support.polling import eventually
 from tests.support.worktrees import branches, git, refused
 from tests.support.worktrees import repo as repo  # the fixture, shared
 
@@ -137,16 +136,6 @@ def _running(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] not in "ZX"
 
 
-def _until(condition: Callable[[], bool], seconds: float = 10) -> bool:
-    """Poll ``condition`` until it holds or ``seconds`` pass; whether it held."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 async def test_a_git_timeout_stops_git_and_its_hooks(repo: Path, tmp_path: Path) -> None:
     marker = tmp_path / "hook.pid"
     hook = repo / ".git" / "hooks" / "post-checkout"
@@ -155,6 +144,7 @@ async def test_a_git_timeout_stops_git_and_its_hooks(repo: Path, tmp_path: Path)
     target = tmp_path / "slow-tree"
     with pytest.raises(GitError, match="longer than 1 s"):
         await git_command("worktree", "add", "-b", "heron/slow", str(target), cwd=repo, seconds=1)
-    assert _until(marker.exists)
+    eventually(marker.exists, timeout=10, interval=0.02)
     pid = int(marker.read_text())
-    assert _until(lambda: not _running(pid))  # the hook went with git: one process group
+    # The hook went with git: one process group.
+    eventually(lambda: not _running(pid), timeout=10, interval=0.02, what="the hook exiting")

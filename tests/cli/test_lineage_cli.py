@@ -1,5 +1,5 @@
 """``heron nodes`` lineage, orchestration and parts verbs, ``heron profiles`` and
-``heron kinds``, against a real daemon (issue 25 item 6, issue 27 item 8)."""
+``heron kinds``, against a real daemon."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the CLI says, read as a new user reads it (issue 27, item 6)."""
+"""What the CLI says, read as a new user reads it."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ def make(client: httpx.Client, **body: Any) -> dict[str, Any]:
 
 
 def stamp(value: str) -> float:
+    """An ISO 8601 time as a Unix timestamp."""
     return datetime.fromisoformat(value).timestamp()
 
 
@@ -39,4 +40,5 @@ def wait_fired(
 
 
 def cron_nodes(client: httpx.Client, cron_id: str) -> list[dict[str, Any]]:
+    """The nodes the cron made."""
     return [n for n in client.get("/v1/nodes").json() if n["cron_id"] == cron_id]

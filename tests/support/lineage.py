@@ -30,9 +30,11 @@ def events_once_settled(daemon: Daemon, node_id: str, times: int) -> list[tuple[
 
 
 def post(client: httpx.Client, path: str, body: Any = None) -> httpx.Response:
+    """``POST path``, with ``body`` as JSON when given."""
     return client.post(path, json=body) if body is not None else client.post(path)
 
 
 def refused(response: httpx.Response, status: int, code: str) -> None:
+    """Assert the answer is a refusal with ``status`` and ``code``."""
     assert response.status_code == status, response.text
     assert response.json()["error"]["code"] == code

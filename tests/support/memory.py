@@ -31,6 +31,7 @@ def code(response: httpx.Response) -> tuple[int, str]:
 
 
 def search(client: httpx.Client, profile: str, query: str, **extra: Any) -> list[dict[str, Any]]:
+    """``POST /v1/memory/search``; the hits (asserting ``200``)."""
     response = client.post("/v1/memory/search", json={"profile": profile, "query": query, **extra})
     assert response.status_code == 200, response.text
     hits: list[dict[str, Any]] = response.json()
@@ -56,6 +57,7 @@ MEMORY = ["memory:read", "memory:write"]
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
+    """A scripted turn calling one tool."""
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 

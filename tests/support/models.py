@@ -16,7 +16,7 @@ import pytest
 from .daemon import Daemon, write_script
 
 
-class _OpenAI(BaseHTTPRequestHandler):
+class OpenAIHandler(BaseHTTPRequestHandler):
     """Answers every chat completion with the recorded OpenAI stream; keeps the requests
     (their bodies in ``requests``, their paths with any query in ``paths``)."""
 
@@ -40,7 +40,7 @@ class _OpenAI(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def fake_openai() -> Iterator[ThreadingHTTPServer]:
     """A fake OpenAI endpoint on loopback; its ``requests`` are those it answered."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAI)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OpenAIHandler)
     server.requests = []  # type: ignore[attr-defined]
     server.paths = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -90,7 +90,8 @@ class Recorder:
                 assert not any(part.encode() in body for body in self.bodies), part
 
 
-def _provider(body: list[dict[str, Any]], name: str) -> dict[str, Any]:
+def provider_entry(body: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The provider ``name``'s entry of a ``/v1/model-auth`` listing."""
     (found,) = [item for item in body if item["provider"] == name]
     return found
 

@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import httpx
 
-from .daemon import Daemon
+from .daemon import Daemon, query
 from .polling import eventually
 
 
 def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
+    """One tool call of a scripted turn."""
     return {"name": tool, "arguments": arguments}
 
 
 def spawn(name: str, model: str | None = None, **more: Any) -> dict[str, Any]:
+    """A ``spawn-child`` call for a child named ``name``."""
     extra = {"model": model} if model is not None else {}
     return call("spawn-child", prompt=f"Do part {name}.", name=name, **extra, **more)
-
-
-def query(daemon: Daemon, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(daemon.home / "heron.db") as db:
-        return db.execute(sql, args).fetchall()
 
 
 def conversation(daemon: Daemon, node_id: str) -> str:
@@ -36,6 +32,7 @@ def conversation(daemon: Daemon, node_id: str) -> str:
 
 
 def tool_statuses(daemon: Daemon, node_id: str) -> list[tuple[str, str]]:
+    """The node's completed tool calls as (tool, status), in order."""
     sql = (
         "SELECT data FROM heron_events WHERE node_id = ? AND type = 'node.tool_call.completed' "
         "ORDER BY sequence_number"

@@ -11,6 +11,7 @@ import pytest
 
 
 def git(repo: Path, *args: str) -> str:
+    """Run ``git`` in ``repo`` (asserting it succeeds); its stdout."""
     done = subprocess.run(
         ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=30
     )
@@ -32,6 +33,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The error body of a refusal, asserting its status and code."""
     assert response.status_code == status, response.text
     error: dict[str, Any] = response.json()["error"]
     assert error["code"] == code, error
@@ -39,4 +41,5 @@ def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
 
 
 def branches(repo: Path) -> list[str]:
+    """The repository's branch names."""
     return git(repo, "branch", "--format=%(refname:short)").split()

@@ -1,4 +1,4 @@
-"""Events, settlement and usage across crashes at the worst moments (issue 21).
+"""Events, settlement and usage across crashes at the worst moments.
 
 Each test puts a real daemon's database in the state a SIGKILL at one instant
 leaves (DBOS's own records edited while the daemon is down, as a kill between

@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 from tests.support.daemon import create, wait_settled, write_script
-from tests.support.models import KEY, OTHER_KEY, Recorder, _provider, fake_openai, keyless_daemon
+from tests.support.models import (
+    KEY,
+    OTHER_KEY,
+    Recorder,
+    fake_openai,
+    keyless_daemon,
+    provider_entry,
+)
 
 from heron import Message, ProviderError
 from heron.runtime.models._credentials import REDACTED, Credential, redact
@@ -202,6 +209,6 @@ def test_installs_at_once_keep_every_key(tmp_path: Path) -> None:
         daemon.start()  # what the file kept
         with daemon.client() as client:
             listed = client.get("/v1/model-auth").json()
-        assert [_provider(listed, p)["installed"] for p in providers] == [True] * 3
+        assert [provider_entry(listed, p)["installed"] for p in providers] == [True] * 3
     finally:
         daemon.stop()

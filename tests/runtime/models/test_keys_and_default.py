@@ -18,11 +18,11 @@ from tests.support.daemon import wait_settled, write_script
 from tests.support.models import (
     KEY,
     OTHER_KEY,
+    OpenAIHandler,
     Recorder,
-    _OpenAI,
-    _provider,
     fake_openai,
     keyless_daemon,
+    provider_entry,
 )
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 ENV_KEY = "sk-environment-1234567890abcdef"
 
 
-class _Recording(_OpenAI):
+class _Recording(OpenAIHandler):
     """The recorded OpenAI stream for every request, keeping its ``Authorization`` header."""
 
     def do_POST(self) -> None:
@@ -53,7 +53,7 @@ def _url(server: ThreadingHTTPServer) -> str:
 
 def _readiness(client: httpx.Client, name: str) -> dict[str, Any]:
     providers = client.get("/v1/model-auth/readiness").json()["providers"]
-    return _provider(providers, name)
+    return provider_entry(providers, name)
 
 
 def _run_on(client: httpx.Client, model: str | None) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def test_an_installed_key_reaches_the_model_and_nothing_else(
     daemon = keyless_daemon(tmp_path / "home", HERON_PROVIDER=default).start()
     try:
         with recorder.client(daemon) as client:
-            openai = _provider(client.get("/v1/model-auth").json(), "openai")
+            openai = provider_entry(client.get("/v1/model-auth").json(), "openai")
             assert openai == {
                 "provider": "openai",
                 "installed": False,
@@ -88,7 +88,7 @@ def test_an_installed_key_reaches_the_model_and_nothing_else(
             body = installed.json()
             assert (body["installed"], body["source"], body["base_url"]) == (True, "installed", url)
             assert body["installed_at"] is not None
-            listed = _provider(client.get("/v1/model-auth").json(), "openai")
+            listed = provider_entry(client.get("/v1/model-auth").json(), "openai")
             assert listed["installed"] is True and listed["source"] == "installed"
             assert _readiness(client, "openai")["ready"] is True
 
@@ -177,7 +177,7 @@ def _bad_installs(client: httpx.Client) -> None:
     assert code(raw, 400) == "malformed_json"
     plain = put("/v1/model-auth/openai", content=KEY, headers={"content-type": "text/plain"})
     assert code(plain, 415) == "unsupported_media_type"
-    assert _provider(client.get("/v1/model-auth").json(), "openai")["installed"] is False
+    assert provider_entry(client.get("/v1/model-auth").json(), "openai")["installed"] is False
 
 
 def test_an_installed_key_wins_over_the_environment(
@@ -193,7 +193,7 @@ def test_an_installed_key_wins_over_the_environment(
     ).start()
     try:
         with recorder.client(daemon) as client:
-            state = _provider(client.get("/v1/model-auth").json(), "openai")
+            state = provider_entry(client.get("/v1/model-auth").json(), "openai")
             assert (state["installed"], state["source"], state["base_url"]) == (
                 False,
                 "environment",

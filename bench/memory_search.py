@@ -122,7 +122,7 @@ async def measure(url: str, sizes: list[int], repeat: int) -> dict[int, dict[str
 def postgres() -> Iterator[str | None]:
     """A URL on a throwaway PostgreSQL server, or ``None`` where none is installed."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.runtime import pg
+    from tests.support import pg
 
     if pg.bin_dir() is None:
         yield None

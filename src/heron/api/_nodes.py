@@ -122,9 +122,18 @@ Scope = Annotated[
 """One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 
 
-_DeliveryObject = Annotated[
-    dict[str, Any], WithJsonSchema(OutcomeDelivery.model_json_schema(mode="validation"))
-]
+class _DocumentedAs:
+    """Documents a field as ``model``'s JSON schema, built only when a schema is asked for
+    (building it at import would cost every client process pydantic's schema machinery)."""
+
+    def __init__(self, model: type[WireModel]) -> None:
+        self.model = model
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return self.model.model_json_schema(mode="validation")
+
+
+_DeliveryObject = Annotated[dict[str, Any], _DocumentedAs(OutcomeDelivery)]
 """``outcome_delivery`` as the route reads it (an object, checked by the route itself, which
 answers ``422 invalid_outcome_delivery``), documented as the :class:`OutcomeDelivery` it must be."""
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 from tests.support.daemon import Daemon, create, wait_settled, wait_status
 from tests.support.worktrees import branches, git, refused
+from tests.support.worktrees import repo as repo  # the fixture, shared
 
 SLOW = {"text": "still thinking", "delay": 30}
 

@@ -35,6 +35,7 @@ from ..nodes._store import Row
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
 from ._history import History
+from ._store import CanvasStore
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -127,7 +128,9 @@ class Canvas:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.history = History(engine)
+        self.store = CanvasStore(engine.db)
+        """Whole-graph reads and prune."""
+        self.history = History(engine, self.store)
         """Search, grep, read and stats over the nodes' transcripts."""
         self.attention_sources: list[AttentionSource] = []
         """Where ``asking`` items come from (see :data:`AttentionSource`)."""
@@ -141,7 +144,7 @@ class Canvas:
     ) -> list[api.AttentionItem]:
         """What needs a person, most urgent first (oldest first within a reason)."""
         ids = _checked(node_ids)
-        rows, outcomes = await self.engine.store.attention_rows(ids, profile)
+        rows, outcomes = await self.store.attention_rows(ids, profile)
         items = _node_items(rows, outcomes)
         items += await self._asked(ids)
         return _ordered(_filtered(items, ids, profile))
@@ -181,12 +184,12 @@ class Canvas:
         """
         taken = time.time()
         live_marks = {}
-        for row in await self.engine.store.live_rows(LIVE):
+        for row in await self.store.live_rows(LIVE):
             try:
                 live_marks[row["node_id"]] = self.engine.events.last_number(row["node_id"])
             except KeyError:  # not numbered here yet: its logged events are all there are
                 pass
-        rows, outcomes, logged = await self.engine.store.canvas_rows()
+        rows, outcomes, logged = await self.store.canvas_rows()
         ids = {r["node_id"] for r in rows}
         edges = []
         for row in rows:
@@ -211,8 +214,8 @@ class Canvas:
     async def roster(self) -> list[api.RosterEntry]:
         """The live nodes, oldest first, with what each is doing now."""
         await self.engine.events.flush()  # the last events are in the log, not just queued
-        rows = await self.engine.store.live_rows(LIVE)
-        last = await self.engine.store.last_events([r["node_id"] for r in rows])
+        rows = await self.store.live_rows(LIVE)
+        last = await self.store.last_events([r["node_id"] for r in rows])
         children = Counter(r["parent"] for r in rows if r["parent"] is not None)
         entries = []
         for row in rows:
@@ -251,7 +254,7 @@ class Canvas:
             raise ApiError(422, "invalid_duration", str(exc)) from None
         # Events published before now are written first: none lands after the delete.
         await self.engine.events.flush()
-        plan = await self.engine.store.prune(
+        plan = await self.store.prune(
             node_ids=request.node_ids,
             statuses=set(request.statuses or SETTLED),
             settled_before=time.time() - age if age is not None else None,
@@ -277,7 +280,7 @@ class Canvas:
             await asyncio.to_thread(shutil.rmtree, engine.reports.directory(node_id), True)
         for node_id in own_workspaces:
             await asyncio.to_thread(shutil.rmtree, home / "nodes" / node_id, True)
-        await asyncio.to_thread(_forget_workflows, engine.sql, pruned)
+        await asyncio.to_thread(_forget_workflows, engine.db.engine, pruned)
         for hook in self.prune_hooks:
             try:
                 await hook(pruned)

@@ -1,21 +1,21 @@
-"""The canvas part of :class:`~heron.runtime.nodes._store.Store`: whole-graph reads and prune."""
+"""The canvas's store: whole-graph reads and prune.
+
+It owns no table: it reads the whole node graph (nodes, their events, messages,
+outcomes, reports and human requests) in one snapshot, and a prune deletes a
+subtree's rows from every table in one transaction, so it works on those tables
+directly rather than through each one's store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 
 from ..db._database import events, human_requests, messages, nodes, outcomes, reports
+from ..db._handle import Database, Row
 
-__all__ = ["CanvasRows", "PrunePlan"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
+__all__ = ["CanvasStore", "PrunePlan"]
 
 SETTLED_STATUSES = ("completed", "failed", "cancelled")
 """Statuses a node never leaves (the store's copy: it imports nothing of the engine)."""
@@ -60,19 +60,17 @@ class PrunePlan:
     """Pruned nodes that worked in their own directory under ``HERON_HOME`` (no ``cwd``)."""
 
 
-class CanvasRows:
-    """Reads the node graph at once and deletes settled nodes; mixed into ``Store``."""
+class CanvasStore:
+    """Reads the node graph at once and deletes settled nodes."""
 
-    engine: sa.Engine
-    """The database (set by ``Store``)."""
-
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        raise NotImplementedError  # Store's: runs ``func`` on its thread pool
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
     async def canvas_rows(self) -> tuple[list[Row], dict[str, Row], dict[str, int]]:
         """Every node's card columns (oldest first), outcomes by node and each node's
         highest logged event number, read in one transaction (one consistent picture)."""
-        return await self._run(self._canvas_rows)
+        return await self.db.run(self._canvas_rows)
 
     def _canvas_rows(self) -> tuple[list[Row], dict[str, Row], dict[str, int]]:
         query = (
@@ -83,7 +81,7 @@ class CanvasRows:
         last = sa.select(events.c.node_id, sa.func.max(events.c.sequence_number)).group_by(
             events.c.node_id
         )
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             _read_snapshot(conn)
             rows = [dict(r._mapping) for r in conn.execute(query)]
             found = {r.node_id: dict(r.outcome) for r in conn.execute(sa.select(outcomes))}
@@ -96,7 +94,7 @@ class CanvasRows:
         """Card columns of the nodes that may need a person (interrupted, failed,
         cancelled, and resident roots dormant with an outcome), oldest first, with their
         outcomes: the others (most of a daemon's nodes) are not read."""
-        return await self._run(self._attention_rows, node_ids, profile)
+        return await self.db.run(self._attention_rows, node_ids, profile)
 
     def _attention_rows(
         self, node_ids: Collection[str] | None, profile: str | None
@@ -119,7 +117,7 @@ class CanvasRows:
             query = query.where(nodes.c.node_id.in_(list(node_ids)))
         if profile is not None:
             query = query.where(_of_profile(profile))
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             rows = [dict(r._mapping) for r in conn.execute(query)]
             ids = [r["node_id"] for r in rows]
             found: dict[str, Row] = {}
@@ -136,19 +134,15 @@ class CanvasRows:
             .where(nodes.c.warm.is_(None), nodes.c.status.in_(list(statuses)))
             .order_by(nodes.c.created_at, nodes.c.node_id)
         )
-        return await self._run(self._rows, query)
-
-    def _rows(self, query: sa.Select[Any]) -> list[Row]:
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return await self.db.all(query)
 
     async def last_events(self, node_ids: Collection[str]) -> dict[str, tuple[str, float]]:
         """Each node's last logged event: ``(type, created_at)`` (nodes with none left out)."""
-        return await self._run(self._last_events, list(node_ids))
+        return await self.db.run(self._last_events, list(node_ids))
 
     def _last_events(self, node_ids: list[str]) -> dict[str, tuple[str, float]]:
         found: dict[str, tuple[str, float]] = {}
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             for start in range(0, len(node_ids), _CHUNK):
                 chunk = node_ids[start : start + _CHUNK]
                 newest = (
@@ -187,7 +181,7 @@ class CanvasRows:
         may let through a node the caller then finds nothing in, never the reverse);
         ``always``: nodes taken whatever ``containing`` says (those running here, whose
         live conversation is not saved yet)."""
-        return await self._run(
+        return await self.db.run(
             self._transcript_ids, node_ids, profile, since, limit, containing, always
         )
 
@@ -220,7 +214,7 @@ class CanvasRows:
                 held.append(nodes.c.node_id.in_(list(always)))
             query = query.where(sa.or_(*held))
         query = query.order_by(nodes.c.updated_at.desc(), nodes.c.node_id).limit(limit + 1)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             ids = [r.node_id for r in conn.execute(query)]
             if containing is None and len(ids) <= limit:
                 total = len(ids)
@@ -240,7 +234,7 @@ class CanvasRows:
             nodes.c.input_tokens,
             nodes.c.output_tokens,
         ).where(nodes.c.node_id.in_(list(node_ids)))
-        rows = {r["node_id"]: r for r in await self._run(self._rows, query)}
+        rows = {r["node_id"]: r for r in await self.db.all(query)}
         return [rows[n] for n in node_ids if n in rows]
 
     async def prune(
@@ -256,7 +250,7 @@ class CanvasRows:
         reports, human requests), in one transaction with the checks: see ``PruneSkip``
         for what is left alone; ``busy`` nodes count as live whatever their status.
         Files are the caller's to remove (``own_workspaces``, report folders)."""
-        return await self._run(self._prune, node_ids, statuses, settled_before, dry_run, busy)
+        return await self.db.run(self._prune, node_ids, statuses, settled_before, dry_run, busy)
 
     def _prune(
         self,
@@ -280,7 +274,7 @@ class CanvasRows:
         if not dry_run:
             # PostgreSQL: no revive un-settles a node between the checks and the delete.
             query = query.with_for_update()
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             if not dry_run and conn.dialect.name == "sqlite":
                 # SQLite's driver begins the transaction (BEGIN IMMEDIATE: the one
                 # writer's lock) only at a first write, so the checks would read outside

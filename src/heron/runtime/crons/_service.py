@@ -36,6 +36,7 @@ from ..orchestration._service import Orchestration
 from ..profiles._service import check_profile_name
 from ..server._errors import ApiError
 from ._schedule import Schedule, parse_schedule, parse_timezone
+from ._store import CronStore
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -78,6 +79,8 @@ class Crons:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store = CronStore(engine.db)
+        """The crons' rows and their firings."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._interrupted = False
@@ -115,7 +118,7 @@ class Crons:
                     await self.repair()
                     self._interrupted = False
                 await self.fire_due()
-                earliest = await self.engine.store.earliest_fire()
+                earliest = await self.store.earliest_fire()
             except Exception:  # the database away for a moment: look again later
                 log.exception("the cron scheduler failed; retrying")
                 self._interrupted = True
@@ -133,7 +136,7 @@ class Crons:
         slow create does not make the other crons late.
         """
         now = time.time()
-        store = self.engine.store
+        store = self.store
         fired: list[Row] = []
         async with self._claiming:
             for cron_id in await store.due_crons(now):
@@ -149,18 +152,18 @@ class Crons:
         return fired
 
     async def _make(self, firing: Row) -> None:
-        cron = await self.engine.store.cron(firing["cron_id"])
+        cron = await self.store.cron(firing["cron_id"])
         if cron is not None:
             await self._create_node(cron, firing)
         else:  # deleted since the claim
-            await self.engine.store.finish_firing(
+            await self.store.finish_firing(
                 firing["firing_id"], "failed", "the cron was deleted before its node was made"
             )
 
     async def repair(self) -> int:
         """Create the node of every firing left ``claimed`` (a crash came between the claim
         and the create); how many were looked at."""
-        pending = await self.engine.store.claimed_firings()
+        pending = await self.store.claimed_firings()
         for firing in pending:
             log.info("cron %s: creating the node of an interrupted firing", firing["cron_id"])
             try:
@@ -172,7 +175,7 @@ class Crons:
 
     async def _create_node(self, cron: Row, firing: Row) -> ApiError | None:
         """Create the firing's node and record how it went; the refusal, if refused."""
-        store = self.engine.store
+        store = self.store
         template = dict(cron["template"])
         if template.get("name") is None:
             template["name"] = cron["name"] or f"cron {cron['cron_id']}"
@@ -189,7 +192,7 @@ class Crons:
         except ApiError as exc:
             error = exc
             if exc.code == "node_id_exists":  # made before a crash (or by another daemon)
-                node = await store.node(firing["node_id"])
+                node = await self.engine.store.node(firing["node_id"])
                 made = node is not None and (node["extra"] or {}).get("cron", {}).get("cron_id")
                 if made == cron["cron_id"]:
                     await store.finish_firing(firing["firing_id"], "created")
@@ -235,7 +238,7 @@ class Crons:
             "deleted_at": None,
             "deleted_by": None,
         }
-        await self.engine.store.insert_cron(row)
+        await self.store.insert_cron(row)
         self.wake()
         return to_cron(row, [])
 
@@ -304,7 +307,7 @@ class Crons:
                 raise ApiError(400, "invalid_cursor", f"not a cursor this list gave: {cursor!r}")
             before = int(cursor)
         await self._row(cron_id)
-        rows = await self.engine.store.firings(cron_id, limit=limit + 1, before=before)
+        rows = await self.store.firings(cron_id, limit=limit + 1, before=before)
         more = len(rows) > limit
         rows = rows[:limit]
         return api.CronFiringPage(
@@ -316,7 +319,7 @@ class Crons:
         """Every cron, oldest first, optionally only a profile's and paused (or active) ones."""
         if profile is not None:
             check_profile_name(profile)
-        rows = await self.engine.store.list_crons(profile=profile, paused=paused)
+        rows = await self.store.list_crons(profile=profile, paused=paused)
         return [await self._shown(row) for row in rows]
 
     async def pause(self, cron_id: str) -> api.Cron:
@@ -347,7 +350,7 @@ class Crons:
         """Fire the cron now (paused or not; the schedule is untouched); the firing."""
         cron = await self._row(cron_id)
         node_id = f"{cron_id}.run-{secrets.token_hex(4)}"
-        firing = await self.engine.store.add_manual_firing(cron_id, node_id)
+        firing = await self.store.add_manual_firing(cron_id, node_id)
         if firing is None:
             raise _not_found(cron_id)
         error = await self._create_node(cron, firing)
@@ -373,7 +376,7 @@ class Crons:
         the time it was computed at; a tick that fired already never fires twice)."""
         fired = await self.fire_due()
         now = time.time()
-        for row in await self.engine.store.list_crons(paused=False):
+        for row in await self.store.list_crons(paused=False):
 
             def check(current: Row) -> dict[str, Any]:
                 if current["paused"] or current["next_fire_at"] is None:
@@ -383,26 +386,26 @@ class Crons:
                     "next_fire_at": min(current["next_fire_at"], schedule.next_after(now, zone))
                 }
 
-            await self.engine.store.update_cron(row["cron_id"], check)
+            await self.store.update_cron(row["cron_id"], check)
         self.wake()
         return api.CronPokeResult(fired=len(fired), firings=[to_firing(f) for f in fired])
 
     # -- helpers ---------------------------------------------------------------
 
     async def _row(self, cron_id: str) -> Row:
-        row = await self.engine.store.cron(check_cron_id(cron_id))
+        row = await self.store.cron(check_cron_id(cron_id))
         if row is None:
             raise _not_found(cron_id)
         return row
 
     async def _update(self, cron_id: str, check: Any) -> Row:
-        row = await self.engine.store.update_cron(check_cron_id(cron_id), check)
+        row = await self.store.update_cron(check_cron_id(cron_id), check)
         if row is None:
             raise _not_found(cron_id)
         return row
 
     async def _shown(self, row: Row) -> api.Cron:
-        firings = await self.engine.store.firings(row["cron_id"], limit=RECENT_FIRINGS)
+        firings = await self.store.firings(row["cron_id"], limit=RECENT_FIRINGS)
         return to_cron(row, firings)
 
 

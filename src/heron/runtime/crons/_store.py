@@ -1,4 +1,4 @@
-"""The crons part of :class:`~heron.runtime.nodes._store.Store` (kept apart for size).
+"""The crons' own store: ``heron_crons`` and the ticks they fired, ``heron_cron_firings``.
 
 A tick is claimed in one transaction: its firing row is inserted (unique per
 cron and tick) and the cron's ``next_fire_at`` advanced together, under a row
@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 
 from ..db._database import cron_firings, crons
+from ..db._handle import Database, Row
 
-__all__ = ["CronRows", "TickPlan"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
+__all__ = ["CronStore", "TickPlan"]
 
 TickPlan = Callable[[Row, float], tuple[float | None, float | None]]
 """``plan(cron_row, now)`` -> (the tick to fire now or ``None``, the next tick to wait for)."""
@@ -29,43 +25,36 @@ TickPlan = Callable[[Row, float], tuple[float | None, float | None]]
 _LIVE = crons.c.deleted_at.is_(None)
 
 
-class CronRows:
-    """Reads and writes ``heron_crons`` and ``heron_cron_firings``; mixed into ``Store``."""
+class CronStore:
+    """Reads and writes ``heron_crons`` and ``heron_cron_firings``."""
 
-    engine: sa.Engine
-    """The database (set by ``Store``)."""
-
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        raise NotImplementedError  # Store's: runs ``func`` on its thread pool
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
     async def insert_cron(self, row: Row) -> None:
         """Keep a new cron."""
-        await self._run(self._insert_cron, row)
+        await self.db.run(self._insert_cron, row)
 
     def _insert_cron(self, row: Row) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             conn.execute(crons.insert().values(**row))
 
     async def cron(self, cron_id: str) -> Row | None:
         """The cron's row (``None``: no such cron, or deleted)."""
-        return await self._run(self._one, sa.select(crons).where(crons.c.cron_id == cron_id, _LIVE))
+        return await self.db.first(sa.select(crons).where(crons.c.cron_id == cron_id, _LIVE))
 
     async def cron_by_key(self, created_by: str, call_key: str) -> Row | None:
         """The cron the node's tool call ``call_key`` made, deleted or not."""
         query = sa.select(crons).where(
             crons.c.created_by == created_by, crons.c.call_key == call_key
         )
-        return await self._run(self._one, query)
+        return await self.db.first(query)
 
     async def deleted_cron(self, cron_id: str) -> Row | None:
         """The cron's tombstone, if it was deleted."""
         query = sa.select(crons).where(crons.c.cron_id == cron_id, crons.c.deleted_at.is_not(None))
-        return await self._run(self._one, query)
-
-    def _one(self, query: sa.Select[Any]) -> Row | None:
-        with self.engine.connect() as conn:
-            found = conn.execute(query).first()
-        return dict(found._mapping) if found is not None else None
+        return await self.db.first(query)
 
     async def list_crons(
         self, *, profile: str | None = None, paused: bool | None = None
@@ -76,22 +65,18 @@ class CronRows:
             query = query.where(crons.c.profile == profile)
         if paused is not None:
             query = query.where(crons.c.paused == paused)
-        return await self._run(self._all, query)
-
-    def _all(self, query: sa.Select[Any]) -> list[Row]:
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return await self.db.all(query)
 
     async def update_cron(
         self, cron_id: str, check: Callable[[Row], Mapping[str, Any]]
     ) -> Row | None:
         """Set ``check(row)``'s values on the cron, read under a row lock (``check`` may
         raise to refuse); the updated row, ``None`` if there is no such cron."""
-        return await self._run(self._update_cron, cron_id, check)
+        return await self.db.run(self._update_cron, cron_id, check)
 
     def _update_cron(self, cron_id: str, check: Callable[[Row], Mapping[str, Any]]) -> Row | None:
         where = (crons.c.cron_id == cron_id, _LIVE)
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             found = conn.execute(sa.select(crons).where(*where).with_for_update()).first()
             if found is None:
                 return None
@@ -103,11 +88,8 @@ class CronRows:
     async def earliest_fire(self) -> float | None:
         """The earliest ``next_fire_at`` of the active crons (``None``: none is waiting)."""
         query = sa.select(sa.func.min(crons.c.next_fire_at)).where(_LIVE, crons.c.paused.is_(False))
-        return await self._run(self._scalar, query)
-
-    def _scalar(self, query: sa.Select[Any]) -> Any:
-        with self.engine.connect() as conn:
-            return conn.execute(query).scalar()
+        earliest: float | None = await self.db.scalar(query)
+        return earliest
 
     async def due_crons(self, now: float) -> list[str]:
         """Ids of the active crons whose next tick is at or before ``now``."""
@@ -116,7 +98,7 @@ class CronRows:
             .where(_LIVE, crons.c.paused.is_(False), crons.c.next_fire_at <= now)
             .order_by(crons.c.next_fire_at)
         )
-        return [r["cron_id"] for r in await self._run(self._all, query)]
+        return [r["cron_id"] for r in await self.db.all(query)]
 
     async def claim_tick(
         self, cron_id: str, now: float, plan: TickPlan, node_id: Callable[[float], str]
@@ -128,13 +110,13 @@ class CronRows:
         ``None`` when there is nothing to fire (paused, deleted, not due, or another
         daemon fired the tick first: then only ``next_fire_at`` moves on).
         """
-        return await self._run(self._claim_tick, cron_id, now, plan, node_id)
+        return await self.db.run(self._claim_tick, cron_id, now, plan, node_id)
 
     def _claim_tick(
         self, cron_id: str, now: float, plan: TickPlan, node_id: Callable[[float], str]
     ) -> Row | None:
         where = (crons.c.cron_id == cron_id, _LIVE)
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             found = conn.execute(sa.select(crons).where(*where).with_for_update()).first()
             if found is None or found.paused or found.next_fire_at is None:
                 return None
@@ -160,12 +142,12 @@ class CronRows:
 
     async def add_manual_firing(self, cron_id: str, node_id: str) -> Row | None:
         """Record a manual run of the cron (``claimed``); ``None`` if there is no such cron."""
-        return await self._run(self._add_manual_firing, cron_id, node_id)
+        return await self.db.run(self._add_manual_firing, cron_id, node_id)
 
     def _add_manual_firing(self, cron_id: str, node_id: str) -> Row | None:
         now = time.time()
         where = (crons.c.cron_id == cron_id, _LIVE)
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             if (
                 conn.execute(sa.select(crons.c.cron_id).where(*where).with_for_update()).first()
                 is None
@@ -177,10 +159,10 @@ class CronRows:
 
     async def finish_firing(self, firing_id: int, status: str, error: str | None = None) -> None:
         """Mark a firing ``created`` or ``failed`` (with why)."""
-        await self._run(self._finish_firing, firing_id, status, error)
+        await self.db.run(self._finish_firing, firing_id, status, error)
 
     def _finish_firing(self, firing_id: int, status: str, error: str | None) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             conn.execute(
                 cron_firings.update()
                 .where(cron_firings.c.firing_id == firing_id)
@@ -194,7 +176,7 @@ class CronRows:
             .where(cron_firings.c.status == "claimed")
             .order_by(cron_firings.c.firing_id)
         )
-        return await self._run(self._all, query)
+        return await self.db.all(query)
 
     async def firings(self, cron_id: str, *, limit: int, before: int | None = None) -> list[Row]:
         """The cron's firings, newest first, at most ``limit`` (older than the firing
@@ -207,7 +189,7 @@ class CronRows:
         )
         if before is not None:
             query = query.where(cron_firings.c.firing_id < before)
-        return await self._run(self._all, query)
+        return await self.db.all(query)
 
 
 def _fire(conn: sa.Connection, cron_id: str, tick: float | None, node_id: str, now: float) -> Row:

@@ -103,7 +103,7 @@ class CronCreateTool(_CronTool):
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         key = self._key()
-        made = await self._engine.store.cron_by_key(self._node_id, key)
+        made = await self._engine.crons.store.cron_by_key(self._node_id, key)
         if made is not None:  # this very call ran before a restart
             return f"Created cron {made['cron_id']}."
         if _has_seconds(arguments["schedule"]):
@@ -172,9 +172,9 @@ class CronDeleteTool(_CronTool):
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         cron_id, key = arguments["cron_id"], self._key()
         profile = _profile(await self._node())
-        row = await self._engine.store.cron(cron_id) if api.is_valid_id(cron_id) else None
+        row = await self._engine.crons.store.cron(cron_id) if api.is_valid_id(cron_id) else None
         if row is None or row["profile"] != profile:
-            gone = await self._engine.store.deleted_cron(cron_id) if row is None else None
+            gone = await self._engine.crons.store.deleted_cron(cron_id) if row is None else None
             if gone is not None and gone["deleted_by"] == key:  # this call, before a restart
                 return f"Deleted cron {cron_id}."
             raise ToolError(f"no cron {cron_id!r} in profile {profile} (cron-list shows them)")

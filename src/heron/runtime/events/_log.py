@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import api
-from ..nodes._store import StepMark, Store
+from ..nodes._store import NodeStore, StepMark
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
 __all__ = ["Event", "EventLog"]
@@ -79,7 +79,7 @@ class EventLog:
 
     def __init__(
         self,
-        store: Store,
+        store: NodeStore,
         *,
         ring_events: int = RING_EVENTS,
         ring_bytes: int = RING_BYTES,

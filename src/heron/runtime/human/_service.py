@@ -31,7 +31,7 @@ from ..nodes._runs import SETTLED
 from ..nodes._store import Row
 from ..profiles._service import DEFAULT_PROFILE, check_profile_name
 from ..server._errors import ApiError
-from ._store import RESOLVED, NodeSettled, NotOpen
+from ._store import RESOLVED, HumanStore, NodeSettled, NotOpen
 from ._text import (
     answered_text,
     check_answers,
@@ -68,6 +68,8 @@ class Human:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store = HumanStore(engine.db)
+        """The requests' rows."""
         engine.settle_hooks.append(self._node_settled)
 
     # -- filing ------------------------------------------------------------------
@@ -138,7 +140,7 @@ class Human:
             "resolved_at": None,
         }
         try:
-            stored = await self.engine.store.add_request(row)
+            stored = await self.store.add_request(row)
         except NodeSettled as exc:
             raise ApiError(
                 409,
@@ -153,7 +155,7 @@ class Human:
     # -- reading -----------------------------------------------------------------
 
     async def _row(self, request_id: str) -> Row:
-        row = await self.engine.store.human_request(check_request_id(request_id))
+        row = await self.store.human_request(check_request_id(request_id))
         if row is None:
             raise ApiError(404, "request_not_found", f"no human request {request_id!r}")
         return row
@@ -167,7 +169,7 @@ class Human:
     ) -> list[api.HumanRequest]:
         """The open requests (of those nodes, when given), newest first."""
         await self._sweep()
-        rows = await self.engine.store.human_requests(statuses=["open"], node_ids=node_ids)
+        rows = await self.store.human_requests(statuses=["open"], node_ids=node_ids)
         return [to_request(r) for r in rows]
 
     async def inbox(
@@ -184,7 +186,7 @@ class Human:
         if node_id is not None and not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
         await self._sweep()
-        rows = await self.engine.store.human_requests(
+        rows = await self.store.human_requests(
             statuses=RESOLVED if resolved else ["open"],
             node_ids=[node_id] if node_id is not None else None,
             profile=profile,
@@ -192,7 +194,7 @@ class Human:
             order="resolved_at" if resolved else "created_at",
         )
         # The nodes in one query, not one per ticket (a listing may hold 1000).
-        found = await self.engine.store.request_nodes({r["node_id"] for r in rows if r["node_id"]})
+        found = await self.store.request_nodes({r["node_id"] for r in rows if r["node_id"]})
         return [to_ticket(r, found.get(r["node_id"])) for r in rows]
 
     async def ticket(self, request_id: str) -> api.InboxTicket:
@@ -294,7 +296,7 @@ class Human:
             return ({**values, "revision": "bump"} if bump else values), message
 
         try:
-            return await self.engine.store.change_request(request_id, bumped)
+            return await self.store.change_request(request_id, bumped)
         except KeyError:
             raise ApiError(404, "request_not_found", f"no human request {request_id!r}") from None
         except NotOpen as exc:
@@ -321,7 +323,7 @@ class Human:
         """Cancel an open request whose node no longer waits (nothing is sent to it)."""
         values = {"status": "cancelled", "reason": why}
         try:
-            row = await self.engine.store.change_request(request_id, lambda _: (values, None))
+            row = await self.store.change_request(request_id, lambda _: (values, None))
         except (KeyError, NotOpen):
             return  # resolved meanwhile
         await self._publish(to_request(row), RESOLVED_EVENT)
@@ -359,14 +361,14 @@ class Human:
         """Cancel the open requests whose node has settled without the settle hook
         seeing it (a resident root closed with no new outcome; a daemon killed between
         a settlement and its hook), so no inbox lists a question nobody waits for."""
-        for request_id in await self.engine.store.orphaned_requests():
+        for request_id in await self.store.orphaned_requests():
             await self._cancel_quietly(request_id, "its node settled")
 
     async def resume(self) -> None:
         """At start: cancel requests orphaned while the daemon was down, and wake the
         nodes a response reached just before it died."""
         await self._sweep()
-        for node_id in await self.engine.store.requests_to_wake():
+        for node_id in await self.store.requests_to_wake():
             try:
                 await self._wake(node_id)
             except Exception:

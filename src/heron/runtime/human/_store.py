@@ -1,21 +1,21 @@
-"""The human-requests part of :class:`~heron.runtime.nodes._store.Store` (kept apart for size)."""
+"""The human requests' own store: ``heron_human_requests``, the questions put to a person.
+
+A request filed for a node, and an answer queued to it, read and write the node's
+row and messages in the same transaction (a node settling meanwhile never leaves a
+request open; an answer is never recorded without reaching the node)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 
 from ..db._database import human_requests, messages, nodes
+from ..db._handle import Database, Row
 
-__all__ = ["HumanRows", "NodeSettled", "NotOpen"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
+__all__ = ["HumanStore", "NodeSettled", "NotOpen"]
 
 RESOLVED = ("answered", "dismissed", "cancelled")
 """The statuses of a request that is no longer open."""
@@ -42,24 +42,22 @@ class NodeSettled(Exception):
         """Its status (``None``: no such node)."""
 
 
-class HumanRows:
-    """Reads and writes ``heron_human_requests``; mixed into ``Store``."""
+class HumanStore:
+    """Reads and writes ``heron_human_requests``."""
 
-    engine: sa.Engine
-    """The database (set by ``Store``)."""
-
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        raise NotImplementedError  # Store's: runs ``func`` on its thread pool
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
     async def add_request(self, row: Row) -> Row:
         """File a request; with a ``call_key``, the one that call filed already (if any)
         is returned instead (a tool call DBOS runs again after a crash)."""
-        return await self._run(self._add_request, row)
+        return await self.db.run(self._add_request, row)
 
     def _add_request(self, row: Row) -> Row:
         key = row.get("call_key")
         try:
-            with self.engine.begin() as conn:
+            with self.db.engine.begin() as conn:
                 if key is not None:
                     found = _by_key(conn, row["node_id"], key)
                     if found is not None:
@@ -79,7 +77,7 @@ class HumanRows:
                 return dict(row)
         except sa.exc.IntegrityError:
             # Filed by the same call at the same moment (PostgreSQL runs both at once).
-            with self.engine.connect() as conn:
+            with self.db.engine.connect() as conn:
                 found = _by_key(conn, row["node_id"], key) if key is not None else None
             if found is None:
                 raise
@@ -87,11 +85,11 @@ class HumanRows:
 
     async def human_request(self, request_id: str) -> Row | None:
         """The request's row, or ``None``."""
-        return await self._run(self._human_request, request_id)
+        return await self.db.run(self._human_request, request_id)
 
     def _human_request(self, request_id: str) -> Row | None:
         query = sa.select(human_requests).where(human_requests.c.request_id == request_id)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             found = conn.execute(query).first()
         return dict(found._mapping) if found is not None else None
 
@@ -106,7 +104,7 @@ class HumanRows:
     ) -> list[Row]:
         """Requests with one of ``statuses`` (of those nodes, that profile), newest first
         by ``order`` (``created_at`` or ``resolved_at``), at most ``limit``."""
-        return await self._run(
+        return await self.db.run(
             self._human_requests, list(statuses), node_ids, profile, limit, order
         )
 
@@ -127,18 +125,18 @@ class HumanRows:
         query = query.order_by(c[order].desc(), c.request_id.desc())
         if limit is not None:
             query = query.limit(limit)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def request_nodes(self, node_ids: Collection[str]) -> dict[str, Row]:
         """The rows of those nodes (that exist), by id: one query for a page of tickets."""
-        return await self._run(self._request_nodes, list(node_ids))
+        return await self.db.run(self._request_nodes, list(node_ids))
 
     def _request_nodes(self, node_ids: list[str]) -> dict[str, Row]:
         if not node_ids:
             return {}
         query = sa.select(nodes).where(nodes.c.node_id.in_(node_ids))
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return {r.node_id: dict(r._mapping) for r in conn.execute(query)}
 
     async def change_request(
@@ -154,13 +152,13 @@ class HumanRows:
         transaction (a node that never ran reads its prompt first): a response is
         never recorded without reaching the node, even if the daemon dies right after.
         """
-        return await self._run(self._change_request, request_id, change)
+        return await self.db.run(self._change_request, request_id, change)
 
     def _change_request(
         self, request_id: str, change: Callable[[Row], tuple[dict[str, Any], str | None]]
     ) -> Row:
         where = human_requests.c.request_id == request_id
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             # FOR UPDATE: PostgreSQL holds the row (SQLite locks at BEGIN), so of two
             # responses at once one finds it answered already.
             found = conn.execute(sa.select(human_requests).where(where).with_for_update()).first()
@@ -188,7 +186,7 @@ class HumanRows:
     async def orphaned_requests(self) -> list[str]:
         """Open requests whose node has settled or is gone: nobody waits for them (the
         node settled with no new outcome, or the daemon died before its settle hook)."""
-        return await self._run(self._orphaned_requests)
+        return await self.db.run(self._orphaned_requests)
 
     def _orphaned_requests(self) -> list[str]:
         c = human_requests.c
@@ -200,13 +198,13 @@ class HumanRows:
         query = sa.select(c.request_id).where(
             c.status == "open", c.node_id.is_not(None), sa.not_(live)
         )
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
     async def requests_to_wake(self) -> list[str]:
         """Dormant nodes with unread messages and a resolved request: the daemon died
         between a response (queued with it) and waking the node."""
-        return await self._run(self._requests_to_wake)
+        return await self.db.run(self._requests_to_wake)
 
     def _requests_to_wake(self) -> list[str]:
         unread = (
@@ -228,7 +226,7 @@ class HumanRows:
                 unread,
             )
         )
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
 

@@ -19,6 +19,7 @@ from ..nodes._rows import maybe_when, when
 from ..nodes._store import Row
 from ..server._errors import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
+from ._store import MemoryStore
 
 if TYPE_CHECKING:
     from ...tools import Tool
@@ -40,6 +41,8 @@ class Memory:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store = MemoryStore(engine.db)
+        """The entries and their versions."""
         # Profiles are never deleted: one known to exist need not be read again.
         self._known: set[str] = set()
 
@@ -67,7 +70,7 @@ class Memory:
         after = _decode_cursor(cursor) if cursor is not None else None
         under = normal_path(prefix, "prefix") if prefix else None
         wanted = normal_tags(tags) if tags else None
-        rows = await self.engine.store.memory_page(
+        rows = await self.store.memory_page(
             name, prefix=under, limit=limit + 1, after=after, tags=wanted
         )
         more = len(rows) > limit
@@ -90,7 +93,7 @@ class Memory:
         """The entry's versions (a deleted one's too), newest first: every one, or the
         ``limit`` newest older than version ``before``."""
         row = await self._row(entry_id, profile)
-        rows = await self.engine.store.memory_history(row["entry_id"], limit=limit, before=before)
+        rows = await self.store.memory_history(row["entry_id"], limit=limit, before=before)
         return [to_version(v) for v in rows]
 
     async def resolve(
@@ -101,7 +104,7 @@ class Memory:
         if (path is None) == (slug is None):
             raise ApiError(422, "invalid_request", "give exactly one of path or slug")
         name = await self.profile(profile)
-        store = self.engine.store
+        store = self.store
         if path is not None:
             where = normal_path(path)
             found = await store.memory_at(name, where)
@@ -125,7 +128,7 @@ class Memory:
     async def search(self, request: api.MemorySearchRequest) -> list[api.MemorySearchHit]:
         """The profile's live entries best matching the query, best first."""
         name = await self.profile(request.profile)
-        hits = await self.engine.store.memory_search(
+        hits = await self.store.memory_search(
             request.query,
             profile=name,
             limit=request.limit,
@@ -154,7 +157,7 @@ class Memory:
             "body": body_of(request.body),
             "tags": " ".join(normal_tags(request.tags)),
         }
-        entry, _ = await self.engine.store.memory_create(row, author=author)
+        entry, _ = await self.store.memory_create(row, author=author)
         return to_entry(entry)
 
     async def update(
@@ -188,7 +191,7 @@ class Memory:
     ) -> api.MemoryEntry:
         check_entry_id(entry_id)
         name = await self.profile(profile)
-        entry, _ = await self.engine.store.memory_change(
+        entry, _ = await self.store.memory_change(
             entry_id, name, op, values, expected_version=expected_version
         )
         return to_entry(entry)
@@ -197,7 +200,7 @@ class Memory:
         """The entry's row (live or deleted); ``400``/``404`` otherwise."""
         check_entry_id(entry_id)
         name = await self.profile(profile)
-        row = await self.engine.store.memory_entry(entry_id, name)
+        row = await self.store.memory_entry(entry_id, name)
         if row is None:
             raise ApiError(404, "memory_not_found", f"no memory entry {entry_id!r} in {name!r}")
         return row

@@ -1,4 +1,4 @@
-"""The memory part of :class:`~heron.runtime.nodes._store.Store` (kept apart for size).
+"""Memory's own store: ``heron_memory_entries`` and every version in ``heron_memory_versions``.
 
 Each write is one transaction: the entry's row, its new version in
 ``heron_memory_versions`` and (SQLite) the FTS table change together or not at
@@ -9,22 +9,18 @@ run again after a crash finds its version and changes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 
 from ..db._database import memory_entries, memory_versions
+from ..db._handle import Database, Row
 from ..server._errors import ApiError
 from ._paths import new_entry_id, slug_of
 from ._search import live, search, sync_index
 
-__all__ = ["MemoryRows", "Written"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
+__all__ = ["MemoryStore", "Written"]
 
 Written = tuple[Row, Row]
 """A write's outcome: the entry's row as it is now, and the version row the write made
@@ -33,14 +29,12 @@ Written = tuple[Row, Row]
 _VERSIONED = ("path", "title", "body")
 
 
-class MemoryRows:
-    """Reads and writes memory's tables; mixed into ``Store`` (its ``engine`` and ``_run``)."""
+class MemoryStore:
+    """Reads and writes memory's tables."""
 
-    engine: sa.Engine
-    """The database (set by ``Store``)."""
-
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        raise NotImplementedError  # Store's: runs ``func`` on its thread pool
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
     # -- writes ---------------------------------------------------------------
 
@@ -49,7 +43,7 @@ class MemoryRows:
     ) -> Written:
         """Insert a new entry (``row`` without version or times); ``409 memory_path_exists``
         if a live entry of the profile has its path."""
-        return await self._run(self._memory_write, None, row, "create", None, author, call_key)
+        return await self.db.run(self._memory_write, None, row, "create", None, author, call_key)
 
     async def memory_change(
         self,
@@ -68,7 +62,7 @@ class MemoryRows:
         A change that changes nothing makes no version (the current one is returned).
         """
         target = (entry_id, profile)
-        return await self._run(
+        return await self.db.run(
             self._memory_write, target, dict(values), op, expected_version, author, call_key
         )
 
@@ -82,13 +76,14 @@ class MemoryRows:
         call_key: str | None = None,
     ) -> Written:
         """Create the entry at ``path``, or update the live one there with ``values``."""
-        return await self._run(self._memory_put, profile, path, dict(values), author, call_key)
+        return await self.db.run(self._memory_put, profile, path, dict(values), author, call_key)
 
     def _memory_put(
         self, profile: str, path: str, values: Row, author: str | None, call_key: str | None
     ) -> Written:
         for _ in range(2):  # a create racing ours at the same path: update it instead
-            found = self._memory_at(profile, path)
+            with self.db.engine.connect() as conn:
+                found = _at(conn, profile, path)
             try:
                 if found is None:
                     row = {
@@ -119,7 +114,7 @@ class MemoryRows:
     ) -> Written:
         now = time.time()
         try:
-            with self.engine.begin() as conn:
+            with self.db.engine.begin() as conn:
                 done = _by_call(conn, call_key) if call_key is not None else None
                 if done is not None:
                     return done
@@ -175,10 +170,10 @@ class MemoryRows:
 
     async def memory_by_call(self, call_key: str) -> Written | None:
         """What the node's tool call ``call_key`` wrote, if it wrote already."""
-        return await self._run(self._memory_by_call, call_key)
+        return await self.db.run(self._memory_by_call, call_key)
 
     def _memory_by_call(self, call_key: str) -> Written | None:
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return _by_call(conn, call_key)
 
     async def memory_entry(self, entry_id: str, profile: str) -> Row | None:
@@ -186,24 +181,15 @@ class MemoryRows:
         query = sa.select(memory_entries).where(
             memory_entries.c.entry_id == entry_id, memory_entries.c.profile == profile
         )
-        return await self._run(self._memory_one, query)
+        return await self.db.first(query)
 
     async def memory_at(self, profile: str, path: str) -> Row | None:
         """The profile's live entry at ``path``, or ``None``."""
-        return await self._run(self._memory_at, profile, path)
-
-    def _memory_at(self, profile: str, path: str) -> Row | None:
-        query = sa.select(memory_entries).where(*live(profile), memory_entries.c.path == path)
-        return self._memory_one(query)
-
-    def _memory_one(self, query: sa.Select[Any]) -> Row | None:
-        with self.engine.connect() as conn:
-            found = conn.execute(query).first()
-        return dict(found._mapping) if found is not None else None
+        return await self.db.read(_at, profile, path)
 
     async def memory_by_slug(self, profile: str, slug: str) -> list[Row]:
         """The profile's live entries whose last path segment is ``slug``, by path."""
-        return await self._run(self._memory_by_slug, profile, slug)
+        return await self.db.run(self._memory_by_slug, profile, slug)
 
     def _memory_by_slug(self, profile: str, slug: str) -> list[Row]:
         query = (
@@ -211,7 +197,7 @@ class MemoryRows:
             .where(*live(profile), memory_entries.c.slug == slug)
             .order_by(memory_entries.c.path)
         )
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def memory_page(
@@ -226,7 +212,7 @@ class MemoryRows:
         """Up to ``limit`` live entries in path order, after the path ``after`` if given
         (paths are unique among live entries: the last one seen is the whole cursor);
         each row has the body's ``size`` in bytes instead of the body."""
-        return await self._run(self._memory_page, profile, prefix, limit, after, tags)
+        return await self.db.run(self._memory_page, profile, prefix, limit, after, tags)
 
     def _memory_page(
         self,
@@ -239,7 +225,7 @@ class MemoryRows:
         c = memory_entries.c
         path = c.path
         # The body's bytes, counted by the database (a page never reads bodies).
-        if self.engine.dialect.name == "postgresql":
+        if self.db.engine.dialect.name == "postgresql":
             size = sa.func.octet_length(c.body)
         else:
             size = sa.func.length(sa.cast(c.body, sa.LargeBinary))
@@ -252,14 +238,14 @@ class MemoryRows:
         )
         if after is not None:
             query = query.where(path > after)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def memory_history(
         self, entry_id: str, *, limit: int | None = None, before: int | None = None
     ) -> list[Row]:
         """The entry's versions, newest first (up to ``limit``, older than ``before``)."""
-        return await self._run(self._memory_history, entry_id, limit, before)
+        return await self.db.run(self._memory_history, entry_id, limit, before)
 
     def _memory_history(self, entry_id: str, limit: int | None, before: int | None) -> list[Row]:
         v = memory_versions.c
@@ -268,7 +254,7 @@ class MemoryRows:
             query = query.where(v.version < before)
         if limit is not None:
             query = query.limit(limit)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def memory_search(
@@ -281,7 +267,7 @@ class MemoryRows:
         tags: Sequence[str] | None = None,
     ) -> list[tuple[Row, float, str]]:
         """The best matches among the profile's live entries: (row, score, snippet)."""
-        return await self._run(self._memory_search, text, profile, limit, prefix, tags)
+        return await self.db.run(self._memory_search, text, profile, limit, prefix, tags)
 
     def _memory_search(
         self,
@@ -291,8 +277,15 @@ class MemoryRows:
         prefix: str | None,
         tags: Sequence[str] | None,
     ) -> list[tuple[Row, float, str]]:
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return search(conn, text, profile=profile, limit=limit, prefix=prefix, tags=tags)
+
+
+def _at(conn: sa.Connection, profile: str, path: str) -> Row | None:
+    """The profile's live entry at ``path``, or ``None``."""
+    query = sa.select(memory_entries).where(*live(profile), memory_entries.c.path == path)
+    found = conn.execute(query).first()
+    return dict(found._mapping) if found is not None else None
 
 
 def _by_call(conn: sa.Connection, call_key: str) -> Written | None:

@@ -259,7 +259,7 @@ class MemoryWriteTool(Tool):
             raise _refused(exc) from None
 
     async def _act(self, action: str, arguments: dict[str, Any], key: str) -> str:
-        memory, store = self._memory, self._memory.engine.store
+        memory, store = self._memory, self._memory.store
         await memory.profile(self._profile)
         written = await store.memory_by_call(key)  # this call made its change before a crash
         if written is None:
@@ -271,7 +271,7 @@ class MemoryWriteTool(Tool):
         return f"{verb[version['op']]} memory {version['path']} (version {version['version']})."
 
     async def _write(self, action: str, arguments: dict[str, Any], key: str) -> Written:
-        store = self._memory.engine.store
+        store = self._memory.store
         path = normal_path(arguments["path"])
         found = await store.memory_at(self._profile, path)
         if action == "write":

@@ -28,6 +28,7 @@ from .._config import RuntimeConfig
 from ..canvas._service import Canvas, asking_from
 from ..crons._service import Crons
 from ..db._database import create_engine, database_kind, redact_url
+from ..db._handle import Database
 from ..events._log import EventLog
 from ..human._service import Human
 from ..jobs._service import Jobs
@@ -56,7 +57,7 @@ from ._rows import (
     when,
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
-from ._store import DuplicateNode, Row, Store
+from ._store import DuplicateNode, NodeStore, Row
 
 __all__ = [
     "SETTLED",
@@ -95,8 +96,10 @@ class Engine:
     def __init__(self, config: RuntimeConfig) -> None:
         self.config = config
         self.database = database_kind(config.db_url)
-        self.sql = create_engine(config.db_url)
-        self.store = Store(self.sql)
+        self.db = Database(create_engine(config.db_url))
+        """The daemon's database, which every feature's store uses."""
+        self.store = NodeStore(self.db)
+        """The kernel's rows: nodes, messages, outcomes, events."""
         self.events = EventLog(self.store, memory=config.stream_memory)
         self.providers = ProviderPool(config.provider)
         self.models = Models(self)  # installed keys and the stored default, into the pool
@@ -138,7 +141,7 @@ class Engine:
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
         self.sandbox.check()  # refuses to start under --require-sandbox without one
-        self.store.migrate()
+        self.db.migrate()
         self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if (
             self.providers.default.partition(":")[0].lower() == "local"
@@ -160,7 +163,7 @@ class Engine:
             config={
                 "name": "heron",
                 "system_database_url": self.config.db_url,
-                "system_database_engine": self.sql,
+                "system_database_engine": self.db.engine,
                 "application_version": version,
                 # DBOS's default pool is unbounded: under load that meant hundreds of
                 # threads, costing ~8 ms of CPU and ~20 KiB per node (bench/daemon_load.py).
@@ -196,7 +199,7 @@ class Engine:
         await self.jobs.aclose()  # after DBOS: no run starts a job once they are killed
         await self.events.stop()
         await self.providers.aclose()
-        self.store.close()
+        self.db.close()
         _ENGINE = None
 
     async def _warm_default(self) -> None:

@@ -1,38 +1,28 @@
 """The daemon's own records (nodes, outcomes, messages, events) over SQLAlchemy Core.
 
-Every method is a coroutine that runs its statements on a small thread pool, so
-the event loop never waits on the database; each method is one transaction.
+Every method is a coroutine that runs its statements on the database's thread pool
+(:class:`~heron.runtime.db._handle.Database`), so the event loop never waits on the
+database; each method is one transaction. Features keep their own tables in their
+own stores; they read nodes through this one's public methods.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..canvas._store import CanvasRows
-from ..crons._store import CronRows
-from ..db._database import events, messages, migrate, nodes, outcomes
-from ..human._store import HumanRows
-from ..memory._store import MemoryRows
-from ..reports._store import ReportRows
+from ..db._database import events, messages, nodes, outcomes
+from ..db._handle import Database, Row
 
-__all__ = ["DuplicateNode", "StepMark", "Store"]
+__all__ = ["DuplicateNode", "NodeStore", "Row", "StepMark"]
 
 log = logging.getLogger("heron.runtime")
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
 
 
 class DuplicateNode(Exception):
@@ -49,35 +39,22 @@ class StepMark:
     """A model turn's input and output tokens, counted once per ``key``; else ``None``."""
 
 
-class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
-    """Reads and writes the daemon's tables; see the module docstring."""
+class NodeStore:
+    """Reads and writes the kernel's tables; see the module docstring."""
 
-    def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:
-        self.engine = engine
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="heron-db")
-
-    def migrate(self) -> int:
-        """Create or upgrade the schema (blocking; call before serving)."""
-        return migrate(self.engine)
-
-    def close(self) -> None:
-        """Stop the thread pool and release the engine's connections."""
-        self._pool.shutdown(wait=True)
-        self.engine.dispose()
-
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(func, *args, **kwargs))
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
     # -- nodes ------------------------------------------------------------
 
     async def insert_node(self, row: Row, first_message: str | None) -> None:
         """Insert a node (and its kickoff message); :class:`DuplicateNode` if the id is taken."""
-        await self._run(self._insert_node, row, first_message)
+        await self.db.run(self._insert_node, row, first_message)
 
     def _insert_node(self, row: Row, first_message: str | None) -> None:
         try:
-            with self.engine.begin() as conn:
+            with self.db.engine.begin() as conn:
                 conn.execute(nodes.insert().values(**row))
                 if first_message is not None:
                     conn.execute(
@@ -90,10 +67,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     async def node(self, node_id: str) -> Row | None:
         """The node's row, or ``None``."""
-        return await self._run(self._node, node_id)
+        return await self.db.run(self._node, node_id)
 
     def _node(self, node_id: str) -> Row | None:
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             row = conn.execute(sa.select(nodes).where(nodes.c.node_id == node_id)).first()
         return dict(row._mapping) if row is not None else None
 
@@ -108,7 +85,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         """Nodes, oldest first, optionally only those with one of ``status`` and ``root``;
         at most ``limit``, and only those listed after ``after`` (``(created_at, node_id)``
         of the last one already seen)."""
-        return await self._run(self._list_nodes, status, root, limit, after)
+        return await self.db.run(self._list_nodes, status, root, limit, after)
 
     def _list_nodes(
         self,
@@ -136,15 +113,15 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             )
         if limit is not None:
             query = query.limit(limit)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def update_node(self, node_id: str, **values: Any) -> None:
         """Set columns of a node (``updated_at`` too)."""
-        await self._run(self._update_node, node_id, values)
+        await self.db.run(self._update_node, node_id, values)
 
     def _update_node(self, node_id: str, values: Mapping[str, Any]) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             conn.execute(
                 nodes.update()
                 .where(nodes.c.node_id == node_id)
@@ -154,10 +131,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
     async def merge_extra(self, node_id: str, **values: Any) -> None:
         """Set keys of the node's ``extra`` JSON (``None`` removes one), in one transaction
         (so concurrent writers of other keys are not undone)."""
-        await self._run(self._merge_extra, node_id, values)
+        await self.db.run(self._merge_extra, node_id, values)
 
     def _merge_extra(self, node_id: str, values: Mapping[str, Any]) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             self._merge_extra_in(conn, node_id, values)
 
     @staticmethod
@@ -184,10 +161,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         crash); ``False`` otherwise. A ``closed`` claim made before the node settled
         (``settled_at`` ``None``) is bound to its next settlement, which it takes.
         """
-        return await self._run(self._claim_delivery, node_id, settled_at, how, by)
+        return await self.db.run(self._claim_delivery, node_id, settled_at, how, by)
 
     def _claim_delivery(self, node_id: str, settled_at: float, how: str, by: str | None) -> bool:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             where = nodes.c.node_id == node_id
             # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN),
             # so two claimers never both see "not yet claimed".
@@ -209,10 +186,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         self, node_id: str, *, turns: int, input_tokens: int, output_tokens: int
     ) -> None:
         """Count a finished model turn's tokens on the node."""
-        await self._run(self._add_usage, node_id, turns, input_tokens, output_tokens)
+        await self.db.run(self._add_usage, node_id, turns, input_tokens, output_tokens)
 
     def _add_usage(self, node_id: str, turns: int, input_tokens: int, output_tokens: int) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             conn.execute(
                 nodes.update()
                 .where(nodes.c.node_id == node_id)
@@ -226,7 +203,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     async def counts_by_status(self) -> dict[str, int]:
         """How many nodes are in each status."""
-        return await self._run(self._counts)
+        return await self.db.run(self._counts)
 
     def _counts(self) -> dict[str, int]:
         query = (
@@ -234,31 +211,31 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
             .group_by(nodes.c.status)
         )
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return {status: count for status, count in conn.execute(query)}
 
     async def unsettled(self) -> list[Row]:
         """Nodes without an outcome (for deadlines and wake-ups after a restart)."""
-        return await self._run(self._unsettled)
+        return await self.db.run(self._unsettled)
 
     def _unsettled(self) -> list[Row]:
         query = sa.select(nodes).where(nodes.c.settled_at.is_(None), nodes.c.warm.is_(None))
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def children(self, node_id: str) -> list[str]:
         """Ids of the nodes whose parent is ``node_id``."""
-        return await self._run(self._children, node_id)
+        return await self.db.run(self._children, node_id)
 
     def _children(self, node_id: str) -> list[str]:
         # A warm-pool node pre-started for a parent's children is not its child yet.
         query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
     async def child_rows(self, node_id: str) -> list[Row]:
         """The rows of the nodes whose parent is ``node_id``, oldest first (one query)."""
-        return await self._run(self._child_rows, node_id)
+        return await self.db.run(self._child_rows, node_id)
 
     def _child_rows(self, node_id: str) -> list[Row]:
         query = (
@@ -266,7 +243,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             .where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
             .order_by(nodes.c.created_at, nodes.c.node_id)
         )
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     # -- messages ---------------------------------------------------------
@@ -280,10 +257,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         transaction: a message that ends a state (a wait) is queued exactly when the
         state ends, even if the daemon dies right after.
         """
-        return await self._run(self._add_message, node_id, body, extra)
+        return await self.db.run(self._add_message, node_id, body, extra)
 
     def _add_message(self, node_id: str, body: str, extra: Mapping[str, Any] | None) -> int:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             result = conn.execute(
                 messages.insert().values(node_id=node_id, body=body, created_at=time.time())
             )
@@ -298,11 +275,11 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
         The unread messages are queued again after it, in their order, with new ids.
         """
-        await self._run(self._queue_first, node_id, body)
+        await self.db.run(self._queue_first, node_id, body)
 
     def _queue_first(self, node_id: str, body: str) -> None:
         unread = messages.c.node_id == node_id, messages.c.claimed_run.is_(None)
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             stale = conn.execute(
                 sa.select(messages.c.body, messages.c.created_at)
                 .where(*unread)
@@ -318,20 +295,20 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
         Idempotent per ``(run, step)``: asked again, it returns what it claimed then.
         """
-        return await self._run(self._claim, node_id, run, step)
+        return await self.db.run(self._claim, node_id, run, step)
 
     def _claim(self, node_id: str, run: int, step: int) -> list[str]:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             return _claim(conn, node_id, run, step)
 
     async def recorded_steps(self, workflow_id: str) -> int:
         """How many steps DBOS has recorded for a workflow (a plain read, not a step)."""
-        return await self._run(self._recorded_steps, workflow_id)
+        return await self.db.run(self._recorded_steps, workflow_id)
 
     def _recorded_steps(self, workflow_id: str) -> int:
-        schema = "dbos." if self.engine.dialect.name == "postgresql" else ""
+        schema = "dbos." if self.db.engine.dialect.name == "postgresql" else ""
         query = sa.text(f"SELECT count(*) FROM {schema}operation_outputs WHERE workflow_uuid = :id")
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return int(conn.execute(query, {"id": workflow_id}).scalar() or 0)
 
     # -- runs and outcomes -------------------------------------------------
@@ -357,7 +334,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         ``record`` is kept in the node's ``extra["ended"]`` in the same transaction
         (so the run's end step, if run again, can return what it decided).
         """
-        return await self._run(
+        return await self.db.run(
             self._end_run,
             node_id,
             run,
@@ -381,7 +358,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         record: Mapping[str, Any] | None,
     ) -> list[str]:
         now = time.time()
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             values: dict[str, Any] = {"state": state, "updated_at": now}
             if continue_with_messages:
                 unread = _claim(conn, node_id, run, step)
@@ -404,11 +381,11 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     async def settle(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
         """Settle a node that is not running; ``False`` if it had already settled."""
-        return await self._run(self._settle_now, node_id, outcome, status)
+        return await self.db.run(self._settle_now, node_id, outcome, status)
 
     def _settle_now(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
         now = time.time()
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             settled = _settle(conn, node_id, outcome, now)
             values: dict[str, Any] = {"status": status, "updated_at": now}
             if settled:
@@ -424,10 +401,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         ``settled_at`` is cleared. Returns the outcome taken back (``None`` if there was
         none: then only ``values`` are set).
         """
-        return await self._run(self._unsettle, node_id, values)
+        return await self.db.run(self._unsettle, node_id, values)
 
     def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             found = conn.execute(
                 sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(
                     outcomes.c.node_id == node_id
@@ -459,11 +436,11 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     async def outcome(self, node_id: str) -> dict[str, Any] | None:
         """A node's settled outcome, or ``None``."""
-        return await self._run(self._outcome, node_id)
+        return await self.db.run(self._outcome, node_id)
 
     def _outcome(self, node_id: str) -> dict[str, Any] | None:
         query = sa.select(outcomes.c.outcome).where(outcomes.c.node_id == node_id)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return dict(value) if value is not None else None
 
@@ -480,7 +457,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         node's ``events_reserved`` to ``reserve[node]`` (numbers of unlogged events handed
         out) and set the step ``marks`` (counting their usage), in one transaction."""
         if batch or reserve or marks:
-            await self._run(self._append_events, batch, reserve or {}, marks or {})
+            await self.db.run(self._append_events, batch, reserve or {}, marks or {})
 
     def _append_events(
         self,
@@ -493,7 +470,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             for n, s, t, d, c in batch
         ]
         try:
-            with self.engine.begin() as conn:
+            with self.db.engine.begin() as conn:
                 if rows:
                     conn.execute(events.insert(), rows)
                 _numbers_and_marks(conn, reserve, marks)
@@ -506,7 +483,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             pass
         for row in rows:
             try:
-                with self.engine.begin() as conn:
+                with self.db.engine.begin() as conn:
                     conn.execute(events.insert(), [row])
             except sa.exc.OperationalError:
                 raise
@@ -518,16 +495,16 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                     row["node_id"],
                     exc,
                 )
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             _numbers_and_marks(conn, reserve, marks)
 
     async def step_mark(self, node_id: str) -> str | None:
         """The node's last step whose events were written (see :meth:`append_events`)."""
-        return await self._run(self._step_mark, node_id)
+        return await self.db.run(self._step_mark, node_id)
 
     def _step_mark(self, node_id: str) -> str | None:
         query = sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return None if value is None else str(value)
 
@@ -537,12 +514,12 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     async def event_numbers(self, node_id: str) -> tuple[int, int]:
         """The highest event number logged for a node and the highest reserved (0 if none)."""
-        return await self._run(self._event_numbers, node_id)
+        return await self.db.run(self._event_numbers, node_id)
 
     def _event_numbers(self, node_id: str) -> tuple[int, int]:
         last = sa.select(sa.func.max(events.c.sequence_number)).where(events.c.node_id == node_id)
         reserved = sa.select(nodes.c.events_reserved).where(nodes.c.node_id == node_id)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return int(conn.execute(last).scalar() or 0), int(conn.execute(reserved).scalar() or 0)
 
     async def events(
@@ -556,7 +533,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
     ) -> list[Row]:
         """A node's logged events numbered above ``after`` (and at most ``upto``), in
         order; only of ``types`` when given; only the ``last`` such ones when given."""
-        return await self._run(self._events, node_id, after, upto, types, last)
+        return await self.db.run(self._events, node_id, after, upto, types, last)
 
     def _events(
         self,
@@ -576,17 +553,17 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             query = query.order_by(number.desc()).limit(last)
         else:
             query = query.order_by(number)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             rows = [dict(r._mapping) for r in conn.execute(query)]
         return rows[::-1] if last is not None else rows
 
     async def first_event_number(self, node_id: str) -> int | None:
         """The lowest event number logged for a node (``None`` if none)."""
-        return await self._run(self._first_event_number, node_id)
+        return await self.db.run(self._first_event_number, node_id)
 
     def _first_event_number(self, node_id: str) -> int | None:
         query = sa.select(sa.func.min(events.c.sequence_number)).where(events.c.node_id == node_id)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return None if value is None else int(value)
 

@@ -90,7 +90,7 @@ class Profiles:
 
     def _ensure(self, name: str, values: dict[str, Any]) -> tuple[Row, bool]:
         """Upsert the profile (in a thread); its row, and whether it was created."""
-        sql = self.engine.store.engine
+        sql = self.engine.db.engine
         for _ in range(2):  # a concurrent ensure may insert between our read and insert
             try:
                 with sql.begin() as conn:
@@ -112,7 +112,7 @@ class Profiles:
 
     def _all(self) -> list[Row]:
         """Every profile row, by name (in a thread)."""
-        with self.engine.store.engine.connect() as conn:
+        with self.engine.db.engine.connect() as conn:
             found = conn.execute(sa.select(profiles).order_by(profiles.c.name)).all()
         return [dict(row._mapping) for row in found]
 
@@ -143,7 +143,7 @@ class Profiles:
 
     def _read(self, name: str) -> Row | None:
         """The profile's row as stored, if any (in a thread)."""
-        with self.engine.store.engine.connect() as conn:
+        with self.engine.db.engine.connect() as conn:
             found = conn.execute(sa.select(profiles).where(profiles.c.name == name)).first()
         return dict(found._mapping) if found is not None else None
 

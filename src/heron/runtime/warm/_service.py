@@ -143,7 +143,7 @@ class WarmPool:
         """Give the warm node ``row["node_id"]`` the create's fields and its prompt, in one
         transaction; ``False`` if it is no longer a warm node of ``key`` (discarded)."""
         values = {k: v for k, v in row.items() if k != "node_id"}
-        with self.engine.store.engine.begin() as conn:
+        with self.engine.db.engine.begin() as conn:
             done = conn.execute(
                 nodes.update()
                 .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
@@ -286,7 +286,7 @@ class WarmPool:
 
     def _delete(self, node_ids: list[str] | None) -> int:
         """Delete warm rows (those listed, or all): they never had a message or event."""
-        with self.engine.store.engine.begin() as conn:
+        with self.engine.db.engine.begin() as conn:
             warm = nodes.c.warm.is_not(None)
             where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(node_ids))
             return conn.execute(nodes.delete().where(where)).rowcount
@@ -302,7 +302,7 @@ class WarmPool:
 
     def _own_workspaces(self) -> list[Path]:
         """The workspace directories of the stored warm nodes without a ``cwd``."""
-        with self.engine.store.engine.connect() as conn:
+        with self.engine.db.engine.connect() as conn:
             query = sa.select(nodes.c.node_id).where(
                 nodes.c.warm.is_not(None), nodes.c.cwd.is_(None)
             )

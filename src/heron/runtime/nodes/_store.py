@@ -246,6 +246,23 @@ class NodeStore:
         with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
+    # -- the warm pool ------------------------------------------------------
+
+    async def claim_warm(self, key: str, row: Mapping[str, Any], prompt: str) -> bool:
+        """Give the warm node ``row["node_id"]`` (of launch tuple ``key``) the create's
+        fields and its prompt, in one transaction; ``False`` if it is no longer a warm
+        node of ``key`` (discarded)."""
+        return await self.db.write(_claim_warm, key, row, prompt)
+
+    async def delete_warm(self, node_ids: Sequence[str] | None) -> int:
+        """Delete warm rows (those listed, or all): they never had a message or event."""
+        return await self.db.write(_delete_warm, node_ids)
+
+    async def warm_without_cwd(self) -> list[str]:
+        """Ids of the stored warm nodes without a ``cwd`` (working in their own workspace)."""
+        query = sa.select(nodes.c.node_id).where(nodes.c.warm.is_not(None), nodes.c.cwd.is_(None))
+        return [r["node_id"] for r in await self.db.all(query)]
+
     # -- messages ---------------------------------------------------------
 
     async def add_message(
@@ -566,6 +583,27 @@ class NodeStore:
         with self.db.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return None if value is None else int(value)
+
+
+def _claim_warm(conn: sa.Connection, key: str, row: Mapping[str, Any], prompt: str) -> bool:
+    values = {k: v for k, v in row.items() if k != "node_id"}
+    done = conn.execute(
+        nodes.update()
+        .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
+        .values(**values, warm=None)
+    )
+    if done.rowcount != 1:
+        return False
+    conn.execute(
+        messages.insert().values(node_id=row["node_id"], body=prompt, created_at=row["created_at"])
+    )
+    return True
+
+
+def _delete_warm(conn: sa.Connection, node_ids: Sequence[str] | None) -> int:
+    warm = nodes.c.warm.is_not(None)
+    where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(list(node_ids)))
+    return conn.execute(nodes.delete().where(where)).rowcount
 
 
 def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:

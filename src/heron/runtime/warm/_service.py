@@ -27,13 +27,9 @@ import secrets
 import shutil
 import time
 from collections import OrderedDict
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
 from ... import api
-from ..db._database import messages, nodes
 from ..kinds._service import Kind
 from ..nodes._store import Row
 
@@ -132,31 +128,12 @@ class WarmPool:
         while ready:
             node_id = ready.pop(0)
             claimed = {**row, "node_id": node_id, "extra": {**row["extra"], "served_warm": True}}
-            if await asyncio.to_thread(self._claim, key, claimed, prompt):
+            if await self.engine.store.claim_warm(key, claimed, prompt):
                 self._spawn_refill(key)
                 return claimed
             self._waiters.pop(node_id, None)  # its row vanished: nothing waits on it any more
         self._spawn_refill(key)
         return None
-
-    def _claim(self, key: str, row: Row, prompt: str) -> bool:
-        """Give the warm node ``row["node_id"]`` the create's fields and its prompt, in one
-        transaction; ``False`` if it is no longer a warm node of ``key`` (discarded)."""
-        values = {k: v for k, v in row.items() if k != "node_id"}
-        with self.engine.db.engine.begin() as conn:
-            done = conn.execute(
-                nodes.update()
-                .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
-                .values(**values, warm=None)
-            )
-            if done.rowcount != 1:
-                return False
-            conn.execute(
-                messages.insert().values(
-                    node_id=row["node_id"], body=prompt, created_at=row["created_at"]
-                )
-            )
-        return True
 
     def start(self, node_id: str) -> None:
         """Let a claimed node's waiting run go on to its prompt."""
@@ -181,7 +158,7 @@ class WarmPool:
         for ids in self._ready.values():
             if node_id in ids:
                 ids.remove(node_id)
-        if not await asyncio.to_thread(self._delete, [node_id]):
+        if not await self.engine.store.delete_warm([node_id]):
             return False
         log.warning("warm node %s discarded: its run could not be set up: %s", node_id, reason)
         self._waiters.pop(node_id, None)
@@ -282,29 +259,16 @@ class WarmPool:
         waiter = self._waiters.pop(node_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(False)
-        await asyncio.to_thread(self._delete, [node_id])
-
-    def _delete(self, node_ids: list[str] | None) -> int:
-        """Delete warm rows (those listed, or all): they never had a message or event."""
-        with self.engine.db.engine.begin() as conn:
-            warm = nodes.c.warm.is_not(None)
-            where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(node_ids))
-            return conn.execute(nodes.delete().where(where)).rowcount
+        await self.engine.store.delete_warm([node_id])
 
     async def discard_stored(self) -> None:
         """Delete the warm nodes a previous daemon left (before DBOS resumes workflows)."""
-        homes = await asyncio.to_thread(self._own_workspaces)
-        count = await asyncio.to_thread(self._delete, None)
+        homes = [
+            self.engine.config.home / "nodes" / node_id
+            for node_id in await self.engine.store.warm_without_cwd()
+        ]
+        count = await self.engine.store.delete_warm(None)
         for path in homes:  # (their runs never get to clean up: they are skipped)
             await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
         if count:
             log.info("discarded %d warm nodes of the previous daemon", count)
-
-    def _own_workspaces(self) -> list[Path]:
-        """The workspace directories of the stored warm nodes without a ``cwd``."""
-        with self.engine.db.engine.connect() as conn:
-            query = sa.select(nodes.c.node_id).where(
-                nodes.c.warm.is_not(None), nodes.c.cwd.is_(None)
-            )
-            ids = conn.execute(query).scalars().all()
-        return [self.engine.config.home / "nodes" / node_id for node_id in ids]

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.runtime.warm._service import LAUNCH_FIELDS
+from heron.runtime.nodes._types import LAUNCH_FIELDS
 
 from .conftest import Daemon, wait_settled, write_script
 from .test_warm import _create, _wait_for, _wait_warm, _warm_ids

@@ -27,30 +27,16 @@ from ...agents import AgentState
 from ...agents._compaction import compaction_request
 from ..nodes._runs import DETERMINISTIC, SETTLED, Stop
 from ..nodes._store import Row
+from ..nodes._types import INHERITED
 from ..profiles._service import given_model
 from ..server._errors import ApiError
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
 
-__all__ = ["INHERITED", "INVOLUNTARY", "RECYCLE_TIMEOUT", "Lineage"]
+__all__ = ["INVOLUNTARY", "RECYCLE_TIMEOUT", "Lineage"]
 
 log = logging.getLogger("heron.runtime")
-
-INHERITED = (
-    "model",
-    "kind",
-    "profile",
-    "cwd",
-    "pin_cwd",
-    "scopes",
-    "mode",
-    "output_schema",
-    "situational_context",
-    "root_lifecycle",
-)
-"""Row columns a fork copies from its original unless its create sets them (``model``:
-the one the original was given, see ``_profiles.given_model``)."""
 
 INVOLUNTARY = frozenset({"provider_error", "crashed"})
 """Failure reasons ``revive-all`` revives (a decline or a deadline is meant), unless the

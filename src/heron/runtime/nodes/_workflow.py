@@ -130,7 +130,7 @@ class _Run:
         unread = await engine.store.claim_messages(self.node_id, self.run, _step_id())
         tree = active_worktree(row)  # while it has one, the node works in its worktree
         # What a run is prepared from before its prompt: each field read here must
-        # be in _warm.LAUNCH_FIELDS, or a warm node could serve a create it does not fit.
+        # be in _types.LAUNCH_FIELDS, or a warm node could serve a create it does not fit.
         return {
             "warm": row["warm"] is not None,
             "kind": row["kind"],

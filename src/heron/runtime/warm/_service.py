@@ -32,30 +32,14 @@ from typing import TYPE_CHECKING
 from ... import api
 from ..kinds._service import Kind
 from ..nodes._store import Row
+from ..nodes._types import LAUNCH_FIELDS
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
 
-__all__ = ["LAUNCH_FIELDS", "MAX_TUPLES", "WarmPool", "launch_key"]
+__all__ = ["MAX_TUPLES", "WarmPool", "launch_key"]
 
 log = logging.getLogger("heron.runtime")
-
-LAUNCH_FIELDS = (
-    "kind",
-    "model",
-    "profile",
-    "cwd",
-    "pin_cwd",
-    "scopes",
-    "mode",
-    "output_schema",
-    "situational_context",
-    "root",
-    "parent",
-    "creator",
-)
-"""The row fields a run is prepared from before its prompt is known: a warm node serves a
-create only if they all match. (A field the workflow's ``begin`` reads belongs here.)"""
 
 MAX_TUPLES = 8
 """How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""

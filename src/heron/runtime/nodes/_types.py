@@ -1,0 +1,186 @@
+"""The shape of a node's row: its columns, its ``extra`` keys, and the field lists features share.
+
+``heron_nodes.extra`` holds what features record on a node that no query filters on
+(a fork's original, the wait it is parked on, how its outcome was delivered ...):
+:class:`NodeExtra` declares every key any feature writes, so a reader sees them all
+in one place and the type checker catches a misspelt one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+__all__ = [
+    "INHERITED",
+    "LAUNCH_FIELDS",
+    "RUN_SETUP",
+    "CronMark",
+    "DeliveryClaim",
+    "EndRecord",
+    "NodeExtra",
+    "NodeRow",
+    "PreviousOutcome",
+    "Waiting",
+    "WorktreeRecord",
+    "Yielded",
+]
+
+RUN_SETUP = (
+    "model",
+    "kind",
+    "profile",
+    "cwd",
+    "pin_cwd",
+    "scopes",
+    "mode",
+    "output_schema",
+    "situational_context",
+)
+"""The columns a node's run is set up from (its model, persona, workspace, tools and output
+contract): what a fork copies from its original and what a warm node must match."""
+
+INHERITED = (*RUN_SETUP, "root_lifecycle")
+"""Row columns a fork copies from its original unless its create sets them: how its runs
+are set up, and whether it stays resident (``model``: the one the original was given, see
+``profiles.given_model``)."""
+
+LAUNCH_FIELDS = (*RUN_SETUP, "root", "parent", "creator")
+"""The row fields a run is prepared from before its prompt is known: a warm node serves a
+create only if they all match. (A field the workflow's ``begin`` reads belongs here.) Its
+setup, and where it sits in the tree (which tools it gets to reach its parent, children
+and creator)."""
+
+
+class WorktreeRecord(TypedDict):
+    """The managed git worktree a node works in (``extra["worktree"]`` once made)."""
+
+    name: str
+    path: str
+    branch: str
+    repository: str
+    base_commit: str
+    workdir: str
+    """Where the node works: ``cwd``'s place inside the worktree."""
+    state: str
+    """``active`` while the node works in it; later ``merged``, ``removed`` ..."""
+    head_commit: str | None
+
+
+class PreviousOutcome(TypedDict):
+    """An outcome taken back (revive, relaunch) or replaced, kept on the node."""
+
+    outcome: dict[str, Any]
+    settled_at: float
+    status: str
+
+
+class DeliveryClaim(TypedDict):
+    """Who delivered the node's outcome of one settlement to its parent (once)."""
+
+    settled_at: float | None
+    """The settlement claimed (``None``: a close's claim bound to the next one)."""
+    how: str
+    """``closed``, ``message`` or ``wait`` ..."""
+    by: str | None
+    """The tool call that took it, if a call did."""
+
+
+class Waiting(TypedDict):
+    """The ``wait-children`` call a node is parked on."""
+
+    children: list[str]
+    token: str
+    deadline_at: float
+
+
+class Yielded(TypedDict):
+    """Why and when a node handed its turn back."""
+
+    reason: str
+    at: float
+
+
+class CronMark(TypedDict):
+    """The cron firing that created a node."""
+
+    cron_id: str
+    tick: float | None
+    manual: bool
+
+
+class EndRecord(TypedDict):
+    """A run's end as the end step decided it, kept so the step, run again, returns it."""
+
+    key: list[int]
+    """``[run, step]``."""
+    value: dict[str, Any]
+
+
+class NodeExtra(TypedDict, total=False):
+    """``heron_nodes.extra``: every key a feature writes (each only when it applies)."""
+
+    worktree: bool | str | WorktreeRecord | None
+    """The worktree asked for on create (``True`` or a name), then the one made."""
+    worktree_from: str
+    """A fork's: the branch of its original's worktree, which its own branches from."""
+    prefer_warm: bool | None
+    outcome_delivery: dict[str, Any] | None
+    """What to do with the outcome once it settles (as the create gave it)."""
+    deadline_seconds: float | None
+    """The create's deadline span, so relaunch-root can count it again."""
+    model_given: str | None
+    """The model the create (or a PATCH) named, as opposed to its kind's or profile's."""
+    forked_from: str
+    served_warm: bool
+    cron: CronMark
+    previous_outcomes: list[PreviousOutcome]
+    delivered: DeliveryClaim
+    waiting: Waiting
+    yielded: Yielded
+    interrupted_by: str
+    """Who stopped it: ``request`` (a client) or the daemon's reason."""
+    ended: EndRecord
+    recycles: int
+    recycled_at: float
+    relaunches: int
+    relaunched_at: float
+
+
+class NodeRow(TypedDict):
+    """A row of ``heron_nodes``."""
+
+    node_id: str
+    status: str
+    root: bool
+    root_lifecycle: str
+    mode: str
+    name: str | None
+    description: str | None
+    prompt: str | None
+    kind: str | None
+    model: str | None
+    profile: str | None
+    cwd: str | None
+    pin_cwd: bool
+    scopes: list[str] | None
+    parent: str | None
+    creator: str | None
+    output_schema: dict[str, Any] | None
+    situational_context: str | None
+    extra: NodeExtra
+    created_at: float
+    updated_at: float
+    deadline_at: float | None
+    settled_at: float | None
+    runs: int
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    state: Any
+    """The agent's saved conversation between runs (``heron.agents.AgentState`` as JSON)."""
+    pending_result: Any
+    """A structured result accepted mid-turn, until the turn ends."""
+    events_reserved: int | None
+    step_mark: str | None
+    warm: str | None
+    """A warm-pool node's launch key until a create takes it; ``None`` for every real node."""

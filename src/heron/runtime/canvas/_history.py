@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import regex
 
 from ... import api
-from ..nodes._store import Row
+from ..db._handle import Row
 from ..server._errors import ApiError
 from ._store import CanvasStore
 

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import sqlalchemy as sa
 
 from ... import api
+from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
 from ._history import History
@@ -266,7 +266,10 @@ class Canvas:
             await self._forget(plan.pruned, plan.own_workspaces)
         return api.PruneResult(
             pruned=plan.pruned,
-            skipped=[api.PruneSkip(node_id=n, reason=why) for n, why in plan.skipped],  # type: ignore[arg-type]
+            skipped=[
+                api.PruneSkip.model_validate({"node_id": n, "reason": why})
+                for n, why in plan.skipped
+            ],
             dry_run=request.dry_run,
         )
 
@@ -319,7 +322,7 @@ def _node_items(rows: list[Row], outcomes: dict[str, dict[str, Any]]) -> list[ap
     items = []
     for row in rows:
         status, outcome = row["status"], outcomes.get(row["node_id"])
-        reason: str | None = None
+        reason: api.AttentionReason | None = None
         since = row["settled_at"] or row["updated_at"]
         summary = ""
         if status == "interrupted":
@@ -345,7 +348,7 @@ def _node_items(rows: list[Row], outcomes: dict[str, dict[str, Any]]) -> list[ap
             items.append(
                 api.AttentionItem(
                     node_id=row["node_id"],
-                    reason=reason,  # type: ignore[arg-type]
+                    reason=reason,
                     since=when(since),
                     summary=_line(summary),
                     profile=row["profile"] or "default",

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ... import api
+from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
-from ..nodes._store import Row
+from ..nodes._types import NodeExtra
 from ..orchestration._service import Orchestration
 from ..profiles._service import check_profile_name
 from ..server._errors import ApiError
@@ -179,7 +180,7 @@ class Crons:
         template = dict(cron["template"])
         if template.get("name") is None:
             template["name"] = cron["name"] or f"cron {cron['cron_id']}"
-        extra = {
+        extra: NodeExtra = {
             "cron": {"cron_id": cron["cron_id"], "tick": firing["tick"], "manual": firing["manual"]}
         }
         try:

@@ -18,8 +18,8 @@ from ... import api
 from ..._core import ToolError
 from ...tools import Tool, ToolContext
 from ..nodes._durable import call_key
-from ..nodes._store import Row
 from ..nodes._tools import narrowed_scopes
+from ..nodes._types import NodeRow
 from ..profiles._service import DEFAULT_PROFILE, given_model
 from ..server._errors import ApiError
 from ._schedule import parse_schedule
@@ -42,7 +42,7 @@ class _CronTool(Tool):
         self._node_id = node_id
         self._run = run
 
-    async def _node(self) -> Row:
+    async def _node(self) -> NodeRow:
         return await self._engine.row(self._node_id)
 
     def _key(self) -> str:
@@ -50,7 +50,7 @@ class _CronTool(Tool):
         return hashlib.sha256(f"{self._node_id}:{call_key(self._run)}".encode()).hexdigest()
 
 
-def _profile(node: Row) -> str:
+def _profile(node: NodeRow) -> str:
     return str(node["profile"] or DEFAULT_PROFILE)
 
 

@@ -26,9 +26,9 @@ from ... import api
 from ..._core import TextPart
 from ...tools import Tool, ToolContext, ToolResult
 from ...tools.question_answer import QuestionAnswerTool, question_answer_tool
+from ..db._handle import Row
 from ..nodes._durable import call_key
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
 from ..profiles._service import DEFAULT_PROFILE, check_profile_name
 from ..server._errors import ApiError
 from ._store import RESOLVED, HumanStore, NodeSettled, NotOpen
@@ -194,7 +194,7 @@ class Human:
             order="resolved_at" if resolved else "created_at",
         )
         # The nodes in one query, not one per ticket (a listing may hold 1000).
-        found = await self.store.request_nodes({r["node_id"] for r in rows if r["node_id"]})
+        found = await self.engine.store.nodes_by_id({r["node_id"] for r in rows if r["node_id"]})
         return [to_ticket(r, found.get(r["node_id"])) for r in rows]
 
     async def ticket(self, request_id: str) -> api.InboxTicket:

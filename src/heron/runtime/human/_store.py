@@ -128,17 +128,6 @@ class HumanStore:
         with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    async def request_nodes(self, node_ids: Collection[str]) -> dict[str, Row]:
-        """The rows of those nodes (that exist), by id: one query for a page of tickets."""
-        return await self.db.run(self._request_nodes, list(node_ids))
-
-    def _request_nodes(self, node_ids: list[str]) -> dict[str, Row]:
-        if not node_ids:
-            return {}
-        query = sa.select(nodes).where(nodes.c.node_id.in_(node_ids))
-        with self.db.engine.connect() as conn:
-            return {r.node_id: dict(r._mapping) for r in conn.execute(query)}
-
     async def change_request(
         self, request_id: str, change: Callable[[Row], tuple[dict[str, Any], str | None]]
     ) -> Row:

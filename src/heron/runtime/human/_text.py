@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import api
+from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
-from ..nodes._store import Row
+from ..nodes._types import NodeRow
 from ..server._errors import ApiError
 
 __all__ = [
@@ -219,7 +220,7 @@ def _fields(row: Row) -> dict[str, Any]:
     }
 
 
-def to_ticket(row: Row, node: Row | None) -> api.InboxTicket:
+def to_ticket(row: Row, node: NodeRow | None) -> api.InboxTicket:
     """A request and its node's row (if it has one) as an inbox ticket."""
     context = (
         api.InboxNode(

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import api
+from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
-from ..nodes._store import Row
 from ..server._errors import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
 from ._store import MemoryStore

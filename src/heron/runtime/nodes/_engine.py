@@ -54,10 +54,12 @@ from ._rows import (
     node_cursor,
     read_cursor,
     to_node,
+    to_outcome,
     when,
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
-from ._store import DuplicateNode, NodeStore, Row
+from ._store import DuplicateNode, NodeStore
+from ._types import NodeExtra, NodeRow
 
 __all__ = [
     "SETTLED",
@@ -84,7 +86,7 @@ def current_engine() -> Engine:
     return _ENGINE
 
 
-def _answered(row: Row) -> bool:
+def _answered(row: NodeRow) -> bool:
     """Whether the node's outcome stands: it has one and is not at work on a later
     message (a resident root answers each message anew: until it has, it is pending)."""
     return row["settled_at"] is not None and row["status"] not in ("running", "interrupted")
@@ -230,7 +232,7 @@ class Engine:
 
     # -- reads ---------------------------------------------------------------
 
-    async def row(self, node_id: str) -> Row:
+    async def row(self, node_id: str) -> NodeRow:
         """The node's row; ``404 node_not_found`` if there is none."""
         if not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
@@ -279,7 +281,7 @@ class Engine:
         return api.OutcomePoll(
             node_id=node_id,
             state="settled" if outcome is not None else "pending",
-            outcome=outcome,  # type: ignore[arg-type]
+            outcome=to_outcome(outcome) if outcome is not None else None,
             node_status=row["status"],
             deadline_at=maybe_when(row["deadline_at"]),
         )
@@ -303,7 +305,7 @@ class Engine:
     # -- create ----------------------------------------------------------------
 
     async def create(
-        self, request: api.NodeCreateRequest, *, extra: Mapping[str, Any] | None = None
+        self, request: api.NodeCreateRequest, *, extra: NodeExtra | None = None
     ) -> api.Node:
         """Create a node and start its first run (unless ``no_kickoff``); returns at once.
 
@@ -328,7 +330,7 @@ class Engine:
         row["runs"] = 1 if kickoff else 0
         worktree = None
         requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
-        if requested is not None and requested is not False:
+        if requested is not None and requested is not False and not isinstance(requested, dict):
             # Made before the row exists, so the first run already works in it.
             worktree = row["extra"]["worktree"] = await self.worktrees.make(row, requested)
         # Under the parent's lock, the child exists before the parent settles or not at
@@ -351,8 +353,8 @@ class Engine:
         return to_node(row)
 
     async def _insert(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None, worktree: Any
-    ) -> Row | None:
+        self, request: api.NodeCreateRequest, row: NodeRow, prompt: str | None, worktree: Any
+    ) -> NodeRow | None:
         """Insert the new node's row (or claim a warm node for it: returned)."""
         try:
             if request.parent is not None:
@@ -371,7 +373,7 @@ class Engine:
             raise
         return warm
 
-    async def _check_placement(self, row: Row, request: api.NodeCreateRequest) -> None:
+    async def _check_placement(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
         """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
         a node pinned to its directory (``pin_cwd``: it works there and nowhere else)."""
         if request.creator is not None:
@@ -398,14 +400,15 @@ class Engine:
                 f"node {parent_id!r} is {parent['status']}: it takes no new children",
             )
 
-    def _new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+    def _new_row(self, request: api.NodeCreateRequest) -> tuple[NodeRow, str | None]:
         now = time.time()
         schema = check_output_schema(request.output_schema)
         cwd = check_directory(request.pin_cwd or request.cwd)
         deadline = check_duration(request.deadline)
         prompt = request.prompt if request.prompt and request.prompt.strip() else None
-        row: Row = {
+        row: NodeRow = {
             "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
+            "status": "dormant",  # (running once its first run is due: see create)
             "root": request.root if request.root is not None else request.parent is None,
             "root_lifecycle": request.root_lifecycle,
             "mode": request.mode,
@@ -436,8 +439,12 @@ class Engine:
             "turns": 0,
             "input_tokens": 0,
             "output_tokens": 0,
+            "runs": 0,
             "state": None,
             "pending_result": None,
+            "events_reserved": None,
+            "step_mark": None,
+            "warm": None,
         }
         return row, prompt
 
@@ -586,7 +593,7 @@ class Engine:
             return await self.deliver(row, body, extra=extra)
 
     async def deliver(
-        self, row: Row, body: str, *, extra: Mapping[str, Any] | None = None
+        self, row: NodeRow, body: str, *, extra: Mapping[str, Any] | None = None
     ) -> api.MessageAccepted:
         """Queue ``body`` for an unsettled node and wake it unless it is running.
 

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db._database import events, messages, nodes, outcomes
-from ..db._handle import Database, Row
+from ..db._handle import Database
+from ._types import EventRow, NodeRow
 
-__all__ = ["DuplicateNode", "NodeStore", "Row", "StepMark"]
+__all__ = ["DuplicateNode", "NodeStore", "StepMark"]
 
 log = logging.getLogger("heron.runtime")
 
@@ -48,11 +49,11 @@ class NodeStore:
 
     # -- nodes ------------------------------------------------------------
 
-    async def insert_node(self, row: Row, first_message: str | None) -> None:
+    async def insert_node(self, row: NodeRow, first_message: str | None) -> None:
         """Insert a node (and its kickoff message); :class:`DuplicateNode` if the id is taken."""
         await self.db.run(self._insert_node, row, first_message)
 
-    def _insert_node(self, row: Row, first_message: str | None) -> None:
+    def _insert_node(self, row: NodeRow, first_message: str | None) -> None:
         try:
             with self.db.engine.begin() as conn:
                 conn.execute(nodes.insert().values(**row))
@@ -65,14 +66,14 @@ class NodeStore:
         except sa.exc.IntegrityError:
             raise DuplicateNode(row["node_id"]) from None
 
-    async def node(self, node_id: str) -> Row | None:
+    async def node(self, node_id: str) -> NodeRow | None:
         """The node's row, or ``None``."""
         return await self.db.run(self._node, node_id)
 
-    def _node(self, node_id: str) -> Row | None:
+    def _node(self, node_id: str) -> NodeRow | None:
         with self.db.engine.connect() as conn:
             row = conn.execute(sa.select(nodes).where(nodes.c.node_id == node_id)).first()
-        return dict(row._mapping) if row is not None else None
+        return _node_row(row._mapping) if row is not None else None
 
     async def list_nodes(
         self,
@@ -81,7 +82,7 @@ class NodeStore:
         root: bool | None = None,
         limit: int | None = None,
         after: tuple[float, str] | None = None,
-    ) -> list[Row]:
+    ) -> list[NodeRow]:
         """Nodes, oldest first, optionally only those with one of ``status`` and ``root``;
         at most ``limit``, and only those listed after ``after`` (``(created_at, node_id)``
         of the last one already seen)."""
@@ -93,7 +94,7 @@ class NodeStore:
         root: bool | None,
         limit: int | None = None,
         after: tuple[float, str] | None = None,
-    ) -> list[Row]:
+    ) -> list[NodeRow]:
         query = (
             sa.select(nodes)
             .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
@@ -114,7 +115,7 @@ class NodeStore:
         if limit is not None:
             query = query.limit(limit)
         with self.db.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [_node_row(r._mapping) for r in conn.execute(query)]
 
     async def update_node(self, node_id: str, **values: Any) -> None:
         """Set columns of a node (``updated_at`` too)."""
@@ -201,6 +202,14 @@ class NodeStore:
                 )
             )
 
+    async def nodes_by_id(self, node_ids: Collection[str]) -> dict[str, NodeRow]:
+        """The rows of those nodes (that exist), by id, in one query."""
+        ids = list(node_ids)
+        if not ids:
+            return {}
+        query = sa.select(nodes).where(nodes.c.node_id.in_(ids))
+        return {r["node_id"]: _node_row(r) for r in await self.db.all(query)}
+
     async def counts_by_status(self) -> dict[str, int]:
         """How many nodes are in each status."""
         return await self.db.run(self._counts)
@@ -214,14 +223,14 @@ class NodeStore:
         with self.db.engine.connect() as conn:
             return {status: count for status, count in conn.execute(query)}
 
-    async def unsettled(self) -> list[Row]:
+    async def unsettled(self) -> list[NodeRow]:
         """Nodes without an outcome (for deadlines and wake-ups after a restart)."""
         return await self.db.run(self._unsettled)
 
-    def _unsettled(self) -> list[Row]:
+    def _unsettled(self) -> list[NodeRow]:
         query = sa.select(nodes).where(nodes.c.settled_at.is_(None), nodes.c.warm.is_(None))
         with self.db.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [_node_row(r._mapping) for r in conn.execute(query)]
 
     async def children(self, node_id: str) -> list[str]:
         """Ids of the nodes whose parent is ``node_id``."""
@@ -233,18 +242,18 @@ class NodeStore:
         with self.db.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
-    async def child_rows(self, node_id: str) -> list[Row]:
+    async def child_rows(self, node_id: str) -> list[NodeRow]:
         """The rows of the nodes whose parent is ``node_id``, oldest first (one query)."""
         return await self.db.run(self._child_rows, node_id)
 
-    def _child_rows(self, node_id: str) -> list[Row]:
+    def _child_rows(self, node_id: str) -> list[NodeRow]:
         query = (
             sa.select(nodes)
             .where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
             .order_by(nodes.c.created_at, nodes.c.node_id)
         )
         with self.db.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [_node_row(r._mapping) for r in conn.execute(query)]
 
     # -- the warm pool ------------------------------------------------------
 
@@ -547,7 +556,7 @@ class NodeStore:
         upto: int | None = None,
         types: Sequence[str] | None = None,
         last: int | None = None,
-    ) -> list[Row]:
+    ) -> list[EventRow]:
         """A node's logged events numbered above ``after`` (and at most ``upto``), in
         order; only of ``types`` when given; only the ``last`` such ones when given."""
         return await self.db.run(self._events, node_id, after, upto, types, last)
@@ -559,7 +568,7 @@ class NodeStore:
         upto: int | None,
         types: Sequence[str] | None,
         last: int | None,
-    ) -> list[Row]:
+    ) -> list[EventRow]:
         number = events.c.sequence_number
         query = sa.select(events).where(events.c.node_id == node_id, number > after)
         if upto is not None:
@@ -571,7 +580,7 @@ class NodeStore:
         else:
             query = query.order_by(number)
         with self.db.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(query)]
+            rows = [cast(EventRow, dict(r._mapping)) for r in conn.execute(query)]
         return rows[::-1] if last is not None else rows
 
     async def first_event_number(self, node_id: str) -> int | None:
@@ -585,8 +594,18 @@ class NodeStore:
         return None if value is None else int(value)
 
 
+_WARM_KEPT = ("node_id", "warm", "events_reserved", "step_mark")
+"""Columns a claim leaves as the warm node has them (``warm`` is cleared on its own)."""
+
+
+def _node_row(values: Mapping[Any, Any]) -> NodeRow:
+    """A row read from ``heron_nodes``, typed."""
+    return cast(NodeRow, dict(values))
+
+
 def _claim_warm(conn: sa.Connection, key: str, row: Mapping[str, Any], prompt: str) -> bool:
-    values = {k: v for k, v in row.items() if k != "node_id"}
+    # The create's fields: not the warm run's own bookkeeping (its event numbers, step).
+    values = {k: v for k, v in row.items() if k not in _WARM_KEPT}
     done = conn.execute(
         nodes.update()
         .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)

@@ -8,7 +8,10 @@ in one place and the type checker catches a misspelt one.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Iterable
+from typing import Any, TypedDict, cast
+
+from ... import api
 
 __all__ = [
     "INHERITED",
@@ -17,12 +20,15 @@ __all__ = [
     "CronMark",
     "DeliveryClaim",
     "EndRecord",
+    "EventRow",
     "NodeExtra",
     "NodeRow",
     "PreviousOutcome",
     "Waiting",
     "WorktreeRecord",
     "Yielded",
+    "copy_fields",
+    "fields_of",
 ]
 
 RUN_SETUP = (
@@ -61,8 +67,8 @@ class WorktreeRecord(TypedDict):
     base_commit: str
     workdir: str
     """Where the node works: ``cwd``'s place inside the worktree."""
-    state: str
-    """``active`` while the node works in it; later ``merged``, ``removed`` ..."""
+    state: api.WorktreeState
+    """``active`` while the node works in it, then ``closed`` or ``abandoned``."""
     head_commit: str | None
 
 
@@ -70,8 +76,9 @@ class PreviousOutcome(TypedDict):
     """An outcome taken back (revive, relaunch) or replaced, kept on the node."""
 
     outcome: dict[str, Any]
+    """The outcome as it was settled (an ``api.NodeOutcome`` as JSON)."""
     settled_at: float
-    status: str
+    status: api.NodeStatus
 
 
 class DeliveryClaim(TypedDict):
@@ -150,10 +157,10 @@ class NodeRow(TypedDict):
     """A row of ``heron_nodes``."""
 
     node_id: str
-    status: str
+    status: api.NodeStatus
     root: bool
-    root_lifecycle: str
-    mode: str
+    root_lifecycle: api.RootLifecycle
+    mode: api.NodeMode
     name: str | None
     description: str | None
     prompt: str | None
@@ -184,3 +191,24 @@ class NodeRow(TypedDict):
     step_mark: str | None
     warm: str | None
     """A warm-pool node's launch key until a create takes it; ``None`` for every real node."""
+
+
+class EventRow(TypedDict):
+    """A row of ``heron_events``: one logged event of a node."""
+
+    node_id: str
+    sequence_number: int
+    type: str
+    data: Any
+    created_at: float
+
+
+def fields_of(row: NodeRow, names: Iterable[str]) -> dict[str, Any]:
+    """The row's values of the columns ``names`` (one of the field lists above)."""
+    values: dict[str, Any] = cast(dict[str, Any], row)
+    return {name: values[name] for name in names}
+
+
+def copy_fields(target: NodeRow, source: NodeRow, names: Iterable[str]) -> None:
+    """Set ``target``'s columns ``names`` to ``source``'s values."""
+    cast(dict[str, Any], target).update(fields_of(source, names))

@@ -35,6 +35,7 @@ from ._runs import (
     run_workflow_id,
 )
 from ._tools import ASK_TOOL, NodeTools, admits, node_tools, schema_text
+from ._types import NodeRow
 
 if TYPE_CHECKING:
     from ...providers import Provider
@@ -375,7 +376,7 @@ def _failed(exc: Exception) -> Stop:
 
 
 def _done_outcome(
-    row: dict[str, Any], pending: Any, stop: dict[str, Any], final_report: str | None
+    row: NodeRow, pending: Any, stop: dict[str, Any], final_report: str | None
 ) -> dict[str, Any]:
     reply, stop_reason = stop.get("reply"), stop.get("stop_reason")  # (older records: none)
     if row["output_schema"] is None:

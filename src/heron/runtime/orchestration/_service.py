@@ -48,7 +48,7 @@ from ... import api
 from ..._core import ToolError
 from ..nodes._rows import maybe_when
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
+from ..nodes._types import NodeRow
 from ..server._errors import ApiError
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def outcome_limit(children: int) -> int:
     return max(MIN_OUTCOME, min(MAX_OUTCOME, OUTCOMES_BUDGET // max(children, 1)))
 
 
-Taken = tuple[Row | None, dict[str, Any] | None]
+Taken = tuple[NodeRow | None, dict[str, Any] | None]
 """A child's row and the outcome a waiter took (``{}``: it went another way; ``None``:
 not settled)."""
 
@@ -142,11 +142,11 @@ class Orchestration:
 
     # -- children ------------------------------------------------------------
 
-    async def children(self, parent: str) -> list[Row]:
+    async def children(self, parent: str) -> list[NodeRow]:
         """The rows of the nodes whose parent is ``parent``, oldest first."""
         return await self.engine.store.child_rows(parent)
 
-    async def child(self, parent: str, ref: str) -> Row:
+    async def child(self, parent: str, ref: str) -> NodeRow:
         """The parent's child named ``ref`` (an id or a name); a :class:`ToolError` otherwise."""
         ref = ref.strip()
         if api.is_valid_id(ref):
@@ -440,7 +440,7 @@ class Orchestration:
         return True
 
 
-def _refuse_settled(row: Row, action: str) -> None:
+def _refuse_settled(row: NodeRow, action: str) -> None:
     if row["status"] in SETTLED:
         raise ApiError(
             409,
@@ -449,17 +449,17 @@ def _refuse_settled(row: Row, action: str) -> None:
         )
 
 
-def _delivery(row: Row) -> str | None:
+def _delivery(row: NodeRow) -> str | None:
     delivery = (row["extra"] or {}).get("outcome_delivery")
     return delivery.get("action") if isinstance(delivery, dict) else None
 
 
-def _payload(row: Row) -> str | None:
+def _payload(row: NodeRow) -> str | None:
     delivery = (row["extra"] or {}).get("outcome_delivery")
     return delivery.get("payload") if isinstance(delivery, dict) else None
 
 
-def claimed(row: Row) -> bool:
+def claimed(row: NodeRow) -> bool:
     """Whether the node's current settlement's outcome is claimed (or closed quietly)."""
     claim = (row["extra"] or {}).get("delivered")
     if not isinstance(claim, dict):
@@ -480,12 +480,12 @@ def answer(child: str, taken: Taken, limit: int) -> str:
     return outcome_text(row, outcome, limit=limit)
 
 
-def _label(row: Row) -> str:
+def _label(row: NodeRow) -> str:
     return f"{row['node_id']} ({row['name']!r})" if row["name"] else row["node_id"]
 
 
 def outcome_text(
-    row: Row, outcome: dict[str, Any], note: str | None = None, *, limit: int = MAX_OUTCOME
+    row: NodeRow, outcome: dict[str, Any], note: str | None = None, *, limit: int = MAX_OUTCOME
 ) -> str:
     """A child's outcome as its parent reads it: one line saying what happened, then the
     outcome as compact JSON (long strings cut, ``None`` fields dropped)."""
@@ -511,7 +511,7 @@ def _trim(value: Any) -> Any:
     return value
 
 
-def child_summary(rows: Iterable[Row]) -> list[dict[str, Any]]:
+def child_summary(rows: Iterable[NodeRow]) -> list[dict[str, Any]]:
     """Children as ``list-children`` shows them."""
     return [
         {"node_id": r["node_id"], "name": r["name"], "status": r["status"], "turns": r["turns"]}

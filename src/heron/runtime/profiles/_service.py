@@ -16,7 +16,7 @@ from ... import api
 from ...mcp import FileStorage
 from ..kinds._service import DEFAULT_KIND, Kind, Kinds
 from ..nodes._rows import when
-from ..nodes._store import Row
+from ..nodes._types import NodeRow
 from ..server._errors import ApiError
 from ._store import ProfileRow, ProfileStore
 
@@ -29,7 +29,7 @@ DEFAULT_PROFILE = "default"
 """The profile of nodes whose create names none (it needs no ``ensure``)."""
 
 
-def given_model(row: Row) -> str | None:
+def given_model(row: NodeRow) -> str | None:
     """The model the node's create (or a PATCH) named, not one its kind or profile
     implied: what a fork or a child passes on. (A row from before the distinction
     was kept has only its resolved model.)"""
@@ -136,7 +136,7 @@ class Profiles:
 
     # -- creates ----------------------------------------------------------------
 
-    async def apply(self, row: Row) -> None:
+    async def apply(self, row: NodeRow) -> None:
         """Settle a new node's profile, kind and model in its ``row``, or refuse the create.
 
         ``row`` holds what the create chose (or a fork inherited). The kind is that,

@@ -21,7 +21,7 @@ from ..._core.files import write_text_atomically
 from ...tools import Tool, ToolContext
 from ..nodes._durable import call_key
 from ..nodes._rows import when
-from ..nodes._store import Row
+from ..nodes._types import NodeRow
 from ._store import ReportRow, ReportStore
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class Reports:
         rows = await self.store.reports(node_id, limit=limit, tier=tier)
         return [to_report(r) for r in rows]
 
-    async def final_report_path(self, row: Row) -> str | None:
+    async def final_report_path(self, row: NodeRow) -> str | None:
         """The file of the newest final report of the node's current settlement: pushed
         since it last settled (a revive's or relaunch's outcome before), was recycled or
         relaunched; ``None`` if it pushed none since."""

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING
 
 from ... import api
 from ..kinds._service import Kind
-from ..nodes._store import Row
-from ..nodes._types import LAUNCH_FIELDS
+from ..nodes._types import LAUNCH_FIELDS, NodeRow, fields_of
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -45,13 +44,13 @@ MAX_TUPLES = 8
 """How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""
 
 
-def launch_key(row: Row, kind: Kind, default_model: str) -> str:
+def launch_key(row: NodeRow, kind: Kind, default_model: str) -> str:
     """The launch tuple of a node row as a digest; it covers the kind's definition too,
     so a warm node made before its kind file changed serves no create after, and the
     daemon's ``default_model`` for a row naming none, so one prepared on the default
     before it changed (``PUT /v1/model-config``) serves no create after either. Scopes
     are a set: their order does not matter."""
-    fields = {f: row[f] for f in LAUNCH_FIELDS}
+    fields = fields_of(row, LAUNCH_FIELDS)
     fields["model"] = fields["model"] or default_model
     if fields["scopes"] is not None:
         fields["scopes"] = sorted(fields["scopes"])
@@ -68,7 +67,7 @@ class WarmPool:
         self.size = engine.config.warm_pool
         """Warm nodes kept ready per launch tuple (0: no pool)."""
         self._ready: OrderedDict[str, list[str]] = OrderedDict()
-        self._templates: dict[str, Row] = {}
+        self._templates: dict[str, NodeRow] = {}
         self._waiters: dict[str, asyncio.Future[bool]] = {}
         self._refilling: set[str] = set()
 
@@ -93,8 +92,8 @@ class WarmPool:
     # -- serving a create ---------------------------------------------------------
 
     async def claim(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
-    ) -> Row | None:
+        self, request: api.NodeCreateRequest, row: NodeRow, prompt: str | None
+    ) -> NodeRow | None:
         """Hand a warm node matching ``row``'s tuple the create's fields and first message.
 
         Returns the node's row (its id is the warm node's), or ``None`` when the create
@@ -103,7 +102,7 @@ class WarmPool:
         """
         if not self.eligible(request, prompt):
             return None
-        assert prompt is not None
+        assert prompt is not None and row["kind"] is not None  # (the profile set the kind)
         kind = await self.engine.kinds.find(row["kind"], status=422)
         key = launch_key(row, kind, self.engine.providers.default)
         await self._prune()
@@ -111,7 +110,11 @@ class WarmPool:
         ready = self._ready.get(key, [])
         while ready:
             node_id = ready.pop(0)
-            claimed = {**row, "node_id": node_id, "extra": {**row["extra"], "served_warm": True}}
+            claimed: NodeRow = {
+                **row,
+                "node_id": node_id,
+                "extra": {**row["extra"], "served_warm": True},
+            }
             if await self.engine.store.claim_warm(key, claimed, prompt):
                 self._spawn_refill(key)
                 return claimed
@@ -167,7 +170,7 @@ class WarmPool:
             for key in await asyncio.to_thread(self._stale, dict(self._templates), default):
                 self._drop(key)
 
-    def _stale(self, templates: dict[str, Row], default: str) -> list[str]:
+    def _stale(self, templates: dict[str, NodeRow], default: str) -> list[str]:
         """The keys of ``templates`` their kind as it is now (and the ``default`` model) no
         longer gives (one scan)."""
         kinds, _ = self.engine.kinds.scan()
@@ -185,12 +188,12 @@ class WarmPool:
         for node_id in ids:
             self.engine._spawn(self._discard(node_id))
 
-    def _want(self, key: str, row: Row) -> None:
+    def _want(self, key: str, row: NodeRow) -> None:
         """Note that creates ask for ``key`` (``row`` its template), most recent last;
         past :data:`MAX_TUPLES` the least recently asked tuple is dropped."""
         self._ready.setdefault(key, [])
         self._ready.move_to_end(key)
-        self._templates.setdefault(key, dict(row))
+        self._templates.setdefault(key, row.copy())
         while len(self._ready) > MAX_TUPLES:
             self._drop(next(iter(self._ready)))
 
@@ -218,7 +221,7 @@ class WarmPool:
         """Insert a warm node for ``key`` (from its template row) and launch its run."""
         now = time.time()
         node_id = f"n-{secrets.token_hex(8)}"
-        row: Row = {
+        row: NodeRow = {
             **self._templates[key],
             "node_id": node_id,
             "status": "running",

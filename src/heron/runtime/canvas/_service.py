@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import sqlalchemy as sa
 
@@ -32,6 +32,7 @@ from ... import api
 from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
 from ..nodes._runs import SETTLED
+from ..nodes._types import Outcome
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
 from ._history import History
@@ -317,7 +318,7 @@ def _checked(node_ids: Collection[str] | None) -> Collection[str] | None:
     return node_ids
 
 
-def _node_items(rows: list[Row], outcomes: dict[str, dict[str, Any]]) -> list[api.AttentionItem]:
+def _node_items(rows: list[Row], outcomes: dict[str, Outcome]) -> list[api.AttentionItem]:
     """The attention items the nodes' own states make."""
     items = []
     for row in rows:
@@ -358,14 +359,14 @@ def _node_items(rows: list[Row], outcomes: dict[str, dict[str, Any]]) -> list[ap
     return items
 
 
-def _failure(outcome: dict[str, Any] | None) -> str:
+def _failure(outcome: Outcome | None) -> str:
     if not outcome or outcome.get("kind") != "failure":
         return "failed"
     declined = outcome.get("declined")
     if declined:
         return f"declined: {declined.get('reason', '')}"
-    detail = outcome.get("detail") or {}
-    return f"{outcome.get('reason')}: {detail.get('message', '')}"
+    detail = outcome.get("detail")
+    return f"{outcome.get('reason')}: {detail.get('message', '') if detail else ''}"
 
 
 def _line(text: str) -> str:
@@ -388,7 +389,7 @@ def _ordered(items: list[api.AttentionItem]) -> list[api.AttentionItem]:
     return sorted(items, key=lambda i: (URGENCY.index(i.reason), i.since, i.node_id or ""))
 
 
-def _card(row: Row, outcome: dict[str, Any] | None) -> api.CanvasCard:
+def _card(row: Row, outcome: Outcome | None) -> api.CanvasCard:
     return api.CanvasCard(
         node_id=row["node_id"],
         name=row["name"],

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from ..db._database import events, human_requests, messages, nodes, outcomes, reports
 from ..db._handle import Database, Row
+from ..nodes._types import Outcome, as_outcome
 
 __all__ = ["CanvasStore", "PrunePlan"]
 
@@ -67,12 +68,12 @@ class CanvasStore:
         self.db = database
         """The daemon's database."""
 
-    async def canvas_rows(self) -> tuple[list[Row], dict[str, Row], dict[str, int]]:
+    async def canvas_rows(self) -> tuple[list[Row], dict[str, Outcome], dict[str, int]]:
         """Every node's card columns (oldest first), outcomes by node and each node's
         highest logged event number, read in one transaction (one consistent picture)."""
         return await self.db.run(self._canvas_rows)
 
-    def _canvas_rows(self) -> tuple[list[Row], dict[str, Row], dict[str, int]]:
+    def _canvas_rows(self) -> tuple[list[Row], dict[str, Outcome], dict[str, int]]:
         query = (
             sa.select(*CARD_COLUMNS)
             .where(nodes.c.warm.is_(None))
@@ -84,13 +85,13 @@ class CanvasStore:
         with self.db.engine.begin() as conn:
             _read_snapshot(conn)
             rows = [dict(r._mapping) for r in conn.execute(query)]
-            found = {r.node_id: dict(r.outcome) for r in conn.execute(sa.select(outcomes))}
+            found = {r.node_id: as_outcome(r.outcome) for r in conn.execute(sa.select(outcomes))}
             numbers = {node_id: int(n) for node_id, n in conn.execute(last)}
         return rows, found, numbers
 
     async def attention_rows(
         self, node_ids: Collection[str] | None, profile: str | None
-    ) -> tuple[list[Row], dict[str, Row]]:
+    ) -> tuple[list[Row], dict[str, Outcome]]:
         """Card columns of the nodes that may need a person (interrupted, failed,
         cancelled, and resident roots dormant with an outcome), oldest first, with their
         outcomes: the others (most of a daemon's nodes) are not read."""
@@ -98,7 +99,7 @@ class CanvasStore:
 
     def _attention_rows(
         self, node_ids: Collection[str] | None, profile: str | None
-    ) -> tuple[list[Row], dict[str, Row]]:
+    ) -> tuple[list[Row], dict[str, Outcome]]:
         waiting = sa.and_(
             nodes.c.status == "dormant",
             nodes.c.root.is_(True),
@@ -120,11 +121,11 @@ class CanvasStore:
         with self.db.engine.begin() as conn:
             rows = [dict(r._mapping) for r in conn.execute(query)]
             ids = [r["node_id"] for r in rows]
-            found: dict[str, Row] = {}
+            found: dict[str, Outcome] = {}
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 taken = sa.select(outcomes).where(outcomes.c.node_id.in_(chunk))
-                found.update((r.node_id, dict(r.outcome)) for r in conn.execute(taken))
+                found.update((r.node_id, as_outcome(r.outcome)) for r in conn.execute(taken))
         return rows, found
 
     async def live_rows(self, statuses: Sequence[str]) -> list[Row]:

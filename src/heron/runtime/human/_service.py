@@ -29,6 +29,7 @@ from ...tools.question_answer import QuestionAnswerTool, question_answer_tool
 from ..db._handle import Row
 from ..nodes._durable import call_key
 from ..nodes._runs import SETTLED
+from ..nodes._types import Outcome
 from ..profiles._service import DEFAULT_PROFILE, check_profile_name
 from ..server._errors import ApiError
 from ._store import RESOLVED, HumanStore, NodeSettled, NotOpen
@@ -345,7 +346,7 @@ class Human:
                 return
             await engine.start_next_run(node_id)
 
-    async def _node_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _node_settled(self, node_id: str, outcome: Outcome) -> None:
         """Settle hook: the node's open requests are cancelled (nobody waits for them).
 
         Not a resident root's: it records an outcome at each answer and lives on, dormant,

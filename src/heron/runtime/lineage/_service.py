@@ -207,8 +207,8 @@ class Lineage:
         outcome = await self.engine.store.outcome(row["node_id"])
         if outcome is None or outcome.get("reason") not in INVOLUNTARY:
             return False
-        detail = outcome.get("detail") or {}
-        return str(detail.get("error_type")) not in DETERMINISTIC
+        detail = outcome.get("detail")
+        return str(detail.get("error_type") if detail else None) not in DETERMINISTIC
 
     async def _settled_ancestor(self, row: NodeRow) -> NodeRow | None:
         seen = {row["node_id"]}

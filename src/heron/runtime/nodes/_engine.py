@@ -59,7 +59,7 @@ from ._rows import (
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
 from ._store import DuplicateNode, NodeStore
-from ._types import NodeExtra, NodeRow
+from ._types import NodeExtra, NodeRow, Outcome, RunEnd
 
 __all__ = [
     "SETTLED",
@@ -75,7 +75,7 @@ log = logging.getLogger("heron.runtime")
 
 _ENGINE: Engine | None = None
 
-SettleHook = Callable[[str, dict[str, Any]], Awaitable[None]]
+SettleHook = Callable[[str, Outcome], Awaitable[None]]
 """Reacts to a node settling: ``hook(node_id, outcome)``."""
 
 
@@ -523,7 +523,7 @@ class Engine:
         if self.active.get(active.node_id) is active:
             del self.active[active.node_id]
 
-    async def ended(self, active: Active, end: dict[str, Any]) -> None:
+    async def ended(self, active: Active, end: RunEnd) -> None:
         """Wake whoever waits on a run's end, run the settle hooks (called by the workflow,
         also when it replays an end recorded before a crash)."""
         node_id = active.node_id
@@ -540,11 +540,11 @@ class Engine:
             self._spawn(self.jobs.settled(node_id))
         active.ended.set()
 
-    async def _announce_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _announce_settled(self, node_id: str, outcome: Outcome) -> None:
         self.events.publish(node_id, "node.settled", {"outcome": outcome})
         await self._after_settling(node_id, outcome)
 
-    async def _after_settling(self, node_id: str, outcome: dict[str, Any] | None) -> None:
+    async def _after_settling(self, node_id: str, outcome: Outcome | None) -> None:
         """Wake whoever waits on the node's outcome and run the settle hooks."""
         row = await self.store.node(node_id)
         if outcome is None:
@@ -558,7 +558,7 @@ class Engine:
                 self._spawn(self._run_hook(hook, node_id, outcome, settled_at))
 
     async def _run_hook(
-        self, hook: SettleHook, node_id: str, outcome: dict[str, Any], settled_at: float
+        self, hook: SettleHook, node_id: str, outcome: Outcome, settled_at: float
     ) -> None:
         # A revive may have taken the outcome back since (and the node may have settled
         # again, announcing that itself): react only to the settlement still standing.

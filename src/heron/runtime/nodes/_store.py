@@ -19,7 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db._database import events, messages, nodes, outcomes
 from ..db._handle import Database
-from ._types import EventRow, NodeRow
+from ._types import EventRow, NodeRow, Outcome, as_outcome
 
 __all__ = ["DuplicateNode", "NodeStore", "StepMark"]
 
@@ -346,7 +346,7 @@ class NodeStore:
         *,
         state: Any,
         status: str,
-        outcome: Mapping[str, Any] | None,
+        outcome: Outcome | None,
         continue_with_messages: bool,
         step: int = 0,
         record: Mapping[str, Any] | None = None,
@@ -378,7 +378,7 @@ class NodeStore:
         run: int,
         state: Any,
         status: str,
-        outcome: Mapping[str, Any] | None,
+        outcome: Outcome | None,
         continue_with_messages: bool,
         step: int,
         record: Mapping[str, Any] | None,
@@ -405,11 +405,11 @@ class NodeStore:
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return []
 
-    async def settle(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
+    async def settle(self, node_id: str, outcome: Outcome, status: str) -> bool:
         """Settle a node that is not running; ``False`` if it had already settled."""
         return await self.db.run(self._settle_now, node_id, outcome, status)
 
-    def _settle_now(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
+    def _settle_now(self, node_id: str, outcome: Outcome, status: str) -> bool:
         now = time.time()
         with self.db.engine.begin() as conn:
             settled = _settle(conn, node_id, outcome, now)
@@ -419,7 +419,7 @@ class NodeStore:
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return settled
 
-    async def unsettle(self, node_id: str, **values: Any) -> dict[str, Any] | None:
+    async def unsettle(self, node_id: str, **values: Any) -> Outcome | None:
         """Take back a node's outcome (revive, relaunch) and set ``values``, in one transaction.
 
         The outcome row is deleted and kept, with when it settled and the status the
@@ -429,7 +429,7 @@ class NodeStore:
         """
         return await self.db.run(self._unsettle, node_id, values)
 
-    def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> Outcome | None:
         with self.db.engine.begin() as conn:
             found = conn.execute(
                 sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(
@@ -458,17 +458,17 @@ class NodeStore:
                 update["settled_at"] = None
                 conn.execute(outcomes.delete().where(outcomes.c.node_id == node_id))
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**update))
-        return dict(found.outcome) if found is not None else None
+        return as_outcome(found.outcome) if found is not None else None
 
-    async def outcome(self, node_id: str) -> dict[str, Any] | None:
+    async def outcome(self, node_id: str) -> Outcome | None:
         """A node's settled outcome, or ``None``."""
         return await self.db.run(self._outcome, node_id)
 
-    def _outcome(self, node_id: str) -> dict[str, Any] | None:
+    def _outcome(self, node_id: str) -> Outcome | None:
         query = sa.select(outcomes.c.outcome).where(outcomes.c.node_id == node_id)
         with self.db.engine.connect() as conn:
             value = conn.execute(query).scalar()
-        return dict(value) if value is not None else None
+        return as_outcome(value) if value is not None else None
 
     # -- events -------------------------------------------------------------
 
@@ -678,7 +678,7 @@ _SETTLED_STATUSES = ("completed", "failed", "cancelled")
 """Statuses a node never leaves (``_runs.SETTLED``)."""
 
 
-def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: float) -> bool:
+def _settle(conn: sa.Connection, node_id: str, outcome: Outcome, now: float) -> bool:
     """Record ``outcome`` as the node's; ``False`` if it keeps the one it has.
 
     A node that has settled for good keeps its first outcome. One that has an outcome

@@ -8,8 +8,8 @@ in one place and the type checker catches a misspelt one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, TypedDict, cast
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
 from ... import api
 
@@ -21,12 +21,18 @@ __all__ = [
     "DeliveryClaim",
     "EndRecord",
     "EventRow",
+    "FailureDetail",
     "NodeExtra",
     "NodeRow",
+    "Outcome",
     "PreviousOutcome",
+    "RunEnd",
+    "RunPlan",
+    "StopRecord",
     "Waiting",
     "WorktreeRecord",
     "Yielded",
+    "as_outcome",
     "copy_fields",
     "fields_of",
 ]
@@ -72,11 +78,82 @@ class WorktreeRecord(TypedDict):
     head_commit: str | None
 
 
+class FailureDetail(TypedDict):
+    """What went wrong, in a failure outcome."""
+
+    message: str
+    error_type: str | None
+
+
+class Outcome(TypedDict, total=False):
+    """A settled outcome as stored (``heron_outcomes.outcome``) and published: the JSON of
+    ``api.NodeResult`` (``kind`` ``result``) or ``api.NodeFailure`` (``failure``)."""
+
+    kind: Required[Literal["result", "failure"]]
+    structured_result: Any
+    """A result's value matching the node's output schema, if it has one."""
+    output_text: str | None
+    final_report_path: str | None
+    stop_reason: str | None
+    reason: str | None
+    """A failure's ``api.OutcomeReason``."""
+    declined: dict[str, Any] | None
+    """A decline's reason, code and whether retrying may help."""
+    detail: FailureDetail | None
+
+
+class StopRecord(TypedDict):
+    """How a run's conversation ended (``_runs.Stop`` as the end step records it)."""
+
+    kind: str
+    reason: str | None
+    message: str | None
+    error_type: str | None
+    reply: str | None
+    asked: bool
+    stop_reason: str | None
+
+
+class RunPlan(TypedDict):
+    """What a run is prepared from, as its ``begin`` step records it (a run resumed across
+    an upgrade replays a plan recorded then: the keys added later may be missing)."""
+
+    warm: NotRequired[bool]
+    kind: NotRequired[str | None]
+    profile: NotRequired[str | None]
+    model: str | None
+    state: Any
+    scopes: list[str] | None
+    output_schema: dict[str, Any] | None
+    situational_context: str | None
+    cwd: str | None
+    """The worktree's directory while the node works in one, else its ``cwd``."""
+    branch: NotRequired[str | None]
+    mode: NotRequired[str]
+    prompt: str
+    """What the run starts from: the messages it claimed, or ``Continue.``."""
+
+
+RunEnd = TypedDict(
+    "RunEnd",
+    {
+        "continue": bool,
+        "prompt": str,
+        "nudges": int,
+        "status": str,
+        "settled": bool,
+        "outcome": Outcome | None,
+    },
+    total=False,
+)
+"""What the run's end step decided: ``continue`` with a new ``prompt`` (and ``nudges``
+so far), or its end: the ``status``, and the ``outcome`` if it ``settled`` one."""
+
+
 class PreviousOutcome(TypedDict):
     """An outcome taken back (revive, relaunch) or replaced, kept on the node."""
 
-    outcome: dict[str, Any]
-    """The outcome as it was settled (an ``api.NodeOutcome`` as JSON)."""
+    outcome: Outcome
     settled_at: float
     status: api.NodeStatus
 
@@ -120,7 +197,7 @@ class EndRecord(TypedDict):
 
     key: list[int]
     """``[run, step]``."""
-    value: dict[str, Any]
+    value: RunEnd
 
 
 class NodeExtra(TypedDict, total=False):
@@ -212,3 +289,8 @@ def fields_of(row: NodeRow, names: Iterable[str]) -> dict[str, Any]:
 def copy_fields(target: NodeRow, source: NodeRow, names: Iterable[str]) -> None:
     """Set ``target``'s columns ``names`` to ``source``'s values."""
     cast(dict[str, Any], target).update(fields_of(source, names))
+
+
+def as_outcome(value: Mapping[str, Any]) -> Outcome:
+    """An outcome as read from ``heron_outcomes`` (JSON the daemon wrote), typed."""
+    return cast(Outcome, dict(value))

@@ -2,20 +2,26 @@
 
 Each test puts a real daemon's database in the state a SIGKILL at one instant
 leaves (DBOS's own records edited while the daemon is down, as a kill between
-two writes would have left them), restarts it, and reads the durable log.
+two writes would have left them), or kills it for real at that instant (the
+daemon's ``HERON_TEST_SETTLE_CRASH`` hook), restarts it, and reads the durable log.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from heron.runtime.nodes._engine import SETTLE_CRASH_ENV
+
 from .conftest import Daemon, create, wait_settled, write_script
+from .sse import events
 
 TOOL_TURN = {"text": "Checking.", "tool_calls": [{"name": "get-current-time", "arguments": {}}]}
 
@@ -262,5 +268,53 @@ def test_a_close_answered_is_in_the_log_at_once(tmp_path: Path) -> None:
             assert client.post(f"/v1/nodes/{node}/close").status_code == 200
         daemon.kill()
         assert statuses(logged(daemon, node)) == ["dormant", "cancelled", "SETTLED"]
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["close", "deadline"])
+def test_an_idle_node_settled_at_a_kill_has_its_settlement_in_the_log(
+    tmp_path: Path, how: str
+) -> None:
+    """A real SIGKILL (the daemon's own test hook) the instant an idle node's settlement
+    is in the database, by a close or by its deadline: after a restart its log holds
+    the settlement's status and ``node.settled`` once each, numbered one after the other,
+    and a replay from 0 shows them with no ``stream_gap``."""
+    marker = tmp_path / "crash-now"
+    default = write_script(tmp_path, "default", ["Default."])
+    env = {"HERON_PROVIDER": default, SETTLE_CRASH_ENV: str(marker)}
+    daemon = Daemon(tmp_path / "home", env).start()
+    try:
+        with daemon.client() as client:
+            body: dict[str, Any] = {"prompt": "Go.", "model": default, "no_kickoff": True}
+            if how == "deadline":
+                body["deadline"] = "2s"
+            marker.touch()
+            node = create(client, **body)["node_id"]
+            if how == "close":
+                with pytest.raises(httpx.TransportError):
+                    client.post(f"/v1/nodes/{node}/close")
+        assert daemon.process is not None
+        assert daemon.process.wait(timeout=30) == -signal.SIGKILL
+        assert not marker.exists()  # the hook fired (once: the restart runs on)
+        daemon.start()
+        with daemon.client() as client:
+            settled = wait_settled(client, node)
+            assert client.get(f"/v1/nodes/{node}").json()["status"] == "cancelled"
+            with client.stream("GET", f"/v1/nodes/{node}/events", params={"after": 0}) as sse:
+                replay = events(sse)
+        daemon.stop()
+        log = logged(daemon, node)
+        assert statuses(log) == ["dormant", "cancelled", "SETTLED"]
+        numbers = [n for n, _, _ in log]
+        assert numbers == list(range(1, len(log) + 1))
+        (status,) = [n for n, kind, data in log if data.get("status") == "cancelled"]
+        (announced,) = [n for n, kind, _ in log if kind == "node.settled"]
+        assert announced == status + 1 == numbers[-1]
+        assert log[-1][2] == {"outcome": settled["outcome"]}
+        reason = "deadline_exceeded" if how == "deadline" else "cancelled"
+        assert settled["outcome"]["reason"] == reason
+        assert [(r.seq, r.event) for r in replay] == [(n, kind) for n, kind, _ in log]
     finally:
         daemon.stop()

@@ -29,7 +29,7 @@ from heron.runtime.db._database import (
     redact_url,
 )
 from heron.runtime.db._handle import Database
-from heron.runtime.nodes._store import NodeStore, StepMark
+from heron.runtime.nodes._store import NodeStore, Settlement, StepMark
 
 from . import pg
 from .conftest import Daemon, node_row, wait_settled, wait_status, write_script
@@ -600,3 +600,21 @@ async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: NodeSto
     assert await store.event_numbers("numbered") == (7, 2048)
     logged = await store.events("numbered", after=5, upto=7)
     assert [e["sequence_number"] for e in logged] == [7]
+
+
+async def test_an_idle_settlement_is_written_with_its_events(store: NodeStore) -> None:
+    await store.insert_node(node_row("idle", status="dormant"), None)
+    outcome = {"kind": "failure", "reason": "cancelled"}
+    said = [
+        ("idle", 1, "node.status.changed", {"status": "cancelled"}, 1.0),
+        ("idle", 2, "node.settled", {"outcome": outcome}, 1.0),
+    ]
+    settles = {"idle": Settlement(outcome=outcome, status="cancelled")}
+    await store.append_events(said, settles=settles)
+    row = await store.node("idle")
+    assert row is not None and row["status"] == "cancelled" and row["settled_at"] is not None
+    assert await store.outcome("idle") == outcome
+    assert [e["type"] for e in await store.events("idle")] == [
+        "node.status.changed",
+        "node.settled",
+    ]

@@ -20,7 +20,11 @@ A workflow step ends with :meth:`EventLog.step_done`: its events, and the
 step's mark (``heron_nodes.step_mark``, with a model turn's usage), are written
 in one transaction before the step returns and DBOS records its result. A step
 DBOS runs again after a crash that came between the two finds its mark and runs
-quietly: no event twice, no usage twice (see ``_durable``).
+quietly: no event twice, no usage twice (see ``_durable``). An idle node's settlement
+(a close, a deadline: no step to run again) goes the same way, with
+:meth:`EventLog.settle`: the outcome and status are written in the transaction
+that writes its ``node.status.changed`` and ``node.settled``, so a kill leaves
+both or neither.
 
 Hubs are bounded across nodes: hubs of nodes nobody watches and no run uses
 (dormant, interrupted, settled) are let go past :data:`IDLE_HUBS`, and all hubs
@@ -38,7 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import api
-from ..nodes._store import NodeStore, StepMark
+from ..nodes._store import NodeStore, Settlement, StepMark
+from ..nodes._types import Outcome
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
 __all__ = ["Event", "EventLog"]
@@ -99,6 +104,7 @@ class EventLog:
         self._pending: list[tuple[str, int, str, Any, float]] = []
         self._handed: dict[str, int] = {}  # per node, the highest number since the last batch
         self._marks: dict[str, StepMark] = {}
+        self._settles: dict[str, Settlement] = {}
         self._wake = asyncio.Event()
         self._flush_lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
@@ -211,6 +217,21 @@ class EventLog:
         while (node_id in self._marks and self._marks[node_id].key == key) or (
             self._durable.get(node_id, target) < target
         ):
+            await self._flush_retrying()
+
+    async def settle(self, node_id: str, outcome: Outcome, status: str) -> None:
+        """Settle an idle node: publish its ``status`` and ``node.settled``, and write them
+        with its outcome and status in one transaction (a kill leaves both or neither).
+
+        The caller holds the node's lock and has seen that it has not settled for good
+        (so the settlement takes); the node must be primed.
+        """
+        self.publish(node_id, "node.status.changed", {"status": status})
+        self.publish(node_id, "node.settled", {"outcome": outcome})
+        # Queued with its events, in the same tick: the batch that takes them takes it.
+        self._settles[node_id] = Settlement(outcome=outcome, status=status)
+        target = self._next[node_id] - 1
+        while node_id in self._settles or self._durable.get(node_id, target) < target:
             await self._flush_retrying()
 
     async def repair_status(self, node_id: str, status: str) -> None:
@@ -329,7 +350,7 @@ class EventLog:
     # -- the log -------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Write every queued event and step mark now (after any write already under
+        """Write every queued event, step mark and settlement now (after any write already under
         way), and stream the events that became durable.
 
         The write goes on if the caller is cancelled: a batch is never half-known.
@@ -343,7 +364,8 @@ class EventLog:
             batch, self._pending = self._pending, []
             handed, self._handed = self._handed, {}
             marks, self._marks = self._marks, {}
-            if not (batch or handed or marks):
+            settles, self._settles = self._settles, {}
+            if not (batch or handed or marks or settles):
                 return
             logged: dict[str, int] = {}
             for node_id, seq, *_ in batch:
@@ -351,7 +373,9 @@ class EventLog:
             # Numbers past a node's last logged event are deltas: their top is recorded.
             reserve = {n: top for n, top in handed.items() if top > logged.get(n, 0)}
             try:
-                await self._store.append_events(batch, reserve=reserve, marks=marks)
+                await self._store.append_events(
+                    batch, reserve=reserve, marks=marks, settles=settles
+                )
             except BaseException:
                 # Kept for the next attempt, before anything queued meanwhile.
                 self._pending[:0] = batch
@@ -359,6 +383,8 @@ class EventLog:
                     self._handed[node_id] = max(top, self._handed.get(node_id, 0))
                 for node_id, mark in marks.items():
                     self._marks.setdefault(node_id, mark)
+                for node_id, settlement in settles.items():
+                    self._settles.setdefault(node_id, settlement)
                 raise
             for node_id, top in handed.items():
                 if node_id in self._durable:  # (not forgotten meanwhile)

@@ -14,6 +14,7 @@ import contextvars
 import logging
 import os
 import secrets
+import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -22,8 +23,8 @@ from typing import Any
 import jsonschema
 from dbos import DBOS, SetWorkflowID
 
-from ... import __version__ as version
 from ... import api
+from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
 from ..canvas._service import Canvas, asking_from
 from ..crons._service import Crons
@@ -63,6 +64,7 @@ from ._types import NodeExtra, NodeRow, Outcome, RunEnd
 
 __all__ = [
     "SETTLED",
+    "SETTLE_CRASH_ENV",
     "Engine",
     "SettleHook",
     "Stop",
@@ -72,6 +74,22 @@ __all__ = [
 ]
 
 log = logging.getLogger("heron.runtime")
+
+SETTLE_CRASH_ENV = "HERON_TEST_SETTLE_CRASH"
+"""Test hook: the path of a file. A daemon that finds it right after settling an idle node
+(a close, a deadline: its settlement and events written) deletes it and kills itself
+with SIGKILL (once per file)."""
+
+
+def _crash_if_asked() -> None:
+    marker = os.environ.get(SETTLE_CRASH_ENV)
+    if marker:
+        try:
+            os.unlink(marker)
+        except OSError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+
 
 _ENGINE: Engine | None = None
 
@@ -540,10 +558,6 @@ class Engine:
             self._spawn(self.jobs.settled(node_id))
         active.ended.set()
 
-    async def _announce_settled(self, node_id: str, outcome: Outcome) -> None:
-        self.events.publish(node_id, "node.settled", {"outcome": outcome})
-        await self._after_settling(node_id, outcome)
-
     async def _after_settling(self, node_id: str, outcome: Outcome | None) -> None:
         """Wake whoever waits on the node's outcome and run the settle hooks."""
         row = await self.store.node(node_id)
@@ -685,18 +699,20 @@ class Engine:
     close_subtree = _close
 
     async def _settle_idle(self, node_id: str, stop: Stop, status: str) -> None:
-        """Settle a node no run of which is going here, and say so."""
+        """Settle a node no run of which is going here, and say so: its outcome and
+        status are written in one transaction with their events (see ``EventLog.settle``),
+        so a kill at any instant leaves both or neither."""
+        outcome = failure_outcome(stop)
         async with self._lock(node_id):
-            outcome = failure_outcome(stop)
-            settled = await self.store.settle(node_id, outcome, status)
-        await self.events.prime(node_id)
-        self.events.publish(node_id, "node.status.changed", {"status": status})
-        if settled:
-            await self._announce_settled(node_id, outcome)
-        await self.events.durable(node_id)  # a close answered is in the log
+            row = await self.store.node(node_id)
+            if row is None or row["status"] in SETTLED:
+                return  # settled meanwhile (its run's end, or a close racing this one)
+            await self.events.prime(node_id)
+            await self.events.repair_status(node_id, row["status"])  # lost to a SIGKILL?
+            await self.events.settle(node_id, outcome, status)
+            _crash_if_asked()
+        await self._after_settling(node_id, outcome)
         await self._disarm_if_settled(node_id)
-        # Keyed on the status, not the outcome: a resident root that answered kept an
-        # outcome while dormant, so closing it settles no new one (and fires no hooks).
         self._spawn(self.jobs.settled(node_id))
 
     async def _stop_run(self, node_id: str, run: int, stop: Stop) -> None:

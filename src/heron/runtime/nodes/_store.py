@@ -21,7 +21,7 @@ from ..db._database import events, messages, nodes, outcomes
 from ..db._handle import Database
 from ._types import EventRow, NodeRow, Outcome, as_outcome
 
-__all__ = ["DuplicateNode", "NodeStore", "StepMark"]
+__all__ = ["DuplicateNode", "NodeStore", "Settlement", "StepMark"]
 
 log = logging.getLogger("heron.runtime")
 
@@ -38,6 +38,16 @@ class StepMark:
     """The step, as ``run:step``."""
     usage: tuple[int, int] | None = None
     """A model turn's input and output tokens, counted once per ``key``; else ``None``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Settlement:
+    """An idle node's settlement, written with its events (see ``_events``)."""
+
+    outcome: Outcome
+    """The outcome it settles with."""
+    status: str
+    """The status it takes."""
 
 
 class NodeStore:
@@ -410,14 +420,8 @@ class NodeStore:
         return await self.db.run(self._settle_now, node_id, outcome, status)
 
     def _settle_now(self, node_id: str, outcome: Outcome, status: str) -> bool:
-        now = time.time()
         with self.db.engine.begin() as conn:
-            settled = _settle(conn, node_id, outcome, now)
-            values: dict[str, Any] = {"status": status, "updated_at": now}
-            if settled:
-                values["settled_at"] = now
-            conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
-        return settled
+            return _settle_idle(conn, node_id, Settlement(outcome=outcome, status=status))
 
     async def unsettle(self, node_id: str, **values: Any) -> Outcome | None:
         """Take back a node's outcome (revive, relaunch) and set ``values``, in one transaction.
@@ -478,18 +482,21 @@ class NodeStore:
         *,
         reserve: Mapping[str, int] | None = None,
         marks: Mapping[str, StepMark] | None = None,
+        settles: Mapping[str, Settlement] | None = None,
     ) -> None:
         """Write ``(node_id, sequence_number, type, data, created_at)`` events, raise each
         node's ``events_reserved`` to ``reserve[node]`` (numbers of unlogged events handed
-        out) and set the step ``marks`` (counting their usage), in one transaction."""
-        if batch or reserve or marks:
-            await self.db.run(self._append_events, batch, reserve or {}, marks or {})
+        out), set the step ``marks`` (counting their usage) and settle the idle nodes of
+        ``settles`` (as :meth:`settle`), in one transaction."""
+        if batch or reserve or marks or settles:
+            await self.db.run(self._append_events, batch, reserve or {}, marks or {}, settles or {})
 
     def _append_events(
         self,
         batch: Sequence[tuple[str, int, str, Any, float]],
         reserve: Mapping[str, int],
         marks: Mapping[str, StepMark],
+        settles: Mapping[str, Settlement],
     ) -> None:
         rows = [
             {"node_id": n, "sequence_number": s, "type": t, "data": d, "created_at": c}
@@ -499,7 +506,7 @@ class NodeStore:
             with self.db.engine.begin() as conn:
                 if rows:
                     conn.execute(events.insert(), rows)
-                _numbers_and_marks(conn, reserve, marks)
+                _numbers_and_marks(conn, reserve, marks, settles)
             return
         except sa.exc.OperationalError:
             raise  # the database is unavailable: nothing was written, the batch is retried
@@ -522,7 +529,7 @@ class NodeStore:
                     exc,
                 )
         with self.db.engine.begin() as conn:
-            _numbers_and_marks(conn, reserve, marks)
+            _numbers_and_marks(conn, reserve, marks, settles)
 
     async def step_mark(self, node_id: str) -> str | None:
         """The node's last step whose events were written (see :meth:`append_events`)."""
@@ -647,8 +654,13 @@ def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:
 
 
 def _numbers_and_marks(
-    conn: sa.Connection, reserve: Mapping[str, int], marks: Mapping[str, StepMark]
+    conn: sa.Connection,
+    reserve: Mapping[str, int],
+    marks: Mapping[str, StepMark],
+    settles: Mapping[str, Settlement],
 ) -> None:
+    for node_id, settlement in settles.items():
+        _settle_idle(conn, node_id, settlement)
     reserved = nodes.c.events_reserved
     for node_id, upto in reserve.items():
         conn.execute(
@@ -676,6 +688,18 @@ def _numbers_and_marks(
 
 _SETTLED_STATUSES = ("completed", "failed", "cancelled")
 """Statuses a node never leaves (``_runs.SETTLED``)."""
+
+
+def _settle_idle(conn: sa.Connection, node_id: str, settlement: Settlement) -> bool:
+    """Settle a node no run of which is going (its outcome, status and ``settled_at``);
+    ``False`` if it keeps the outcome it has (it has settled for good)."""
+    now = time.time()
+    settled = _settle(conn, node_id, settlement.outcome, now)
+    values: dict[str, Any] = {"status": settlement.status, "updated_at": now}
+    if settled:
+        values["settled_at"] = now
+    conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
+    return settled
 
 
 def _settle(conn: sa.Connection, node_id: str, outcome: Outcome, now: float) -> bool:

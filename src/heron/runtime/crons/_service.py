@@ -30,14 +30,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ... import api
-from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
 from ..nodes._types import NodeExtra
 from ..orchestration._service import Orchestration
 from ..profiles._service import check_profile_name
 from ..server._errors import ApiError
 from ._schedule import Schedule, parse_schedule, parse_timezone
-from ._store import CronStore
+from ._store import CronRow, CronStore, FiringRow
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -130,7 +129,7 @@ class Crons:
 
     # -- firing ----------------------------------------------------------------
 
-    async def fire_due(self) -> list[Row]:
+    async def fire_due(self) -> list[FiringRow]:
         """Claim and fire every due tick (one per cron: missed ticks coalesce); the firings.
 
         Every due tick is claimed first, then their nodes are made side by side: one
@@ -138,7 +137,7 @@ class Crons:
         """
         now = time.time()
         store = self.store
-        fired: list[Row] = []
+        fired: list[FiringRow] = []
         async with self._claiming:
             for cron_id in await store.due_crons(now):
                 firing = await store.claim_tick(
@@ -152,7 +151,7 @@ class Crons:
                 raise result  # the firing stays claimed: repaired on the next pass
         return fired
 
-    async def _make(self, firing: Row) -> None:
+    async def _make(self, firing: FiringRow) -> None:
         cron = await self.store.cron(firing["cron_id"])
         if cron is not None:
             await self._create_node(cron, firing)
@@ -174,7 +173,7 @@ class Crons:
                 self._interrupted = True
         return len(pending)
 
-    async def _create_node(self, cron: Row, firing: Row) -> ApiError | None:
+    async def _create_node(self, cron: CronRow, firing: FiringRow) -> ApiError | None:
         """Create the firing's node and record how it went; the refusal, if refused."""
         store = self.store
         template = dict(cron["template"])
@@ -220,7 +219,7 @@ class Crons:
         schedule, zone = _parse(request.schedule, request.timezone)
         template, profile = await self.check_template(request.template)
         now = time.time()
-        row: Row = {
+        row: CronRow = {
             "cron_id": cron_id or f"cron_{secrets.token_hex(8)}",
             "name": request.name,
             "profile": profile,
@@ -285,7 +284,7 @@ class Crons:
             values["template"], values["profile"] = await self.check_template(request.template)
         retimed = (schedule.expression, timezone) != (current["schedule"], current["timezone"])
 
-        def check(row: Row) -> dict[str, Any]:
+        def check(row: CronRow) -> dict[str, Any]:
             if retimed and not row["paused"]:
                 return {**values, "next_fire_at": schedule.next_after(time.time(), zone)}
             return values
@@ -326,7 +325,7 @@ class Crons:
     async def pause(self, cron_id: str) -> api.Cron:
         """Stop the schedule (``409 cron_paused`` if it is already)."""
 
-        def check(row: Row) -> dict[str, Any]:
+        def check(row: CronRow) -> dict[str, Any]:
             if row["paused"]:
                 raise ApiError(409, "cron_paused", f"cron {cron_id!r} is paused already")
             return {"paused": True, "next_fire_at": None}
@@ -337,7 +336,7 @@ class Crons:
         """Restart the schedule from now: the ticks missed while paused do not fire
         (``409 cron_not_paused`` if it is not paused)."""
 
-        def check(row: Row) -> dict[str, Any]:
+        def check(row: CronRow) -> dict[str, Any]:
             if not row["paused"]:
                 raise ApiError(409, "cron_not_paused", f"cron {cron_id!r} is not paused")
             schedule, zone = _parse(row["schedule"], row["timezone"])
@@ -379,7 +378,7 @@ class Crons:
         now = time.time()
         for row in await self.store.list_crons(paused=False):
 
-            def check(current: Row) -> dict[str, Any]:
+            def check(current: CronRow) -> dict[str, Any]:
                 if current["paused"] or current["next_fire_at"] is None:
                     return {}
                 schedule, zone = _parse(current["schedule"], current["timezone"])
@@ -393,19 +392,19 @@ class Crons:
 
     # -- helpers ---------------------------------------------------------------
 
-    async def _row(self, cron_id: str) -> Row:
+    async def _row(self, cron_id: str) -> CronRow:
         row = await self.store.cron(check_cron_id(cron_id))
         if row is None:
             raise _not_found(cron_id)
         return row
 
-    async def _update(self, cron_id: str, check: Any) -> Row:
+    async def _update(self, cron_id: str, check: Any) -> CronRow:
         row = await self.store.update_cron(check_cron_id(cron_id), check)
         if row is None:
             raise _not_found(cron_id)
         return row
 
-    async def _shown(self, row: Row) -> api.Cron:
+    async def _shown(self, row: CronRow) -> api.Cron:
         firings = await self.store.firings(row["cron_id"], limit=RECENT_FIRINGS)
         return to_cron(row, firings)
 
@@ -427,7 +426,7 @@ def _parse(expression: str, timezone: str) -> tuple[Schedule, Any]:
     return schedule, zone
 
 
-def _plan(row: Row, now: float) -> tuple[float | None, float | None]:
+def _plan(row: CronRow, now: float) -> tuple[float | None, float | None]:
     """The tick a due cron fires now (the latest at or before ``now``: missed ticks
     coalesce) and the one it waits for next."""
     try:
@@ -437,12 +436,13 @@ def _plan(row: Row, now: float) -> tuple[float | None, float | None]:
     except (ApiError, ValueError) as exc:  # stored before this Heron refused it
         log.error("cron %s cannot be scheduled any more: %s", row["cron_id"], exc)
         return None, None
-    if tick is not None and tick < row["next_fire_at"]:
+    due = row["next_fire_at"]  # (set: a cron waiting for no tick is never due)
+    if tick is not None and due is not None and tick < due:
         tick = None  # no tick since the one it waited for (the clock was set back)
     return tick, following
 
 
-def to_firing(row: Row) -> api.CronFiring:
+def to_firing(row: FiringRow) -> api.CronFiring:
     """A row of ``heron_cron_firings`` on the wire."""
     return api.CronFiring(
         cron_id=row["cron_id"],
@@ -455,7 +455,7 @@ def to_firing(row: Row) -> api.CronFiring:
     )
 
 
-def to_cron(row: Row, firings: list[Row]) -> api.Cron:
+def to_cron(row: CronRow, firings: list[FiringRow]) -> api.Cron:
     """A row of ``heron_crons`` (and its latest firings, newest first) on the wire."""
     return api.Cron(
         cron_id=row["cron_id"],

@@ -1,0 +1,57 @@
+"""The typed rows agree with their tables, and the field lists features share agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from heron.runtime.crons._store import CronRow, FiringRow
+from heron.runtime.db._database import cron_firings, crons, events, nodes, profiles, reports
+from heron.runtime.nodes._types import (
+    INHERITED,
+    LAUNCH_FIELDS,
+    RUN_SETUP,
+    EventRow,
+    NodeRow,
+    RunPlan,
+)
+from heron.runtime.profiles._store import ProfileRow
+from heron.runtime.reports._store import ReportRow
+
+
+@pytest.mark.parametrize(
+    ("row", "table"),
+    [
+        (NodeRow, nodes),
+        (EventRow, events),
+        (CronRow, crons),
+        (FiringRow, cron_firings),
+        (ProfileRow, profiles),
+        (ReportRow, reports),
+    ],
+)
+def test_a_row_type_names_every_column_of_its_table(row: Any, table: sa.Table) -> None:
+    assert set(row.__annotations__) == {c.name for c in table.c}
+
+
+def test_the_run_plan_reads_only_launch_fields_before_the_prompt() -> None:
+    # What a warm node was prepared from must match the create it serves: every row
+    # field the plan carries (all but its derived and per-run keys) is a launch field.
+    derived = {"warm", "state", "branch", "prompt"}
+    assert set(RunPlan.__annotations__) - derived <= set(LAUNCH_FIELDS)
+
+
+def test_forks_copy_and_warm_nodes_match_the_same_run_setup() -> None:
+    # A field that sets up a run is both copied by a fork and matched by the warm pool:
+    # one list, so adding a column to one and not the other cannot happen.
+    assert set(INHERITED) & set(LAUNCH_FIELDS) == set(RUN_SETUP)
+    assert set(INHERITED) - set(RUN_SETUP) == {"root_lifecycle"}
+    assert set(LAUNCH_FIELDS) - set(RUN_SETUP) == {"root", "parent", "creator"}
+    assert len(set(INHERITED)) == len(INHERITED) and len(set(LAUNCH_FIELDS)) == len(LAUNCH_FIELDS)
+
+
+def test_the_shared_fields_are_node_columns() -> None:
+    columns = {c.name for c in nodes.c}
+    assert set(INHERITED) <= columns and set(LAUNCH_FIELDS) <= columns

@@ -8,7 +8,16 @@ import pytest
 import sqlalchemy as sa
 
 from heron.runtime.crons._store import CronRow, FiringRow
-from heron.runtime.db._database import cron_firings, crons, events, nodes, profiles, reports
+from heron.runtime.db._database import (
+    cron_firings,
+    crons,
+    events,
+    human_requests,
+    nodes,
+    profiles,
+    reports,
+)
+from heron.runtime.human._store import RequestRow
 from heron.runtime.nodes._types import (
     INHERITED,
     LAUNCH_FIELDS,
@@ -30,6 +39,7 @@ from heron.runtime.reports._store import ReportRow
         (FiringRow, cron_firings),
         (ProfileRow, profiles),
         (ReportRow, reports),
+        (RequestRow, human_requests),
     ],
 )
 def test_a_row_type_names_every_column_of_its_table(row: Any, table: sa.Table) -> None:

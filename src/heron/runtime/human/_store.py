@@ -7,15 +7,27 @@ request open; an answer is never recorded without reaching the node)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, NotRequired, TypedDict, cast
 
 import sqlalchemy as sa
 
+from ... import api
 from ..db._database import human_requests, messages, nodes
-from ..db._handle import Database, Row
+from ..db._handle import Database
 
-__all__ = ["HumanStore", "NodeSettled", "NotOpen"]
+__all__ = [
+    "Change",
+    "HumanStore",
+    "NodeSettled",
+    "NotOpen",
+    "ProgressEntry",
+    "RequestRow",
+    "StoredAnswer",
+    "StoredQuestion",
+    "StoredResponse",
+    "changed",
+]
 
 RESOLVED = ("answered", "dismissed", "cancelled")
 """The statuses of a request that is no longer open."""
@@ -24,10 +36,82 @@ SETTLED = ("completed", "failed", "cancelled")
 """A node's statuses it never leaves (``_runs.SETTLED``; not imported: it imports the store)."""
 
 
+class StoredQuestion(TypedDict):
+    """A question as a request keeps it (spacing normalised)."""
+
+    question: str
+    context: str
+    choices: list[str]
+    multiple: bool
+    free_text: NotRequired[bool]
+    """Whether an answer may be words of its own (kept since it was added: else ``True``)."""
+
+
+class StoredAnswer(TypedDict):
+    """The answer to one question: the choices picked and the words given."""
+
+    question: str
+    choices: list[str]
+    text: str | None
+
+
+class StoredResponse(TypedDict):
+    """A person's response to a request."""
+
+    answers: list[StoredAnswer] | None
+    text: str | None
+    responded_by: str | None
+    responded_at: float
+
+
+class ProgressEntry(TypedDict):
+    """A progress note a person kept on an open request."""
+
+    note: str
+    percent: NotRequired[float | None]
+    by: NotRequired[str | None]
+    at: float
+
+
+class RequestRow(TypedDict):
+    """A row of ``heron_human_requests``."""
+
+    request_id: str
+    node_id: str | None
+    """The node the answer wakes (``None``: filed by an application for nobody)."""
+    profile: str
+    status: api.HumanRequestStatus
+    title: str
+    questions: list[StoredQuestion]
+    body: str | None
+    response: StoredResponse | None
+    progress: list[ProgressEntry]
+    reason: str | None
+    """Why it was dismissed or cancelled."""
+    revision: int
+    call_key: str | None
+    created_at: float
+    updated_at: float
+    resolved_at: float | None
+
+
+Change = Callable[[RequestRow], tuple[dict[str, Any], str | None]]
+"""``change(row)`` -> the columns to set on an open request and a message for its node."""
+
+
+def changed(row: RequestRow, values: Mapping[str, Any]) -> RequestRow:
+    """``row`` with the columns ``values`` set (as a change writes them)."""
+    return cast(RequestRow, {**row, **values})
+
+
+def _request(found: sa.Row[Any]) -> RequestRow:
+    return cast(RequestRow, dict(found._mapping))
+
+
 class NotOpen(Exception):
     """The request is not open (any more): nothing was changed."""
 
-    def __init__(self, row: Row) -> None:
+    def __init__(self, row: RequestRow) -> None:
         super().__init__(row["request_id"])
         self.row = row
         """The request as it stands."""
@@ -49,12 +133,12 @@ class HumanStore:
         self.db = database
         """The daemon's database."""
 
-    async def add_request(self, row: Row) -> Row:
+    async def add_request(self, row: RequestRow) -> RequestRow:
         """File a request; with a ``call_key``, the one that call filed already (if any)
         is returned instead (a tool call DBOS runs again after a crash)."""
         return await self.db.run(self._add_request, row)
 
-    def _add_request(self, row: Row) -> Row:
+    def _add_request(self, row: RequestRow) -> RequestRow:
         key = row.get("call_key")
         try:
             with self.db.engine.begin() as conn:
@@ -74,7 +158,7 @@ class HumanStore:
                     if status is None or status in SETTLED:
                         raise NodeSettled(status)
                 conn.execute(human_requests.insert().values(**row))
-                return dict(row)
+                return row.copy()
         except sa.exc.IntegrityError:
             # Filed by the same call at the same moment (PostgreSQL runs both at once).
             with self.db.engine.connect() as conn:
@@ -83,15 +167,15 @@ class HumanStore:
                 raise
             return found
 
-    async def human_request(self, request_id: str) -> Row | None:
+    async def human_request(self, request_id: str) -> RequestRow | None:
         """The request's row, or ``None``."""
         return await self.db.run(self._human_request, request_id)
 
-    def _human_request(self, request_id: str) -> Row | None:
+    def _human_request(self, request_id: str) -> RequestRow | None:
         query = sa.select(human_requests).where(human_requests.c.request_id == request_id)
         with self.db.engine.connect() as conn:
             found = conn.execute(query).first()
-        return dict(found._mapping) if found is not None else None
+        return _request(found) if found is not None else None
 
     async def human_requests(
         self,
@@ -101,7 +185,7 @@ class HumanStore:
         profile: str | None = None,
         limit: int | None = None,
         order: str = "created_at",
-    ) -> list[Row]:
+    ) -> list[RequestRow]:
         """Requests with one of ``statuses`` (of those nodes, that profile), newest first
         by ``order`` (``created_at`` or ``resolved_at``), at most ``limit``."""
         return await self.db.run(
@@ -115,7 +199,7 @@ class HumanStore:
         profile: str | None,
         limit: int | None,
         order: str,
-    ) -> list[Row]:
+    ) -> list[RequestRow]:
         c = human_requests.c
         query = sa.select(human_requests).where(c.status.in_(statuses))
         if node_ids is not None:
@@ -126,11 +210,9 @@ class HumanStore:
         if limit is not None:
             query = query.limit(limit)
         with self.db.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [_request(r) for r in conn.execute(query)]
 
-    async def change_request(
-        self, request_id: str, change: Callable[[Row], tuple[dict[str, Any], str | None]]
-    ) -> Row:
+    async def change_request(self, request_id: str, change: Change) -> RequestRow:
         """Change an open request in one transaction; returns its new row.
 
         ``change(row)`` gets the request as it stands and returns the columns to
@@ -143,9 +225,7 @@ class HumanStore:
         """
         return await self.db.run(self._change_request, request_id, change)
 
-    def _change_request(
-        self, request_id: str, change: Callable[[Row], tuple[dict[str, Any], str | None]]
-    ) -> Row:
+    def _change_request(self, request_id: str, change: Change) -> RequestRow:
         where = human_requests.c.request_id == request_id
         with self.db.engine.begin() as conn:
             # FOR UPDATE: PostgreSQL holds the row (SQLite locks at BEGIN), so of two
@@ -153,7 +233,7 @@ class HumanStore:
             found = conn.execute(sa.select(human_requests).where(where).with_for_update()).first()
             if found is None:
                 raise KeyError(request_id)
-            row = dict(found._mapping)
+            row = _request(found)
             if row["status"] != "open":
                 raise NotOpen(row)
             values, message = change(row)
@@ -169,8 +249,7 @@ class HumanStore:
             conn.execute(human_requests.update().where(where).values(**update))
             if message is not None and row["node_id"] is not None:
                 _queue(conn, row["node_id"], message, now)
-            row.update(update)
-            return row
+            return changed(row, update)
 
     async def orphaned_requests(self) -> list[str]:
         """Open requests whose node has settled or is gone: nobody waits for them (the
@@ -219,12 +298,12 @@ class HumanStore:
             return list(conn.execute(query).scalars())
 
 
-def _by_key(conn: sa.Connection, node_id: str | None, key: str) -> Row | None:
+def _by_key(conn: sa.Connection, node_id: str | None, key: str) -> RequestRow | None:
     c = human_requests.c
     found = conn.execute(
         sa.select(human_requests).where(c.node_id == node_id, c.call_key == key)
     ).first()
-    return dict(found._mapping) if found is not None else None
+    return _request(found) if found is not None else None
 
 
 def _queue(conn: sa.Connection, node_id: str, body: str, now: float) -> None:

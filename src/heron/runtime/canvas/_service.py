@@ -26,8 +26,6 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-import sqlalchemy as sa
-
 from ... import api
 from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
@@ -284,30 +282,12 @@ class Canvas:
             await asyncio.to_thread(shutil.rmtree, engine.reports.directory(node_id), True)
         for node_id in own_workspaces:
             await asyncio.to_thread(shutil.rmtree, home / "nodes" / node_id, True)
-        await asyncio.to_thread(_forget_workflows, engine.db.engine, pruned)
+        await self.store.forget_workflows(pruned)
         for hook in self.prune_hooks:
             try:
                 await hook(pruned)
             except Exception:
                 log.exception("a prune hook failed")
-
-
-def _forget_workflows(engine: sa.Engine, node_ids: list[str]) -> None:
-    """Delete DBOS's records of the nodes' runs (their steps hold the conversation too)."""
-    schema = "dbos." if engine.dialect.name == "postgresql" else ""
-    with engine.begin() as conn:
-        for node_id in node_ids:
-            # Ids may hold "_", a LIKE wildcard: escaped, or "n_1" would reach "nx1"'s.
-            escaped = node_id.replace("_", "\\_")
-            like = {"pattern": f"heron:{escaped}:%"}
-            # operation_outputs first: on PostgreSQL it refers to workflow_status.
-            for table in ("operation_outputs", "workflow_status"):
-                conn.execute(
-                    sa.text(
-                        f"DELETE FROM {schema}{table} WHERE workflow_uuid LIKE :pattern ESCAPE '\\'"
-                    ),
-                    like,
-                )
 
 
 def _checked(node_ids: Collection[str] | None) -> Collection[str] | None:

@@ -238,6 +238,10 @@ class CanvasStore:
         rows = {r["node_id"]: r for r in await self.db.all(query)}
         return [rows[n] for n in node_ids if n in rows]
 
+    async def forget_workflows(self, node_ids: Sequence[str]) -> None:
+        """Delete DBOS's records of the nodes' runs (their steps hold the conversation too)."""
+        await self.db.write(_forget_workflows, node_ids)
+
     async def prune(
         self,
         *,
@@ -293,6 +297,22 @@ class CanvasStore:
                     for table in (events, messages, outcomes, reports, human_requests, nodes):
                         conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
         return plan
+
+
+def _forget_workflows(conn: sa.Connection, node_ids: Sequence[str]) -> None:
+    schema = "dbos." if conn.dialect.name == "postgresql" else ""
+    for node_id in node_ids:
+        # Ids may hold "_", a LIKE wildcard: escaped, or "n_1" would reach "nx1"'s.
+        escaped = node_id.replace("_", "\\_")
+        like = {"pattern": f"heron:{escaped}:%"}
+        # operation_outputs first: on PostgreSQL it refers to workflow_status.
+        for table in ("operation_outputs", "workflow_status"):
+            conn.execute(
+                sa.text(
+                    f"DELETE FROM {schema}{table} WHERE workflow_uuid LIKE :pattern ESCAPE '\\'"
+                ),
+                like,
+            )
 
 
 def _read_snapshot(conn: sa.Connection) -> None:

@@ -13,11 +13,14 @@ from heron.runtime.db._database import (
     crons,
     events,
     human_requests,
+    memory_entries,
+    memory_versions,
     nodes,
     profiles,
     reports,
 )
 from heron.runtime.human._store import RequestRow
+from heron.runtime.memory._types import EntryRow, VersionRow
 from heron.runtime.nodes._types import (
     INHERITED,
     LAUNCH_FIELDS,
@@ -40,6 +43,8 @@ from heron.runtime.reports._store import ReportRow
         (ProfileRow, profiles),
         (ReportRow, reports),
         (RequestRow, human_requests),
+        (EntryRow, memory_entries),
+        (VersionRow, memory_versions),
     ],
 )
 def test_a_row_type_names_every_column_of_its_table(row: Any, table: sa.Table) -> None:

@@ -11,15 +11,15 @@ leaves list, search and resolve, its history stays. Clients reach it through
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import api
-from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
 from ..server._errors import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
 from ._store import MemoryStore
+from ._types import EntryRow, VersionRow
 
 if TYPE_CHECKING:
     from ...tools import Tool
@@ -196,7 +196,7 @@ class Memory:
         )
         return to_entry(entry)
 
-    async def _row(self, entry_id: str, profile: str | None) -> Row:
+    async def _row(self, entry_id: str, profile: str | None) -> EntryRow:
         """The entry's row (live or deleted); ``400``/``404`` otherwise."""
         check_entry_id(entry_id)
         name = await self.profile(profile)
@@ -205,7 +205,7 @@ class Memory:
             raise ApiError(404, "memory_not_found", f"no memory entry {entry_id!r} in {name!r}")
         return row
 
-    async def _live(self, entry_id: str, profile: str | None) -> Row:
+    async def _live(self, entry_id: str, profile: str | None) -> EntryRow:
         row = await self._row(entry_id, profile)
         if row["deleted_at"] is not None:
             raise ApiError(
@@ -227,18 +227,18 @@ class Memory:
         return memory_tools(self, node_id, profile or "default", run, wanted)
 
 
-def to_entry(row: Row) -> api.MemoryEntry:
+def to_entry(row: EntryRow) -> api.MemoryEntry:
     """A row of ``heron_memory_entries`` as the wire's :class:`heron.api.MemoryEntry`."""
     return api.MemoryEntry(**_summary_fields(row), body=row["body"])
 
 
-def to_summary(row: Row) -> api.MemoryEntrySummary:
+def to_summary(row: Mapping[str, Any]) -> api.MemoryEntrySummary:
     """A row (its ``body``, or the ``size`` a page query reads instead) as the wire's
     :class:`heron.api.MemoryEntrySummary`."""
     return api.MemoryEntrySummary(**_summary_fields(row))
 
 
-def _summary_fields(row: Row) -> dict[str, Any]:
+def _summary_fields(row: Mapping[str, Any]) -> dict[str, Any]:
     size = row["size"] if "size" in row else len(row["body"].encode("utf-8", "surrogatepass"))
     return {
         "entry_id": row["entry_id"],
@@ -255,7 +255,7 @@ def _summary_fields(row: Row) -> dict[str, Any]:
     }
 
 
-def to_version(row: Row) -> api.MemoryVersion:
+def to_version(row: VersionRow) -> api.MemoryVersion:
     """A row of ``heron_memory_versions`` as the wire's :class:`heron.api.MemoryVersion`."""
     return api.MemoryVersion(
         entry_id=row["entry_id"],

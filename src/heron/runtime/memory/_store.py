@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 
@@ -19,12 +19,9 @@ from ..db._handle import Database, Row
 from ..server._errors import ApiError
 from ._paths import new_entry_id, slug_of
 from ._search import live, search, sync_index
+from ._types import EntryRow, VersionRow, Written
 
-__all__ = ["MemoryStore", "Written"]
-
-Written = tuple[Row, Row]
-"""A write's outcome: the entry's row as it is now, and the version row the write made
-(or, for a call made before, the one it made then)."""
+__all__ = ["MemoryStore"]
 
 _VERSIONED = ("path", "title", "body")
 
@@ -124,7 +121,7 @@ class MemoryStore:
                     _check_path_free(conn, row["profile"], row["path"], None)
                     conn.execute(memory_entries.insert().values(**row))
                 else:
-                    current = _locked(conn, *target)
+                    current: dict[str, Any] = dict(_locked(conn, *target))
                     if expected_version is not None and current["version"] != expected_version:
                         raise ApiError(
                             409,
@@ -135,7 +132,7 @@ class MemoryStore:
                         )
                     row = {**current, **values}
                     if op != "delete" and all(row[k] == current[k] for k in (*_VERSIONED, "tags")):
-                        return current, _last_version(conn, current)
+                        return _entry(current), _last_version(conn, current)
                     if row["path"] != current["path"]:
                         _check_path_free(conn, row["profile"], row["path"], row["entry_id"])
                     row.update(version=current["version"] + 1, updated_at=now)
@@ -158,7 +155,7 @@ class MemoryStore:
                 }
                 conn.execute(memory_versions.insert().values(**version))
                 sync_index(conn, row)
-                return row, version
+                return _entry(row), _version(version)
         except sa.exc.IntegrityError:
             # Another write took the path between our check and our insert (PostgreSQL).
             path = values.get("path")
@@ -176,29 +173,30 @@ class MemoryStore:
         with self.db.engine.connect() as conn:
             return _by_call(conn, call_key)
 
-    async def memory_entry(self, entry_id: str, profile: str) -> Row | None:
+    async def memory_entry(self, entry_id: str, profile: str) -> EntryRow | None:
         """The entry (live or deleted) of the profile, or ``None``."""
         query = sa.select(memory_entries).where(
             memory_entries.c.entry_id == entry_id, memory_entries.c.profile == profile
         )
-        return await self.db.first(query)
+        found = await self.db.first(query)
+        return _entry(found) if found is not None else None
 
-    async def memory_at(self, profile: str, path: str) -> Row | None:
+    async def memory_at(self, profile: str, path: str) -> EntryRow | None:
         """The profile's live entry at ``path``, or ``None``."""
         return await self.db.read(_at, profile, path)
 
-    async def memory_by_slug(self, profile: str, slug: str) -> list[Row]:
+    async def memory_by_slug(self, profile: str, slug: str) -> list[EntryRow]:
         """The profile's live entries whose last path segment is ``slug``, by path."""
         return await self.db.run(self._memory_by_slug, profile, slug)
 
-    def _memory_by_slug(self, profile: str, slug: str) -> list[Row]:
+    def _memory_by_slug(self, profile: str, slug: str) -> list[EntryRow]:
         query = (
             sa.select(memory_entries)
             .where(*live(profile), memory_entries.c.slug == slug)
             .order_by(memory_entries.c.path)
         )
         with self.db.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [_entry(r._mapping) for r in conn.execute(query)]
 
     async def memory_page(
         self,
@@ -243,11 +241,13 @@ class MemoryStore:
 
     async def memory_history(
         self, entry_id: str, *, limit: int | None = None, before: int | None = None
-    ) -> list[Row]:
+    ) -> list[VersionRow]:
         """The entry's versions, newest first (up to ``limit``, older than ``before``)."""
         return await self.db.run(self._memory_history, entry_id, limit, before)
 
-    def _memory_history(self, entry_id: str, limit: int | None, before: int | None) -> list[Row]:
+    def _memory_history(
+        self, entry_id: str, limit: int | None, before: int | None
+    ) -> list[VersionRow]:
         v = memory_versions.c
         query = sa.select(memory_versions).where(v.entry_id == entry_id).order_by(v.version.desc())
         if before is not None:
@@ -255,7 +255,7 @@ class MemoryStore:
         if limit is not None:
             query = query.limit(limit)
         with self.db.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+            return [_version(r._mapping) for r in conn.execute(query)]
 
     async def memory_search(
         self,
@@ -265,7 +265,7 @@ class MemoryStore:
         limit: int,
         prefix: str | None = None,
         tags: Sequence[str] | None = None,
-    ) -> list[tuple[Row, float, str]]:
+    ) -> list[tuple[EntryRow, float, str]]:
         """The best matches among the profile's live entries: (row, score, snippet)."""
         return await self.db.run(self._memory_search, text, profile, limit, prefix, tags)
 
@@ -276,16 +276,16 @@ class MemoryStore:
         limit: int,
         prefix: str | None,
         tags: Sequence[str] | None,
-    ) -> list[tuple[Row, float, str]]:
+    ) -> list[tuple[EntryRow, float, str]]:
         with self.db.engine.connect() as conn:
             return search(conn, text, profile=profile, limit=limit, prefix=prefix, tags=tags)
 
 
-def _at(conn: sa.Connection, profile: str, path: str) -> Row | None:
+def _at(conn: sa.Connection, profile: str, path: str) -> EntryRow | None:
     """The profile's live entry at ``path``, or ``None``."""
     query = sa.select(memory_entries).where(*live(profile), memory_entries.c.path == path)
     found = conn.execute(query).first()
-    return dict(found._mapping) if found is not None else None
+    return _entry(found._mapping) if found is not None else None
 
 
 def _by_call(conn: sa.Connection, call_key: str) -> Written | None:
@@ -295,12 +295,12 @@ def _by_call(conn: sa.Connection, call_key: str) -> Written | None:
     ).first()
     if done is None:
         return None
-    version = dict(done._mapping)
+    version = _version(done._mapping)
     query = sa.select(memory_entries).where(memory_entries.c.entry_id == version["entry_id"])
-    return dict(conn.execute(query).one()._mapping), version
+    return _entry(conn.execute(query).one()._mapping), version
 
 
-def _locked(conn: sa.Connection, entry_id: str, profile: str) -> Row:
+def _locked(conn: sa.Connection, entry_id: str, profile: str) -> EntryRow:
     """The live entry, held until the transaction ends; ``404`` if there is none."""
     found = conn.execute(
         sa.select(memory_entries)
@@ -314,17 +314,17 @@ def _locked(conn: sa.Connection, entry_id: str, profile: str) -> Row:
     ).first()
     if found is None:
         raise ApiError(404, "memory_not_found", f"no memory entry {entry_id!r} in {profile!r}")
-    return dict(found._mapping)
+    return _entry(found._mapping)
 
 
-def _last_version(conn: sa.Connection, row: Row) -> Row:
+def _last_version(conn: sa.Connection, row: Mapping[str, Any]) -> VersionRow:
     found = conn.execute(
         sa.select(memory_versions).where(
             memory_versions.c.entry_id == row["entry_id"],
             memory_versions.c.version == row["version"],
         )
     ).one()
-    return dict(found._mapping)
+    return _version(found._mapping)
 
 
 def _check_path_free(conn: sa.Connection, profile: str, path: str, entry_id: str | None) -> None:
@@ -338,3 +338,11 @@ def _check_path_free(conn: sa.Connection, profile: str, path: str, entry_id: str
             f"a memory entry exists at {path!r} ({taken[0]})",
             {"path": path, "entry_id": taken[0]},
         )
+
+
+def _entry(values: Mapping[Any, Any]) -> EntryRow:
+    return cast(EntryRow, dict(values))
+
+
+def _version(values: Mapping[Any, Any]) -> VersionRow:
+    return cast(VersionRow, dict(values))

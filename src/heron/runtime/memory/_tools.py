@@ -22,7 +22,7 @@ from ..nodes._durable import call_key
 from ..server._errors import ApiError
 from ._paths import normal_path, normal_tags, slug_of
 from ._service import body_of, title_of
-from ._store import Written
+from ._types import Written
 
 if TYPE_CHECKING:
     from ._service import Memory

@@ -28,7 +28,7 @@ from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
 from ..canvas._service import Canvas, asking_from
 from ..crons._service import Crons
-from ..db._database import create_engine, database_kind, redact_url
+from ..db._database import create_engine, redact_url
 from ..db._handle import Database
 from ..events._log import EventLog
 from ..human._service import Human
@@ -115,7 +115,6 @@ class Engine:
 
     def __init__(self, config: RuntimeConfig) -> None:
         self.config = config
-        self.database = database_kind(config.db_url)
         self.db = Database(create_engine(config.db_url))
         """The daemon's database, which every feature's store uses."""
         self.store = NodeStore(self.db)
@@ -313,7 +312,7 @@ class Engine:
             uptime_seconds=round(now - self.started_at, 3),
             pid=os.getpid(),
             nodes=await self.store.counts_by_status(),
-            database=f"{self.database} ({redact_url(self.config.db_url)})",
+            database=f"{self.db.kind} ({redact_url(self.config.db_url)})",
             listeners=self.listeners,
             provider=self.providers.default,
             event_streams=self.events.stats(),

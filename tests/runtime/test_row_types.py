@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 import sqlalchemy as sa
 
+from heron.runtime.canvas._store import CARD_COLUMNS, CardRow
 from heron.runtime.crons._store import CronRow, FiringRow
 from heron.runtime.db._database import (
     cron_firings,
@@ -49,6 +50,12 @@ from heron.runtime.reports._store import ReportRow
 )
 def test_a_row_type_names_every_column_of_its_table(row: Any, table: sa.Table) -> None:
     assert set(row.__annotations__) == {c.name for c in table.c}
+
+
+def test_a_card_row_names_the_columns_the_canvas_reads() -> None:
+    assert set(CardRow.__annotations__) == {c.name for c in CARD_COLUMNS}
+    node, card = get_type_hints(NodeRow), get_type_hints(CardRow)
+    assert all(card[name] == node[name] for name in card)  # the node row's types
 
 
 def test_the_run_plan_reads_only_launch_fields_before_the_prompt() -> None:

@@ -27,14 +27,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from ... import api
-from ..db._handle import Row
 from ..nodes._rows import maybe_when, when
 from ..nodes._runs import SETTLED
 from ..nodes._types import Outcome
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
 from ._history import History
-from ._store import CanvasStore
+from ._store import CanvasStore, CardRow
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -218,13 +217,15 @@ class Canvas:
         children = Counter(r["parent"] for r in rows if r["parent"] is not None)
         entries = []
         for row in rows:
-            node_id = row["node_id"]
+            node_id, status = row["node_id"], row["status"]
+            if status == "completed" or status == "failed" or status == "cancelled":
+                continue  # (never: live_rows reads only live nodes; narrows the type)
             event = last.get(node_id)
             entries.append(
                 api.RosterEntry(
                     node_id=node_id,
                     name=row["name"],
-                    status=row["status"],
+                    status=status,
                     profile=row["profile"] or "default",
                     parent=row["parent"],
                     run=row["runs"],
@@ -298,7 +299,7 @@ def _checked(node_ids: Collection[str] | None) -> Collection[str] | None:
     return node_ids
 
 
-def _node_items(rows: list[Row], outcomes: dict[str, Outcome]) -> list[api.AttentionItem]:
+def _node_items(rows: list[CardRow], outcomes: dict[str, Outcome]) -> list[api.AttentionItem]:
     """The attention items the nodes' own states make."""
     items = []
     for row in rows:
@@ -369,7 +370,7 @@ def _ordered(items: list[api.AttentionItem]) -> list[api.AttentionItem]:
     return sorted(items, key=lambda i: (URGENCY.index(i.reason), i.since, i.node_id or ""))
 
 
-def _card(row: Row, outcome: Outcome | None) -> api.CanvasCard:
+def _card(row: CardRow, outcome: Outcome | None) -> api.CanvasCard:
     return api.CanvasCard(
         node_id=row["node_id"],
         name=row["name"],

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict, cast
 
 import sqlalchemy as sa
 
+from ... import api
 from ..db._database import events, human_requests, messages, nodes, outcomes, reports
 from ..db._handle import Database, Row
-from ..nodes._types import Outcome, as_outcome
+from ..nodes._types import NodeExtra, Outcome, as_outcome
 
-__all__ = ["CanvasStore", "PrunePlan"]
+__all__ = ["CARD_COLUMNS", "CanvasStore", "CardRow", "PrunePlan"]
 
 SETTLED_STATUSES = ("completed", "failed", "cancelled")
 """Statuses a node never leaves (the store's copy: it imports nothing of the engine)."""
@@ -45,6 +47,32 @@ CARD_COLUMNS = (
 )
 """What the canvas reads of a node: everything but its prompt and conversation."""
 
+
+class CardRow(TypedDict):
+    """A node's row as the canvas reads it (:data:`CARD_COLUMNS`)."""
+
+    node_id: str
+    name: str | None
+    kind: str | None
+    mode: api.NodeMode
+    status: api.NodeStatus
+    root: bool
+    root_lifecycle: api.RootLifecycle
+    parent: str | None
+    creator: str | None
+    profile: str | None
+    cwd: str | None
+    created_at: float
+    updated_at: float
+    settled_at: float | None
+    deadline_at: float | None
+    runs: int
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    extra: NodeExtra
+
+
 _CHUNK = 500
 """Ids per ``IN (...)`` list (SQLite allows a few thousand parameters per statement)."""
 
@@ -68,12 +96,12 @@ class CanvasStore:
         self.db = database
         """The daemon's database."""
 
-    async def canvas_rows(self) -> tuple[list[Row], dict[str, Outcome], dict[str, int]]:
+    async def canvas_rows(self) -> tuple[list[CardRow], dict[str, Outcome], dict[str, int]]:
         """Every node's card columns (oldest first), outcomes by node and each node's
         highest logged event number, read in one transaction (one consistent picture)."""
         return await self.db.run(self._canvas_rows)
 
-    def _canvas_rows(self) -> tuple[list[Row], dict[str, Outcome], dict[str, int]]:
+    def _canvas_rows(self) -> tuple[list[CardRow], dict[str, Outcome], dict[str, int]]:
         query = (
             sa.select(*CARD_COLUMNS)
             .where(nodes.c.warm.is_(None))
@@ -84,14 +112,14 @@ class CanvasStore:
         )
         with self.db.engine.begin() as conn:
             _read_snapshot(conn)
-            rows = [dict(r._mapping) for r in conn.execute(query)]
+            rows = [cast(CardRow, dict(r._mapping)) for r in conn.execute(query)]
             found = {r.node_id: as_outcome(r.outcome) for r in conn.execute(sa.select(outcomes))}
             numbers = {node_id: int(n) for node_id, n in conn.execute(last)}
         return rows, found, numbers
 
     async def attention_rows(
         self, node_ids: Collection[str] | None, profile: str | None
-    ) -> tuple[list[Row], dict[str, Outcome]]:
+    ) -> tuple[list[CardRow], dict[str, Outcome]]:
         """Card columns of the nodes that may need a person (interrupted, failed,
         cancelled, and resident roots dormant with an outcome), oldest first, with their
         outcomes: the others (most of a daemon's nodes) are not read."""
@@ -99,7 +127,7 @@ class CanvasStore:
 
     def _attention_rows(
         self, node_ids: Collection[str] | None, profile: str | None
-    ) -> tuple[list[Row], dict[str, Outcome]]:
+    ) -> tuple[list[CardRow], dict[str, Outcome]]:
         waiting = sa.and_(
             nodes.c.status == "dormant",
             nodes.c.root.is_(True),
@@ -119,7 +147,7 @@ class CanvasStore:
         if profile is not None:
             query = query.where(_of_profile(profile))
         with self.db.engine.begin() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(query)]
+            rows = [cast(CardRow, dict(r._mapping)) for r in conn.execute(query)]
             ids = [r["node_id"] for r in rows]
             found: dict[str, Outcome] = {}
             for start in range(0, len(ids), _CHUNK):
@@ -128,14 +156,14 @@ class CanvasStore:
                 found.update((r.node_id, as_outcome(r.outcome)) for r in conn.execute(taken))
         return rows, found
 
-    async def live_rows(self, statuses: Sequence[str]) -> list[Row]:
+    async def live_rows(self, statuses: Sequence[str]) -> list[CardRow]:
         """Card columns of the nodes with one of ``statuses``, oldest first."""
         query = (
             sa.select(*CARD_COLUMNS)
             .where(nodes.c.warm.is_(None), nodes.c.status.in_(list(statuses)))
             .order_by(nodes.c.created_at, nodes.c.node_id)
         )
-        return await self.db.all(query)
+        return cast(list[CardRow], await self.db.all(query))
 
     async def last_events(self, node_ids: Collection[str]) -> dict[str, tuple[str, float]]:
         """Each node's last logged event: ``(type, created_at)`` (nodes with none left out)."""

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from ... import api
 from ..db._database import human_requests, messages, nodes
 from ..db._handle import Database
+from ..nodes._store import locked_status, queue_in
 
 __all__ = [
     "Change",
@@ -150,11 +151,7 @@ class HumanStore:
                     # Read (and held, on PostgreSQL) in this transaction: a node settling
                     # meanwhile either commits first (refused here) or finds this request
                     # when its settle hook looks for open ones. Never one left open.
-                    status = conn.execute(
-                        sa.select(nodes.c.status)
-                        .where(nodes.c.node_id == row["node_id"])
-                        .with_for_update()
-                    ).scalar()
+                    status = locked_status(conn, row["node_id"])
                     if status is None or status in SETTLED:
                         raise NodeSettled(status)
                 conn.execute(human_requests.insert().values(**row))
@@ -248,7 +245,7 @@ class HumanStore:
                 update["resolved_at"] = now
             conn.execute(human_requests.update().where(where).values(**update))
             if message is not None and row["node_id"] is not None:
-                _queue(conn, row["node_id"], message, now)
+                queue_in(conn, row["node_id"], message, now)
             return changed(row, update)
 
     async def orphaned_requests(self) -> list[str]:
@@ -304,15 +301,3 @@ def _by_key(conn: sa.Connection, node_id: str | None, key: str) -> RequestRow | 
         sa.select(human_requests).where(c.node_id == node_id, c.call_key == key)
     ).first()
     return _request(found) if found is not None else None
-
-
-def _queue(conn: sa.Connection, node_id: str, body: str, now: float) -> None:
-    node = conn.execute(
-        sa.select(nodes.c.status, nodes.c.runs, nodes.c.prompt).where(nodes.c.node_id == node_id)
-    ).first()
-    if node is None:
-        return  # the node is gone: nobody to tell
-    if node.status != "running" and node.runs == 0 and node.prompt is not None:
-        # Created with no_kickoff: its brief was never sent, and comes first.
-        conn.execute(messages.insert().values(node_id=node_id, body=node.prompt, created_at=now))
-    conn.execute(messages.insert().values(node_id=node_id, body=body, created_at=now))

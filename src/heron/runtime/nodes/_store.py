@@ -21,7 +21,14 @@ from ..db._database import events, messages, nodes, outcomes
 from ..db._handle import Database
 from ._types import EventRow, NodeRow, Outcome, as_outcome
 
-__all__ = ["DuplicateNode", "NodeStore", "Settlement", "StepMark"]
+__all__ = [
+    "DuplicateNode",
+    "NodeStore",
+    "Settlement",
+    "StepMark",
+    "locked_status",
+    "queue_in",
+]
 
 log = logging.getLogger("heron.runtime")
 
@@ -603,6 +610,29 @@ class NodeStore:
 
 _WARM_KEPT = ("node_id", "warm", "events_reserved", "step_mark")
 """Columns a claim leaves as the warm node has them (``warm`` is cleared on its own)."""
+
+
+def locked_status(conn: sa.Connection, node_id: str) -> str | None:
+    """The node's status (``None``: no such node), its row held until the caller's
+    transaction ends (PostgreSQL; SQLite's writers lock at ``BEGIN``): a feature writing
+    rows of its own only while the node has not settled reads it so."""
+    query = sa.select(nodes.c.status).where(nodes.c.node_id == node_id).with_for_update()
+    status = conn.execute(query).scalar()
+    return None if status is None else str(status)
+
+
+def queue_in(conn: sa.Connection, node_id: str, body: str, now: float) -> None:
+    """Queue a message for the node in the caller's transaction (nothing if it is gone);
+    one created with ``no_kickoff`` that never ran gets its prompt queued first."""
+    node = conn.execute(
+        sa.select(nodes.c.status, nodes.c.runs, nodes.c.prompt).where(nodes.c.node_id == node_id)
+    ).first()
+    if node is None:
+        return  # the node is gone: nobody to tell
+    if node.status != "running" and node.runs == 0 and node.prompt is not None:
+        # Created with no_kickoff: its brief was never sent, and comes first.
+        conn.execute(messages.insert().values(node_id=node_id, body=node.prompt, created_at=now))
+    conn.execute(messages.insert().values(node_id=node_id, body=body, created_at=now))
 
 
 def _node_row(values: Mapping[Any, Any]) -> NodeRow:

@@ -164,7 +164,7 @@ class DeliveryClaim(TypedDict):
     settled_at: float | None
     """The settlement claimed (``None``: a close's claim bound to the next one)."""
     how: str
-    """``closed``, ``message`` or ``wait`` ..."""
+    """``closed``, ``message``, ``wait-children`` (a call) or ``wait`` (a parked wait)."""
     by: str | None
     """The tool call that took it, if a call did."""
 

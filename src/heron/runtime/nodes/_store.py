@@ -85,12 +85,8 @@ class NodeStore:
 
     async def node(self, node_id: str) -> NodeRow | None:
         """The node's row, or ``None``."""
-        return await self.db.run(self._node, node_id)
-
-    def _node(self, node_id: str) -> NodeRow | None:
-        with self.db.engine.connect() as conn:
-            row = conn.execute(sa.select(nodes).where(nodes.c.node_id == node_id)).first()
-        return _node_row(row._mapping) if row is not None else None
+        found = await self.db.first(sa.select(nodes).where(nodes.c.node_id == node_id))
+        return _node_row(found) if found is not None else None
 
     async def list_nodes(
         self,
@@ -242,35 +238,23 @@ class NodeStore:
 
     async def unsettled(self) -> list[NodeRow]:
         """Nodes without an outcome (for deadlines and wake-ups after a restart)."""
-        return await self.db.run(self._unsettled)
-
-    def _unsettled(self) -> list[NodeRow]:
         query = sa.select(nodes).where(nodes.c.settled_at.is_(None), nodes.c.warm.is_(None))
-        with self.db.engine.connect() as conn:
-            return [_node_row(r._mapping) for r in conn.execute(query)]
+        return [_node_row(r) for r in await self.db.all(query)]
 
     async def children(self, node_id: str) -> list[str]:
         """Ids of the nodes whose parent is ``node_id``."""
-        return await self.db.run(self._children, node_id)
-
-    def _children(self, node_id: str) -> list[str]:
         # A warm-pool node pre-started for a parent's children is not its child yet.
         query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
-        with self.db.engine.connect() as conn:
-            return list(conn.execute(query).scalars())
+        return [r["node_id"] for r in await self.db.all(query)]
 
     async def child_rows(self, node_id: str) -> list[NodeRow]:
         """The rows of the nodes whose parent is ``node_id``, oldest first (one query)."""
-        return await self.db.run(self._child_rows, node_id)
-
-    def _child_rows(self, node_id: str) -> list[NodeRow]:
         query = (
             sa.select(nodes)
             .where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
             .order_by(nodes.c.created_at, nodes.c.node_id)
         )
-        with self.db.engine.connect() as conn:
-            return [_node_row(r._mapping) for r in conn.execute(query)]
+        return [_node_row(r) for r in await self.db.all(query)]
 
     # -- the warm pool ------------------------------------------------------
 
@@ -473,12 +457,8 @@ class NodeStore:
 
     async def outcome(self, node_id: str) -> Outcome | None:
         """A node's settled outcome, or ``None``."""
-        return await self.db.run(self._outcome, node_id)
-
-    def _outcome(self, node_id: str) -> Outcome | None:
         query = sa.select(outcomes.c.outcome).where(outcomes.c.node_id == node_id)
-        with self.db.engine.connect() as conn:
-            value = conn.execute(query).scalar()
+        value = await self.db.scalar(query)
         return as_outcome(value) if value is not None else None
 
     # -- events -------------------------------------------------------------
@@ -540,12 +520,7 @@ class NodeStore:
 
     async def step_mark(self, node_id: str) -> str | None:
         """The node's last step whose events were written (see :meth:`append_events`)."""
-        return await self.db.run(self._step_mark, node_id)
-
-    def _step_mark(self, node_id: str) -> str | None:
-        query = sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id)
-        with self.db.engine.connect() as conn:
-            value = conn.execute(query).scalar()
+        value = await self.db.scalar(sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id))
         return None if value is None else str(value)
 
     async def last_sequence(self, node_id: str) -> int:
@@ -599,12 +574,8 @@ class NodeStore:
 
     async def first_event_number(self, node_id: str) -> int | None:
         """The lowest event number logged for a node (``None`` if none)."""
-        return await self.db.run(self._first_event_number, node_id)
-
-    def _first_event_number(self, node_id: str) -> int | None:
         query = sa.select(sa.func.min(events.c.sequence_number)).where(events.c.node_id == node_id)
-        with self.db.engine.connect() as conn:
-            value = conn.execute(query).scalar()
+        value = await self.db.scalar(query)
         return None if value is None else int(value)
 
 

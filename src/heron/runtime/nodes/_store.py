@@ -99,15 +99,6 @@ class NodeStore:
         """Nodes, oldest first, optionally only those with one of ``status`` and ``root``;
         at most ``limit``, and only those listed after ``after`` (``(created_at, node_id)``
         of the last one already seen)."""
-        return await self.db.run(self._list_nodes, status, root, limit, after)
-
-    def _list_nodes(
-        self,
-        status: Sequence[str] | None,
-        root: bool | None,
-        limit: int | None = None,
-        after: tuple[float, str] | None = None,
-    ) -> list[NodeRow]:
         query = (
             sa.select(nodes)
             .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
@@ -127,8 +118,7 @@ class NodeStore:
             )
         if limit is not None:
             query = query.limit(limit)
-        with self.db.engine.connect() as conn:
-            return [_node_row(r._mapping) for r in conn.execute(query)]
+        return [_node_row(r) for r in await self.db.all(query)]
 
     async def update_node(self, node_id: str, **values: Any) -> None:
         """Set columns of a node (``updated_at`` too)."""

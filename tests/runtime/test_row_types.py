@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any, get_type_hints
 
 import pytest
 import sqlalchemy as sa
 
+import heron.runtime
 from heron.runtime.canvas._store import CARD_COLUMNS, CardRow
 from heron.runtime.crons._store import CronRow, FiringRow
 from heron.runtime.db._database import (
@@ -27,6 +30,7 @@ from heron.runtime.nodes._types import (
     LAUNCH_FIELDS,
     RUN_SETUP,
     EventRow,
+    NodeExtra,
     NodeRow,
     RunPlan,
 )
@@ -77,3 +81,30 @@ def test_forks_copy_and_warm_nodes_match_the_same_run_setup() -> None:
 def test_the_shared_fields_are_node_columns() -> None:
     columns = {c.name for c in nodes.c}
     assert set(INHERITED) <= columns and set(LAUNCH_FIELDS) <= columns
+
+
+def _extra_keys_written() -> set[tuple[str, str]]:
+    """``(file, key)`` of every ``extra`` key the runtime's code writes by name: the
+    keywords of ``merge_extra(...)`` and the keys of ``extra={...}`` dict literals."""
+    root = Path(heron.runtime.__file__).parent
+    found: set[tuple[str, str]] = set()
+    for path in root.rglob("*.py"):
+        for call in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(call, ast.Call):
+                continue
+            name = getattr(call.func, "attr", getattr(call.func, "id", ""))
+            for keyword in call.keywords:
+                if name == "merge_extra" and keyword.arg is not None:
+                    found.add((path.name, keyword.arg))
+                if keyword.arg == "extra" and isinstance(keyword.value, ast.Dict):
+                    for key in keyword.value.keys:
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            found.add((path.name, key.value))
+    return found
+
+
+def test_every_extra_key_the_runtime_writes_is_declared() -> None:
+    written = _extra_keys_written()
+    assert {key for _, key in written} >= {"waiting", "delivered", "interrupted_by"}
+    undeclared = sorted((f, k) for f, k in written if k not in NodeExtra.__annotations__)
+    assert undeclared == []

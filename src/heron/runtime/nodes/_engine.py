@@ -765,7 +765,7 @@ class Engine:
         if values:
             await self.store.update_node(node_id, **values)
             # Merged: other writers' keys of ``extra`` stay.
-            merged: dict[str, Any] = {}
+            merged: NodeExtra = {}
             if "deadline" in fields:
                 merged["deadline_seconds"] = seconds
             if "model" in fields:  # an explicit choice, passed on to forks and children

@@ -15,8 +15,10 @@ from tests.support.daemon import node_row
 
 from heron import api
 from heron.runtime.canvas._service import Canvas, asking_from
+from heron.runtime.canvas._store import CanvasStore
 from heron.runtime.db._database import create_engine
-from heron.runtime.nodes._store import Store
+from heron.runtime.db._handle import Database
+from heron.runtime.nodes._store import NodeStore
 from heron.runtime.server._durations import parse_duration
 
 
@@ -32,22 +34,22 @@ class Request:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path) -> Iterator[NodeStore]:
     engine = create_engine(f"sqlite:///{tmp_path / 'heron.db'}")
-    store = Store(engine)
-    store.migrate()
+    database = Database(engine)
+    database.migrate()
     try:
-        yield store
+        yield NodeStore(database)
     finally:
-        store.close()
+        database.close()
 
 
-def canvas_over(store: Store) -> Canvas:
+def canvas_over(store: NodeStore) -> Canvas:
     """A canvas over a real store (attention reads nothing else of the engine)."""
-    return Canvas(SimpleNamespace(store=store))  # type: ignore[arg-type]
+    return Canvas(SimpleNamespace(store=store, db=store.db))  # type: ignore[arg-type]
 
 
-async def test_open_requests_come_first_as_asking(store: Store) -> None:
+async def test_open_requests_come_first_as_asking(store: NodeStore) -> None:
     await store.insert_node(node_row("n-fail", status="dormant"), None)
     await store.settle("n-fail", {"kind": "failure", "reason": "crashed"}, "failed")
     await store.insert_node(node_row("n-ask", status="dormant", profile="app"), None)
@@ -82,7 +84,7 @@ async def test_open_requests_come_first_as_asking(store: Store) -> None:
 
 
 async def test_a_failing_source_hides_nothing_else(
-    store: Store, caplog: pytest.LogCaptureFixture
+    store: NodeStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     await store.insert_node(node_row("n-int", status="interrupted"), None)
 
@@ -96,7 +98,7 @@ async def test_a_failing_source_hides_nothing_else(
     assert "an attention source failed" in caplog.text
 
 
-async def test_the_prune_plan_takes_subtrees_and_skips_what_it_must(store: Store) -> None:
+async def test_the_prune_plan_takes_subtrees_and_skips_what_it_must(store: NodeStore) -> None:
     old = time.time() - 3600
 
     async def add(node_id: str, status: str, **extra: Any) -> None:
@@ -111,7 +113,7 @@ async def test_the_prune_plan_takes_subtrees_and_skips_what_it_must(store: Store
     await add("busy", "completed")
     await add("busy-kid", "running", parent="busy", root=False)
     await add("home", "cancelled", root_lifecycle="resident")
-    plan = await store.prune(
+    plan = await CanvasStore(store.db).prune(
         node_ids=None,
         statuses={"completed", "failed", "cancelled"},
         settled_before=time.time(),
@@ -120,12 +122,12 @@ async def test_the_prune_plan_takes_subtrees_and_skips_what_it_must(store: Store
     assert sorted(plan.pruned) == ["leaf", "mid", "top"]
     assert sorted(plan.skipped) == [("busy", "live_descendant"), ("home", "resident_root")]
     # A node whose run is still winding down here counts as live.
-    busy = await store.prune(
+    busy = await CanvasStore(store.db).prune(
         node_ids=["mid"], statuses={"completed"}, settled_before=None, dry_run=True, busy={"leaf"}
     )
     assert busy.pruned == [] and busy.skipped == [("mid", "live_descendant")]
     # Named, a node outside the filters still goes with a named node above it.
-    named = await store.prune(
+    named = await CanvasStore(store.db).prune(
         node_ids=["leaf", "top", "home"],
         statuses={"completed"},
         settled_before=None,

@@ -15,21 +15,25 @@ from sqlalchemy import event
 from tests.support.daemon import node_row
 
 from heron.runtime.canvas._service import Canvas
+from heron.runtime.canvas._store import CanvasStore
 from heron.runtime.db._database import create_engine
-from heron.runtime.nodes._store import Store
+from heron.runtime.db._handle import Database
+from heron.runtime.nodes._store import NodeStore
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = Store(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
-    store.migrate()
+def store(tmp_path: Path) -> Iterator[NodeStore]:
+    database = Database(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
+    database.migrate()
     try:
-        yield store
+        yield NodeStore(database)
     finally:
-        store.close()
+        database.close()
 
 
-async def test_a_node_revived_while_the_prune_waits_is_kept(store: Store, tmp_path: Path) -> None:
+async def test_a_node_revived_while_the_prune_waits_is_kept(
+    store: NodeStore, tmp_path: Path
+) -> None:
     await store.insert_node(node_row("n-1", status="dormant"), None)
     await store.settle("n-1", {"kind": "result"}, "completed")
 
@@ -45,9 +49,9 @@ async def test_a_node_revived_while_the_prune_waits_is_kept(store: Store, tmp_pa
         if statement.lstrip().upper().startswith(("UPDATE", "DELETE", "INSERT")):
             writing.set()  # the prune's first write: it waits for the lock from here
 
-    event.listen(store.engine, "before_cursor_execute", seen)
+    event.listen(store.db.engine, "before_cursor_execute", seen)
     pruning = asyncio.ensure_future(
-        store.prune(
+        CanvasStore(store.db).prune(
             node_ids=["n-1"],
             statuses={"completed", "failed", "cancelled"},
             settled_before=None,
@@ -62,7 +66,9 @@ async def test_a_node_revived_while_the_prune_waits_is_kept(store: Store, tmp_pa
     assert (await store.node("n-1")) is not None
 
 
-async def test_the_snapshot_reads_one_moment_of_the_database(store: Store, tmp_path: Path) -> None:
+async def test_the_snapshot_reads_one_moment_of_the_database(
+    store: NodeStore, tmp_path: Path
+) -> None:
     await store.insert_node(node_row("n-2", status="running"), None)
     settled: list[bool] = []
 
@@ -82,8 +88,8 @@ async def test_the_snapshot_reads_one_moment_of_the_database(store: Store, tmp_p
             other.close()
 
     events = SimpleNamespace(last_number=lambda node_id: 0)
-    canvas = Canvas(SimpleNamespace(store=store, active={}, events=events))  # type: ignore[arg-type]
-    event.listen(store.engine, "after_cursor_execute", settle_meanwhile)
+    canvas = Canvas(SimpleNamespace(store=store, db=store.db, active={}, events=events))  # type: ignore[arg-type]
+    event.listen(store.db.engine, "after_cursor_execute", settle_meanwhile)
     snap = await canvas.snapshot()
     (card,) = snap.nodes
     # The card and its outcome come from the same moment: running, no outcome yet.

@@ -30,7 +30,8 @@ from heron.runtime.db._database import (
     migrate,
     redact_url,
 )
-from heron.runtime.nodes._store import Settlement, StepMark, Store
+from heron.runtime.db._handle import Database
+from heron.runtime.nodes._store import NodeStore, Settlement, StepMark
 
 T = TypeVar("T")
 
@@ -200,29 +201,31 @@ def test_text_with_nul_characters_round_trips(client: httpx.Client, scripts: Any
 
 
 @pytest.fixture
-def store_db(cluster: pg.Cluster, request: pytest.FixtureRequest) -> Iterator[tuple[Store, str]]:
-    """A migrated :class:`Store` on a fresh database of its own, and that database's name."""
+def store_db(
+    cluster: pg.Cluster, request: pytest.FixtureRequest
+) -> Iterator[tuple[NodeStore, str]]:
+    """A migrated :class:`NodeStore` on a fresh database of its own, and that database's name."""
     name = f"heron_{request.node.name.lower()}"[:63]
-    store = Store(create_engine(cluster.create_database(name)), threads=8)
-    store.migrate()
+    database = Database(create_engine(cluster.create_database(name)), threads=8)
+    database.migrate()
     try:
-        yield store, name
+        yield NodeStore(database), name
     finally:
-        store.close()
+        database.close()
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A migrated :class:`Store` on each backend: the dialect fixes must not change SQLite."""
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NodeStore]:
+    """A migrated :class:`NodeStore` on each backend: the dialect fixes must not change SQLite."""
     if request.param == "postgresql":
         yield request.getfixturevalue("store_db")[0]
         return
-    store = Store(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
-    store.migrate()
+    database = Database(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
+    database.migrate()
     try:
-        yield store
+        yield NodeStore(database)
     finally:
-        store.close()
+        database.close()
 
 
 async def race_behind_lock(
@@ -258,7 +261,7 @@ async def race_behind_lock(
 
 
 async def test_racing_settlements_settle_once(
-    store_db: tuple[Store, str], cluster: pg.Cluster
+    store_db: tuple[NodeStore, str], cluster: pg.Cluster
 ) -> None:
     store, database = store_db
     await store.insert_node(node_row("racer"), None)
@@ -274,7 +277,7 @@ async def test_racing_settlements_settle_once(
 
 
 async def test_racing_claims_take_each_message_once(
-    store_db: tuple[Store, str], cluster: pg.Cluster
+    store_db: tuple[NodeStore, str], cluster: pg.Cluster
 ) -> None:
     store, database = store_db
     await store.insert_node(node_row("inbox"), None)
@@ -291,14 +294,14 @@ async def test_racing_claims_take_each_message_once(
     assert [c for c in claims if c] == [bodies]  # one claimer took them all, in order
 
 
-async def test_message_ids_are_the_inserted_keys(store: Store) -> None:
+async def test_message_ids_are_the_inserted_keys(store: NodeStore) -> None:
     await store.insert_node(node_row("keys"), None)
     first = await store.add_message("keys", "a")
     second = await store.add_message("keys", "b")
     assert second == first + 1
 
 
-async def test_token_counts_pass_two_to_the_31(store: Store) -> None:
+async def test_token_counts_pass_two_to_the_31(store: NodeStore) -> None:
     await store.insert_node(node_row("chatty"), None)
     for _ in range(2):
         await store.add_usage("chatty", turns=1, input_tokens=1_500_000_000, output_tokens=7)
@@ -342,14 +345,14 @@ def _v1_tables(conn: sa.Connection) -> None:
     )
 
 
-async def test_settling_twice_keeps_the_first_outcome(store: Store) -> None:
+async def test_settling_twice_keeps_the_first_outcome(store: NodeStore) -> None:
     await store.insert_node(node_row("once"), None)
     assert await store.settle("once", {"kind": "failure", "reason": "cancelled"}, "cancelled")
     assert not await store.settle("once", {"kind": "failure", "reason": "crashed"}, "failed")
     assert await store.outcome("once") == {"kind": "failure", "reason": "cancelled"}
 
 
-async def test_a_node_alive_with_an_answer_takes_the_new_outcome(store: Store) -> None:
+async def test_a_node_alive_with_an_answer_takes_the_new_outcome(store: NodeStore) -> None:
     await store.insert_node(node_row("resident-pg", root_lifecycle="resident"), None)
     first = {"kind": "result", "output_text": "one"}
     assert await store.settle("resident-pg", first, "dormant")  # answered, lives on
@@ -366,7 +369,7 @@ async def test_a_node_alive_with_an_answer_takes_the_new_outcome(store: Store) -
     assert not await store.settle("resident-pg", first, "completed")  # settled for good
 
 
-async def test_unsettle_archives_the_outcome_and_the_node_settles_again(store: Store) -> None:
+async def test_unsettle_archives_the_outcome_and_the_node_settles_again(store: NodeStore) -> None:
     await store.insert_node(node_row("again", extra={"keep": 1}), None)
     assert await store.unsettle("again", status="dormant") is None  # nothing settled yet
     first = {"kind": "failure", "reason": "provider_error"}
@@ -386,7 +389,7 @@ async def test_unsettle_archives_the_outcome_and_the_node_settles_again(store: S
     assert [p["outcome"] for p in node["extra"]["previous_outcomes"]] == [first, second]
 
 
-async def test_claims_come_in_order_and_only_once(store: Store) -> None:
+async def test_claims_come_in_order_and_only_once(store: NodeStore) -> None:
     await store.insert_node(node_row("ordered"), "first")
     for body in ("second", "third"):
         await store.add_message("ordered", body)
@@ -394,7 +397,7 @@ async def test_claims_come_in_order_and_only_once(store: Store) -> None:
     assert await store.claim_messages("ordered", 2) == []
 
 
-async def test_text_keeps_nul_and_the_marker(store: Store) -> None:
+async def test_text_keeps_nul_and_the_marker(store: NodeStore) -> None:
     row = node_row("texts")
     row |= {"name": "a\x00b", "prompt": NUL_MARK + "plain", "description": "plain"}
     await store.insert_node(row, "body\x00")
@@ -408,7 +411,7 @@ async def test_text_keeps_nul_and_the_marker(store: Store) -> None:
     assert await store.claim_messages("texts", 1) == ["body\x00"]
 
 
-async def test_a_reused_node_id_is_a_duplicate(store: Store) -> None:
+async def test_a_reused_node_id_is_a_duplicate(store: NodeStore) -> None:
     from heron.runtime.nodes._store import DuplicateNode
 
     await store.insert_node(node_row("twice"), "hello")
@@ -549,7 +552,7 @@ def test_passwords_in_the_query_are_redacted_too() -> None:
     assert "sslmode=require" in shown and shown.startswith("postgresql+psycopg://heron:***@")
 
 
-async def test_a_step_mark_counts_a_turn_once(store: Store) -> None:
+async def test_a_step_mark_counts_a_turn_once(store: NodeStore) -> None:
     await store.insert_node(node_row("marked"), None)
     turn = StepMark(key="1:2", usage=(100, 7))
     rows = [("marked", 1, "node.turn.started", {}, 1.0)]
@@ -565,7 +568,7 @@ async def test_a_step_mark_counts_a_turn_once(store: Store) -> None:
     assert await store.step_mark("marked") == "1:4"
 
 
-async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: Store) -> None:
+async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: NodeStore) -> None:
     await store.insert_node(node_row("numbered"), None)
     assert await store.event_numbers("numbered") == (0, 0)
     await store.append_events([], reserve={"numbered": 2048})
@@ -578,7 +581,7 @@ async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: Store) 
     assert [e["sequence_number"] for e in logged] == [7]
 
 
-async def test_an_idle_settlement_is_written_with_its_events(store: Store) -> None:
+async def test_an_idle_settlement_is_written_with_its_events(store: NodeStore) -> None:
     await store.insert_node(node_row("idle", status="dormant"), None)
     outcome = {"kind": "failure", "reason": "cancelled"}
     said = [

@@ -11,23 +11,24 @@ import pytest
 from tests.support.daemon import node_row
 
 from heron.runtime.db._database import create_engine
+from heron.runtime.db._handle import Database
 from heron.runtime.events._log import IDLE_HUBS, EventLog
 from heron.runtime.events._replay import framed
 from heron.runtime.events._stream import Subscription, encode
-from heron.runtime.nodes._store import Store
+from heron.runtime.nodes._store import NodeStore
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = Store(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
-    store.migrate()
+async def store(tmp_path: Path) -> AsyncIterator[NodeStore]:
+    database = Database(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
+    database.migrate()
     try:
-        yield store
+        yield NodeStore(database)
     finally:
-        store.close()
+        database.close()
 
 
-async def fresh_node(store: Store, log: EventLog, node_id: str) -> None:
+async def fresh_node(store: NodeStore, log: EventLog, node_id: str) -> None:
     await store.insert_node(node_row(node_id), None)
     log.fresh(node_id)
 
@@ -63,7 +64,7 @@ def test_a_reader_buffer_is_bounded_by_bytes_as_well_as_count() -> None:
     assert counted.offer(small) and counted.offer(small) and not counted.offer(small)
 
 
-async def test_hubs_stay_within_the_memory_budget_oldest_first(store: Store) -> None:
+async def test_hubs_stay_within_the_memory_budget_oldest_first(store: NodeStore) -> None:
     log = EventLog(store, memory=1_000_000)
     for n in range(6):
         node = f"n{n}"
@@ -86,7 +87,7 @@ async def test_hubs_stay_within_the_memory_budget_oldest_first(store: Store) -> 
     await log.stop()
 
 
-async def test_an_event_is_streamed_only_once_it_is_durable(store: Store) -> None:
+async def test_an_event_is_streamed_only_once_it_is_durable(store: NodeStore) -> None:
     log = EventLog(store)
     await fresh_node(store, log, "a")
     sub = log.hub("a").subscribe(100, 1 << 20)
@@ -102,7 +103,7 @@ async def test_an_event_is_streamed_only_once_it_is_durable(store: Store) -> Non
     await log.stop()
 
 
-async def test_a_crash_reuses_only_numbers_no_reader_got(store: Store) -> None:
+async def test_a_crash_reuses_only_numbers_no_reader_got(store: NodeStore) -> None:
     log = EventLog(store)
     await fresh_node(store, log, "a")
     log.publish("a", "node.turn.started", {})
@@ -124,7 +125,7 @@ async def test_a_crash_reuses_only_numbers_no_reader_got(store: Store) -> None:
     assert third.next_number("a") == 6  # a clean restart skips nothing
 
 
-async def test_a_step_mark_counts_its_usage_once(store: Store) -> None:
+async def test_a_step_mark_counts_its_usage_once(store: NodeStore) -> None:
     log = EventLog(store)
     await fresh_node(store, log, "a")
     log.publish("a", "node.turn.started", {})
@@ -144,7 +145,7 @@ async def test_a_step_mark_counts_its_usage_once(store: Store) -> None:
     await log.stop()
 
 
-async def test_one_bad_event_row_does_not_lose_the_others(store: Store) -> None:
+async def test_one_bad_event_row_does_not_lose_the_others(store: NodeStore) -> None:
     await store.insert_node(node_row("c"), None)
     batch = [
         ("c", 1, "node.turn.started", {}, 1.0),

@@ -16,24 +16,25 @@ from tests.support import pg
 from tests.support.daemon import Daemon, create, node_row, wait_settled, wait_status, write_script
 
 from heron.runtime.db._database import create_engine
-from heron.runtime.human._store import NotOpen
-from heron.runtime.nodes._store import Store
+from heron.runtime.db._handle import Database
+from heron.runtime.human._store import HumanStore, NotOpen
+from heron.runtime.nodes._store import NodeStore
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NodeStore]:
     """A migrated store on a fresh database of each kind."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'heron.db'}"
     else:
         cluster: pg.Cluster = request.getfixturevalue("cluster")
         url = cluster.create_database(f"human_{tmp_path.name[-20:].lower()}")
-    made = Store(create_engine(url))
-    made.migrate()
+    database = Database(create_engine(url))
+    database.migrate()
     try:
-        yield made
+        yield NodeStore(database)
     finally:
-        made.close()
+        database.close()
 
 
 def request_row(request_id: str, node_id: str | None, key: str | None) -> dict[str, Any]:
@@ -57,41 +58,43 @@ def request_row(request_id: str, node_id: str | None, key: str | None) -> dict[s
     }
 
 
-def test_a_call_files_one_request_however_often_it_runs(store: Store) -> None:
+def test_a_call_files_one_request_however_often_it_runs(store: NodeStore) -> None:
     async def go() -> None:
+        human = HumanStore(store.db)
         await store.insert_node(node_row("n1", status="dormant"), None)
-        first = await store.add_request(request_row("hr_a", "n1", "k1"))
-        again = await store.add_request(request_row("hr_b", "n1", "k1"))
+        first = await human.add_request(request_row("hr_a", "n1", "k1"))
+        again = await human.add_request(request_row("hr_b", "n1", "k1"))
         assert again["request_id"] == first["request_id"] == "hr_a"
-        other = await store.add_request(request_row("hr_c", "n1", "k2"))
+        other = await human.add_request(request_row("hr_c", "n1", "k2"))
         assert other["request_id"] == "hr_c"
         # Requests for nobody have no key: each is its own.
-        await store.add_request(request_row("hr_d", None, None))
-        await store.add_request(request_row("hr_e", None, None))
-        listed = await store.human_requests(statuses=["open"])
+        await human.add_request(request_row("hr_d", None, None))
+        await human.add_request(request_row("hr_e", None, None))
+        listed = await human.human_requests(statuses=["open"])
         assert sorted(r["request_id"] for r in listed) == ["hr_a", "hr_c", "hr_d", "hr_e"]
 
     asyncio.run(go())
 
 
-def test_the_answer_and_its_message_are_one_transaction(store: Store) -> None:
+def test_the_answer_and_its_message_are_one_transaction(store: NodeStore) -> None:
     async def go() -> None:
+        human = HumanStore(store.db)
         await store.insert_node(node_row("n1", status="dormant", runs=1), None)
-        await store.add_request(request_row("hr_a", "n1", None))
+        await human.add_request(request_row("hr_a", "n1", None))
 
         def refuse(row: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
             raise ValueError("refused")
 
         with pytest.raises(ValueError):
-            await store.change_request("hr_a", refuse)
+            await human.change_request("hr_a", refuse)
         assert await store.claim_messages("n1", 2) == []  # nothing was queued
-        answered = await store.change_request(
+        answered = await human.change_request(
             "hr_a", lambda row: ({"status": "answered"}, "the answer")
         )
         assert answered["status"] == "answered" and answered["resolved_at"] is not None
         assert await store.claim_messages("n1", 2) == ["the answer"]
         with pytest.raises(NotOpen):
-            await store.change_request("hr_a", lambda row: ({"status": "dismissed"}, "late"))
+            await human.change_request("hr_a", lambda row: ({"status": "dismissed"}, "late"))
         assert await store.claim_messages("n1", 3) == []
 
     asyncio.run(go())

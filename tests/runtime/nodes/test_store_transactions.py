@@ -11,18 +11,20 @@ from sqlalchemy.exc import StatementError
 from tests.support.daemon import node_row as row
 
 from heron.runtime.db._database import MIGRATIONS, create_engine, migrate
-from heron.runtime.nodes._store import DuplicateNode, Store
+from heron.runtime.db._handle import Database
+from heron.runtime.nodes._store import DuplicateNode, NodeStore
+from heron.runtime.reports._store import ReportStore
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path) -> Iterator[NodeStore]:
     engine = create_engine(f"sqlite:///{tmp_path / 'heron.db'}")
-    store = Store(engine)
-    store.migrate()
+    database = Database(engine)
+    database.migrate()
     try:
-        yield store
+        yield NodeStore(database)
     finally:
-        store.close()
+        database.close()
 
 
 def test_migrations_are_idempotent(tmp_path: Path) -> None:
@@ -31,14 +33,14 @@ def test_migrations_are_idempotent(tmp_path: Path) -> None:
     engine.dispose()
 
 
-async def test_a_duplicate_node_id_is_refused_and_its_message_not_kept(store: Store) -> None:
+async def test_a_duplicate_node_id_is_refused_and_its_message_not_kept(store: NodeStore) -> None:
     await store.insert_node(row("a"), "first")
     with pytest.raises(DuplicateNode):
         await store.insert_node(row("a"), "second")
     assert await store.claim_messages("a", 1, step=1) == ["first"]
 
 
-async def test_messages_are_claimed_once_in_order(store: Store) -> None:
+async def test_messages_are_claimed_once_in_order(store: NodeStore) -> None:
     await store.insert_node(row("a"), "one")
     await store.add_message("a", "two")
     assert await store.claim_messages("a", 1, step=1) == ["one", "two"]
@@ -48,7 +50,7 @@ async def test_messages_are_claimed_once_in_order(store: Store) -> None:
 
 
 async def test_a_message_and_the_extra_keys_sent_with_it_are_written_together(
-    store: Store,
+    store: NodeStore,
 ) -> None:
     # Ending a wait and queueing its message are one transaction (_orchestration).
     await store.insert_node(row("a", extra={"waiting": {"token": "t"}, "kept": 1}), "first")
@@ -64,7 +66,7 @@ async def test_a_message_and_the_extra_keys_sent_with_it_are_written_together(
     assert node is not None and node["extra"] == {"kept": 1}
 
 
-async def test_queue_first_puts_a_message_ahead_of_the_unread_ones(store: Store) -> None:
+async def test_queue_first_puts_a_message_ahead_of_the_unread_ones(store: NodeStore) -> None:
     await store.insert_node(row("a"), "read")
     assert await store.claim_messages("a", 1, step=1) == ["read"]
     await store.add_message("a", "stale one")
@@ -77,7 +79,7 @@ async def test_queue_first_puts_a_message_ahead_of_the_unread_ones(store: Store)
 
 
 async def test_a_claim_asked_again_by_the_same_step_returns_the_same_messages(
-    store: Store,
+    store: NodeStore,
 ) -> None:
     # DBOS may run a step again after a crash (its result was not recorded yet).
     await store.insert_node(row("a"), "kickoff")
@@ -87,7 +89,7 @@ async def test_a_claim_asked_again_by_the_same_step_returns_the_same_messages(
     assert await store.claim_messages("a", 1, step=3) == ["later"]
 
 
-async def test_ending_a_run_with_unread_messages_continues_instead(store: Store) -> None:
+async def test_ending_a_run_with_unread_messages_continues_instead(store: NodeStore) -> None:
     await store.insert_node(row("a"), "go")
     await store.claim_messages("a", 1, step=1)
     await store.add_message("a", "late")
@@ -111,7 +113,7 @@ async def test_ending_a_run_with_unread_messages_continues_instead(store: Store)
     assert await store.outcome("a") == outcome
 
 
-async def test_a_settled_outcome_never_changes(store: Store) -> None:
+async def test_a_settled_outcome_never_changes(store: NodeStore) -> None:
     await store.insert_node(row("a"), None)
     assert await store.settle("a", {"kind": "result", "n": 1}, "completed") is True
     assert await store.settle("a", {"kind": "failure"}, "cancelled") is False
@@ -121,7 +123,7 @@ async def test_a_settled_outcome_never_changes(store: Store) -> None:
 
 
 async def test_a_close_after_a_resident_answer_replaces_it_and_keeps_the_answer(
-    store: Store,
+    store: NodeStore,
 ) -> None:
     await store.insert_node(row("a"), None)
     assert await store.settle("a", {"kind": "result", "n": 1}, "dormant") is True
@@ -136,7 +138,7 @@ async def test_a_close_after_a_resident_answer_replaces_it_and_keeps_the_answer(
     assert await store.settle("a", {"kind": "failure", "reason": "x"}, "failed") is False
 
 
-async def test_events_with_a_taken_number_do_not_block_the_others(store: Store) -> None:
+async def test_events_with_a_taken_number_do_not_block_the_others(store: NodeStore) -> None:
     await store.append_events([("a", 1, "x", {}, 1.0)])
     await store.append_events([("a", 1, "dup", {}, 2.0), ("a", 2, "y", {}, 2.0)])
     logged = [(e["sequence_number"], e["type"]) for e in await store.events("a")]
@@ -145,7 +147,7 @@ async def test_events_with_a_taken_number_do_not_block_the_others(store: Store) 
     assert await store.last_sequence("b") == 0
 
 
-async def test_counts_children_and_unsettled(store: Store) -> None:
+async def test_counts_children_and_unsettled(store: NodeStore) -> None:
     await store.insert_node(row("p"), None)
     await store.insert_node(row("c", parent="p", root=False, status="dormant"), None)
     assert await store.children("p") == ["c"]
@@ -181,13 +183,14 @@ def test_migrations_3_and_4_upgrade_an_older_database(tmp_path: Path) -> None:
         engine.dispose()
 
 
-async def test_reports_are_kept_and_listed_newest_first_by_tier(store: Store) -> None:
+async def test_reports_are_kept_and_listed_newest_first_by_tier(store: NodeStore) -> None:
     await store.insert_node(row("a"), None)
-    first = await store.add_report("a", tier="progress", title=None, body="one", path=None)
-    await store.add_report("a", tier="final", title="Done", body="two", path="/tmp/r.md")
+    reports = ReportStore(store.db)
+    first = await reports.add_report("a", tier="progress", title=None, body="one", path=None)
+    await reports.add_report("a", tier="final", title="Done", body="two", path="/tmp/r.md")
     assert first["report_id"] > 0 and first["body"] == "one"
-    assert [r["body"] for r in await store.reports("a")] == ["two", "one"]
-    assert [r["body"] for r in await store.reports("a", newest_first=False)] == ["one", "two"]
-    assert [r["body"] for r in await store.reports("a", limit=1)] == ["two"]
-    assert [r["path"] for r in await store.reports("a", tier="final")] == ["/tmp/r.md"]
-    assert await store.reports("b") == []
+    assert [r["body"] for r in await reports.reports("a")] == ["two", "one"]
+    assert [r["body"] for r in await reports.reports("a", newest_first=False)] == ["one", "two"]
+    assert [r["body"] for r in await reports.reports("a", limit=1)] == ["two"]
+    assert [r["path"] for r in await reports.reports("a", tier="final")] == ["/tmp/r.md"]
+    assert await reports.reports("b") == []

@@ -15,7 +15,7 @@ from tests.support.daemon import Daemon, wait_settled, write_script
 from tests.support.polling import eventually
 from tests.support.warm import create_preferring_warm, wait_warm, warm_ids
 
-from heron.runtime.warm._service import LAUNCH_FIELDS
+from heron.runtime.nodes._types import LAUNCH_FIELDS
 
 BASE_TEXT = "Hello from the default script."
 

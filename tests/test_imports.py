@@ -33,6 +33,8 @@ SERVER_SIDE = (
 )
 SDK = ("heron.agents._agent", "heron.providers", "heron.tools", "jsonschema")
 COMMAND_LINE = ("click", "rich", "typer")
+# httpx's own command line, which its __init__ loads whenever click and rich are installed.
+HTTPX_CLI = ("httpx._main", "click", "rich", "pygments")
 
 FORBIDDEN = {
     "import heron": (*SERVER_SIDE, *SDK, *COMMAND_LINE, "httpx", "pydantic", "heron.client"),
@@ -49,7 +51,9 @@ FORBIDDEN = {
         "heron.api._memory",
         "heron.api._profiles",
         "importlib.metadata",  # the user-agent's version is heron._version's
+        *HTTPX_CLI,
     ),
+    "Heron() on a socket": (*SERVER_SIDE, *SDK, *HTTPX_CLI),
     "heron --version": (
         *SERVER_SIDE,
         *SDK,
@@ -59,8 +63,9 @@ FORBIDDEN = {
         "heron.client",
         "importlib.metadata",
     ),
-    # What `heron nodes list` loads before it sends its request: the client, not the agent loop.
-    "import heron.cli._app": (*SERVER_SIDE, *SDK),
+    # What every command loads first: not the agent loop, nor its result types (they bring
+    # pydantic_core), nor the client before a command asks for it.
+    "import heron.cli._app": (*SERVER_SIDE, *SDK, "httpx", "pydantic", "pydantic_core"),
     # A command loads its own group only, not the modules of the eleven others.
     "heron nodes list --help": (
         *SERVER_SIDE,
@@ -81,6 +86,10 @@ CODE = {
     "from heron.client import Heron": "from heron.client import Heron",
     "heron --version": (
         "import sys\nsys.argv = ['heron', '--version']\nfrom heron.cli import main\nmain()\n"
+    ),
+    "Heron() on a socket": (
+        "from heron.client import Heron\n"
+        "Heron(socket_path='/nonexistent/heron.sock', auto_start=False).close()"
     ),
     "import heron.cli._app": "import heron.cli._app",
     "import heron.cli._lineage": "import heron.cli._lineage",
@@ -117,6 +126,45 @@ def test_an_entry_point_loads_none_of_what_it_does_not_use(entry: str) -> None:
 def test_the_version_fast_path_prints_what_typer_would() -> None:
     _, out = loaded_by(CODE["heron --version"])
     assert out == f"heron {heron.__version__}\n"
+
+
+def test_httpx_main_is_still_its_command_line() -> None:
+    # The client loads httpx without its CLI; httpx.main still gives the real command.
+    _, out = loaded_by(
+        "from heron.client import Heron\nimport httpx, sys\n"
+        "assert 'httpx._main' not in sys.modules\n"
+        "from httpx import main\nimport httpx._main\n"
+        "print(main is httpx.main is httpx._main.main, type(main).__name__)\n"
+        "try:\n    httpx.nope\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    assert out == "True Command\nmodule 'httpx' has no attribute 'nope'\n"
+
+
+# Counts the CA bundles loaded (certifi's file, SSL_CERT_FILE or the system's) while
+# clients of the given base URLs are built.
+CA_LOADS = """
+import ssl
+loads = []
+for name in ("load_verify_locations", "load_default_certs", "set_default_verify_paths"):
+    def counted(self, *args, _real=getattr(ssl.SSLContext, name), **kwargs):
+        loads.append(1)
+        return _real(self, *args, **kwargs)
+    setattr(ssl.SSLContext, name, counted)
+from heron.client import AsyncHeron, Heron
+for url in {urls}:
+    kwargs = {{"base_url": url}} if url else {{"socket_path": "/nonexistent/heron.sock"}}
+    Heron(**kwargs, auto_start=False).close()
+    AsyncHeron(**kwargs, auto_start=False)
+print(len(loads))
+"""
+
+
+def test_a_client_loads_a_ca_bundle_for_https_only() -> None:
+    # Loading the CA bundle is ~25 ms of a command's cold start; only TLS needs it.
+    _, out = loaded_by(CA_LOADS.format(urls=["", "http://127.0.0.1:9"]))
+    assert out == "0\n"
+    _, out = loaded_by(CA_LOADS.format(urls=["https://127.0.0.1:9", "HTTPS://127.0.0.1:9"]))
+    assert int(out) >= 4  # the probe sees a load: each of the four clients made one
 
 
 def test_the_probe_sees_a_heavy_import() -> None:

@@ -20,7 +20,7 @@
 import importlib as _importlib
 import typing as _typing
 
-from ._version import __version__
+from ._core.version import __version__
 
 if _typing.TYPE_CHECKING:
     from ._core import (

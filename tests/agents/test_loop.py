@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -19,10 +20,12 @@ from heron import (
     StreamChunk,
     ToolCall,
     ToolCallRecord,
+    ToolResult,
     ToolSchema,
     UserError,
     tool,
 )
+from heron.agents import current_tool_call
 from heron.testing import Reply, ScriptedProvider, call
 
 
@@ -450,3 +453,23 @@ async def test_tokens_are_counted_per_run_and_over_the_agent_life() -> None:
     assert agent.usage.output_tokens == r1.output_tokens + r2.output_tokens
     assert agent.usage.requests == 3
     assert r1.duration > 0
+
+
+async def test_a_tool_client_sees_the_call_it_is_running() -> None:
+    seen: list[ToolCall | None] = []
+
+    class Recording(LocalToolClient):
+        async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+            seen.append(current_tool_call())
+            return await super().call_tool(name, arguments)
+
+    agent = BaseAgent(
+        provider=ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)] * 2), "3 and 3"]),
+        tool_client=Recording([add]),
+    )
+    result = await agent.run("Add twice.")
+    calls = [c for c in seen if c is not None]
+    assert len(calls) == len(seen) == 2
+    assert [c.id for c in calls] == [r.id for r in result.tool_calls]
+    assert len({c.id for c in calls}) == 2 and {c.name for c in calls} == {"add"}
+    assert current_tool_call() is None  # outside a call

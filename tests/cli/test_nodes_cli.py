@@ -292,12 +292,16 @@ def test_create_watch_draws_text_tool_steps_reports_and_the_outcome(
     assert done.code == 0, done
     node_id = created(done)
     lines = done.out.splitlines()
+    assert lines[1:3] == ["· turn 1", "Reading two things."]
     start = lines.index("Reading two things.")
-    # The two calls run side by side: either may finish first.
-    assert sorted(lines[start + 1 : start + 3]) == [
-        "  ✓ get-current-time · checking the time",
-        "  ✗ fs-read-file · reading a file failed",
-    ]
+    # The two calls run side by side: each is a line as it starts and one as it ends,
+    # and either may start or finish first.
+    steps = lines[start + 1 : start + 5]
+    read = steps.index("  ↳ fs-read-file · reading a file …")
+    clock = steps.index("  ↳ get-current-time · checking the time …")
+    assert read < steps.index("  ✗ fs-read-file · reading a file failed"), steps
+    assert clock < steps.index("  ✓ get-current-time · checking the time"), steps
+    assert lines[start + 5] == "· turn 2"
     report = lines.index("▍ report · milestone · Halfway")
     assert lines[report + 1] == "  One read failed."
     assert lines[-3:-1] == ["All done.", "✓ completed"]
@@ -308,6 +312,8 @@ def test_create_watch_draws_text_tool_steps_reports_and_the_outcome(
     again = heron("nodes", "watch", node_id)
     assert again.code == 0
     assert again.out.count("Reading two things.") == 1 and again.out.count("All done.") == 1
+    assert again.out.startswith("· running\n· turn 1\nReading two things.\n"), again
+    assert "· turn 3\nAll done.\n" in again.out, again
     assert "failed" in again.out and "✓ completed" in again.out
 
 
@@ -361,7 +367,14 @@ def test_create_watch_draws_the_first_turn_even_when_it_joins_late(
         relay.close()
     assert done.code == 0, done
     lines = done.out.splitlines()
-    assert lines[1:4] == ["Quick.", "  ✓ get-current-time · checking the time", "Slow."], done
+    assert lines[1:7] == [
+        "· turn 1",
+        "Quick.",
+        "  ↳ get-current-time · checking the time …",
+        "  ✓ get-current-time · checking the time",
+        "· turn 2",
+        "Slow.",
+    ], done
 
 
 def test_watch_of_a_failing_node_exits_3_with_the_reason(client: Heron, scripts: Scripts) -> None:
@@ -384,6 +397,8 @@ def test_watch_after_skips_what_was_seen(client: Heron, scripts: Scripts) -> Non
     assert tail.code == 0, tail
     assert "First." not in tail.out
     assert "✓ get-current-time" in tail.out and "Second." in tail.out
+    # How many turns came before the cursor is not known: the turn is not numbered.
+    assert "· a new turn\nSecond.\n" in tail.out, tail
 
 
 # -- outcome -----------------------------------------------------------------------
@@ -602,5 +617,7 @@ def test_watch_of_a_node_reading_its_prompt_shows_its_status_first(
     wait_status(client, node.node_id, "running")
     done = heron("nodes", "watch", node.node_id)
     assert done.code == 0, done
-    assert done.out.splitlines()[0].startswith(f"{node.node_id} is running · 1 run · 0 turns")
-    assert done.out.splitlines()[1] == "Late."
+    lines = done.out.splitlines()
+    assert lines[0].startswith(f"{node.node_id} is running · 1 run · 0 turns")
+    # The turn is said if it started after the watcher joined (then it is the first).
+    assert lines[1:3] in (["Late.", "✓ completed"], ["· turn 1", "Late."]), done

@@ -22,10 +22,12 @@ def events(*records: tuple[str, dict[str, Any]]) -> list[api.NodeEvent]:
     ]
 
 
-def render(recorded: list[api.NodeEvent], *, terminal: bool = False) -> tuple[str, NodeView]:
+def render(
+    recorded: list[api.NodeEvent], *, terminal: bool = False, **known: Any
+) -> tuple[str, NodeView]:
     out = io.StringIO()
     console = Console(file=out, width=100, force_terminal=terminal, color_system=None)
-    view = NodeView(console, "n1")
+    view = NodeView(console, "n1", **known)
     for event in recorded:
         view.feed(event)
     view.close()
@@ -74,8 +76,14 @@ RUN = events(
 
 def test_a_run_reads_as_text_tool_lines_report_and_outcome() -> None:
     text, view = render(RUN)
+    # Piped, each step is a line when it starts and one when it ends; each status
+    # change and turn is a line too, the moment its event comes.
     assert text == (
+        "· running\n"
+        "· turn 1\n"
         "Let me look.\n"
+        "  ↳ fs-read …\n"
+        "  ↳ bash …\n"
         "  ✗ bash failed\n"
         "  ✓ fs-read\n"
         "▍ report · milestone · Read it\n"
@@ -94,6 +102,41 @@ def test_on_a_terminal_running_steps_spin_then_end_as_check_lines() -> None:
     assert any(frame in text for frame in SPINNER_FRAMES)
     assert "✗ bash failed" in text and "✓ fs-read\n" in text
     assert text.rstrip().endswith("✓ completed")
+
+
+def test_on_a_terminal_a_turn_that_wrote_nothing_yet_spins() -> None:
+    # The model may read its prompt for seconds: the watcher sees that it is working.
+    text, _ = render(RUN[:2], terminal=True)
+    assert "turn 1 · the model is working" in text
+    assert any(frame in text for frame in SPINNER_FRAMES)
+    assert "· turn 1\n" not in text and "· running" not in text  # no lines for them there
+
+
+def test_piped_turns_count_on_from_the_node_and_say_so_unnumbered_when_unknown() -> None:
+    turns = events(
+        ("node.turn.started", {}),
+        ("node.turn.completed", {}),
+        ("node.turn.started", {}),
+    )
+    assert render(turns, turns=4)[0] == "· turn 5\n· turn 6\n"
+    assert render(turns, turns=None)[0] == "· a new turn\n· a new turn\n"
+
+
+def test_a_status_is_said_once_and_settled_ones_by_the_outcome() -> None:
+    recorded = events(
+        ("node.status.changed", {"status": "running"}),
+        ("node.status.changed", {"status": "dormant"}),
+        ("node.status.changed", {"status": "dormant"}),
+        ("node.status.changed", {"status": "running"}),
+        ("node.status.changed", {"status": "completed"}),
+        ("node.settled", {"outcome": {"kind": "result", "output_text": "Done."}}),
+    )
+    # "running" was said before the stream (the line of what the node is doing).
+    text, view = render(recorded, status="running")
+    assert text == (
+        "· waiting for a message (heron nodes message n1 TEXT)\n· running\n✓ completed\nDone.\n"
+    )
+    assert view.status == "completed"
 
 
 def test_a_replayed_message_without_deltas_is_drawn_once() -> None:

@@ -74,6 +74,14 @@ async def test_a_trusted_https_daemon_answers(mode: str, server: FlakyServer) ->
     assert (method, target, headers["authorization"]) == ("GET", "/v1/status", "Bearer t0k")
 
 
+@pytest.mark.usefixtures("trusted")
+async def test_an_upper_case_scheme_is_https_too(mode: str, server: FlakyServer) -> None:
+    # The scheme is case-insensitive: ``HTTPS://`` gets the same verified TLS as ``https://``.
+    server.script("/v1/status", Reply(body={"ok": True}))
+    url = "HTTPS://" + server.url.removeprefix("https://")
+    assert await call(mode, url, "/v1/status") == {"ok": True}
+
+
 async def test_an_unverifiable_certificate_is_a_connection_error(
     mode: str, server: FlakyServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from heron import Message, ProviderError, ScriptExhaustedError, SimpleAgent, ToolCall, UserError
-from heron.agents._compaction import compaction_request
+from heron._core.compaction import compaction_request
 from heron.providers import (
     PROVIDER_KINDS,
     LocalProvider,

@@ -2,7 +2,7 @@
 
 import typing
 
-from .._lazy import attach as _attach
+from .._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from .._core.result import ProviderMetadata, RunResult, StopReason, ToolCallRecord
@@ -23,6 +23,7 @@ if typing.TYPE_CHECKING:
     from ._run import ToolCallHook, ToolResultHook
     from ._state import STATE_VERSION, AgentState
     from ._stream import AgentStream
+    from ._team import current_tool_call
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
     __getattr__, __dir__ = _attach(
@@ -46,6 +47,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
             "._run": ("ToolCallHook", "ToolResultHook"),
             "._state": ("STATE_VERSION", "AgentState"),
             "._stream": ("AgentStream",),
+            "._team": ("current_tool_call",),
         },
     )
 
@@ -80,6 +82,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolResultHook",
     "Turn",
+    "current_tool_call",
     "gather_delegations",
     "resolve_providers",
 ]

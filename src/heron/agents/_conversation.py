@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._core import ChatResponse, Message, Usage
+from .._core.compaction import compaction_request
 from .._core.result import RunResult
 from .._core.tokens import estimate_message_tokens, estimate_tokens
 from ..providers import Provider
-from ._compaction import Compaction, compaction_request
+from ._compaction import Compaction
 from ._state import STATE_VERSION, AgentState
 
 __all__ = ["Conversation"]

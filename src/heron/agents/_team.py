@@ -25,7 +25,14 @@ from .._core.result import RunResult
 if TYPE_CHECKING:
     from ._agent import BaseAgent
 
-__all__ = ["CallScope", "current_scope", "run_worker", "settle", "start_worker"]
+__all__ = [
+    "CallScope",
+    "current_scope",
+    "current_tool_call",
+    "run_worker",
+    "settle",
+    "start_worker",
+]
 
 _log = logging.getLogger("heron.agents")
 
@@ -100,6 +107,20 @@ _CURRENT: ContextVar[CallScope | None] = ContextVar("heron_call_scope", default=
 def current_scope() -> CallScope | None:
     """The tool call in progress in this task, if any."""
     return _CURRENT.get()
+
+
+def current_tool_call() -> ToolCall | None:
+    """The tool call an agent is making in this task, if any.
+
+    A :class:`~heron.tools.ToolClient` is handed a call's name and arguments; this gives
+    it the call itself (its id, to key a record of the call on)::
+
+        async def call_tool(self, name, arguments):
+            call = current_tool_call()
+            key = call.id if call is not None else None
+    """
+    scope = _CURRENT.get()
+    return scope.call if scope is not None else None
 
 
 async def settle(tasks: Iterable[asyncio.Future[Any]]) -> None:

@@ -6,7 +6,7 @@ Shared by the daemon (``heron.runtime``) and the client; imports nothing else fr
 # Names resolve on first use (PEP 562): a client loads the models of the routes it calls.
 import typing
 
-from .._lazy import attach as _attach
+from .._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._auth import ModelAuthReadiness, ProviderKind, ProviderReadiness
@@ -37,7 +37,9 @@ if typing.TYPE_CHECKING:
         SettledStatus,
     )
     from ._common import (
+        HOST_PATH_PATTERN,
         ID_PATTERN,
+        MEMORY_PATH_PATTERN,
         ErrorBody,
         ErrorResponse,
         NodeId,
@@ -54,6 +56,7 @@ if typing.TYPE_CHECKING:
         CronPokeResult,
         CronUpdateRequest,
     )
+    from ._durations import MAX_DURATION_SECONDS, parse_duration
     from ._events import (
         HumanRequestFiled,
         HumanRequestResolved,
@@ -206,7 +209,9 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "SettledStatus",
             ),
             "._common": (
+                "HOST_PATH_PATTERN",
                 "ID_PATTERN",
+                "MEMORY_PATH_PATTERN",
                 "ErrorBody",
                 "ErrorResponse",
                 "NodeId",
@@ -214,6 +219,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "WireModel",
                 "is_valid_id",
             ),
+            "._durations": ("MAX_DURATION_SECONDS", "parse_duration"),
             "._crons": (
                 "Cron",
                 "CronCreateRequest",
@@ -347,9 +353,12 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
 
 __all__ = [
     "CREDENTIAL_PROVIDERS",
+    "HOST_PATH_PATTERN",
     "ID_PATTERN",
+    "MAX_DURATION_SECONDS",
     "MAX_HISTORY_LIMIT",
     "MAX_MEMORY_BODY",
+    "MEMORY_PATH_PATTERN",
     "SCOPES",
     "AttentionCounts",
     "AttentionCountsRequest",
@@ -499,5 +508,6 @@ __all__ = [
     "WorktreeState",
     "YieldRequest",
     "is_valid_id",
+    "parse_duration",
     "parse_event",
 ]

@@ -11,7 +11,7 @@ def main() -> None:
     """Entry point of the ``heron`` console script."""
     if sys.argv[1:] == ["--version"]:
         # Answered before Typer and the commands load: scripts and installers call it often.
-        from .. import __version__
+        from .._core.version import __version__
 
         print(f"heron {__version__}")
         return

@@ -20,9 +20,9 @@ import typer.models
 from rich.console import Console
 from rich.text import Text
 
-from .. import __version__
 from .._core import HeronError, UserError
-from ..agents._limits import DEFAULT_MAX_TURNS
+from .._core.version import __version__
+from ..agents import DEFAULT_MAX_TURNS
 from ._help import plain_help
 from ._view import LiveView, fail
 
@@ -219,8 +219,7 @@ def _save_state(path: Path | None, agent: SimpleAgent) -> None:
 def _agent(
     provider_spec: str | None, instruction: str, state_file: Path | None, max_turns: int
 ) -> SimpleAgent:
-    from ..providers import default_provider, from_spec
-    from ..providers._local_process import out_of_process
+    from ..providers import default_provider, from_spec, out_of_process
 
     provider: Provider = from_spec(provider_spec) if provider_spec else default_provider()
     # The embedded model runs in a worker process: a native crash in it becomes one

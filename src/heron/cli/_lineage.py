@@ -14,7 +14,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .. import api
-from ..api._durations import parse_duration
+from ..api import parse_duration
 from ._nodes import (
     _STATUS_STYLE,
     JsonOption,

@@ -107,8 +107,7 @@ def _with_client(ctx: typer.Context, action: Callable[[Heron], T], *, start: boo
 
 def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
     """Make sure a daemon answers on ``client``'s Unix socket, starting one if ``start``."""
-    from ..client import APIConnectionError
-    from ..client._autostart import start_daemon
+    from ..client import APIConnectionError, start_daemon
 
     if client.settings.socket_path is None:
         return  # a TCP listener is someone else's daemon: never started from here
@@ -135,7 +134,7 @@ def _ensure_daemon(ctx: typer.Context, client: Heron, start: bool) -> None:
 def duration(value: str) -> str:
     """A Typer ``parser`` for duration options (``--deadline 1d``, ``--older-than 7d``):
     the value as given, or a usage error in words (exit 2)."""
-    from ..api._durations import parse_duration
+    from ..api import parse_duration
 
     try:
         parse_duration(value)
@@ -146,7 +145,7 @@ def duration(value: str) -> str:
 
 def _check_id(ctx: typer.Context, value: str, what: str = "node id") -> str:
     """``value``, or one error line (the client's own check, before any client is built)."""
-    from ..client._resource import check_id
+    from ..client import check_id
 
     try:
         return check_id(value, what)
@@ -186,12 +185,21 @@ def _label(node: api.Node, width: int = 48) -> str:
 # -- watching ------------------------------------------------------------------
 
 
-def _watch(client: Heron, node_id: str, after: int | None) -> int:
-    """Render the node's events until it settles; the exit status to end with."""
+def _watch(
+    client: Heron, node_id: str, after: int | None, *, created: api.Node | None = None
+) -> int:
+    """Render the node's events until it settles; the exit status to end with.
+
+    ``created``: the node just created (its status was said, and it has no turns yet).
+    """
     console = _console()
-    view = NodeView(console, node_id)
-    if after is None:
-        _now(client, console, node_id)
+    if created is not None:
+        view = NodeView(console, node_id, status=created.status, turns=0)
+    elif after is None:
+        view = _now(client, console, node_id)
+    else:
+        # From the start, every turn is counted; after N, how many came before is unknown.
+        view = NodeView(console, node_id, turns=0 if after == 0 else None)
     try:
         with client.nodes.events(node_id, after=after) as stream:
             for event in stream:
@@ -228,16 +236,25 @@ def _stopped(console: Console, outcome: api.NodeOutcome) -> None:
         console.print(Text(f"stopped: {why}", style="yellow"), soft_wrap=True)
 
 
-def _now(client: Heron, console: Console, node_id: str) -> None:
+def _now(client: Heron, console: Console, node_id: str) -> NodeView:
     """Before the stream: what a running node is doing, at once (its text may be
-    seconds away while the model reads its prompt)."""
+    seconds away while the model reads its prompt); the view to draw the stream with.
+
+    A node that has an outcome is replayed from its start, as the daemon does it; one
+    without is joined where it is (its finished turns are not sent again, so the view
+    counts on from the node's).
+    """
     node = client.nodes.retrieve(node_id)
+    if node.settled_at is not None or node.status in ("completed", "failed", "cancelled"):
+        return NodeView(console, node_id, turns=0)
     if node.status != "running":
-        return  # the stream's first events say it (dormant, or the settled replay)
+        # The stream's first event says it (dormant, with how to wake it).
+        return NodeView(console, node_id, turns=node.turns)
     line = f"{node.node_id} is running · {_count(node.runs, 'run')} · "
     line += f"{_count(node.turns, 'turn')} so far · tokens {node.input_tokens} in / "
     line += f"{node.output_tokens} out"
     console.print(Text(line, style="dim"), soft_wrap=True)
+    return NodeView(console, node_id, status="running", turns=node.turns)
 
 
 def _summary(client: Heron, console: Console, node_id: str) -> None:
@@ -374,7 +391,7 @@ def create(
             return 0
         # From the start: joined later, a running node's finished tool steps are not
         # sent again, and the first turn may be over by the time the stream opens.
-        return _watch(client, node.node_id, 0)
+        return _watch(client, node.node_id, 0, created=node)
 
     raise typer.Exit(_with_client(ctx, go, start=True))
 
@@ -536,13 +553,51 @@ def watch(
         int | None,
         typer.Option(min=0, help="Start after this event number (default: from the start)."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print each event as one line of JSON, as it comes."),
+    ] = False,
 ) -> None:
     """Watch a node's work live until it settles: text, tool steps, reports, the outcome.
 
     Ctrl-C stops watching; the node keeps running.
     """
     _check_id(ctx, node_id)
+    if as_json:
+        raise typer.Exit(_with_client(ctx, lambda client: _watch_json(client, node_id, after)))
     raise typer.Exit(_with_client(ctx, lambda client: _watch(client, node_id, after)))
+
+
+def _watch_json(client: Heron, node_id: str, after: int | None) -> int:
+    """``watch --json``: each event as a line of JSON (the stream's ``data`` with its
+    ``type``), flushed as it comes, so a program can follow it; the exit status is
+    ``watch``'s. Notes for people go to stderr."""
+    outcome: api.NodeOutcome | None = None
+    last: int | None = None
+    try:
+        with client.nodes.events(node_id, after=after) as stream:
+            for event in stream:
+                # (echo flushes: a program reading the pipe gets each line at once)
+                typer.echo(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
+                if not isinstance(event, api.StreamError):
+                    last = event.sequence_number
+                if isinstance(event, api.NodeSettled):
+                    outcome = event.outcome
+    except KeyboardInterrupt:
+        resume = f" --after {last}" if last else ""
+        _warn(
+            f"stopped watching; node {node_id} keeps running "
+            f"(heron nodes watch {node_id} --json{resume} to watch again)"
+        )
+        return EXIT_INTERRUPTED
+    if outcome is None:
+        _warn(f"heron: error: the stream of node {node_id} ended before it settled", "red")
+        return EXIT_ERROR
+    return 0 if isinstance(outcome, api.NodeResult) else EXIT_FAILURE_OUTCOME
+
+
+def _warn(text: str, style: str = "yellow") -> None:
+    Console(stderr=True, highlight=False).print(Text(text, style=style), soft_wrap=True)
 
 
 _STOP_REASONS = {

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from .._core import StreamChunk, ToolCall
-from ..agents import RunResult
 from ._markdown import MarkdownStream
+
+if TYPE_CHECKING:  # the agent loop's types: a listing command never loads them
+    from .._core import StreamChunk, ToolCall
+    from ..agents import RunResult
 
 __all__ = ["LiveView", "fail", "summary_line"]
 

@@ -2,8 +2,11 @@
 
 Text is written as it arrives; each tool step shows a spinner while it runs (on a
 terminal) and ends as one ``✓``/``✗`` line; pushed reports, status changes worth
-knowing and the settled outcome follow in order. The renderer only consumes
-:mod:`heron.api` events, so it is fed from a live stream or a recorded list alike.
+knowing and the settled outcome follow in order. Piped (to a file, or a program that
+tails it) nothing is redrawn: each step is a ``↳`` line when it starts, and each turn and
+status change a line of its own, so a reader knows at once what the node is doing. The
+renderer only consumes :mod:`heron.api` events, so it is fed from a live stream or a
+recorded list alike.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ _STATUS_NOTES = {
     "dormant": "waiting for a message (heron nodes message {id} TEXT)",
     "interrupted": "interrupted: its turn was stopped (heron nodes revive {id} to go on)",
 }
-"""Statuses worth a line of their own while watching; the others show in the outcome."""
+"""Statuses worth a line of their own while watching (piped, the others are named)."""
+_SETTLED = ("completed", "failed", "cancelled")
+"""Statuses the outcome's own line says (``✓ completed``, ``✗ failed: ...``)."""
 
 
 @dataclass(slots=True)
@@ -44,7 +49,7 @@ class _Step:
 def _step_text(tool: str, summary: str) -> str:
     """``fs-read-file · reading a file``: Heron's own tools say what they do; the
     arguments' shape (``object with 1 field``) tells a reader nothing and is left out."""
-    from ..client._activity import describe_tool_default
+    from ..client import describe_tool_default
 
     label = describe_tool_default(tool, summary)
     if label == f"Using {tool}":
@@ -55,17 +60,36 @@ def _step_text(tool: str, summary: str) -> str:
 class NodeView:
     """Draws a node's events on ``console``; :attr:`outcome` once ``node.settled`` came.
 
-    On a terminal running tool steps spin in a live region below the text; elsewhere
-    (a pipe, a file) nothing is redrawn and only the finished ``✓``/``✗`` lines appear.
+    On a terminal running tool steps spin in a live region below the text, as does a
+    turn that has written nothing yet. Elsewhere (a pipe, a file) nothing is redrawn:
+    a step is a ``  ↳ tool …`` line when it starts and a ``✓``/``✗`` line when it ends,
+    a turn is ``· turn 3`` when it starts and a status change ``· running``, each
+    written (and flushed) the moment its event comes.
+
+    ``status`` is the node's status already shown (a change to another is drawn);
+    ``turns`` the turns it finished before the first event fed (``None``: unknown, and
+    turns are drawn unnumbered).
     """
 
-    def __init__(self, console: Console, node_id: str) -> None:
+    def __init__(
+        self,
+        console: Console,
+        node_id: str,
+        *,
+        status: api.StreamStatus | None = None,
+        turns: int | None = 0,
+    ) -> None:
         self.console = console
         self.node_id = node_id
         self.outcome: api.NodeOutcome | None = None
         """How the node settled (``None`` until its ``node.settled`` event)."""
         self.last_sequence: int | None = None
         """The number of the last event drawn (resume after it with ``--after``)."""
+        self.status = status
+        """The node's last status drawn or known."""
+        self.turns = turns
+        """The turns the node finished so far (``None`` when not known)."""
+        self._turn: str | None = None  # a turn started that has written nothing yet
         self._running: dict[str, _Step] = {}
         self._live: Live | None = None
         self._column = 0
@@ -101,17 +125,18 @@ class NodeView:
     # -- the live region of running steps --------------------------------------
 
     def _spinners(self) -> Group:
-        return Group(
-            *(
-                Spinner("dots", Text(_step_text(step.tool, step.summary), style="cyan"))
-                for step in self._running.values()
-            )
-        )
+        spinners = [
+            Spinner("dots", Text(_step_text(step.tool, step.summary), style="cyan"))
+            for step in self._running.values()
+        ]
+        if self._turn is not None:
+            spinners.append(Spinner("dots", Text(self._turn, style="dim")))
+        return Group(*spinners)
 
     def _refresh_live(self) -> None:
         if not self.console.is_terminal:
             return
-        if not self._running:
+        if not self._running and self._turn is None:
             self._stop_live()
             return
         if self._live is None:
@@ -137,13 +162,14 @@ class NodeView:
         if not isinstance(event, api.StreamError):
             self.last_sequence = event.sequence_number
         if isinstance(event, api.OutputTextDelta):
+            self._turn = None
             self._message += event.delta
             self._text(event.delta)
         elif isinstance(event, api.OutputTextDone):
+            self._turn = None
             self._text_done(event.text)
         elif isinstance(event, api.ToolCallStarted):
-            self._running[event.tool_call_id] = _Step(event.tool, event.summary)
-            self._refresh_live()
+            self._tool_started(event)
         elif isinstance(event, api.ToolCallCompleted):
             self._tool_done(event)
         elif isinstance(event, api.ReportPushed):
@@ -157,14 +183,49 @@ class NodeView:
             request = event.request
             self._line(Text(f"· request {request.request_id} {request.status}", style="dim"))
         elif isinstance(event, api.NodeStatusChanged):
-            note = _STATUS_NOTES.get(event.status)
-            if note is not None:
-                self._line(Text(f"· {note.format(id=self.node_id)}", style="dim"))
+            self._status(event.status)
+        elif isinstance(event, api.TurnStarted):
+            self._turn_started()
+        elif isinstance(event, api.TurnCompleted):
+            if self.turns is not None:
+                self.turns += 1
+            self._turn = None
+            self._refresh_live()
         elif isinstance(event, api.NodeSettled):
             self._settled(event.outcome)
         elif isinstance(event, api.StreamError):
             self._stream_error(event.error)
-        # Turn boundaries draw nothing: text and tool lines already show the work.
+
+    def _tool_started(self, event: api.ToolCallStarted) -> None:
+        self._turn = None
+        step = _Step(event.tool, event.summary)
+        self._running[event.tool_call_id] = step
+        if self.console.is_terminal:
+            self._refresh_live()
+            return
+        line = Text("  ↳ ", style="dim")
+        line.append(_step_text(step.tool, step.summary), style="cyan")
+        line.append(" …", style="dim")
+        self._line(line)
+
+    def _turn_started(self) -> None:
+        turn = "a new turn" if self.turns is None else f"turn {self.turns + 1}"
+        if self.console.is_terminal:
+            # The model may read for seconds before its first word: spin until it comes.
+            self._turn = f"{turn} · the model is working"
+            self._refresh_live()
+        else:
+            self._line(Text(f"· {turn}", style="dim"))
+
+    def _status(self, status: api.StreamStatus) -> None:
+        if status == self.status:
+            return  # already said (the line before the stream, or a repeat after a restart)
+        self.status = status
+        note = _STATUS_NOTES.get(status)
+        if note is not None:
+            self._line(Text(f"· {note.format(id=self.node_id)}", style="dim"))
+        elif not self.console.is_terminal and status not in _SETTLED:
+            self._line(Text(f"· {status}", style="dim"))
 
     def _text_done(self, text: str) -> None:
         # Replayed from the daemon's log, a message comes without its deltas; after a
@@ -222,6 +283,7 @@ class NodeView:
 
     def close(self) -> None:
         """Stop the spinners and end the current line (call when watching stops)."""
+        self._turn = None
         self._markdown.end()
         self._stop_live()
         if self._column:

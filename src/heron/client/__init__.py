@@ -1,13 +1,13 @@
 """The typed client of the Heron daemon: ``Heron`` (blocking) and ``AsyncHeron``.
 
-Depends on :mod:`heron.api` (the wire models) and nothing else of Heron.
+Depends on :mod:`heron.api` (the wire models) and ``heron._core``, nothing else of Heron.
 """
 
 # Names resolve on first use (PEP 562): ``from heron.client import Heron`` loads the client,
 # not the stream, activity or parsing helpers it does not use.
 import typing
 
-from .._lazy import attach as _attach
+from .._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._activity import (
@@ -17,6 +17,7 @@ if typing.TYPE_CHECKING:
         describe_tool_default,
         follow_activity,
     )
+    from ._autostart import start_daemon
     from ._canvas import Dashboard
     from ._client import AsyncHeron, Heron
     from ._errors import (
@@ -45,6 +46,8 @@ if typing.TYPE_CHECKING:
         ProfileEnsureParams,
     )
     from ._parsed import ParsedFailure, ParsedOutcome, ParsedResult
+    from ._resource import check_id
+    from ._settings import Settings
     from ._stream_flow import Reconnect
     from ._system import AuthStatus
 
@@ -59,6 +62,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "describe_tool_default",
                 "follow_activity",
             ),
+            "._autostart": ("start_daemon",),
             "._canvas": ("Dashboard",),
             "._client": ("AsyncHeron", "Heron"),
             "._errors": (
@@ -87,6 +91,8 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "ProfileEnsureParams",
             ),
             "._parsed": ("ParsedFailure", "ParsedOutcome", "ParsedResult"),
+            "._resource": ("check_id",),
+            "._settings": ("Settings",),
             "._stream_flow": ("Reconnect",),
             "._system": ("AuthStatus",),
         },
@@ -128,7 +134,10 @@ __all__ = [
     "RateLimitError",
     "Reconnect",
     "RequestOptions",
+    "Settings",
     "UnprocessableEntityError",
+    "check_id",
     "describe_tool_default",
     "follow_activity",
+    "start_daemon",
 ]

@@ -11,9 +11,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
-
 from ._errors import APIConnectionError
+from ._httpx import httpx
 from ._settings import SOCKET_HOST, Settings
 from ._transport import SocketBackend, sync_transport
 

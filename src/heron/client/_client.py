@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Generic
 
+from .._core.closing import AsyncClosing, Closing
 from ._canvas import Canvas
-from ._closing import AsyncClosing, Closing
 from ._crons import Crons
 from ._drivers import AsyncDriver, Driver, SyncDriver
 from ._files import Bash, Files

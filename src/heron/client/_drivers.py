@@ -17,16 +17,15 @@ import weakref
 from collections.abc import Awaitable, Iterator
 from typing import Any, Generic, TypeVar
 
-import httpx
-
-from .._version import __version__
+from .._core.version import __version__
 from ._autostart import start_daemon
 from ._errors import APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError
 from ._flow import Flow, Instruction, Send, Sleep
+from ._httpx import httpx
 from ._options import Cancel
 from ._resource import Async, M, Sync
 from ._settings import Settings
-from ._transport import SocketBackend, async_transport, sync_transport
+from ._transport import SocketBackend, async_transport, is_https, sync_transport
 
 __all__ = ["AsyncDriver", "Driver", "SyncDriver", "race"]
 
@@ -173,7 +172,7 @@ class SyncDriver(Driver[Sync]):
         self.backend = SocketBackend()
         self.streams: weakref.WeakSet[Any] = weakref.WeakSet()
         """Node streams with an open response (``NodeStream``), aborted by :meth:`close`."""
-        https = settings.base_url.startswith("https:")
+        https = is_https(settings.base_url)
         self.http = httpx.Client(
             transport=sync_transport(self.backend, uds=self.uds, https=https),
             timeout=settings.timeout,
@@ -295,7 +294,8 @@ class AsyncDriver(Driver[Async]):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.http = httpx.AsyncClient(
-            transport=async_transport(uds=self.uds), timeout=settings.timeout
+            transport=async_transport(uds=self.uds, https=is_https(settings.base_url)),
+            timeout=settings.timeout,
         )
 
     async def run(self, flow: Flow[T]) -> T:

@@ -17,10 +17,10 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
-import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from ._errors import APIConnectionError, APIError, error_from_response
+from ._httpx import httpx
 from ._options import RequestOptions
 
 __all__ = [

@@ -16,13 +16,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from .. import api
-from ._closing import AsyncClosing, Closing
+from .._core.closing import AsyncClosing, Closing
 from ._drivers import AsyncDriver, Driver, SyncDriver, race
 from ._errors import APIError, APIUserAbortError, error_from_response
 from ._flow import Flow, Send, Sleep
+from ._httpx import httpx
 from ._listeners import Listener, Listeners
 from ._options import Cancel, RequestOptions
 from ._stream_flow import (

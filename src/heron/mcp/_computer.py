@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..tools._sandbox import Sandbox, find_bwrap, sandbox_environment
+from ..tools import Sandbox, find_bwrap, sandbox_environment
 from ._connections import UnixSocketConnection
 from ._errors import ComputerError
 from ._forward import forward_socket_name, serve_outside

@@ -14,6 +14,7 @@ from mcp.server.runner import modern_error_data
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
+from .._core.closing import AsyncClosing
 from ._connections import Connection, DirectCall, SessionStreams
 from ._errors import MCPConnectionError
 
@@ -292,7 +293,7 @@ class _Given:
         return None
 
 
-class _Watched:
+class _Watched(AsyncClosing):
     """A read stream that sets ``dropped`` when the link behind it ends."""
 
     def __init__(self, inner: Any, dropped: asyncio.Event) -> None:
@@ -320,9 +321,3 @@ class _Watched:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Watched:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

@@ -18,6 +18,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 
 from .._core import UserError
+from .._core.version import __version__
 from ..tools import IdGenerator, Storage, Tool, ToolContext, ToolResult
 from ._connections import Connection, DirectServer
 from ._convert import ENV_ID_META_KEY, meta_value, to_mcp_result, to_mcp_tool
@@ -91,7 +92,7 @@ class MCPServer(Lifecycle):
         self._closed = asyncio.Event()
         self._lowlevel: Server[Any] = Server(
             name,
-            version=_heron_version(),
+            version=__version__,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
@@ -200,10 +201,3 @@ class MCPServer(Lifecycle):
 
     def __repr__(self) -> str:
         return f"<MCPServer on {self.connection.describe()}, {len(self._tools)} tools>"
-
-
-def _heron_version() -> str:
-    """Heron's version, announced as the MCP server's version."""
-    from .. import __version__  # the package is fully imported by the time a server exists
-
-    return __version__

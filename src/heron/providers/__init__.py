@@ -2,7 +2,8 @@
 
 The hosted providers (:class:`OpenAIProvider`, :class:`DeepSeekProvider`,
 :class:`AnthropicProvider`, :class:`OllamaProvider`) are imported on first
-use, so ``import heron`` does not load the vendor SDKs.
+use, so ``import heron`` does not load the vendor SDKs; so is :func:`out_of_process`
+(the embedded model in a worker process).
 """
 
 import typing as _typing
@@ -12,17 +13,19 @@ from .._core import emit
 from ._base import Provider, resolve_think_effort, think_budget
 from ._calls import InvalidToolCall
 from ._retry import RetryPolicy
-from ._spec import PROVIDER_KINDS, default_provider, from_spec, load_script
+from ._spec import KEYED_KINDS, PROVIDER_KINDS, default_provider, from_spec, load_script
 from .local import LocalProvider, default_model_path
 from .scripted import ScriptedProvider
 
 if _typing.TYPE_CHECKING:
+    from ._local_process import out_of_process
     from .anthropic import AnthropicProvider
     from .deepseek import DeepSeekProvider
     from .ollama import OllamaProvider
     from .openai import OpenAIProvider
 
 __all__ = [
+    "KEYED_KINDS",
     "PROVIDER_KINDS",
     "AnthropicProvider",
     "DeepSeekProvider",
@@ -38,6 +41,7 @@ __all__ = [
     "emit",
     "from_spec",
     "load_script",
+    "out_of_process",
     "resolve_think_effort",
     "think_budget",
 ]
@@ -47,6 +51,8 @@ _LAZY = {
     "DeepSeekProvider": "deepseek",
     "OllamaProvider": "ollama",
     "OpenAIProvider": "openai",
+    # Worker processes: loaded by what runs the embedded model out of process.
+    "out_of_process": "_local_process",
 }
 
 

@@ -17,6 +17,7 @@ from .._core import (
     ToolCall,
     UserError,
 )
+from .._core.compaction import is_compaction_request
 from ._base import Provider
 from .scripted import Reply, ScriptedProvider, Step
 
@@ -216,7 +217,7 @@ def load_script(path: str | os.PathLike[str]) -> list[Step]:
 
     The file may instead hold ``{"steps": [...], "compaction": step}``: then every
     request to summarise the agent's memory (see
-    :func:`heron.agents.is_compaction_request`) is answered with the ``compaction``
+    :func:`heron.testing.is_compaction_request`) is answered with the ``compaction``
     step, and only the other requests play ``steps``.
     """
     file = Path(path).expanduser()
@@ -265,7 +266,6 @@ def _or_compaction(step: Step, compaction: Step) -> Step:
     Every step is wrapped, not only the first: which step a request lands on
     depends on the provider (``by_history`` counts the assistant messages sent).
     """
-    from ..agents._compaction import is_compaction_request  # agents imports providers
 
     def pick(messages: Sequence[Message]) -> Step:
         return compaction if is_compaction_request(messages) else step

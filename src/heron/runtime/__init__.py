@@ -5,7 +5,7 @@
 
 import typing
 
-from .._lazy import attach as _attach
+from .._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._config import RuntimeConfig, heron_home

@@ -11,7 +11,7 @@
     )
 """
 
-from ..agents._compaction import is_compaction_request
+from .._core.compaction import is_compaction_request
 from ..providers.scripted import Reply, ScriptedProvider, ScriptedRequest, Step, call
 
 __all__ = [

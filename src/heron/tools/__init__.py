@@ -4,7 +4,7 @@ from ._client import LocalToolClient, ToolClient
 from ._context import IdGenerator, MemoryStorage, Storage, ToolContext
 from ._events import Interaction
 from ._result import ToolResult, to_tool_result
-from ._sandbox import Sandbox, sandbox_environment
+from ._sandbox import Sandbox, contained, find_bwrap, sandbox_environment, sandbox_problem
 from ._skill import Skill, merge_tools, render_skills, require_skills
 from ._tool import FunctionTool, Tool, tool
 from .bash import (
@@ -79,7 +79,9 @@ __all__ = [
     "bash_tools",
     "browser_tools",
     "catalog",
+    "contained",
     "filesystem_tools",
+    "find_bwrap",
     "fs_edit_file_tool",
     "fs_glob_tool",
     "fs_grep_tool",
@@ -94,6 +96,7 @@ __all__ = [
     "render_skills",
     "require_skills",
     "sandbox_environment",
+    "sandbox_problem",
     "to_tool_result",
     "todo_tools",
     "tool",

@@ -19,6 +19,9 @@ commands are not sandboxed unless given ``sandbox=`` (a :class:`Sandbox`:
 bubblewrap around each command): they run with this process's rights and may
 read or write anything it can. Sandbox them, or serve the tools from a
 ``Computer``, when the model is not trusted.
+
+:class:`ShellProcess` is the process one command runs in (the daemon's ``/v1/bash``
+routes run theirs the same way).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core import UserError
+from .._core.closing import AsyncClosing
 from ._bash_events import (
     BashEvent,
     BashExited,
@@ -40,8 +44,8 @@ from ._bash_events import (
     BashStarted,
 )
 from ._bash_output import HeadTailBuffer
+from ._bash_process import ShellProcess, Stream, describe_exit
 from ._bash_session import BashSession
-from ._closing import AsyncClosing
 from ._context import ToolContext
 from ._result import ToolResult
 from ._sandbox import Sandbox
@@ -55,7 +59,10 @@ __all__ = [
     "BashOutputSize",
     "BashStarted",
     "BashTools",
+    "ShellProcess",
+    "Stream",
     "bash_tools",
+    "describe_exit",
 ]
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from .._core import ImagePart, TextPart, ToolError, UserError
+from .._core.closing import AsyncClosing
 from ._browser_events import (
     BrowserClicked,
     BrowserEvent,
@@ -40,7 +41,6 @@ from ._browser_session import (
     is_target_closed,
 )
 from ._browser_snapshot import DESCRIBE_SCRIPT, SNAPSHOT_SCRIPT
-from ._closing import AsyncClosing
 from ._context import IdGenerator, ToolContext
 from ._result import ToolResult
 from ._tool import Tool, tool

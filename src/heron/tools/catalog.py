@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .._core import UserError
-from ._closing import AsyncClosing
+from .._core.closing import AsyncClosing
 from ._tool import Tool
 from .bash import BashTools, bash_tools
 from .browser import BrowserTools, browser_tools

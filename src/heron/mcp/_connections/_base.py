@@ -15,6 +15,8 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
+from ..._core.closing import AsyncClosing
+
 __all__ = [
     "TOO_BIG",
     "Connection",
@@ -145,7 +147,7 @@ async def message_streams(
         await reader.aclose()
 
 
-class _FrameReader:
+class _FrameReader(AsyncClosing):
     """The read side: each ``receive`` reads and decodes the next frame of the link."""
 
     def __init__(self, receive: Callable[[], Awaitable[str | bytes | None]]) -> None:
@@ -176,14 +178,8 @@ class _FrameReader:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> _FrameReader:
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class _FrameWriter:
+class _FrameWriter(AsyncClosing):
     """The write side: each ``send`` encodes a message and writes it as one frame."""
 
     def __init__(self, send: Callable[[str], Awaitable[None]]) -> None:
@@ -205,12 +201,6 @@ class _FrameWriter:
 
     async def aclose(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> _FrameWriter:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 async def _receive_or_none(receive: Callable[[], Awaitable[str | bytes | None]]) -> Any:

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import FastAPI, Query, Request
 
 from ... import api
-from ...api._common import HOST_PATH_PATTERN
+from ...api import HOST_PATH_PATTERN
 from ..nodes._engine import Engine
 from ..server._routing import errors
 from ..shell._service import until_disconnected

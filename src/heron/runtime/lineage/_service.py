@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from ... import api
 from ..._core import ProviderError, Usage
+from ..._core.compaction import compaction_request
 from ...agents import AgentState
-from ...agents._compaction import compaction_request
 from ..nodes._runs import DETERMINISTIC, SETTLED, Stop
 from ..nodes._store import Row
 from ..profiles._service import given_model

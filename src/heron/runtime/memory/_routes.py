@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Query
 
 from ... import api
-from ...api._common import MEMORY_PATH_PATTERN
+from ...api import MEMORY_PATH_PATTERN
 from ..nodes._engine import Engine
 from ..server._routing import MAX_INTEGER, errors
 from ._service import CURSOR_PATTERN

@@ -9,9 +9,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ..._core import ProviderError, UserError
-from ...providers import Provider, ScriptedProvider, from_spec, load_script
-from ...providers._local_process import out_of_process
-from ...providers._spec import KEYED_KINDS
+from ...providers import (
+    KEYED_KINDS,
+    Provider,
+    ScriptedProvider,
+    from_spec,
+    load_script,
+    out_of_process,
+)
 from ...providers.scripted import Step
 from ._credentials import Credential, redact
 from ._readiness import KEY_VARIABLES

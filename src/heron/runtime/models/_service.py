@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ... import api
-from ...providers._spec import PROVIDER_KINDS
+from ...providers import PROVIDER_KINDS
 from ..nodes._rows import maybe_when
 from ..server._errors import ApiError
 from ._credentials import (

@@ -30,9 +30,8 @@ from ..._core import (
     StreamChunk,
     ToolSchema,
 )
-from ...agents import ToolCallRecord
-from ...agents._compaction import is_compaction_request
-from ...agents._team import current_scope
+from ..._core.compaction import is_compaction_request
+from ...agents import ToolCallRecord, current_tool_call
 from ...providers import Provider
 from ...tools import ToolClient, ToolResult
 from ..events._log import EventLog
@@ -47,8 +46,8 @@ T = TypeVar("T")
 def call_key(run: int) -> str:
     """The tool call being run, as ``run:step:call id``: the same when DBOS runs its step
     again after a crash (tools that make things key them on it, to make them once)."""
-    scope = current_scope()
-    call_id = scope.call.id if scope is not None and scope.call is not None else ""
+    call = current_tool_call()
+    call_id = call.id if call is not None else ""
     step = DBOS.step_id if DBOS.step_id is not None else 0
     return f"{run}:{step}:{call_id}"
 
@@ -229,8 +228,8 @@ class DurableToolClient(ToolClient):
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run the call as a workflow step (replayed from the record after a restart)."""
-        scope = current_scope()
-        call_id = scope.call.id if scope is not None and scope.call is not None else ""
+        call = current_tool_call()
+        call_id = call.id if call is not None else ""
         self._reached.add(call_id)
         return await self._steps.run("tool-call", self._call, call_id, name, arguments)
 

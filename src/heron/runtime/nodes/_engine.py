@@ -23,8 +23,8 @@ from typing import Any
 import jsonschema
 from dbos import DBOS, SetWorkflowID
 
-from ... import __version__ as version
 from ... import api
+from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
 from ..canvas._service import Canvas, asking_from
 from ..crons._service import Crons

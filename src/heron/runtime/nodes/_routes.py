@@ -8,7 +8,8 @@ from typing import Annotated
 
 from fastapi import Body, FastAPI, Query, Response
 
-from ... import __version__, api
+from ... import api
+from ..._core.version import __version__
 from ..server._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors, stopping
 from ._engine import Engine
 

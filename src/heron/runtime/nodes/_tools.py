@@ -18,6 +18,7 @@ from typing import Any
 
 from ... import api
 from ..._core import ToolError
+from ..._core.closing import AsyncClosing
 from ...tools import (
     BashTools,
     Tool,
@@ -27,7 +28,6 @@ from ...tools import (
     get_current_time,
     question_answer_tool,
 )
-from ...tools._closing import AsyncClosing
 from ..memory._tools import MEMORY_READ_TOOLS
 from ..server._errors import ApiError
 

@@ -15,7 +15,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp
 
-from ... import __version__, api
+from ... import api
+from ..._core.version import __version__
 from ..canvas._routes import add_canvas_routes
 from ..crons._routes import add_cron_routes
 from ..events._routes import add_event_routes

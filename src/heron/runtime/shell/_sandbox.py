@@ -38,7 +38,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from ... import api
-from ...tools._sandbox import (
+from ...tools import (
     Sandbox,
     contained,
     find_bwrap,

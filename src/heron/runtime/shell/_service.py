@@ -2,7 +2,7 @@
 
 The command runs as ``bash -c COMMAND`` in a process group of its own (a new
 session) and, where bubblewrap can start one, a PID namespace of its own
-(``heron.tools._sandbox.contained``: the host's files, network and user as they
+(``heron.tools.contained``: the host's files, network and user as they
 are), in the required ``cwd``. The namespace ends with the command, taking with
 it what the command started even in sessions of their own (``setsid``), which a
 process group alone cannot hold. It never outlives its request: at its
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from ... import api
-from ...tools._bash_process import ShellProcess, Stream, describe_exit
+from ...tools.bash import ShellProcess, Stream, describe_exit
 from ..files._service import check_path
 from ..server._errors import ApiError
 from ._environment import WITHHELD_VARIABLES, command_environment

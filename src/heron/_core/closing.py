@@ -1,4 +1,4 @@
-"""The ``with`` / ``async with`` shape of what holds connections (clients, streams)."""
+"""The ``with`` / ``async with`` shape of what holds resources (clients, streams, processes)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class AsyncClosing:
 
     @abstractmethod
     async def aclose(self) -> None:
-        """Let go of what the object holds."""
+        """Let go of what the object holds (stop what it started)."""
 
     async def __aenter__(self) -> Self:
         return self

@@ -5,12 +5,21 @@ phase schemathesis has (examples, coverage, fuzzing, stateful) under every check
 answer may be a 5xx, every answer must be documented and match its schema (the event
 stream's events too), invalid input must be refused and valid input accepted, and a
 method a path does not serve answers 405 with the right ``Allow``.
+
+At least 5,000 cases, with a fixed seed. A case's time is mostly waiting: for the
+daemon's answer, for a long poll, for an event stream that never ends. So four
+requests are in flight at once, long polls wait at most a second and streams are
+read for three: on two busy cores ~5,400 cases took 195 s where the earlier
+settings (two workers, streams read until schemathesis's own timeout) took 410 s
+for ~5,100. ``HERON_FUZZ_EXAMPLES=80`` runs a longer fuzz by hand.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,11 +37,17 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "fuzz-token-for-the-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-EXAMPLES_PER_OPERATION = 20
-"""Hypothesis examples per operation and phase (the coverage phase adds its own)."""
-MIN_REQUESTS = 2000
-"""At least this many cases: the run takes ~2.5 minutes for ~2,200 on two busy cores,
-which is what fits the suite (a longer run finds the same; raise the examples for one)."""
+EXAMPLES_PER_OPERATION = int(os.environ.get("HERON_FUZZ_EXAMPLES", "36"))
+"""Hypothesis examples per operation in the fuzzing and stateful phases (the coverage
+phase adds ~3,000 of its own). ``HERON_FUZZ_EXAMPLES`` raises it for a longer run by hand."""
+MIN_CASES = 5000
+"""At least this many cases, every one a request (~5,200 at 36 examples)."""
+WORKERS = 4
+"""Requests in flight at once: a case's time is mostly the daemon's answer (database
+threads and the event loop taking turns), so four overlap where two waited."""
+STREAM_SECONDS = 3
+"""How long a fuzzed event stream is read: a stream of a node that lives on never ends,
+and its replay (what is checked) comes at once; schemathesis would read it 30 s."""
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +113,19 @@ def confine(case: schemathesis.Case, scratch: Path) -> None:
             body["env"] = {}
 
 
+def shorten_wait(case: schemathesis.Case) -> None:
+    """A long poll on a fuzzed node could hold for 25 s: a valid ``wait`` (0-25, a number
+    or, as the coverage phase sends it, its digits) of more than 1 is made 1."""
+    query = case.query
+    if not isinstance(query, dict):
+        return
+    wait = query.get("wait")
+    if isinstance(wait, int) and not isinstance(wait, bool) and 1 < wait <= 25:
+        query["wait"] = 1
+    elif isinstance(wait, str) and wait.isascii() and wait.isdigit() and 1 < int(wait) <= 25:
+        query["wait"] = "1"
+
+
 SEED = 20261202
 """The run's seed: the same requests every time, so a failure reproduces."""
 
@@ -128,6 +156,8 @@ REFUSED_BY_MEANING = {
     "invalid_outcome_delivery": "an outcome delivery on a node without a parent",
     "invalid_output_schema": "an output schema given as text that is not JSON, or with a "
     "$ref that leads nowhere",
+    "worktree_needs_cwd": "a worktree asked for with no cwd to make it from (one field "
+    "depending on another's value)",
 }
 """Refusals of a meaning no JSON Schema can state (error code: what)."""
 
@@ -204,7 +234,7 @@ def run_schemathesis(base_url: str, scratch: Path) -> tuple[int, list[Finding]]:
         {
             "seed": SEED,
             "headers": AUTH,
-            "workers": 2,
+            "workers": WORKERS,
             "request-timeout": 30,
             "checks": CHECKS_CONFIG,
             "generation": {
@@ -212,20 +242,21 @@ def run_schemathesis(base_url: str, scratch: Path) -> tuple[int, list[Finding]]:
                 "database": "none",
                 "deterministic": True,
             },
+            "operations": [
+                {"include-path": "/v1/nodes/{node_id}/events", "request-timeout": STREAM_SECONDS}
+            ],
         }
     )
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=config, timeout=30)
 
     def before_call(context: Any, case: schemathesis.Case, kwargs: dict[str, Any]) -> None:
-        # A long poll on a fuzzed node could hold for 25 s: keep fuzzed waits short.
-        if isinstance(case.query, dict) and isinstance(case.query.get("wait"), int):
-            case.query["wait"] = min(case.query["wait"], 1)
+        shorten_wait(case)
         confine(case, scratch)
 
     dispatcher = schemathesis.hooks.GLOBAL_HOOK_DISPATCHER
     dispatcher.register_hook_with_name(before_call, "before_call")
     findings: list[Finding] = []
-    generated = 0
+    generated = sent = 0
     try:
         for event in schemathesis.engine.from_schema(schema).execute():
             if isinstance(event, events.FatalError):
@@ -234,6 +265,7 @@ def run_schemathesis(base_url: str, scratch: Path) -> tuple[int, list[Finding]]:
                 continue
             recorder = event.recorder
             generated += len(recorder.cases)
+            sent += len(recorder.interactions)
             for case_id, checks in recorder.checks.items():
                 interaction = recorder.interactions.get(case_id)
                 response = interaction.response if interaction is not None else None
@@ -254,6 +286,7 @@ def run_schemathesis(base_url: str, scratch: Path) -> tuple[int, list[Finding]]:
                         findings.append(finding)
     finally:
         dispatcher.unregister(before_call)
+    assert sent == generated, f"{generated} cases, but {sent} requests"
     return generated, findings
 
 
@@ -261,11 +294,16 @@ def test_api_conforms_to_its_schema(tcp_daemon: tuple[Daemon, str], tmp_path: Pa
     """Every phase and check of schemathesis over every operation: never a 5xx, always a
     documented, schema-true answer, invalid input refused and valid input accepted."""
     daemon, base_url = tcp_daemon
+    started = time.monotonic()
     generated, findings = run_schemathesis(base_url, tmp_path)
+    took = time.monotonic() - started
     unexplained = [f for f in findings if not explained(f)]
-    print(f"schemathesis: {generated} requests generated, {len(findings)} findings")
+    print(
+        f"schemathesis: {generated} cases ({EXAMPLES_PER_OPERATION} examples per operation)"
+        f" in {took:.0f} s, {len(findings)} findings, {len(unexplained)} unexplained"
+    )
     assert not unexplained, "\n".join(str(f) for f in unexplained)
-    assert generated >= MIN_REQUESTS, f"only {generated} cases were generated"
+    assert generated >= MIN_CASES, f"only {generated} cases were run"
     assert "Traceback" not in daemon.log.read_text()
     # Whatever crons the fuzzer made (through their routes) wait, paused: none fires.
     with httpx.Client(headers=AUTH, timeout=30) as client:
@@ -313,3 +351,15 @@ def test_a_refusal_of_a_shape_the_schema_states_is_never_excused() -> None:
     assert not explained(replace(missing, answer="cwd must be an absolute path, not 'x' null"))
     unknown = replace(missing, code="invalid_model", answer="unknown provider 'x': use one of")
     assert not explained(unknown)
+
+
+def test_shorten_wait_changes_only_valid_long_waits() -> None:
+    """A valid wait over a second becomes one; an invalid one stays invalid."""
+    for given, kept in ((25, 1), ("25", "1"), (1, 1), (26, 26), ("26", "26"), (-3, -3)):
+        case: Any = SimpleNamespace(query={"wait": given})
+        shorten_wait(case)
+        assert case.query == {"wait": kept}, given
+    for given in ("٣", True, "x"):  # not digits to the route
+        case = SimpleNamespace(query={"wait": given})
+        shorten_wait(case)
+        assert case.query == {"wait": given}

@@ -1,16 +1,5 @@
-"""The ``httpx`` transports of the two clients, and aborting a blocking request.
-
-Two things ``httpx`` does not do for us:
-
-- httpcore's blocking backend leaks the socket of a failed Unix connect (a stale
-  socket file left by a killed daemon answers ``ECONNREFUSED``): :class:`SocketBackend`
-  connects Unix sockets itself and closes the socket whatever goes wrong.
-- A blocking read cannot be stopped from another thread, so a cancelled sync
-  request would hold its connection (and its worker thread) until its timeout.
-  :class:`SocketBackend` knows which connection each request worker is using, and
-  :meth:`SocketBackend.abort` shuts that socket down: the read fails at once and
-  httpcore drops the connection.
-"""
+"""The ``httpx`` transports of the two clients, and aborting a blocking request (what
+``httpx`` does not do for us: ARCHITECTURE.md, the client's transports)."""
 
 from __future__ import annotations
 

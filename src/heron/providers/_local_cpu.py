@@ -1,18 +1,5 @@
-"""Whether llama.cpp may repack the embedded model's weights on this CPU.
-
-llama.cpp can load weights into "extra buffer types": layouts repacked for the
-CPU's vector units (AVX2/AVX-512 interleaved blocks, Intel AMX tiles). On CPUs
-with AMX (Sapphire Rapids and later Xeons) the AMX path crashes the process in
-its first matrix multiply (llama.cpp issue 20824, closed without a fix), so
-repacking is switched off there. Elsewhere it stays on: measured with
-``bench/local_throughput.py``, a Q4_0 model decodes about 1.5x faster with
-repacked weights on an AVX-512 CPU, and formats that are never repacked lose
-nothing.
-
-The decision is :func:`decide_repack`, a pure function of the CPU's feature
-flags and the overrides (``LocalProvider(repack=...)``, then
-``HERON_LOCAL_REPACK=auto|on|off``).
-"""
+"""Whether llama.cpp may repack the embedded model's weights on this CPU: not where its
+AMX path crashes (ARCHITECTURE.md says why and what repacking is worth)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""History over every node's transcript: search, grep, read and stats (``/v1/canvas/history``).
-
-A node's transcript is its conversation: while a run of it is in progress in this
-daemon, the live one (every message so far); otherwise the one saved at the end of its
-last run (``heron_nodes.state``, an ``AgentState``: ``messages_full``, every message
-ever added), or, for a node that has not run yet, its prompt as the one user message.
-
-The work is bounded and kept off the daemon's event loop: transcripts are read in
-batches of :data:`BATCH` and matched in a worker thread, at most :data:`MAX_NODES`
-transcripts and :data:`MAX_CHARS` characters of text per request (answers say
-``truncated``); a grep's matching gets :data:`GREP_TIMEOUT` seconds in all (the
-``regex`` engine checks the time as it backtracks, so a runaway pattern stops). A
-search first asks the database for the transcripts holding one of its words (a text
-match on the saved JSON), so a rare word does not cost a read of every transcript;
-a grep does the same for a pattern that is a plain word.
-"""
+"""History over every node's transcript: search, grep, read and stats (``/v1/canvas/history``),
+bounded and kept off the event loop (ARCHITECTURE.md, canvas)."""
 
 from __future__ import annotations
 
@@ -30,9 +16,10 @@ from typing import Any
 import regex
 
 from ... import api
+from ..db._handle import Row
 from ..nodes._feature import Kernel
-from ..nodes._store import Row
 from ..server._errors import ApiError
+from ._store import CanvasStore
 
 __all__ = ["GREP_TIMEOUT", "MAX_CHARS", "MAX_NODES", "History", "transcript"]
 
@@ -185,8 +172,10 @@ Consume = Callable[[_Transcript], bool | None]
 class History:
     """Reads nodes' transcripts (``Canvas.history``)."""
 
-    def __init__(self, engine: Kernel) -> None:
+    def __init__(self, engine: Kernel, store: CanvasStore) -> None:
         self.engine = engine
+        self.store = store
+        """The canvas's store, which reads the transcripts."""
 
     def _live(self, only: str | None = None) -> dict[str, list[Raw]]:
         """The conversations of the runs in progress here (or of node ``only``), as they
@@ -213,7 +202,7 @@ class History:
         """Feed ``consume`` (in a worker thread) the transcripts, a batch at a time,
         until it returns ``False`` or the limits are reached."""
         live = self._live()
-        ids, more, scan.in_scope = await self.engine.store.transcript_ids(
+        ids, more, scan.in_scope = await self.store.transcript_ids(
             node_ids=node_ids,
             profile=profile,
             since=since,
@@ -223,7 +212,7 @@ class History:
         )
         scan.truncated = more
         for start in range(0, len(ids), BATCH):
-            rows = await self.engine.store.transcripts(ids[start : start + BATCH])
+            rows = await self.store.transcripts(ids[start : start + BATCH])
             if not await asyncio.to_thread(_feed, consume, rows, live, scan):
                 return
             if scan.chars >= MAX_CHARS:
@@ -237,7 +226,7 @@ class History:
         if live is not None:
             indexed: list[tuple[int, Raw]] = list(enumerate(live))
         else:
-            rows = await self.engine.store.transcripts([node_id])
+            rows = await self.store.transcripts([node_id])
             if not rows:  # pruned since the check above
                 raise ApiError(404, "node_not_found", f"no node {node_id!r}")
             indexed = saved_messages(rows[0])

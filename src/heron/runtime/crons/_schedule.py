@@ -1,21 +1,8 @@
 """Cron expressions and their ticks in an IANA timezone (pure functions, no I/O).
 
-An expression has five fields (``minute hour day-of-month month day-of-week``),
-six with a leading seconds field (``second minute hour ...``: ``*/2 * * * * *``
-is every two seconds), or is one of ``@hourly`` ``@daily`` ``@midnight``
-``@weekly`` ``@monthly`` ``@yearly`` ``@annually``. Fields take ``*``, lists,
-ranges, steps, month and weekday names, ``L`` (last day of the month) and
-``#`` (``mon#2``: the second Monday); a day-of-month and a day-of-week both
-given match either (classic cron).
-
-Ticks are wall-clock times in the timezone, DST-correct:
-
-- a time skipped when clocks go forward fires once, at the first instant after
-  the gap (``30 2 * * *`` on Berlin's spring-forward day fires at 03:00 CEST);
-- a time that happens twice when clocks go back fires once, at its first
-  occurrence, unless the schedule names every hour (``*/15 * * * *``,
-  ``0 * * * *``): an interval-like schedule keeps its pace through the repeat.
-"""
+Five fields (``minute hour day-of-month month day-of-week``), six with a leading seconds
+field, or a name (``@hourly`` ... ``@annually``); ``L`` and ``#`` (``mon#2``) too. Ticks are
+DST-correct (ARCHITECTURE.md, crons, says how skipped and repeated times fire)."""
 
 from __future__ import annotations
 

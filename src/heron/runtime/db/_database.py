@@ -193,7 +193,7 @@ profiles = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
 )
 
-# -- memory (issue 12): a profile's notes by path, every version kept, searchable -------
+# -- memory: a profile's notes by path, every version kept, searchable ---------------------
 
 memory_entries = sa.Table(
     "heron_memory_entries",
@@ -263,7 +263,7 @@ MEMORY_VECTOR = (
 """PostgreSQL's search vector of an entry, kept in the generated column ``search_vector``
 (indexed by GIN): ranking reads it instead of parsing every matching body again."""
 
-# -- crons (issue 12): schedules that create nodes, and the ticks they fired ----------
+# -- crons: schedules that create nodes, and the ticks they fired --------------------------
 
 crons = sa.Table(
     "heron_crons",
@@ -313,7 +313,7 @@ cron_firings = sa.Table(
     sa.Index("ix_heron_cron_firings_status", "status"),
 )
 
-# -- human requests (issue 12): questions put to a person, and the inbox ----------
+# -- human requests: questions put to a person, and the inbox ------------------------------
 
 human_requests = sa.Table(
     "heron_human_requests",
@@ -439,7 +439,7 @@ def _v8_crons(conn: sa.Connection) -> None:
 
 
 def _v9_human(conn: sa.Connection) -> None:
-    """Human requests and the inbox (issue 12)."""
+    """Human requests and the inbox."""
     metadata.create_all(conn, tables=[human_requests])
 
 

@@ -1,35 +1,6 @@
 """Node events: numbered per node, logged durably, then published to the node's hub.
 
-Every event gets the node's next ``sequence_number``. All but text deltas are
-written to the ``heron_events`` table, in batches a background task flushes as
-soon as the loop is free (one transaction per batch, whatever the nodes). An
-event reaches its node's :class:`~._stream.Hub` (replay ring and live readers)
-only once it is durable, in number order, so no reader ever gets an event a
-crash can take back: a replay from ``0`` holds every logged event any reader
-received.
-
-Text deltas are never logged, but their numbers are: each batch also raises the
-node's ``heron_nodes.events_reserved`` to the highest number handed out, and a
-delta is streamed only once that is written. After a crash the next daemon
-continues right above everything handed out; the numbers between the last
-logged event and it were deltas of a turn the crash cut short, really missing,
-so a replay reports ``stream_gap`` there and nowhere else. A restart leaves no
-other trace in the numbering.
-
-A workflow step ends with :meth:`EventLog.step_done`: its events, and the
-step's mark (``heron_nodes.step_mark``, with a model turn's usage), are written
-in one transaction before the step returns and DBOS records its result. A step
-DBOS runs again after a crash that came between the two finds its mark and runs
-quietly: no event twice, no usage twice (see ``_durable``). An idle node's settlement
-(a close, a deadline: no step to run again) goes the same way, with
-:meth:`EventLog.settle`: the outcome and status are written in the transaction
-that writes its ``node.status.changed`` and ``node.settled``, so a kill leaves
-both or neither.
-
-Hubs are bounded across nodes: hubs of nodes nobody watches and no run uses
-(dormant, interrupted, settled) are let go past :data:`IDLE_HUBS`, and all hubs
-together hold at most a byte budget, the least recently used shrunk first.
-"""
+The numbering and durability rules are ARCHITECTURE.md's invariants."""
 
 from __future__ import annotations
 
@@ -42,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import api
-from ..nodes._store import Settlement, StepMark, Store
+from ..nodes._store import NodeStore, Settlement, StepMark
+from ..nodes._types import Outcome
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
 __all__ = ["Event", "EventLog"]
@@ -83,7 +55,7 @@ class EventLog:
 
     def __init__(
         self,
-        store: Store,
+        store: NodeStore,
         *,
         ring_events: int = RING_EVENTS,
         ring_bytes: int = RING_BYTES,
@@ -218,7 +190,7 @@ class EventLog:
         ):
             await self._flush_retrying()
 
-    async def settle(self, node_id: str, outcome: dict[str, Any], status: str) -> None:
+    async def settle(self, node_id: str, outcome: Outcome, status: str) -> None:
         """Settle an idle node: publish its ``status`` and ``node.settled``, and write them
         with its outcome and status in one transaction (a kill leaves both or neither).
 

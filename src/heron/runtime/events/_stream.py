@@ -1,14 +1,4 @@
-"""The per-node stream hub: a bounded replay ring and the node's live subscribers.
-
-Every published event passes through its node's :class:`Hub` once: it is
-encoded as an SSE record (once, shared by every reader), kept in the ring (the
-last ``RING_EVENTS`` events or ``RING_BYTES`` bytes, whichever binds first) and
-appended to each subscriber's bounded buffer. A subscriber whose buffer is full
-is cut off on the spot (it gets ``stream_dropped``); nobody ever waits for it.
-
-The hub also follows the current run so a client joining mid-run can be seeded:
-the completed assistant messages of the run and the partial text after them.
-"""
+"""The per-node stream hub: a bounded replay ring and the node's live subscribers."""
 
 from __future__ import annotations
 

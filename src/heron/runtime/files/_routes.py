@@ -1,23 +1,19 @@
-"""Host files and commands: ``/v1/files/peek``, ``/v1/files/list``, ``/v1/files/write``
-and ``/v1/bash`` (rules in ``_files`` and ``_bash``)."""
+"""Host files: ``/v1/files/peek``, ``/v1/files/list`` and ``/v1/files/write`` (the rules
+are :mod:`._service`'s)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Query
 
 from ... import api
 from ...api import HOST_PATH_PATTERN
 from ..server._routing import errors
-from ..shell import until_disconnected
 from . import _service as _files
 
-if TYPE_CHECKING:
-    from ..shell._service import Commands
-
-__all__ = ["add_bash_routes", "add_files_routes"]
+__all__ = ["add_files_routes"]
 
 PathQuery = Annotated[
     str,
@@ -69,14 +65,3 @@ def add_files_routes(app: FastAPI) -> None:
         """Replace or create a file atomically (temporary file, fsync, rename): readers
         see the old content or the new. Over 1 MiB decoded: ``413 file_too_large``."""
         return await asyncio.to_thread(_files.write, body)
-
-
-def add_bash_routes(app: FastAPI, commands: Commands) -> None:
-    """Serve ``POST /v1/bash``."""
-
-    @app.post("/v1/bash", tags=["bash"], responses=errors(400, 413, 415, 422, 503))
-    async def run_bash(body: api.BashRequest, request: Request) -> api.BashResult:
-        """Run one command (``bash -c``) in ``cwd`` and answer how it ended: a non-zero
-        exit is an answer. It never outlives the request: a timeout, the client
-        disconnecting or the daemon stopping kills it and everything it started."""
-        return await until_disconnected(request, asyncio.ensure_future(commands.run(body)))

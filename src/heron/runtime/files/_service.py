@@ -1,30 +1,5 @@
-"""Host files: peek, list and atomic write of absolute paths, as the daemon's user.
-
-No sandbox is promised: the daemon reads and writes whatever its user may
-(the owner's Unix socket or the TCP token is the credential). The rules:
-
-- A path is absolute and normalised here (``/a/./b/`` is ``/a/b``); a relative
-  path, a ``..`` component, a NUL or over 4096 bytes answers ``422 invalid_path``.
-- Only regular files are opened (a device, FIFO or socket is refused unopened).
-- Symlinks are followed by peek and write (a write replaces the target's
-  content and the link stays); list reports a link as ``symlink`` with its target.
-- Missing: ``404 file_not_found`` (also when a parent is not a directory);
-  not allowed: ``403 permission_denied`` (a read-only file system too); peek of
-  a directory (or a device, FIFO, socket) and a write over one:
-  ``422 not_a_file``; list of a file: ``422 not_a_directory``.
-- A write of over :data:`MAX_WRITE` decoded bytes answers ``413 file_too_large``
-  and touches nothing. Writes to one file are serialised in the daemon, so a
-  precondition (``expected_modified_at``, ``overwrite: false``) holds from its
-  check to the rename: of writers racing with the same precondition one wins and
-  the others get ``409``. Each write moves the file's time on by at least a
-  microsecond (the clock files get their times from is coarser than that), and a
-  new file under ``overwrite: false`` is hard-linked into place, which the kernel
-  refuses atomically if the name has been taken, by anyone. A write keeps an
-  existing file's mode (and owner, when the daemon may set it); a new file gets
-  ``0666`` less the daemon's umask.
-
-Each operation is blocking file I/O and runs in a worker thread.
-"""
+"""Host files: peek, list and atomic write of absolute paths, as the daemon's user (no
+sandbox). Each operation is blocking file I/O and runs in a worker thread."""
 
 from __future__ import annotations
 

@@ -1,26 +1,5 @@
-"""The process groups of running jobs, on disk, so a daemon that died can have them stopped.
-
-A job runs in a session (a process group) of its own, so it outlives a daemon
-that is SIGKILLed or crashes: a server a node started would hold its port for
-good. The ledger (``$HERON_HOME/jobs.json``) records each job's group with the
-start time of its leader (``/proc/<pid>/stat``, in clock ticks since boot); the
-next daemon stops those groups before it serves anything. A group is taken to
-be the job's only if a process in it started no earlier than the leader did —
-Linux never hands a group's id to a new process while the group has members,
-so a reused pid cannot be mistaken for it. Start times count from boot and
-pids are per pid namespace, so the file also records the boot id
-(``/proc/sys/kernel/random/boot_id``) and the pid namespace's inode: after a
-reboot, or from a daemon in another container sharing ``$HERON_HOME``, nothing
-is stopped. A file that is not what this module writes (hand-edited, an older
-format) is ignored with a warning. Without ``/proc`` (not Linux) nothing is
-recorded and nothing is stopped.
-
-Every command's group is recorded (``bash-run`` ones too, removed as they
-exit). Each change rewrites the file synchronously on the event loop: a few
-hundred bytes, written and renamed without ``fsync`` (it must survive the
-daemon, not the machine, whose reboot ends the processes anyway) — tens of
-microseconds, cheaper than handing it to a thread.
-"""
+"""The process groups of running jobs, on disk (``$HERON_HOME/jobs.json``), so a daemon that
+died can have them stopped by the next (ARCHITECTURE.md, jobs)."""
 
 from __future__ import annotations
 

@@ -1,29 +1,4 @@
-"""Jobs: the background commands a node started, listed and cancellable from outside.
-
-A node's shell (its ``bash_tools``) lives as long as the node is unsettled in
-this daemon: every run of the node shares it, so a command started by
-``bash-start`` in one run can be read, waited for or killed in the next. It is
-closed, killing what still runs, when the node settles, when its worktree is
-removed (its commands run in it) and when the daemon stops.
-
-Jobs are known only to the daemon process that started them: after a restart
-the processes are gone (a stopping daemon kills them; the groups a crashed one
-left behind are killed by the next, see ``_job_ledger``) and the list starts
-empty, never showing a job as running that is not. A settled
-node's jobs stay listed, as exited or killed, until the daemon stops or
-:data:`KEEP_SETTLED` later nodes' lists have been dropped.
-
-The shell is released whenever the node's *status* becomes settled (the
-kernel calls :meth:`Jobs.released`), whether or not that settlement made a new
-outcome: a resident root that answered keeps its outcome while dormant, and
-closing it later must still stop its jobs. Every run of a node, and a cancel,
-use one :class:`ToolContext` (and so one id generator) per node for the
-daemon's life: job ids never repeat within a node. A job whose shell exited
-while commands it started live on in its process group is listed with
-``children_running`` and can still be cancelled. Sizes are counted as output
-is read (``BashStarted.size``), never by cutting every command's output into
-lines.
-"""
+"""Jobs: the background commands a node started, listed and cancellable from outside."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""Kinds: personas a node takes (instruction, tools, skills, model).
-
-A few are built in; more live in ``$HERON_HOME/kinds/<name>.toml`` (read again
-whenever a file changes, so no restart is needed), and a file may replace a
-built-in of the same name. A broken file never stops the daemon: ``GET
-/v1/kinds`` lists it under ``problems`` and a create naming it answers ``422
-invalid_kind`` with the reason. A kind file::
-
-    description = "Reviews a change without touching it"
-    instruction = "You review code. Read, compare, and report findings by severity."
-    model = "anthropic:claude-sonnet-4-5"     # optional
-    tools = ["fs-read-file", "fs-grep", "fs-glob"]   # optional, `*` wildcards allowed
-    skills = ["code_verification"]           # optional, heron.skills factories
-"""
+"""Kinds: personas a node takes (instruction, tools, skills, model), built in or read from
+``$HERON_HOME/kinds/<name>.toml``."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""Node lineage: fork, revive, recycle, relaunch-root, promote and demote.
-
-- **fork** makes a new node that continues from a copy of another's saved
-  conversation (``POST …/fork``, or ``fork_from`` on create); the original is
-  left exactly as it was.
-- **revive** starts a new run of a node that stopped: dormant, interrupted, or
-  failed (its outcome is taken back and archived; it settles again later).
-- **recycle** keeps the node's identity but replaces its context with a summary
-  its own model writes.
-- **relaunch-root** starts a whole tree over: the root's descendants are closed
-  and the root runs again from its original prompt in a fresh conversation.
-- **promote / demote** switch a node between ``orchestrator`` and ``base`` mode,
-  effective from its next run.
-"""
+"""Node lineage: fork, revive, recycle, relaunch-root, promote and demote."""
 
 from __future__ import annotations
 
@@ -28,7 +15,7 @@ from ...agents import AgentState
 from .. import jobs, orchestration, worktrees
 from ..nodes._feature import Feature, Kernel
 from ..nodes._runs import DETERMINISTIC, SETTLED, Stop
-from ..nodes._store import Row
+from ..nodes._types import INHERITED, NodeRow, copy_fields
 from ..profiles import given_model
 from ..server._errors import ApiError
 from ._routes import add_lineage_routes
@@ -37,24 +24,9 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
 
-__all__ = ["INHERITED", "INVOLUNTARY", "RECYCLE_TIMEOUT", "Lineage"]
+__all__ = ["INVOLUNTARY", "RECYCLE_TIMEOUT", "Lineage"]
 
 log = logging.getLogger("heron.runtime")
-
-INHERITED = (
-    "model",
-    "kind",
-    "profile",
-    "cwd",
-    "pin_cwd",
-    "scopes",
-    "mode",
-    "output_schema",
-    "situational_context",
-    "root_lifecycle",
-)
-"""Row columns a fork copies from its original unless its create sets them (``model``:
-the one the original was given, see ``_profiles.given_model``)."""
 
 INVOLUNTARY = frozenset({"provider_error", "crashed"})
 """Failure reasons ``revive-all`` revives (a decline or a deadline is meant), unless the
@@ -92,20 +64,20 @@ class Lineage(Feature):
         """Serve the lineage actions of ``/v1/nodes``."""
         add_lineage_routes(app, self)
 
-    def check_message(self, row: Row) -> None:
+    def check_message(self, row: NodeRow) -> None:
         """``409 node_relaunching`` while relaunch-root is starting the node over."""
         self.check_not_relaunching(row["node_id"])
 
-    async def derive(self, row: Row, request: api.NodeCreateRequest) -> None:
+    async def derive(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
         """A fork's row from its original (see :meth:`inherit`)."""
         if request.fork_from is not None:
             await self.inherit(row, request)
 
-    async def inserted(self, row: Row) -> None:
+    async def inserted(self, row: NodeRow) -> None:
         """A fork's workspace, copied before its first run (see :meth:`copy_workspace`)."""
         await self.copy_workspace(row)
 
-    async def inherit(self, row: Row, request: api.NodeCreateRequest) -> None:
+    async def inherit(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
         """Make a new node's ``row`` a fork of ``request.fork_from`` (a create's fork branch).
 
         The conversation is copied as the original last saved it (for a running
@@ -128,22 +100,22 @@ class Lineage(Feature):
                 "forks work there too; leave cwd out, or give pin_cwd to pin it elsewhere",
             )
         own_cwd = not pinned and ("cwd" in given or "pin_cwd" in given)
-        for column in INHERITED:
-            if column in ("cwd", "pin_cwd"):
-                if not own_cwd:
-                    row[column] = source[column]
-            elif column == "model" and column not in given:
-                # Only the model the original was given: its kind's or profile's comes
-                # again from the fork's own kind and profile (Profiles.apply).
-                row[column] = given_model(source)
-            elif column not in given:
-                row[column] = source[column]
+        copied = [
+            column
+            for column in INHERITED
+            if (not own_cwd if column in ("cwd", "pin_cwd") else column not in given)
+        ]
+        copy_fields(row, source, copied)
+        if "model" in copied:
+            # Only the model the original was given: its kind's or profile's comes
+            # again from the fork's own kind and profile (Profiles.apply).
+            row["model"] = given_model(source)
         row["state"] = source["state"]
         row["extra"] = {**row["extra"], "forked_from": source["node_id"]}
         # Its own worktree, if the source has one.
         self.engine.features.get(worktrees.Worktrees).inherit(row, source, request.worktree)
 
-    async def copy_workspace(self, row: Row) -> None:
+    async def copy_workspace(self, row: NodeRow) -> None:
         """Give a just-inserted fork without a ``cwd`` a copy of its original's workspace
         (``$HERON_HOME/nodes/<id>``), before its first run starts."""
         source = row["extra"].get("forked_from")
@@ -238,16 +210,16 @@ class Lineage(Feature):
                 failed.append(api.ReviveFailure(node_id=node_id, error=error))
         return api.ReviveAllResult(revived=revived, failed=failed)
 
-    async def _involuntary(self, row: Row) -> bool:
+    async def _involuntary(self, row: NodeRow) -> bool:
         if row["status"] == "interrupted":
             return bool(row["extra"].get("interrupted_by") != "request")
         outcome = await self.engine.store.outcome(row["node_id"])
         if outcome is None or outcome.get("reason") not in INVOLUNTARY:
             return False
-        detail = outcome.get("detail") or {}
-        return str(detail.get("error_type")) not in DETERMINISTIC
+        detail = outcome.get("detail")
+        return str(detail.get("error_type") if detail else None) not in DETERMINISTIC
 
-    async def _settled_ancestor(self, row: Row) -> Row | None:
+    async def _settled_ancestor(self, row: NodeRow) -> NodeRow | None:
         seen = {row["node_id"]}
         while row["parent"] is not None and row["parent"] not in seen:
             parent = await self.engine.store.node(row["parent"])
@@ -259,7 +231,7 @@ class Lineage(Feature):
             row = parent
         return None
 
-    async def _check_ancestors(self, row: Row, done: str) -> None:
+    async def _check_ancestors(self, row: NodeRow, done: str) -> None:
         ancestor = await self._settled_ancestor(row)
         if ancestor is not None:
             raise ApiError(
@@ -408,7 +380,7 @@ class Lineage(Feature):
                 raise ApiError(409, "node_running", f"root {root_id!r} did not stop; try again")
             await engine.stop_run(root_id, row["runs"], Stop(kind="interrupted"))
 
-    async def _restart(self, root: Row) -> None:
+    async def _restart(self, root: NodeRow) -> None:
         """Start the stopped ``root`` again from its prompt (under its lock)."""
         engine, root_id, extra = self.engine, root["node_id"], root["extra"]
         if "deadline_seconds" in extra:
@@ -424,13 +396,15 @@ class Lineage(Feature):
             pending_result=None,
             extra={**extra, "relaunches": relaunches, "relaunched_at": time.time()},
         )
-        await engine.store.queue_first(root_id, root["prompt"])
+        prompt = root["prompt"]
+        assert prompt is not None  # (relaunch refuses a root without one)
+        await engine.store.queue_first(root_id, prompt)
         # The previous attempt's jobs end with it.
         await engine.features.get(jobs.Jobs).release(root_id)
         await engine.set_deadline(root_id, span)
         await engine.start_next_run(root_id)
 
-    async def _root(self, row: Row) -> Row:
+    async def _root(self, row: NodeRow) -> NodeRow:
         seen = {row["node_id"]}
         while row["parent"] is not None and row["parent"] not in seen:
             parent = await self.engine.store.node(row["parent"])
@@ -465,7 +439,7 @@ class Lineage(Feature):
         return await engine.node(node_id)
 
 
-def _check_stopped(row: Row, done: str) -> None:
+def _check_stopped(row: NodeRow, done: str) -> None:
     """``409`` unless the node is dormant, interrupted or failed."""
     node_id, status = row["node_id"], row["status"]
     if status == "running":

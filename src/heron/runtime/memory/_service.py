@@ -1,17 +1,9 @@
-"""Memory: a profile's notes by path, every version kept, full-text searchable.
-
-An entry lives at a path (``projects/heron/decisions``) unique among its
-profile's live entries; its last segment is its slug. Every create, update,
-move and delete is kept as a version (``history``); a delete is soft: the entry
-leaves list, search and resolve, its history stays. Clients reach it through
-``/v1/memory…``; nodes with ``memory:read`` / ``memory:write`` through their
-``memory-*`` tools (``_memory_tools``), writing as themselves (the author).
-"""
+"""Memory: a profile's notes by path, every version kept, full-text searchable."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import api
@@ -19,9 +11,10 @@ from .. import profiles
 from ..db._database import memory_entries, memory_versions
 from ..nodes._feature import Feature, Kernel, RunTools
 from ..nodes._rows import maybe_when, when
-from ..nodes._store import Row
 from ..server._errors import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
+from ._store import MemoryStore
+from ._types import EntryRow, VersionRow
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -46,6 +39,8 @@ class Memory(Feature):
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine
+        self.store = MemoryStore(engine.db)
+        """The entries and their versions."""
         # Profiles are never deleted: one known to exist need not be read again.
         self._known: set[str] = set()
 
@@ -79,7 +74,7 @@ class Memory(Feature):
         after = _decode_cursor(cursor) if cursor is not None else None
         under = normal_path(prefix, "prefix") if prefix else None
         wanted = normal_tags(tags) if tags else None
-        rows = await self.engine.store.memory_page(
+        rows = await self.store.memory_page(
             name, prefix=under, limit=limit + 1, after=after, tags=wanted
         )
         more = len(rows) > limit
@@ -102,7 +97,7 @@ class Memory(Feature):
         """The entry's versions (a deleted one's too), newest first: every one, or the
         ``limit`` newest older than version ``before``."""
         row = await self._row(entry_id, profile)
-        rows = await self.engine.store.memory_history(row["entry_id"], limit=limit, before=before)
+        rows = await self.store.memory_history(row["entry_id"], limit=limit, before=before)
         return [to_version(v) for v in rows]
 
     async def resolve(
@@ -113,7 +108,7 @@ class Memory(Feature):
         if (path is None) == (slug is None):
             raise ApiError(422, "invalid_request", "give exactly one of path or slug")
         name = await self.profile(profile)
-        store = self.engine.store
+        store = self.store
         if path is not None:
             where = normal_path(path)
             found = await store.memory_at(name, where)
@@ -137,7 +132,7 @@ class Memory(Feature):
     async def search(self, request: api.MemorySearchRequest) -> list[api.MemorySearchHit]:
         """The profile's live entries best matching the query, best first."""
         name = await self.profile(request.profile)
-        hits = await self.engine.store.memory_search(
+        hits = await self.store.memory_search(
             request.query,
             profile=name,
             limit=request.limit,
@@ -166,7 +161,7 @@ class Memory(Feature):
             "body": body_of(request.body),
             "tags": " ".join(normal_tags(request.tags)),
         }
-        entry, _ = await self.engine.store.memory_create(row, author=author)
+        entry, _ = await self.store.memory_create(row, author=author)
         return to_entry(entry)
 
     async def update(
@@ -200,21 +195,21 @@ class Memory(Feature):
     ) -> api.MemoryEntry:
         check_entry_id(entry_id)
         name = await self.profile(profile)
-        entry, _ = await self.engine.store.memory_change(
+        entry, _ = await self.store.memory_change(
             entry_id, name, op, values, expected_version=expected_version
         )
         return to_entry(entry)
 
-    async def _row(self, entry_id: str, profile: str | None) -> Row:
+    async def _row(self, entry_id: str, profile: str | None) -> EntryRow:
         """The entry's row (live or deleted); ``400``/``404`` otherwise."""
         check_entry_id(entry_id)
         name = await self.profile(profile)
-        row = await self.engine.store.memory_entry(entry_id, name)
+        row = await self.store.memory_entry(entry_id, name)
         if row is None:
             raise ApiError(404, "memory_not_found", f"no memory entry {entry_id!r} in {name!r}")
         return row
 
-    async def _live(self, entry_id: str, profile: str | None) -> Row:
+    async def _live(self, entry_id: str, profile: str | None) -> EntryRow:
         row = await self._row(entry_id, profile)
         if row["deleted_at"] is not None:
             raise ApiError(
@@ -235,18 +230,18 @@ class Memory(Feature):
         return memory_tools(self, run.node_id, profile, run.run, run.admits)
 
 
-def to_entry(row: Row) -> api.MemoryEntry:
+def to_entry(row: EntryRow) -> api.MemoryEntry:
     """A row of ``heron_memory_entries`` as the wire's :class:`heron.api.MemoryEntry`."""
     return api.MemoryEntry(**_summary_fields(row), body=row["body"])
 
 
-def to_summary(row: Row) -> api.MemoryEntrySummary:
+def to_summary(row: Mapping[str, Any]) -> api.MemoryEntrySummary:
     """A row (its ``body``, or the ``size`` a page query reads instead) as the wire's
     :class:`heron.api.MemoryEntrySummary`."""
     return api.MemoryEntrySummary(**_summary_fields(row))
 
 
-def _summary_fields(row: Row) -> dict[str, Any]:
+def _summary_fields(row: Mapping[str, Any]) -> dict[str, Any]:
     size = row["size"] if "size" in row else len(row["body"].encode("utf-8", "surrogatepass"))
     return {
         "entry_id": row["entry_id"],
@@ -263,7 +258,7 @@ def _summary_fields(row: Row) -> dict[str, Any]:
     }
 
 
-def to_version(row: Row) -> api.MemoryVersion:
+def to_version(row: VersionRow) -> api.MemoryVersion:
     """A row of ``heron_memory_versions`` as the wire's :class:`heron.api.MemoryVersion`."""
     return api.MemoryVersion(
         entry_id=row["entry_id"],

@@ -1,11 +1,6 @@
-"""The daemon's private JSON files: installed model credentials and the model config.
-
-``$HERON_HOME/credentials.json`` holds API keys, so it is created with mode 0600
-from its first byte (``os.open`` with that mode, never a chmod after the write),
-written atomically (a temporary file beside it, fsynced, then renamed over it) in
-the 0700 home, and never read back by anything but the daemon. Nothing here puts a
-key in an exception, a ``repr`` or a log line.
-"""
+"""The daemon's private JSON files: installed model credentials (mode 0600 from the first
+byte, written atomically) and the model config. No key goes into an exception, a ``repr``
+or a log line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Model authentication readiness: ``GET /v1/model-auth/readiness``."""
+"""Which model providers the daemon can use now, and why: the answer of
+``GET /v1/model-auth/readiness`` and the ``ready`` of a model spec."""
 
 from __future__ import annotations
 
@@ -6,23 +7,15 @@ import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI
-
 from ... import api
-from ..server._routing import errors
-from ._credentials import Credential
-
-if TYPE_CHECKING:
-    from ._providers import ProviderPool
 from ..shell import KEY_VARIABLES
+from ._credentials import Credential
 
 __all__ = [
     "BASE_URL_VARIABLES",
     "KEY_VARIABLES",
-    "add_auth_routes",
     "check_spec",
     "provider_readiness",
     "readiness",
@@ -158,14 +151,3 @@ def readiness(
         default_detail=detail,
         providers=provider_readiness(credentials),
     )
-
-
-def add_auth_routes(app: FastAPI, providers: ProviderPool) -> None:
-    """Serve ``GET /v1/model-auth/readiness``."""
-
-    @app.get("/v1/model-auth/readiness", tags=["model-auth"], responses=errors())
-    async def model_auth_readiness() -> api.ModelAuthReadiness:
-        """Which model providers the daemon can use now (API keys installed in it or set in
-        its environment, the local model present, Ollama's host configured), and whether
-        its default provider is one of them. Never shows a key."""
-        return readiness(providers.default, providers.credentials)

@@ -1,4 +1,4 @@
-"""Models: ``/v1/model-auth`` (installed API keys) and ``/v1/model-config``.
+"""Models: ``/v1/model-auth`` (installed API keys, provider readiness) and ``/v1/model-config``.
 
 No answer of these routes holds a key, and their bodies are never logged: the
 daemon has no access log, its 422 lists where a body is wrong but not what it held,
@@ -13,6 +13,7 @@ from fastapi import FastAPI, Path
 
 from ... import api
 from ..server._routing import errors
+from ._readiness import readiness
 
 if TYPE_CHECKING:
     from ._service import Models
@@ -31,7 +32,14 @@ ProviderPath = Annotated[
 
 
 def add_model_routes(app: FastAPI, models: Models) -> None:
-    """Serve the credential and model-config routes."""
+    """Serve the credential, readiness and model-config routes."""
+
+    @app.get("/v1/model-auth/readiness", tags=["model-auth"], responses=errors())
+    async def model_auth_readiness() -> api.ModelAuthReadiness:
+        """Which model providers the daemon can use now (API keys installed in it or set in
+        its environment, the local model present, Ollama's host configured), and whether
+        its default provider is one of them. Never shows a key."""
+        return readiness(models.engine.providers.default, models.engine.providers.credentials)
 
     @app.get("/v1/model-auth", tags=["model-auth"], responses=errors())
     async def list_credentials() -> list[api.ModelCredential]:

@@ -1,18 +1,5 @@
-"""Models: API keys installed in the daemon, and its default model.
-
-Credentials (``/v1/model-auth``) live in ``$HERON_HOME/credentials.json`` (mode
-0600; see ``_credentials``). An installed key wins over the daemon's environment
-(``OPENAI_API_KEY`` ...) and takes effect at once: the provider pool builds that
-kind's providers with it from the next model turn on, never through ``os.environ``.
-No answer holds any part of a key.
-
-The default model (``/v1/model-config``) is what a node runs on when neither its
-create, its kind nor its profile names one. Precedence: the default set through
-the API (``$HERON_HOME/model-config.json``, kept across restarts), else
-``HERON_PROVIDER``, else the embedded model. Clearing it (``default_model: null``)
-returns to ``HERON_PROVIDER``. Nodes naming no model follow a change from their
-next model turn.
-"""
+"""Models: API keys installed in the daemon (``/v1/model-auth``), and its default model
+(``/v1/model-config``)."""
 
 from __future__ import annotations
 
@@ -39,7 +26,6 @@ from ._credentials import (
 from ._readiness import (
     BASE_URL_VARIABLES,
     KEY_VARIABLES,
-    add_auth_routes,
     check_spec,
     without_userinfo,
 )
@@ -169,7 +155,6 @@ class Models(Feature):
 
     def routes(self, app: FastAPI) -> None:
         """Serve the model-auth readiness, credential and model-config routes."""
-        add_auth_routes(app, self.engine.providers)
         add_model_routes(app, self)
 
     # -- credentials ----------------------------------------------------------

@@ -1,17 +1,5 @@
-"""The agent's provider and tool client as DBOS steps.
-
-Each model turn and each tool call runs as a step of the node's workflow: its
-result is recorded, so a workflow recovered after a crash gets the recorded
-answer back instead of asking the model (or running the tool) again. The
-events a step publishes come from inside it, so a replayed step publishes none.
-
-A step ends with :meth:`~._events.EventLog.step_done`: its events, its mark and
-a turn's usage are durable before DBOS records its result. DBOS runs a step
-again when a crash came before that record (at least once): a step in flight
-at the crash runs again and says so again; a step that had ended (its mark is
-the node's) runs again *quietly*, publishing and counting nothing, so its
-events and usage stay those of its first run.
-"""
+"""The agent's provider and tool client as DBOS steps: a recovered workflow gets the
+recorded answers back (what runs again: ARCHITECTURE.md, "At least once")."""
 
 from __future__ import annotations
 
@@ -36,7 +24,7 @@ from ...providers import Provider
 from ...tools import ToolClient, ToolResult
 from ..events._log import EventLog
 from ..models import ProviderPool
-from ._store import Store
+from ._store import NodeStore
 
 __all__ = ["DurableProvider", "DurableToolClient", "Steps", "call_key", "shape_summary"]
 
@@ -79,7 +67,7 @@ class Steps:
         step = DBOS.step_id if DBOS.step_id is not None else 0
         return f"{self.run_number}:{step}"
 
-    async def ended_before(self, store: Store, key: str) -> bool:
+    async def ended_before(self, store: NodeStore, key: str) -> bool:
         """Whether step ``key`` ended in an earlier process (its mark was written): DBOS
         runs it again, its result unrecorded, and it must publish and count nothing."""
         return self.recovered and await store.step_mark(self.node_id) == key
@@ -131,7 +119,7 @@ class DurableProvider(Provider):
         node_id: str,
         model: Callable[[], str | None],
         providers: ProviderPool,
-        store: Store,
+        store: NodeStore,
         events: EventLog,
     ) -> None:
         self._steps = steps
@@ -213,7 +201,7 @@ class DurableToolClient(ToolClient):
     """A node's tools: each call is one recorded step, announced by tool-call events."""
 
     def __init__(
-        self, inner: ToolClient, *, node_id: str, events: EventLog, steps: Steps, store: Store
+        self, inner: ToolClient, *, node_id: str, events: EventLog, steps: Steps, store: NodeStore
     ) -> None:
         self._steps = steps
         self._store = store

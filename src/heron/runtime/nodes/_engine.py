@@ -26,7 +26,8 @@ from dbos import DBOS, SetWorkflowID
 from ... import api
 from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
-from ..db._database import create_engine, database_kind, redact_url
+from ..db._database import create_engine, redact_url
+from ..db._handle import Database
 from ..events._log import EventLog
 from ..models import ProviderPool
 from ..server._errors import ApiError
@@ -41,10 +42,12 @@ from ._rows import (
     node_cursor,
     read_cursor,
     to_node,
+    to_outcome,
     when,
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
-from ._store import DuplicateNode, Row, Store
+from ._store import DuplicateNode, NodeStore
+from ._types import NodeExtra, NodeRow, Outcome, RunEnd
 
 __all__ = [
     "SETTLED",
@@ -84,7 +87,7 @@ def current_engine() -> Engine:
     return _ENGINE
 
 
-def _answered(row: Row) -> bool:
+def _answered(row: NodeRow) -> bool:
     """Whether the node's outcome stands: it has one and is not at work on a later
     message (a resident root answers each message anew: until it has, it is pending)."""
     return row["settled_at"] is not None and row["status"] not in ("running", "interrupted")
@@ -95,9 +98,10 @@ class Engine:
 
     def __init__(self, config: RuntimeConfig, features: Sequence[FeatureFactory] = ()) -> None:
         self.config = config
-        self.database = database_kind(config.db_url)
-        self.sql = create_engine(config.db_url)
-        self.store = Store(self.sql)
+        self.db = Database(create_engine(config.db_url))
+        """The daemon's database, which every feature's store uses."""
+        self.store = NodeStore(self.db)
+        """The kernel's rows: nodes, messages, outcomes, events."""
         self.events = EventLog(self.store, memory=config.stream_memory)
         self.providers = ProviderPool(config.provider)
         self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
@@ -124,7 +128,7 @@ class Engine:
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
         self.sandbox.check()  # refuses to start under --require-sandbox without one
-        self.store.migrate()
+        self.db.migrate()
         for feature in self.features:  # before any run resumes (a dead daemon's jobs ...)
             await feature.before_launch()
         self.events.start()
@@ -133,7 +137,7 @@ class Engine:
             config={
                 "name": "heron",
                 "system_database_url": self.config.db_url,
-                "system_database_engine": self.sql,
+                "system_database_engine": self.db.engine,
                 "application_version": version,
                 # DBOS's default pool is unbounded: under load that meant hundreds of
                 # threads, costing ~8 ms of CPU and ~20 KiB per node (bench/daemon_load.py).
@@ -168,7 +172,7 @@ class Engine:
             await feature.after_shutdown()
         await self.events.stop()
         await self.providers.aclose()
-        self.store.close()
+        self.db.close()
         _ENGINE = None
 
     def _lock(self, node_id: str) -> asyncio.Lock:
@@ -194,7 +198,7 @@ class Engine:
 
     # -- reads ---------------------------------------------------------------
 
-    async def row(self, node_id: str) -> Row:
+    async def row(self, node_id: str) -> NodeRow:
         """The node's row; ``404 node_not_found`` if there is none."""
         if not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
@@ -243,7 +247,7 @@ class Engine:
         return api.OutcomePoll(
             node_id=node_id,
             state="settled" if outcome is not None else "pending",
-            outcome=outcome,  # type: ignore[arg-type]
+            outcome=to_outcome(outcome) if outcome is not None else None,
             node_status=row["status"],
             deadline_at=maybe_when(row["deadline_at"]),
         )
@@ -257,7 +261,7 @@ class Engine:
             uptime_seconds=round(now - self.started_at, 3),
             pid=os.getpid(),
             nodes=await self.store.counts_by_status(),
-            database=f"{self.database} ({redact_url(self.config.db_url)})",
+            database=f"{self.db.kind} ({redact_url(self.config.db_url)})",
             listeners=self.listeners,
             provider=self.providers.default,
             event_streams=self.events.stats(),
@@ -267,7 +271,7 @@ class Engine:
     # -- create ----------------------------------------------------------------
 
     async def create(
-        self, request: api.NodeCreateRequest, *, extra: Mapping[str, Any] | None = None
+        self, request: api.NodeCreateRequest, *, extra: NodeExtra | None = None
     ) -> api.Node:
         """Create a node and start its first run (unless ``no_kickoff``); returns at once.
 
@@ -325,8 +329,8 @@ class Engine:
         return to_node(row)
 
     async def _insert(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
-    ) -> tuple[Feature, Row] | None:
+        self, request: api.NodeCreateRequest, row: NodeRow, prompt: str | None
+    ) -> tuple[Feature, NodeRow] | None:
         """Insert the new node's row, or have a feature serve the create with a node made
         ahead of it (the warm pool): that feature and the node's row."""
         if request.parent is not None:
@@ -343,7 +347,7 @@ class Engine:
             ) from None
         return None
 
-    async def _check_placement(self, row: Row, request: api.NodeCreateRequest) -> None:
+    async def _check_placement(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
         """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
         a node pinned to its directory (``pin_cwd``: it works there and nowhere else)."""
         if request.creator is not None:
@@ -370,7 +374,7 @@ class Engine:
                 f"node {parent_id!r} is {parent['status']}: it takes no new children",
             )
 
-    def new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+    def new_row(self, request: api.NodeCreateRequest) -> tuple[NodeRow, str | None]:
         """The row a create of ``request`` starts from (its output schema, ``cwd`` and
         deadline checked: ``422``), and its prompt (``None``: none to send)."""
         now = time.time()
@@ -378,8 +382,9 @@ class Engine:
         cwd = check_directory(request.pin_cwd or request.cwd)
         deadline = check_duration(request.deadline)
         prompt = request.prompt if request.prompt and request.prompt.strip() else None
-        row: Row = {
+        row: NodeRow = {
             "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
+            "status": "dormant",  # (running once its first run is due: see create)
             "root": request.root if request.root is not None else request.parent is None,
             "root_lifecycle": request.root_lifecycle,
             "mode": request.mode,
@@ -410,8 +415,12 @@ class Engine:
             "turns": 0,
             "input_tokens": 0,
             "output_tokens": 0,
+            "runs": 0,
             "state": None,
             "pending_result": None,
+            "events_reserved": None,
+            "step_mark": None,
+            "warm": None,
         }
         return row, prompt
 
@@ -487,7 +496,7 @@ class Engine:
         if self.active.get(active.node_id) is active:
             del self.active[active.node_id]
 
-    async def ended(self, active: Active, end: dict[str, Any]) -> None:
+    async def ended(self, active: Active, end: RunEnd) -> None:
         """Wake whoever waits on a run's end, tell the features (called by the workflow,
         also when it replays an end recorded before a crash)."""
         node_id = active.node_id
@@ -504,7 +513,7 @@ class Engine:
             self._release(node_id)
         active.ended.set()
 
-    async def _after_settling(self, node_id: str, outcome: dict[str, Any] | None) -> None:
+    async def _after_settling(self, node_id: str, outcome: Outcome | None) -> None:
         """Wake whoever waits on the node's outcome and tell the features."""
         row = await self.store.node(node_id)
         if outcome is None:
@@ -518,7 +527,7 @@ class Engine:
                 self.spawn(self._tell_settled(feature, node_id, outcome, settled_at))
 
     async def _tell_settled(
-        self, feature: Feature, node_id: str, outcome: dict[str, Any], settled_at: float
+        self, feature: Feature, node_id: str, outcome: Outcome, settled_at: float
     ) -> None:
         # A revive may have taken the outcome back since (and the node may have settled
         # again, announcing that itself): react only to the settlement still standing.
@@ -558,7 +567,7 @@ class Engine:
             return await self.deliver(row, body, extra=extra)
 
     async def deliver(
-        self, row: Row, body: str, *, extra: Mapping[str, Any] | None = None
+        self, row: NodeRow, body: str, *, extra: Mapping[str, Any] | None = None
     ) -> api.MessageAccepted:
         """Queue ``body`` for an unsettled node and wake it unless it is running.
 
@@ -718,7 +727,7 @@ class Engine:
         if values:
             await self.store.update_node(node_id, **values)
             # Merged: other writers' keys of ``extra`` stay.
-            merged: dict[str, Any] = {}
+            merged: NodeExtra = {}
             if "deadline" in fields:
                 merged["deadline_seconds"] = seconds
             if "model" in fields:  # an explicit choice, passed on to forks and children

@@ -29,11 +29,13 @@ if TYPE_CHECKING:
     from ... import api
     from ...tools import Tool
     from .._config import RuntimeConfig
+    from ..db._handle import Database
     from ..events._log import EventLog
     from ..models._providers import ProviderPool
     from ..shell._sandbox import NodeSandbox
     from ._runs import Active, Stop
-    from ._store import Row, Store
+    from ._store import NodeStore
+    from ._types import NodeExtra, NodeRow, Outcome
 
 __all__ = ["Feature", "FeatureFactory", "Features", "Kernel", "RunTools"]
 
@@ -91,24 +93,24 @@ class Feature:
         """Refuse a create the feature finds wrong (raise ``ApiError``) before anything
         is read."""
 
-    async def derive(self, row: Row, request: api.NodeCreateRequest) -> None:
+    async def derive(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
         """Fill a new node's ``row`` from the node it derives from (a fork's original),
         before its placement is checked."""
 
-    async def complete(self, row: Row) -> None:
+    async def complete(self, row: NodeRow) -> None:
         """Settle the fields of a new node's ``row`` that the feature decides (profile,
         kind, model), or refuse the create."""
 
-    async def provision(self, row: Row) -> None:
+    async def provision(self, row: NodeRow) -> None:
         """Make what the new node needs before its row exists (a worktree), noting it in
         ``row``; :meth:`unprovision` undoes it if the node is not created after all."""
 
-    async def unprovision(self, row: Row) -> None:
+    async def unprovision(self, row: NodeRow) -> None:
         """Undo :meth:`provision`: the node was not created (never raises)."""
 
     async def claim(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
-    ) -> Row | None:
+        self, request: api.NodeCreateRequest, row: NodeRow, prompt: str | None
+    ) -> NodeRow | None:
         """Serve the create with a node made ahead of it, whose run is already going:
         that node's row, or ``None`` (the kernel inserts ``row``). See :meth:`serve`."""
         return None
@@ -117,7 +119,7 @@ class Feature:
         """Let the run of a node this feature :meth:`claim`-ed go on (the create has
         announced the node)."""
 
-    async def inserted(self, row: Row) -> None:
+    async def inserted(self, row: NodeRow) -> None:
         """The new node's row exists; its first run has not started yet."""
 
     # -- a node's life ---------------------------------------------------------------
@@ -127,12 +129,12 @@ class Feature:
         something the feature brings it (its children's outcomes)."""
         return False
 
-    async def final_report(self, row: Row) -> str | None:
+    async def final_report(self, row: NodeRow) -> str | None:
         """The file of the node's final report for the settlement its run is making now
         (``None``: none; the first feature that names one wins)."""
         return None
 
-    def check_message(self, row: Row) -> None:
+    def check_message(self, row: NodeRow) -> None:
         """Refuse a message to the unsettled node of ``row`` (raise ``ApiError``)."""
 
     async def quiet(self, node_id: str) -> None:
@@ -146,7 +148,7 @@ class Feature:
         node's scopes and kind admit)."""
         return ()
 
-    async def settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def settled(self, node_id: str, outcome: Outcome) -> None:
         """React to a node settling here with ``outcome`` (run in the background, and
         only while that settlement stands: a revive may have taken it back)."""
 
@@ -210,13 +212,13 @@ class Kernel(Protocol):
         ...
 
     @property
-    def store(self) -> Store:
-        """The node store."""
+    def db(self) -> Database:
+        """The daemon's database, which every feature's store uses."""
         ...
 
     @property
-    def sql(self) -> sa.Engine:
-        """The SQLAlchemy engine of the daemon's database."""
+    def store(self) -> NodeStore:
+        """The kernel's rows: nodes, messages, outcomes, events."""
         ...
 
     @property
@@ -252,7 +254,7 @@ class Kernel(Protocol):
         """Where a node's file and shell tools work."""
         ...
 
-    async def row(self, node_id: str) -> Row:
+    async def row(self, node_id: str) -> NodeRow:
         """The node's row; ``404 node_not_found`` if there is none."""
         ...
 
@@ -260,12 +262,12 @@ class Kernel(Protocol):
         """The node as the API shows it."""
         ...
 
-    def new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+    def new_row(self, request: api.NodeCreateRequest) -> tuple[NodeRow, str | None]:
         """The row a create would insert (checked: schema, cwd, deadline), and its prompt."""
         ...
 
     async def create(
-        self, request: api.NodeCreateRequest, *, extra: Mapping[str, Any] | None = None
+        self, request: api.NodeCreateRequest, *, extra: NodeExtra | None = None
     ) -> api.Node:
         """Create a node and start its first run (unless ``no_kickoff``)."""
         ...
@@ -277,7 +279,7 @@ class Kernel(Protocol):
         ...
 
     async def deliver(
-        self, row: Row, body: str, *, extra: Mapping[str, Any] | None = None
+        self, row: NodeRow, body: str, *, extra: Mapping[str, Any] | None = None
     ) -> api.MessageAccepted:
         """Queue ``body`` for an unsettled node (the caller holds :meth:`locked`)."""
         ...

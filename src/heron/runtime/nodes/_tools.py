@@ -295,7 +295,7 @@ with a memory tool); these few are the ones its requests name."""
 
 
 SCHEDULE_TOOLS = ("cron-create", "cron-list", "cron-delete")
-"""The names of the ``schedule`` scope's tools (made in ``_cron_tools``)."""
+"""The names of the ``schedule`` scope's tools (made in ``crons._tools``)."""
 
 BASH_TOOLS = ("bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list")
 """The names of the shell's tools (``act``)."""

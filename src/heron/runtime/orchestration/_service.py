@@ -1,34 +1,5 @@
-"""Orchestration: children, outcome delivery, yield and wait.
-
-A node in ``orchestrator`` mode gets tools to spawn children and manage them
-(``_orchestrator_tools``); this module holds what those tools and the
-``…/yield`` and ``…/wait`` routes share.
-
-How a child's outcome reaches its parent, exactly once: each way of handing it
-over first claims it in the database (``Store.claim_delivery``: one claim per
-settlement, kept in the child's ``extra["delivered"]``), and only the winner
-hands it over:
-
-- while the parent's ``wait-children`` tool waits on the child, the tool takes
-  the outcome (as the tool's result): the settlement hook lets it claim first;
-- else, while the parent is parked by ``POST …/wait`` on the child, the outcome
-  is held until every awaited child has settled, then all arrive in one message
-  that wakes the parent;
-- else, if the child's ``outcome_delivery`` action is ``message`` (what
-  ``spawn-child`` arms by default), it is sent to the parent as a message, which
-  wakes a dormant parent (one parked on other children only gets it queued);
-- a child its parent closed (``close-child``) is claimed ``closed`` beforehand,
-  so it is not reported back.
-
-A revived child settles again: a new settlement, a new claim. Outcomes nobody
-could deliver (the parent had settled, the daemon stopped first) are delivered
-when the daemon starts again and when the parent is revived
-(:meth:`Orchestration.deliver_pending`).
-
-An orchestrator whose turn ends while children it will hear from are still
-working (or settled, not yet delivered) goes ``dormant`` rather than settling:
-it wakes with their outcomes.
-"""
+"""Orchestration: children, outcome delivery (exactly once), yield and wait: what the
+orchestrator tools (``._tools``) and the ``…/yield`` and ``…/wait`` routes share."""
 
 from __future__ import annotations
 
@@ -40,7 +11,7 @@ import secrets
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -49,7 +20,7 @@ from ..._core import ToolError
 from ..nodes._feature import Feature, Kernel, RunTools
 from ..nodes._rows import maybe_when
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
+from ..nodes._types import NodeRow, Outcome
 from ..server._errors import ApiError
 from ._routes import add_orchestration_routes
 
@@ -82,9 +53,9 @@ def outcome_limit(children: int) -> int:
     return max(MIN_OUTCOME, min(MAX_OUTCOME, OUTCOMES_BUDGET // max(children, 1)))
 
 
-Taken = tuple[Row | None, dict[str, Any] | None]
-"""A child's row and the outcome a waiter took (``{}``: it went another way; ``None``:
-not settled)."""
+Taken = tuple[NodeRow | None, Outcome | Literal["elsewhere"] | None]
+"""A child's row and the outcome a waiter took (``elsewhere``: it went another way, as a
+message; ``None``: not settled)."""
 
 
 @dataclass(eq=False)
@@ -132,7 +103,7 @@ class Orchestration(Feature):
         """Resume what a restart interrupted (see :meth:`resume`)."""
         await self.resume()
 
-    async def settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def settled(self, node_id: str, outcome: Outcome) -> None:
         """Deliver the node's outcome to its parent and wake its waits."""
         await self._on_settled(node_id, outcome)
 
@@ -170,11 +141,11 @@ class Orchestration(Feature):
 
     # -- children ------------------------------------------------------------
 
-    async def children(self, parent: str) -> list[Row]:
+    async def children(self, parent: str) -> list[NodeRow]:
         """The rows of the nodes whose parent is ``parent``, oldest first."""
         return await self.engine.store.child_rows(parent)
 
-    async def child(self, parent: str, ref: str) -> Row:
+    async def child(self, parent: str, ref: str) -> NodeRow:
         """The parent's child named ``ref`` (an id or a name); a :class:`ToolError` otherwise."""
         ref = ref.strip()
         if api.is_valid_id(ref):
@@ -228,7 +199,7 @@ class Orchestration(Feature):
 
         Per child: its row and outcome if this call took it; ``(row, None)`` if it is
         still working. A settled child whose outcome went another way (a message) is left
-        out of the answer's values: ``(row, {})`` (see :data:`Taken`).
+        out of the answer's values: ``(row, "elsewhere")`` (see :data:`Taken`).
         """
         watches = {c: _Watch() for c in dict.fromkeys(children)}
         for child, watch in watches.items():
@@ -255,15 +226,15 @@ class Orchestration(Feature):
                     self._watchers.pop(child, None)
 
     async def _take(self, child: str, how: str, by: str) -> Taken:
-        """Claim the child's current outcome: ``(row, outcome)`` if won, ``(row, {})`` if it
-        went another way, ``(row, None)`` if the child has not settled (``row`` ``None``:
-        it is gone)."""
+        """Claim the child's current outcome: ``(row, outcome)`` if won, ``(row,
+        "elsewhere")`` if it went another way, ``(row, None)`` if the child has not
+        settled (``row`` ``None``: it is gone)."""
         row = await self.engine.store.node(child)
         outcome = await self.engine.store.outcome(child)
         if row is None or outcome is None or row["settled_at"] is None:
             return row, None
         won = await self.engine.store.claim_delivery(child, row["settled_at"], how, by)
-        return (row, outcome) if won else (row, {})
+        return (row, outcome) if won else (row, "elsewhere")
 
     # -- yield and wait --------------------------------------------------------
 
@@ -425,7 +396,7 @@ class Orchestration(Feature):
 
     # -- delivery ------------------------------------------------------------
 
-    async def _on_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _on_settled(self, node_id: str, outcome: Outcome) -> None:
         # A wait-children call waiting on this node takes the outcome: let it claim
         # first (it gives up its claim by ending without one: then this delivers).
         watches = list(self._watchers.get(node_id, []))
@@ -434,7 +405,7 @@ class Orchestration(Feature):
         await asyncio.gather(*(w.done.wait() for w in watches))
         await self._deliver(node_id, outcome)
 
-    async def _deliver(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _deliver(self, node_id: str, outcome: Outcome) -> None:
         row = await self.engine.store.node(node_id)
         if row is None or row["parent"] is None or row["settled_at"] is None:
             return
@@ -474,7 +445,7 @@ class Orchestration(Feature):
         return True
 
 
-def _refuse_settled(row: Row, action: str) -> None:
+def _refuse_settled(row: NodeRow, action: str) -> None:
     if row["status"] in SETTLED:
         raise ApiError(
             409,
@@ -483,17 +454,17 @@ def _refuse_settled(row: Row, action: str) -> None:
         )
 
 
-def _delivery(row: Row) -> str | None:
+def _delivery(row: NodeRow) -> str | None:
     delivery = (row["extra"] or {}).get("outcome_delivery")
     return delivery.get("action") if isinstance(delivery, dict) else None
 
 
-def _payload(row: Row) -> str | None:
+def _payload(row: NodeRow) -> str | None:
     delivery = (row["extra"] or {}).get("outcome_delivery")
     return delivery.get("payload") if isinstance(delivery, dict) else None
 
 
-def claimed(row: Row) -> bool:
+def claimed(row: NodeRow) -> bool:
     """Whether the node's current settlement's outcome is claimed (or closed quietly)."""
     claim = (row["extra"] or {}).get("delivered")
     if not isinstance(claim, dict):
@@ -509,17 +480,17 @@ def answer(child: str, taken: Taken, limit: int) -> str:
     if row is None or outcome is None:
         status = row["status"] if row is not None else "gone"
         return f"Child {child} is still working ({status})."
-    if not outcome:
+    if outcome == "elsewhere":
         return f"Child {child} {row['status']}: its outcome already reached you as a message."
     return outcome_text(row, outcome, limit=limit)
 
 
-def _label(row: Row) -> str:
+def _label(row: NodeRow) -> str:
     return f"{row['node_id']} ({row['name']!r})" if row["name"] else row["node_id"]
 
 
 def outcome_text(
-    row: Row, outcome: dict[str, Any], note: str | None = None, *, limit: int = MAX_OUTCOME
+    row: NodeRow, outcome: Outcome, note: str | None = None, *, limit: int = MAX_OUTCOME
 ) -> str:
     """A child's outcome as its parent reads it: one line saying what happened, then the
     outcome as compact JSON (long strings cut, ``None`` fields dropped)."""
@@ -545,7 +516,7 @@ def _trim(value: Any) -> Any:
     return value
 
 
-def child_summary(rows: Iterable[Row]) -> list[dict[str, Any]]:
+def child_summary(rows: Iterable[NodeRow]) -> list[dict[str, Any]]:
     """Children as ``list-children`` shows them."""
     return [
         {"node_id": r["node_id"], "name": r["name"], "status": r["status"], "turns": r["turns"]}

@@ -1,15 +1,4 @@
-"""The daemon's log: where it goes, and what never goes into it.
-
-No line may hold a secret or a conversation. Two libraries would write them:
-
-- the HTTP clients of the vendor SDKs log every request's URL at INFO, and a
-  gateway's credential can sit in a base URL's query (``?token=...``): the query
-  of every ``http(s)://`` URL in a line is replaced by ``?[redacted]``;
-- DBOS logs a cancelled step with its function's ``repr``, which for a step
-  holds its arguments (a model turn's: every message of the conversation, what
-  tools handled included), and a value it cannot serialise in full: those lines
-  keep the function's name and lose the values.
-"""
+"""The daemon's log: where it goes, and what never goes into it (secrets, conversations)."""
 
 from __future__ import annotations
 

@@ -10,16 +10,16 @@ from ..._core.lazy import attach as _attach
 if typing.TYPE_CHECKING:
     from ._environment import KEY_VARIABLES, command_environment
     from ._sandbox import NodeSandbox
-    from ._service import Commands, until_disconnected
+    from ._service import Commands
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
     __getattr__, __dir__ = _attach(
         __name__,
         {
-            "._service": ("Commands", "until_disconnected"),
+            "._service": ("Commands",),
             "._sandbox": ("NodeSandbox",),
             "._environment": ("KEY_VARIABLES", "command_environment"),
         },
     )
 
-__all__ = ["KEY_VARIABLES", "Commands", "NodeSandbox", "command_environment", "until_disconnected"]
+__all__ = ["KEY_VARIABLES", "Commands", "NodeSandbox", "command_environment"]

@@ -1,13 +1,5 @@
-"""What of the daemon's environment the commands it runs inherit: all but its secrets.
-
-``POST /v1/bash`` starts commands from :func:`command_environment`, and so does a
-node's own shell (its ``bash-*`` tools) where no sandbox can start (in the sandbox
-it gets far less: ``_sandbox``): the daemon's environment less
-:data:`WITHHELD_VARIABLES` (the TCP owner token, the database URL, which may carry a
-password, and the hosted providers' API keys). A command's output goes back over the
-wire and into transcripts, and the scripts it runs (``npm install`` hooks ...) read
-the environment they inherit; an agent's command is the model's to choose.
-"""
+"""What of the daemon's environment the commands it runs inherit: all but its secrets
+(:data:`WITHHELD_VARIABLES`)."""
 
 from __future__ import annotations
 

@@ -1,29 +1,5 @@
-"""The sandbox a node's commands run in: bubblewrap, unless it cannot start here.
-
-Every command of a node's shell (``bash-run``, ``bash-start``) runs under
-``bwrap`` (:class:`heron.tools.Sandbox`): the host's files read-only, the node's
-working directory writable (and, for a git worktree, its repository's git
-directory, hooks and config excepted); invisible: ``$HERON_HOME`` (credentials,
-database, socket, other nodes' folders), the daemon's socket, an SQLite database
-kept elsewhere, the socket folder of a PostgreSQL database reached by one, and
-container engines' sockets (:data:`ENGINE_SOCKETS`). A PID
-namespace of its own (no ``/proc`` of the daemon; what a command leaves running
-stays in its process group, with the namespace's init, so killing the group
-ends all of it, ``setsid`` or not), no capabilities, and a scrubbed environment
-(:func:`heron.tools.sandbox_environment` plus ``HERON_SANDBOX_ENV``'s names). Its
-``/tmp`` (also its ``HOME``) is a folder of the node's own, kept while the node's
-shell lives. The network is the host's for a node with the ``net`` scope (every node
-given no scopes); without it each command has only a loopback of its own, so a server
-one command starts is out of another's reach too.
-
-``HERON_SANDBOX`` (``auto`` by default) says what happens where no sandbox can
-start (no bubblewrap, no user namespaces): ``auto`` runs commands unconfined
-and says so in the log at start and in ``GET /v1/status``; ``require`` (``heron
-daemon --require-sandbox``) refuses to start; ``off`` never sandboxes, and leaves
-``/v1/bash`` commands without their PID namespace too (a daemon not running as root
-gets that namespace inside a user namespace, where ``sudo`` and other set-user-id
-programs do not raise privileges).
-"""
+"""The sandbox a node's commands run in: bubblewrap, unless it cannot start here
+(``HERON_SANDBOX`` says what then)."""
 
 from __future__ import annotations
 

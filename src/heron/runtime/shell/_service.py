@@ -1,31 +1,4 @@
-"""``POST /v1/bash``: one command, run to its end, as the daemon's user.
-
-The command runs as ``bash -c COMMAND`` in a process group of its own (a new
-session) and, where bubblewrap can start one, a PID namespace of its own
-(``heron.tools.contained``: the host's files, network and user as they
-are), in the required ``cwd``. The namespace ends with the command, taking with
-it what the command started even in sessions of their own (``setsid``), which a
-process group alone cannot hold. It never outlives its request: at its
-``timeout`` the whole group is stopped (SIGTERM, then SIGKILL after
-:data:`KILL_GRACE` seconds) and the answer says ``timed_out``; processes it left
-running in its group when it exited are stopped the same way; a client that
-disconnects, and a daemon that stops, kill the group at once. Each group is
-recorded in the job ledger (``_job_ledger``), so one a crashed daemon left
-behind is killed when the next starts.
-
-Output is read as it comes: the first :data:`OUTPUT_LIMIT` bytes of each stream
-are kept, the rest read and dropped (``stdout_truncated``/``stderr_truncated``).
-
-The environment is the daemon's, less the secrets it holds for itself
-(:data:`WITHHELD_VARIABLES`: the TCP owner token, the database URL, which may
-carry a password, and the hosted providers' API keys), plus the request's
-``env``, which may give any of them back on purpose. A command's output goes
-back over the wire and into transcripts, and the scripts a command runs
-(``npm install`` hooks ...) read the environment they inherit. This is no
-sandbox (that is for nodes' commands, ``_sandbox``): the command runs as the
-daemon's user and can read what that user can, ``$HERON_HOME`` included; it only
-never gets those secrets handed to it.
-"""
+"""``POST /v1/bash``: one command, run to its end, as the daemon's user (no sandbox)."""
 
 from __future__ import annotations
 
@@ -34,8 +7,6 @@ import os
 import shutil
 import time
 from typing import TYPE_CHECKING
-
-from starlette.requests import Request
 
 from ... import api
 from ...tools.bash import ShellProcess, Stream, describe_exit
@@ -54,7 +25,6 @@ __all__ = [
     "WITHHELD_VARIABLES",
     "Commands",
     "command_environment",
-    "until_disconnected",
 ]
 
 OUTPUT_LIMIT = 1024 * 1024
@@ -205,9 +175,9 @@ class Commands(Feature):
 
     def routes(self, app: FastAPI) -> None:
         """Serve ``POST /v1/bash``."""
-        from ..files._routes import add_bash_routes  # (it imports this module)
+        from ._routes import add_shell_routes  # (it imports this module)
 
-        add_bash_routes(app, self)
+        add_shell_routes(app, self)
 
     async def stop(self) -> None:
         """Kill the commands still running: they never outlive the daemon."""
@@ -221,28 +191,3 @@ class Commands(Feature):
         """Kill every running command (the daemon stops); their requests answer 503."""
         self._stopping = True
         await asyncio.gather(*(process.kill(KILL_GRACE) for process in list(self._running)))
-
-
-async def until_disconnected(
-    request: Request, work: asyncio.Task[api.BashResult]
-) -> api.BashResult:
-    """``work``'s result, or ``work`` cancelled as soon as the client disconnects."""
-
-    async def disconnected() -> None:
-        # FastAPI has read the body: the next message is the disconnect, whenever it comes.
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(disconnected())
-    try:
-        await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        watcher.cancel()
-        if not work.done():
-            work.cancel()  # the client left (or this request was cancelled): kill it
-        await asyncio.gather(watcher, return_exceptions=True)
-        if work.cancelled() or not work.done():
-            await asyncio.gather(work, return_exceptions=True)
-    if work.cancelled():
-        raise ApiError(499, "client_disconnected", "the client went away: the command was killed")
-    return work.result()

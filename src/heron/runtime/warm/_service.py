@@ -1,20 +1,4 @@
-"""The warm pool: pre-started nodes that serve ``prefer_warm`` creates.
-
-A warm node is a node row marked ``warm`` (with its launch tuple's digest) whose first
-run is already going: its workflow started, ``begin`` done, its provider
-prepared, its tools and agent built; it waits only for its prompt. A create
-with ``prefer_warm`` whose launch tuple (:data:`LAUNCH_FIELDS`) matches takes
-one over: the row gets the create's fields and the prompt in one transaction,
-and the waiting run goes on, so the create skips all of that. A miss is created
-cold, and the pool keeps :attr:`RuntimeConfig.warm_pool` nodes ready for every
-tuple seen with ``prefer_warm`` (the most recent :data:`MAX_TUPLES`), refilled in
-the background after each use.
-
-Warm nodes are nobody's yet: the store leaves them out of lists and counts and
-the engine answers ``404`` for them. A restart discards them (their rows are
-deleted before DBOS resumes workflows, and a resumed warm run finds it was
-discarded), and the pool fills again as creates ask for it.
-"""
+"""The warm pool: pre-started nodes that serve ``prefer_warm`` creates."""
 
 from __future__ import annotations
 
@@ -27,49 +11,28 @@ import secrets
 import shutil
 import time
 from collections import OrderedDict
-from pathlib import Path
-
-import sqlalchemy as sa
 
 from ... import api
 from .. import jobs, kinds
-from ..db._database import messages, nodes
 from ..kinds import Kind
 from ..nodes._feature import Feature, Kernel
-from ..nodes._store import Row
+from ..nodes._types import LAUNCH_FIELDS, NodeRow, fields_of
 
-__all__ = ["LAUNCH_FIELDS", "MAX_TUPLES", "WarmPool", "launch_key"]
+__all__ = ["MAX_TUPLES", "WarmPool", "launch_key"]
 
 log = logging.getLogger("heron.runtime")
-
-LAUNCH_FIELDS = (
-    "kind",
-    "model",
-    "profile",
-    "cwd",
-    "pin_cwd",
-    "scopes",
-    "mode",
-    "output_schema",
-    "situational_context",
-    "root",
-    "parent",
-    "creator",
-)
-"""The row fields a run is prepared from before its prompt is known: a warm node serves a
-create only if they all match. (A field the workflow's ``begin`` reads belongs here.)"""
 
 MAX_TUPLES = 8
 """How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""
 
 
-def launch_key(row: Row, kind: Kind, default_model: str) -> str:
+def launch_key(row: NodeRow, kind: Kind, default_model: str) -> str:
     """The launch tuple of a node row as a digest; it covers the kind's definition too,
     so a warm node made before its kind file changed serves no create after, and the
     daemon's ``default_model`` for a row naming none, so one prepared on the default
     before it changed (``PUT /v1/model-config``) serves no create after either. Scopes
     are a set: their order does not matter."""
-    fields = {f: row[f] for f in LAUNCH_FIELDS}
+    fields = fields_of(row, LAUNCH_FIELDS)
     fields["model"] = fields["model"] or default_model
     if fields["scopes"] is not None:
         fields["scopes"] = sorted(fields["scopes"])
@@ -86,7 +49,7 @@ class WarmPool(Feature):
         self.size = engine.config.warm_pool
         """Warm nodes kept ready per launch tuple (0: no pool)."""
         self._ready: OrderedDict[str, list[str]] = OrderedDict()
-        self._templates: dict[str, Row] = {}
+        self._templates: dict[str, NodeRow] = {}
         self._waiters: dict[str, asyncio.Future[bool]] = {}
         self._refilling: set[str] = set()
 
@@ -111,8 +74,8 @@ class WarmPool(Feature):
     # -- serving a create ---------------------------------------------------------
 
     async def claim(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
-    ) -> Row | None:
+        self, request: api.NodeCreateRequest, row: NodeRow, prompt: str | None
+    ) -> NodeRow | None:
         """Hand a warm node matching ``row``'s tuple the create's fields and first message.
 
         Returns the node's row (its id is the warm node's), or ``None`` when the create
@@ -121,7 +84,7 @@ class WarmPool(Feature):
         """
         if not self.eligible(request, prompt):
             return None
-        assert prompt is not None
+        assert prompt is not None and row["kind"] is not None  # (the profile set the kind)
         kind = await self.engine.features.get(kinds.Kinds).find(row["kind"], status=422)
         key = launch_key(row, kind, self.engine.providers.default)
         await self._prune()
@@ -129,32 +92,17 @@ class WarmPool(Feature):
         ready = self._ready.get(key, [])
         while ready:
             node_id = ready.pop(0)
-            claimed = {**row, "node_id": node_id, "extra": {**row["extra"], "served_warm": True}}
-            if await asyncio.to_thread(self._claim, key, claimed, prompt):
+            claimed: NodeRow = {
+                **row,
+                "node_id": node_id,
+                "extra": {**row["extra"], "served_warm": True},
+            }
+            if await self.engine.store.claim_warm(key, claimed, prompt):
                 self._spawn_refill(key)
                 return claimed
             self._waiters.pop(node_id, None)  # its row vanished: nothing waits on it any more
         self._spawn_refill(key)
         return None
-
-    def _claim(self, key: str, row: Row, prompt: str) -> bool:
-        """Give the warm node ``row["node_id"]`` the create's fields and its prompt, in one
-        transaction; ``False`` if it is no longer a warm node of ``key`` (discarded)."""
-        values = {k: v for k, v in row.items() if k != "node_id"}
-        with self.engine.store.engine.begin() as conn:
-            done = conn.execute(
-                nodes.update()
-                .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
-                .values(**values, warm=None)
-            )
-            if done.rowcount != 1:
-                return False
-            conn.execute(
-                messages.insert().values(
-                    node_id=row["node_id"], body=prompt, created_at=row["created_at"]
-                )
-            )
-        return True
 
     async def before_launch(self) -> None:
         """Discard the warm nodes a previous daemon left, before DBOS resumes their runs."""
@@ -183,7 +131,7 @@ class WarmPool(Feature):
         for ids in self._ready.values():
             if node_id in ids:
                 ids.remove(node_id)
-        if not await asyncio.to_thread(self._delete, [node_id]):
+        if not await self.engine.store.delete_warm([node_id]):
             return False
         log.warning("warm node %s discarded: its run could not be set up: %s", node_id, reason)
         self._waiters.pop(node_id, None)
@@ -208,7 +156,7 @@ class WarmPool(Feature):
             for key in await asyncio.to_thread(self._stale, dict(self._templates), default):
                 self._drop(key)
 
-    def _stale(self, templates: dict[str, Row], default: str) -> list[str]:
+    def _stale(self, templates: dict[str, NodeRow], default: str) -> list[str]:
         """The keys of ``templates`` their kind as it is now (and the ``default`` model) no
         longer gives (one scan)."""
         known, _ = self.engine.features.get(kinds.Kinds).scan()
@@ -226,12 +174,12 @@ class WarmPool(Feature):
         for node_id in ids:
             self.engine.spawn(self._discard(node_id))
 
-    def _want(self, key: str, row: Row) -> None:
+    def _want(self, key: str, row: NodeRow) -> None:
         """Note that creates ask for ``key`` (``row`` its template), most recent last;
         past :data:`MAX_TUPLES` the least recently asked tuple is dropped."""
         self._ready.setdefault(key, [])
         self._ready.move_to_end(key)
-        self._templates.setdefault(key, dict(row))
+        self._templates.setdefault(key, row.copy())
         while len(self._ready) > MAX_TUPLES:
             self._drop(next(iter(self._ready)))
 
@@ -259,7 +207,7 @@ class WarmPool(Feature):
         """Insert a warm node for ``key`` (from its template row) and launch its run."""
         now = time.time()
         node_id = f"n-{secrets.token_hex(8)}"
-        row: Row = {
+        row: NodeRow = {
             **self._templates[key],
             "node_id": node_id,
             "status": "running",
@@ -284,29 +232,16 @@ class WarmPool(Feature):
         waiter = self._waiters.pop(node_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(False)
-        await asyncio.to_thread(self._delete, [node_id])
-
-    def _delete(self, node_ids: list[str] | None) -> int:
-        """Delete warm rows (those listed, or all): they never had a message or event."""
-        with self.engine.store.engine.begin() as conn:
-            warm = nodes.c.warm.is_not(None)
-            where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(node_ids))
-            return conn.execute(nodes.delete().where(where)).rowcount
+        await self.engine.store.delete_warm([node_id])
 
     async def discard_stored(self) -> None:
         """Delete the warm nodes a previous daemon left (before DBOS resumes workflows)."""
-        homes = await asyncio.to_thread(self._own_workspaces)
-        count = await asyncio.to_thread(self._delete, None)
+        homes = [
+            self.engine.config.home / "nodes" / node_id
+            for node_id in await self.engine.store.warm_without_cwd()
+        ]
+        count = await self.engine.store.delete_warm(None)
         for path in homes:  # (their runs never get to clean up: they are skipped)
             await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
         if count:
             log.info("discarded %d warm nodes of the previous daemon", count)
-
-    def _own_workspaces(self) -> list[Path]:
-        """The workspace directories of the stored warm nodes without a ``cwd``."""
-        with self.engine.store.engine.connect() as conn:
-            query = sa.select(nodes.c.node_id).where(
-                nodes.c.warm.is_not(None), nodes.c.cwd.is_(None)
-            )
-            ids = conn.execute(query).scalars().all()
-        return [self.engine.config.home / "nodes" / node_id for node_id in ids]

@@ -1,35 +1,4 @@
-"""Managed git worktrees: a node working on a branch of its own, beside the user's checkout.
-
-``worktree: true | "name"`` on create runs ``git worktree add`` for the
-repository holding the node's ``cwd``: a new branch ``heron/<name>`` from that
-checkout's ``HEAD``, checked out at ``$HERON_HOME/worktrees/<name>`` (the
-name defaults to the node's id). The worktrees live under the daemon's home,
-not inside the repository, so nothing appears in the user's checkout and tools
-walking it (test runners, linters, search) never find a second copy of the
-code. The node's file and shell tools work in the worktree, in the same
-subdirectory ``cwd`` is of its checkout (made if the branch lacks it).
-
-``…/worktree/close`` removes the worktree and keeps the branch with its
-commits, refusing while anything is uncommitted; ``…/worktree/abandon``
-removes it whatever it holds and deletes the branch (if the repository itself
-is gone, the directory is deleted and the worktree marked abandoned). Either
-way the node's background jobs are killed first, before the clean check (they
-run in the worktree and may be writing to it). A node whose worktree was
-removed runs no more: a message, revive or relaunch answers ``409
-worktree_removed`` rather than letting it work in the user's checkout; fork
-it to go on (the fork works in ``cwd``, or in a new worktree with
-``worktree: true``).
-
-A fork of a node with an active worktree gets a worktree of its own, on a new
-branch from the tip of the original's branch: what the original committed,
-not what it left uncommitted. A relaunched root keeps its worktree as the
-previous attempt left it, uncommitted edits included.
-
-Git runs from ``PATH``, each command with a timeout in a process group of its
-own (a timeout or a cancellation kills git and whatever it started, hooks
-included), its stderr carried into the error. A failed ``git worktree add``
-is undone: the half-made worktree removed, and the branch it made deleted.
-"""
+"""Managed git worktrees: a node working on a branch of its own, beside the user's checkout."""
 
 from __future__ import annotations
 
@@ -41,12 +10,12 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ... import api
 from .. import jobs
 from ..nodes._feature import Feature, Kernel
-from ..nodes._store import Row
+from ..nodes._types import NodeRow, WorktreeRecord
 from ..server._errors import ApiError
 from ._routes import add_worktrees_routes
 
@@ -78,13 +47,13 @@ class GitError(Exception):
     """A git command failed, timed out or could not start; the message says which and why."""
 
 
-def active_worktree(row: Row) -> dict[str, Any] | None:
+def active_worktree(row: NodeRow) -> WorktreeRecord | None:
     """The node's worktree record (``workdir``, ``branch`` ...) while it is active."""
     tree = (row["extra"] or {}).get("worktree")
-    return tree if isinstance(tree, dict) and tree.get("state") == "active" else None
+    return tree if isinstance(tree, dict) and tree["state"] == "active" else None
 
 
-def to_worktree(row: Row) -> api.NodeWorktree | None:
+def to_worktree(row: NodeRow) -> api.NodeWorktree | None:
     """The node's worktree as the API shows it, if it was made one."""
     tree = (row["extra"] or {}).get("worktree")
     return api.NodeWorktree(**tree) if isinstance(tree, dict) else None
@@ -144,6 +113,8 @@ class Worktrees(Feature):
 
     def __init__(self, engine: Kernel) -> None:
         self._engine = engine
+        self._made: dict[str, WorktreeRecord] = {}
+        """Worktrees made for creates not yet inserted, by node id (see :meth:`provision`)."""
         self.root = engine.config.home / "worktrees"
         """Where worktrees are made: ``$HERON_HOME/worktrees/<name>``."""
         self._making = asyncio.Lock()  # two creates must not both take one name
@@ -152,25 +123,30 @@ class Worktrees(Feature):
         """Serve the worktree close and abandon routes."""
         add_worktrees_routes(app, self)
 
-    def check_message(self, row: Row) -> None:
+    async def inserted(self, row: NodeRow) -> None:
+        """The node owns the worktree :meth:`provision` made for it now."""
+        self._made.pop(row["node_id"], None)
+
+    def check_message(self, row: NodeRow) -> None:
         """A node whose worktree was removed takes no message that would start a run."""
         if row["status"] != "running":
             self.check_usable(row)
 
-    async def provision(self, row: Row) -> None:
+    async def provision(self, row: NodeRow) -> None:
         """Make the worktree a new node asks for (the create's, or a fork's: see
         :meth:`inherit`) before its row exists, so its first run works in it."""
         requested = row["extra"]["worktree"]
-        if requested is not None and requested is not False:
-            row["extra"]["worktree"] = await self.make(row, requested)
+        if requested is not None and requested is not False and not isinstance(requested, dict):
+            record = row["extra"]["worktree"] = await self.make(row, requested)
+            self._made[row["node_id"]] = record
 
-    async def unprovision(self, row: Row) -> None:
+    async def unprovision(self, row: NodeRow) -> None:
         """Remove the worktree :meth:`provision` made: no node owns it."""
-        record = row["extra"]["worktree"]
-        if isinstance(record, dict):
+        record = self._made.pop(row["node_id"], None)
+        if record is not None:
             await self.discard(record)
 
-    async def make(self, row: Row, requested: bool | str) -> dict[str, Any]:
+    async def make(self, row: NodeRow, requested: bool | str) -> WorktreeRecord:
         """Make the worktree a new node asked for; its record, for the node's ``extra``."""
         node_id, cwd = row["node_id"], row["cwd"]
         name = node_id if requested is True else str(requested)
@@ -236,11 +212,11 @@ class Worktrees(Feature):
             "head_commit": None,
         }
 
-    async def discard(self, record: dict[str, Any]) -> None:
+    async def discard(self, record: WorktreeRecord) -> None:
         """Undo :meth:`make` for a node that was not created after all (never raises)."""
         await _undo_add(record["repository"], Path(record["path"]), record["branch"])
 
-    def inherit(self, row: Row, source: Row, requested: bool | str | None) -> None:
+    def inherit(self, row: NodeRow, source: NodeRow, requested: bool | str | None) -> None:
         """Make a fork of ``source`` ask for a worktree of its own if ``source`` works in one
         (and the fork's create did not say otherwise): branched from ``source``'s branch tip."""
         tree = active_worktree(source)
@@ -249,7 +225,7 @@ class Worktrees(Feature):
         row["extra"]["worktree"] = True if requested is None else requested
         row["extra"]["worktree_from"] = tree["branch"]
 
-    def check_usable(self, row: Row) -> None:
+    def check_usable(self, row: NodeRow) -> None:
         """``409 worktree_removed`` if the node's worktree was removed: it runs no more."""
         tree = to_worktree(row)
         if tree is not None and tree.state != "active":
@@ -328,7 +304,7 @@ async def _has_branch(top: str, branch: str) -> bool:
     return True
 
 
-async def _check_clean(tree: dict[str, Any]) -> None:
+async def _check_clean(tree: WorktreeRecord) -> None:
     if not _exists(tree):
         return  # deleted by hand: nothing uncommitted is left to lose
     status = await git("status", "--porcelain", "--untracked-files=all", cwd=tree["path"])
@@ -343,7 +319,7 @@ async def _check_clean(tree: dict[str, Any]) -> None:
         )
 
 
-async def _head(tree: dict[str, Any]) -> str | None:
+async def _head(tree: WorktreeRecord) -> str | None:
     """The commit the worktree has checked out (its branch's tip), if it can be found."""
     here = _exists(tree)
     ref = "HEAD" if here else tree["branch"]  # deleted by hand: the branch still says
@@ -360,7 +336,7 @@ async def _head(tree: dict[str, Any]) -> str | None:
     return found.strip()
 
 
-async def _delete_branch(tree: dict[str, Any]) -> None:
+async def _delete_branch(tree: WorktreeRecord) -> None:
     # Gone already (deleted by hand) is as good as deleted.
     if await _has_branch(tree["repository"], tree["branch"]):
         await git("branch", "-D", tree["branch"], cwd=tree["repository"])
@@ -383,7 +359,7 @@ async def _undo_add(top: str, path: Path, branch: str) -> None:
             log.warning("could not clean up after a failed worktree add: %s", exc)
 
 
-async def _remove(tree: dict[str, Any], *, force: bool) -> None:
+async def _remove(tree: WorktreeRecord, *, force: bool) -> None:
     if not _is_dir(tree["repository"]):
         # The repository itself is gone: there is no git to ask, only a directory left.
         if force:
@@ -398,7 +374,7 @@ async def _remove(tree: dict[str, Any], *, force: bool) -> None:
         await git("worktree", "prune", cwd=tree["repository"])
 
 
-def _exists(tree: dict[str, Any]) -> bool:
+def _exists(tree: WorktreeRecord) -> bool:
     return _is_dir(tree["path"])
 
 

@@ -30,8 +30,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 
-from heron.tools import BashEvent, BashOutput, LocalToolClient, Sandbox, bash_tools
-from heron.tools._sandbox import sandbox_problem
+from heron.tools import BashEvent, BashOutput, LocalToolClient, Sandbox, bash_tools, sandbox_problem
 
 
 async def timed(action: Callable[[], Awaitable[object]], calls: int) -> list[float]:

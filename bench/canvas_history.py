@@ -30,7 +30,8 @@ from typing import Any
 from heron import api
 from heron.runtime.canvas._service import Canvas
 from heron.runtime.db._database import create_engine
-from heron.runtime.nodes._store import Store
+from heron.runtime.db._handle import Database
+from heron.runtime.nodes._store import NodeStore
 
 RARE = 50
 """One node in this many mentions a flamingo (what the ``-rare`` operations look for)."""
@@ -60,7 +61,7 @@ def conversation(seed: int, messages: int) -> dict[str, Any]:
     return {"version": 1, "messages_full": out, "messages": out}
 
 
-async def fill(store: Store, nodes: int, messages: int) -> int:
+async def fill(store: NodeStore, nodes: int, messages: int) -> int:
     """Insert the nodes; returns the characters of message text they hold."""
     now = time.time()
     chars = 0
@@ -122,11 +123,13 @@ async def main(sizes: list[int], messages: int, rounds: int) -> None:
     print(f"{'operation':<12}{'nodes':>8}{'ms/request':>13}{'transcripts/s':>16}{'MB/s':>9}")
     for nodes in sizes:
         with tempfile.TemporaryDirectory() as home:
-            store = Store(create_engine(f"sqlite:///{Path(home) / 'heron.db'}"))
-            store.migrate()
+            database = Database(create_engine(f"sqlite:///{Path(home) / 'heron.db'}"))
+            database.migrate()
+            store = NodeStore(database)
             try:
                 chars = await fill(store, nodes, messages)
-                operations = _operations(Canvas(SimpleNamespace(store=store, active={})))  # type: ignore[arg-type]
+                kernel = SimpleNamespace(store=store, db=database, active={})
+                operations = _operations(Canvas(kernel))  # type: ignore[arg-type]
                 for name, action in operations.items():
                     seconds = await timed(action, rounds)
                     rate = nodes / seconds
@@ -135,7 +138,7 @@ async def main(sizes: list[int], messages: int, rounds: int) -> None:
                         f"{name:<12}{nodes:>8}{seconds * 1000:>13.1f}{rate:>16.0f}{megabytes:>9.1f}"
                     )
             finally:
-                store.close()
+                database.close()
 
 
 if __name__ == "__main__":

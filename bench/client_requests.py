@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx
 
 from heron.client import AsyncHeron, Cancel, Heron, RequestOptions
-from heron.runtime._local import stop_daemon
+from heron.runtime import stop_daemon
 
 
 def timed(action: Callable[[], object], calls: int) -> list[float]:

@@ -1,6 +1,6 @@
 """Memory's store at growing sizes: write, update and search costs, SQLite beside PostgreSQL.
 
-Entries of about 120 words are written through the daemon's own ``Store`` (one
+Entries of about 120 words are written through the daemon's own ``MemoryStore`` (one
 transaction each: the row, its version, and on SQLite the FTS5 row), then each
 size gets a row of median milliseconds of ``--repeat`` runs:
 
@@ -35,8 +35,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from heron.runtime.db._database import create_engine
+from heron.runtime.db._handle import Database
 from heron.runtime.memory._paths import new_entry_id
-from heron.runtime.nodes._store import Store
+from heron.runtime.memory._store import MemoryStore
 
 SYLLABLES = "ka lo mi ne ru ta vo shi pe da gu ri".split()
 WORDS = sorted({a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES})
@@ -70,8 +71,9 @@ async def timed(repeat: int, action: Callable[[int], Awaitable[Any]]) -> float:
 
 
 async def measure(url: str, sizes: list[int], repeat: int) -> dict[int, dict[str, float]]:
-    store = Store(create_engine(url))
-    store.migrate()
+    database = Database(create_engine(url))
+    database.migrate()
+    store = MemoryStore(database)
     rng = random.Random(7)
     figures: dict[int, dict[str, float]] = {}
     written = 0
@@ -83,10 +85,10 @@ async def measure(url: str, sizes: list[int], repeat: int) -> dict[int, dict[str
                 ids.append(entry["entry_id"])
                 written += 1
             base = written
-            if store.engine.dialect.name == "postgresql":
+            if store.db.engine.dialect.name == "postgresql":
                 # Fresh statistics, as autovacuum keeps them: without them the planner
                 # guesses, and the figures measure its guess, not the search.
-                with store.engine.begin() as conn:
+                with store.db.engine.begin() as conn:
                     conn.execute(sa.text("ANALYZE heron_memory_entries"))
 
             async def create(i: int, base: int = base) -> None:
@@ -114,7 +116,7 @@ async def measure(url: str, sizes: list[int], repeat: int) -> dict[int, dict[str
                 "list": await timed(repeat, page),
             }
     finally:
-        store.close()
+        database.close()
     return figures
 
 
@@ -122,7 +124,7 @@ async def measure(url: str, sizes: list[int], repeat: int) -> dict[int, dict[str
 def postgres() -> Iterator[str | None]:
     """A URL on a throwaway PostgreSQL server, or ``None`` where none is installed."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.runtime import pg
+    from tests.support import pg
 
     if pg.bin_dir() is None:
         yield None

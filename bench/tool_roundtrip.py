@@ -17,7 +17,10 @@ the figures, as they would any trivial sync tool's). Each row times
 
 Server processes run ``python -m heron.mcp serve`` and are stopped at the end. Figures are
 the median and 99th percentile in microseconds per call, and each median over the official
-client's (the goal for the socket and WebSocket rows is at most 0.5).
+client's (the goal for the socket and WebSocket rows is at most 0.5). Beside them, the CPU
+time per call of the calling process and of the server process (from ``/proc``), and their
+sum over the official client's: on a machine busy with other work a round trip's wall time
+is mostly waiting to be scheduled, while the CPU a call costs stays put.
 
 Run it from the repository root::
 
@@ -37,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -74,16 +78,53 @@ async def echo(text: str) -> str:
     return text
 
 
-async def measure(call: Callable[[], Awaitable[object]], calls: int) -> list[float]:
-    """Microseconds of each of ``calls`` calls, after a warm-up of a tenth as many."""
+@dataclass(frozen=True)
+class Timing:
+    """One transport's figures: wall microseconds of each call, CPU microseconds per call."""
+
+    times: list[float]
+    client_cpu: float
+    server_cpu: float | None  # None: no server process (in-process rows)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children() -> set[int]:
+    """The ids of this process's child processes."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(stat[1]) == os.getpid():
+                found.add(int(entry.name))
+    return found
+
+
+async def measure(
+    call: Callable[[], Awaitable[object]], calls: int, server: int | None = None
+) -> Timing:
+    """Wall microseconds of each of ``calls`` calls, after a warm-up of a tenth as many,
+    and the CPU they cost this process and the ``server`` process (by id), per call."""
     for _ in range(max(calls // 10, 20)):
         await call()
     times: list[float] = []
+    server_before = process_cpu(server) if server is not None else 0.0
+    client_before = time.process_time()
     for _ in range(calls):
         started = time.perf_counter()
         await call()
         times.append((time.perf_counter() - started) * 1e6)
-    return times
+    client = (time.process_time() - client_before) / calls * 1e6
+    if server is None:
+        return Timing(times, client, None)
+    return Timing(times, client, (process_cpu(server) - server_before) / calls * 1e6)
 
 
 def start_server(spec: str, *where: str) -> subprocess.Popen[str]:
@@ -102,9 +143,9 @@ def start_server(spec: str, *where: str) -> subprocess.Popen[str]:
     return proc
 
 
-async def run(calls: int, quiet: TextIO) -> list[tuple[str, list[float]]]:
+async def run(calls: int, quiet: TextIO) -> list[tuple[str, Timing]]:
     """Time every transport in turn; ``quiet`` takes the stdio servers' start-up line."""
-    results: list[tuple[str, list[float]]] = []
+    results: list[tuple[str, Timing]] = []
     folder = Path(tempfile.mkdtemp(prefix="heron-bench-"))
     (folder / "bench_tools.py").write_text(TOOL_MODULE)
     spec = f"{folder / 'bench_tools.py'}:TOOLS"
@@ -130,31 +171,32 @@ async def run(calls: int, quiet: TextIO) -> list[tuple[str, list[float]]]:
         processes.append(start_server(spec, "--unix", str(sock)))
         unix = UnixSocketConnection(mode="client", path=sock)
         async with MCPClient("bench", unix, MemoryStorage()) as client:
-            results.append(
-                ("unix socket", await measure(lambda: client.call_tool("echo", ARGS), calls))
-            )
+            timing = await measure(lambda: client.call_tool("echo", ARGS), calls, processes[-1].pid)
+            results.append(("unix socket", timing))
 
         port = _free_port()
         processes.append(start_server(spec, "--websocket", f"127.0.0.1:{port}"))
         ws = WebSocketConnection(mode="client", url=f"ws://127.0.0.1:{port}", token=TOKEN)
         async with MCPClient("bench", ws, MemoryStorage()) as client:
-            results.append(
-                ("websocket", await measure(lambda: client.call_tool("echo", ARGS), calls))
-            )
+            timing = await measure(lambda: client.call_tool("echo", ARGS), calls, processes[-1].pid)
+            results.append(("websocket", timing))
 
         argv = [sys.executable, "-m", "heron.mcp", "serve", spec, "--stdio"]
         stdio = StdioConnection(argv[0], argv[1:], stderr=quiet)
+        before = children()
         async with MCPClient("bench", stdio, MemoryStorage()) as client:
-            results.append(("stdio", await measure(lambda: client.call_tool("echo", ARGS), calls)))
+            await client.call_tool("echo", ARGS)  # the server process is up once this answers
+            (server,) = children() - before
+            timing = await measure(lambda: client.call_tool("echo", ARGS), calls, server)
+            results.append(("stdio", timing))
 
         params = StdioServerParameters(command=argv[0], args=argv[1:])
+        before = children()
         async with Client(stdio_client(params, errlog=quiet)) as official:
-            results.append(
-                (
-                    "official mcp client, stdio",
-                    await measure(lambda: official.call_tool("echo", ARGS), calls),
-                )
-            )
+            await official.call_tool("echo", ARGS)
+            (server,) = children() - before
+            timing = await measure(lambda: official.call_tool("echo", ARGS), calls, server)
+            results.append(("official mcp client, stdio", timing))
     finally:
         for proc in processes:
             if proc.poll() is None:
@@ -175,17 +217,27 @@ def _free_port() -> int:
         return port
 
 
-def report(results: list[tuple[str, list[float]]], calls: int) -> None:
+def report(results: list[tuple[str, Timing]], calls: int) -> None:
     """Print the table."""
     print(f"\n{calls:,} calls of echo(text='ping') per transport; microseconds per call\n")
-    header = f"{'transport':<30} {'median':>10} {'p99':>10} {'x official':>11}"
+    header = (
+        f"{'transport':<30} {'median':>8} {'p99':>8} {'x official':>11} "
+        f"{'CPU caller':>11} {'CPU server':>11} {'CPU x official':>15}"
+    )
     print(header)
     print("-" * len(header))
-    official = statistics.median(dict(results)["official mcp client, stdio"])
-    for name, times in results:
-        p99 = statistics.quantiles(times, n=100)[98]
-        median = statistics.median(times)
-        print(f"{name:<30} {median:>10.0f} {p99:>10.0f} {median / official:>11.2f}")
+    reference = dict(results)["official mcp client, stdio"]
+    official = statistics.median(reference.times)
+    official_cpu = reference.client_cpu + (reference.server_cpu or 0.0)
+    for name, timing in results:
+        p99 = statistics.quantiles(timing.times, n=100)[98]
+        median = statistics.median(timing.times)
+        server = f"{timing.server_cpu:>11.0f}" if timing.server_cpu is not None else f"{'':>11}"
+        cpu = timing.client_cpu + (timing.server_cpu or 0.0)
+        print(
+            f"{name:<30} {median:>8.0f} {p99:>8.0f} {median / official:>11.2f} "
+            f"{timing.client_cpu:>11.0f} {server} {cpu / official_cpu:>15.2f}"
+        )
     print()
 
 

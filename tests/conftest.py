@@ -1,10 +1,15 @@
-"""Settings for the whole suite: how many pytest-xdist workers ``-n auto`` starts."""
+"""Settings for the whole suite: how many pytest-xdist workers ``-n auto`` starts, and the
+shared fixtures of ``tests/support``."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+pytest.register_assert_rewrite("tests.support")
+
+pytest_plugins = ["tests.support.plugin"]
 
 WORKERS_PER_CORE = 2
 """Most tests wait on a daemon, a server or a subprocess rather than on the CPU: run alone,

@@ -33,11 +33,21 @@ SERVER_SIDE = (
 )
 SDK = ("heron.agents._agent", "heron.providers", "heron.tools", "jsonschema")
 COMMAND_LINE = ("click", "rich", "typer")
+# heron._core's data modules: reading the version (heron._core.version) loads none of them.
+CORE_DATA = ("heron._core.errors", "heron._core.messages", "heron._core.responses")
 # httpx's own command line, which its __init__ loads whenever click and rich are installed.
 HTTPX_CLI = ("httpx._main", "click", "rich", "pygments")
 
 FORBIDDEN = {
-    "import heron": (*SERVER_SIDE, *SDK, *COMMAND_LINE, "httpx", "pydantic", "heron.client"),
+    "import heron": (
+        *SERVER_SIDE,
+        *SDK,
+        *COMMAND_LINE,
+        *CORE_DATA,
+        "httpx",
+        "pydantic",
+        "heron.client",
+    ),
     # The package's names resolve on first use; the client itself loads the wire models of
     # the routes it wraps (nodes, status, canvas, human), not those of every route.
     "import heron.client": (*SERVER_SIDE, *SDK, "typer", "heron.cli", "httpx", "pydantic"),
@@ -50,7 +60,7 @@ FORBIDDEN = {
         "heron.api._crons",
         "heron.api._memory",
         "heron.api._profiles",
-        "importlib.metadata",  # the user-agent's version is heron._version's
+        "importlib.metadata",  # the user-agent's version is heron._core.version's
         *HTTPX_CLI,
     ),
     "Heron() on a socket": (*SERVER_SIDE, *SDK, *HTTPX_CLI),
@@ -58,6 +68,7 @@ FORBIDDEN = {
         *SERVER_SIDE,
         *SDK,
         *COMMAND_LINE,
+        *CORE_DATA,
         "httpx",
         "pydantic",
         "heron.client",
@@ -75,6 +86,14 @@ FORBIDDEN = {
     ),
     # rich.markdown (markdown-it) loads when an answer or report is rendered, or help shown.
     "import heron.cli._lineage": (*SERVER_SIDE, *SDK, "markdown_it"),
+    # Writing a tool loads the tool machinery, not the catalog's tools (bash, browser, files).
+    "from heron.tools import tool": (
+        *SERVER_SIDE,
+        *(f"heron.tools.{m}" for m in ("bash", "browser", "catalog", "fs", "todo")),
+        "heron.agents._agent",
+        "heron.providers",
+        "regex",
+    ),
     # The daemon before it listens: no model runtime, vendor SDK, browser or MCP SDK until a
     # node asks for one.
     "daemon": ("anthropic", "llama_cpp", "mcp", "openai", "playwright", "websockets"),
@@ -98,6 +117,7 @@ CODE = {
         "try:\n    main()\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
     ),
     "daemon": "import heron.runtime\nheron.runtime.run_daemon",
+    "from heron.tools import tool": "from heron.tools import tool",
 }
 
 
@@ -165,6 +185,17 @@ def test_a_client_loads_a_ca_bundle_for_https_only() -> None:
     assert out == "0\n"
     _, out = loaded_by(CA_LOADS.format(urls=["https://127.0.0.1:9", "HTTPS://127.0.0.1:9"]))
     assert int(out) >= 4  # the probe sees a load: each of the four clients made one
+
+
+def test_heron_tools_catalog_is_the_function_whichever_import_comes_first() -> None:
+    # The submodule heron.tools.catalog shares its name with the function the package
+    # exports; importing the submodule directly must not put the module in its place.
+    _, out = loaded_by(
+        "import heron.tools.catalog\nfrom heron.tools import catalog\nimport heron.tools\n"
+        "from heron.tools.catalog import Catalog\n"
+        "print(catalog is heron.tools.catalog, callable(catalog), Catalog.__name__)"
+    )
+    assert out == "True True Catalog\n"
 
 
 def test_the_probe_sees_a_heavy_import() -> None:

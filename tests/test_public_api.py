@@ -98,53 +98,5 @@ def test_public_classes_and_functions_have_docstrings() -> None:
                         assert inspect.getdoc(member), f"{name}.{attr} has no docstring"
 
 
-def test_the_wire_models_import_nothing_else_of_heron() -> None:
-    # heron.api is shared with the client, which must not depend on the SDK or the daemon.
-    import ast
-    from pathlib import Path
-
-    for path in Path(heron.api.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                # The package's lazy names (heron._core.lazy, two functions) are the one exception.
-                lazy = node.level == 2 and node.module == "_core.lazy"
-                outside = not lazy and (
-                    node.level > 1 or (node.level == 0 and (node.module or "").startswith("heron"))
-                )
-                assert not outside, f"{path.name} imports {'.' * node.level}{node.module}"
-            elif isinstance(node, ast.Import):
-                assert not any(a.name.startswith("heron") for a in node.names), path.name
-
-
-def test_the_client_imports_only_the_wire_models_of_heron() -> None:
-    # heron.client ships to applications: the SDK and the daemon must stay out of it.
-    import ast
-    from pathlib import Path
-
-    for path in Path(heron.client.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                module = node.module or ""
-                if node.level == 0:
-                    outside = module.startswith("heron") and not (
-                        module == "heron.api" or module.startswith("heron.api.")
-                    )
-                else:
-                    outside = node.level > 2 or (
-                        node.level == 2
-                        and module not in ("api", "_core")
-                        and not module.startswith(("api.", "_core."))
-                    )
-                    if node.level == 2 and not module:
-                        outside = any(a.name != "api" for a in node.names)
-                assert not outside, f"{path.name} imports {'.' * node.level}{module}"
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    name = alias.name
-                    assert not name.startswith("heron") or name.startswith("heron.api"), (
-                        f"{path.name} imports {name}"
-                    )
-
-
 def test_version_is_a_string() -> None:
     assert isinstance(heron.__version__, str) and heron.__version__.count(".") >= 2

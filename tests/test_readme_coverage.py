@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.test_readme import BLOCKS, README, _is_group, _tree, check_command_line, command_lines
+from tests.support.readme import (
+    BLOCKS,
+    README,
+    check_command_line,
+    cli_tree,
+    command_lines,
+    is_group,
+)
 
 INLINE = re.compile(r"`(heron [^`]+)`")
 
@@ -32,7 +39,7 @@ def _readme_command_lines() -> Iterator[tuple[str, str]]:
 
 
 def _leaves(command: Any, path: str = "heron") -> Iterator[tuple[str, Any]]:
-    if not _is_group(command):
+    if not is_group(command):
         yield path, command
         return
     for name, sub in command.commands.items():
@@ -50,7 +57,7 @@ def test_every_command_is_in_the_readme() -> None:
         for problem in check_command_line(line, comment, reached)
     ]
     assert not problems, "\n".join(problems)
-    missing = [path for path, command in _leaves(_tree()) if id(command) not in reached]
+    missing = [path for path, command in _leaves(cli_tree()) if id(command) not in reached]
     assert not missing, f"commands the README never names: {missing}"
 
 

@@ -7,13 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.client.conftest import Daemon, client, daemon, scripts
+from tests.support.daemon import Daemon
 from typer.testing import CliRunner
 
 from heron.cli import app
 from heron.client import Heron
-
-__all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
 
 FAIL = {"error": "the model is down", "status": 503}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.polling import eventually
 
 from heron import SimpleAgent
 from heron.testing import ScriptedProvider
@@ -120,10 +121,12 @@ class Session:
         past those points.
         """
         stat = Path(f"/proc/{self.process.pid}/stat")
-        deadline = time.monotonic() + WAIT
-        while stat.read_text().rpartition(")")[2].split()[0] != "S":
-            assert time.monotonic() < deadline, "the process never went to sleep"
-            time.sleep(0.005)  # polling /proc; nothing to wait on
+        eventually(  # polling /proc: nothing to wait on
+            lambda: stat.read_text().rpartition(")")[2].split()[0] == "S",
+            timeout=WAIT,
+            interval=0.005,
+            what="the process going to sleep",
+        )
 
     def wait_until_read(self) -> None:
         """Wait until the process has taken everything sent to it, then sleeps.
@@ -133,14 +136,20 @@ class Session:
         line unread in the pipe).
         """
         assert self.process.stdin is not None
-        deadline = time.monotonic() + WAIT
-        unread = array.array("i", [0])
-        while True:
-            fcntl.ioctl(self.process.stdin.fileno(), termios.FIONREAD, unread)
-            if unread[0] == 0:
-                break
-            assert time.monotonic() < deadline, "the process never read its input"
-            time.sleep(0.005)  # polling the pipe; nothing to wait on
+        stdin = self.process.stdin
+
+        def unread() -> int:
+            count = array.array("i", [0])
+            fcntl.ioctl(stdin.fileno(), termios.FIONREAD, count)
+            return count[0]
+
+        eventually(  # polling the pipe: nothing to wait on
+            unread,
+            lambda count: count == 0,
+            timeout=WAIT,
+            interval=0.005,
+            what="the process reading its input",
+        )
         self.wait_until_blocked()
 
     def send(self, line: str) -> None:

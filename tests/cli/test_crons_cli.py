@@ -6,14 +6,13 @@ import json
 import re
 from pathlib import Path
 
-from tests.cli.test_nodes_cli import heron as invoke
-from tests.cli.test_nodes_cli import on_daemon
-from tests.client.conftest import client, daemon, scripts
+import pytest
+from tests.support.cli import heron as invoke
 
 from heron.client import Heron
 
 # The shared daemon fixtures, and `heron nodes`' tests' way of reaching it (HERON_HOME).
-__all__ = ["client", "daemon", "on_daemon", "scripts"]
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 
 def heron(*args: str) -> tuple[int, str, str]:

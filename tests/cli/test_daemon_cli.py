@@ -16,15 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.client.conftest import Daemon, client, daemon
+from tests.support.daemon import Daemon
 from typer.testing import CliRunner
 
 from heron import __version__
 from heron.cli import app
 from heron.cli._daemon import duration, node_counts
 from heron.client import Heron
-
-__all__ = ["client", "daemon"]  # the shared daemon fixtures, used here too
 
 
 @pytest.fixture(autouse=True)

@@ -6,13 +6,12 @@ import base64
 import json
 from pathlib import Path
 
-from tests.cli.test_nodes_cli import on_daemon
-from tests.client.conftest import daemon
+import pytest
 from typer.testing import CliRunner
 
 from heron.cli import app
 
-__all__ = ["daemon", "on_daemon"]  # the shared fixtures: the daemon, reached by HERON_HOME
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 
 class Done:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
-from tests.cli.test_nodes_cli import Done, on_daemon
-from tests.client.conftest import client, daemon, scripts
+from tests.support.cli import Done, asking
 from typer.testing import CliRunner
 
 from heron import api
@@ -17,7 +15,7 @@ from heron.cli._inbox import parse_answer
 from heron.client import Heron
 
 # The shared daemon fixtures, and the nodes CLI tests' way of reaching that daemon.
-__all__ = ["client", "daemon", "on_daemon", "scripts"]
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 
 def heron(*args: str, input: str | None = None) -> Done:
@@ -25,23 +23,6 @@ def heron(*args: str, input: str | None = None) -> Done:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception  # an escaped exception is a bug, not an outcome
     return Done(result.exit_code, result.stdout, result.stderr)
-
-
-QUESTIONS = [
-    {"question": "Which branch?", "choices": ["main", "dev", "release"], "multiple": True},
-    {"question": "Anything else?"},
-]
-
-
-def asking(client: Heron, scripts: Any, name: str, after: str) -> tuple[str, str]:
-    """A node that asks :data:`QUESTIONS`; its id and its ticket's, once it sleeps."""
-    ask = {"tool_calls": [{"name": "ask-questions", "arguments": {"questions": QUESTIONS}}]}
-    node = client.nodes.create(prompt="ship it", scopes=["ask"], model=scripts(name, [ask, after]))
-    deadline = time.monotonic() + 30
-    while not (tickets := client.human.inbox.list(node_id=node.node_id)):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    return node.node_id, tickets[0].ticket_id
 
 
 def test_list_show_and_respond_with_flags(client: Heron, scripts: Any) -> None:

@@ -6,17 +6,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli.test_nodes_cli import heron, on_daemon, settle, wait_status
-from tests.client.conftest import client, daemon, scripts
+from tests.support.cli import heron, settle, wait_status
+from tests.support.polling import eventually
 
 from heron.client import Heron
 
-__all__ = ["client", "daemon", "on_daemon", "scripts"]
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 SLOW = {"text": "working", "delay": 60}
 
@@ -121,10 +120,7 @@ def test_revive_all_and_yield(client: Heron, scripts: Any) -> None:
 def test_jobs_list_and_cancel(client: Heron, scripts: Any) -> None:
     start = {"tool_calls": [{"name": "bash-start", "arguments": {"command": "sleep 120"}}]}
     node = client.nodes.create(prompt="Run it", model=scripts("jobs", [start, SLOW]))
-    deadline = time.monotonic() + 30
-    while not client.nodes.jobs.list(node.node_id):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    eventually(lambda: client.nodes.jobs.list(node.node_id))
     listed = heron("nodes", "jobs", "list", node.node_id)
     assert listed.code == 0, listed
     assert re.search(r"^bash-1 +running .*sleep 120", listed.out, re.M), listed.out

@@ -8,13 +8,11 @@ import secrets
 from pathlib import Path
 
 import pytest
-from tests.client.conftest import Daemon, client, daemon
+from tests.support.daemon import Daemon
 from typer.testing import CliRunner
 
 from heron.cli import app
 from heron.client import Heron
-
-__all__ = ["client", "daemon"]  # the shared daemon fixtures, used here too
 
 
 @pytest.fixture(autouse=True)

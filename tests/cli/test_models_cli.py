@@ -11,15 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.cli.test_nodes_cli import Done, on_daemon
-from tests.client.test_models import daemon
-from tests.runtime.conftest import Daemon, write_script
+from tests.support.cli import Done
+from tests.support.daemon import Daemon, write_script
+from tests.support.models import keyless_shared_daemon
 from typer.testing import CliRunner
 
 from heron.cli import app
 
-# The keyless daemon of the client tests; the CLI reaches it through HERON_HOME (autouse).
-__all__ = ["daemon", "on_daemon"]
+__all__ = ["keyless_shared_daemon"]  # the module's daemon: no provider key in its environment
+
+# The CLI reaches the keyless daemon through HERON_HOME.
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 KEY = "sk-cli-test-abcdef0123456789"
 

@@ -16,66 +16,19 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.client.conftest import Daemon, client, daemon, scripts
-from typer.testing import CliRunner
+from tests.support.cli import created, heron, settle, wait_status
+from tests.support.daemon import Daemon
 
 from heron import api
-from heron.cli import app
 from heron.client import APIError, Heron
 
-__all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 Scripts = Any
-
-
-@pytest.fixture(autouse=True)
-def on_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The CLI reaches the shared daemon through ``HERON_HOME``, from a fresh directory."""
-    for variable in ("HERON_BASE_URL", "HERON_SOCKET", "HERON_TOKEN", "FORCE_COLOR"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("HERON_HOME", str(daemon.home))
-    monkeypatch.setenv("COLUMNS", "160")
-    monkeypatch.chdir(tmp_path)
-
-
-class Done:
-    """What one ``heron`` invocation did."""
-
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-    def __repr__(self) -> str:
-        return f"Done({self.code}, out={self.out!r}, err={self.err!r})"
-
-
-def heron(*args: str) -> Done:
-    result = CliRunner().invoke(app, list(args), prog_name="heron")
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception  # an escaped exception is a bug, not an outcome
-    return Done(result.exit_code, result.stdout, result.stderr)
-
-
-def created(done: Done) -> str:
-    match = re.match(r"created node (\S+) \(", done.out)
-    assert done.code == 0 and match, done
-    return match[1]
-
-
-def settle(client: Heron, node_id: str) -> api.NodeOutcome:
-    return client.nodes.wait_for_outcome(node_id, timeout=60)
-
-
-def wait_status(client: Heron, node_id: str, status: str) -> api.Node:
-    deadline = time.monotonic() + 30
-    while (node := client.nodes.retrieve(node_id)).status != status:
-        assert time.monotonic() < deadline, f"{node_id} is {node.status}, not {status}"
-        time.sleep(0.02)
-    return node
 
 
 # -- create, get, list -----------------------------------------------------------

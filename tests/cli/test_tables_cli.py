@@ -10,14 +10,12 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from tests.cli.test_inbox_cli import asking
-from tests.cli.test_nodes_cli import heron, on_daemon, settle
-from tests.client.conftest import client, daemon, scripts
+from tests.support.cli import asking, heron, settle
 
 from heron.cli._table import Column, print_table
 from heron.client import Heron
 
-__all__ = ["client", "daemon", "on_daemon", "scripts"]
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 LONG_ID = "cli-table-" + "a" * 30
 LONG_PROMPT = "Read pyproject.toml here and report the package's name and its version, please"

@@ -20,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.client.conftest import Daemon, client, daemon, scripts
+from tests.support.daemon import Daemon
 
 from heron import api
 from heron.client import Heron
-
-__all__ = ["client", "daemon", "scripts"]  # the shared daemon fixtures, used here too
 
 pytestmark = pytest.mark.slow
 

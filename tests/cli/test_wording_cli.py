@@ -10,14 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
-from tests.cli.test_nodes_cli import created, heron, on_daemon
-from tests.client.conftest import Daemon, client, daemon, scripts
+from tests.support.cli import created, heron
+from tests.support.daemon import Daemon
 from typer.testing import CliRunner
 
 from heron.cli import app
 
-__all__ = ["client", "daemon", "on_daemon", "scripts"]
+pytestmark = pytest.mark.usefixtures("on_daemon")
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron.client import AsyncHeron, Cancel, Heron, RequestOptions
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron import api
 from heron.client import Dashboard, NotFoundError, UnprocessableEntityError

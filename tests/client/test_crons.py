@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron import api
 from heron.client import (

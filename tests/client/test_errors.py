@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.daemon import Daemon, write_script
 
 from heron.client import (
     APIError,
@@ -27,7 +28,6 @@ from heron.client import (
 )
 from heron.client._errors import error_from_response
 
-from .conftest import Daemon, write_script
 from .flaky import FlakyServer, Reply
 
 TOKEN = "client-tcp-token-0123456789"

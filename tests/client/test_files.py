@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.runtime.conftest import Daemon
-from tests.runtime.test_bash import alive, sleeper, wait_sleeping
+from tests.support.daemon import Daemon
+from tests.support.polling import eventually_async
+from tests.support.shell import alive, sleeper, wait_sleeping
 
 from heron import api
 from heron.client import (
@@ -141,7 +141,9 @@ async def test_cancelling_the_request_kills_the_command(on: On, tmp_path: Path) 
         await on(lambda c: c.bash.run(command, cwd=str(tmp_path), timeout=600, options=options))
     await asyncio.to_thread(waiter.join)
     (pid,) = pids
-    deadline = time.monotonic() + 15
-    while alive(pid):
-        assert time.monotonic() < deadline, f"the command's child {pid} still runs"
-        await asyncio.sleep(0.02)
+    await eventually_async(
+        lambda: not alive(pid),
+        timeout=15,
+        interval=0.02,
+        what=f"the command's child {pid} exiting",
+    )

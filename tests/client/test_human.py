@@ -3,14 +3,13 @@ daemon: a node asks, the client answers, the node finishes; refusals and local i
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
+from tests.support.polling import eventually_async
 
 from heron import api
 from heron.client import (
@@ -45,22 +44,13 @@ ASK = {
 }
 
 
-async def until(on: On, call: Callable[[Any], Any], ok: Callable[[Any], bool]) -> Any:
-    """Call until ``ok(result)``; fails after 30 s."""
-    deadline = time.monotonic() + 30
-    while True:
-        result = await on(call)
-        if ok(result):
-            return result
-        assert time.monotonic() < deadline, result
-        await asyncio.sleep(0.02)
-
-
 async def test_a_node_asks_and_the_client_answers_through_the_inbox(on: On, scripts: Any) -> None:
     model = scripts("ask", [ASK, "Painting it red."])
     node = await on(lambda c: c.nodes.create(prompt="paint", scopes=["ask"], model=model))
-    tickets = await until(
-        on, lambda c: c.human.inbox.list(node_id=node.node_id), lambda found: len(found) == 1
+    tickets = await eventually_async(
+        lambda: on(lambda c: c.human.inbox.list(node_id=node.node_id)),
+        lambda found: len(found) == 1,
+        interval=0.02,
     )
     (ticket,) = tickets
     assert isinstance(ticket, api.InboxTicket) and ticket.node is not None

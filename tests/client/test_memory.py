@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron import api
 from heron.client import (

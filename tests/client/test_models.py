@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon, write_script
-from tests.runtime.test_models import keyless_daemon
+from tests.support.daemon import Daemon, write_script
+from tests.support.models import keyless_shared_daemon
 
 from heron import api
 from heron.client import NotFoundError, UnprocessableEntityError
 
 from ._both import MODES, On, on_client
 
+__all__ = ["keyless_shared_daemon"]  # the module's daemon: no provider key in its environment
+
 SECRET = "sk-client-test-5f4e3d2c1b0a99887766"
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """A daemon whose environment holds no provider key (so every source is known)."""
-    home = tmp_path_factory.mktemp("heron-models")
-    process = keyless_daemon(home, HERON_PROVIDER=write_script(home, "default", ["Default."]))
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(params=MODES)

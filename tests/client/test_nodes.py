@@ -3,15 +3,13 @@ through both clients against a real daemon."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import SLOW, Daemon, rewrite
 
 from heron import api
 from heron.client import (
@@ -31,18 +29,6 @@ from ._both import MODES, On, cancel_after, on_client
 async def on(request: pytest.FixtureRequest, daemon: Daemon) -> AsyncIterator[On]:
     async with on_client(request.param, daemon) as client:
         yield client
-
-
-def rewrite(model: str, steps: Any) -> None:
-    """Change a script in place with a new mtime (a revive reads it again)."""
-    path = Path(model.removeprefix("scripted:"))
-    before = path.stat().st_mtime_ns
-    path.write_text(json.dumps(steps))
-    os.utime(path, ns=(before + 10**9, before + 10**9))
-
-
-SLOW = {"text": "slow answer", "delay": 30}
-"""A model turn that holds the node running until it is stopped."""
 
 
 async def test_list_pages_with_limit_and_next_cursor(on: On, scripts: Any) -> None:

@@ -4,21 +4,19 @@ worktree and result."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import SLOW, Daemon, rewrite
+from tests.support.polling import eventually_async
 
 from heron import api
 from heron.client import ConflictError, NotFoundError, UnprocessableEntityError
 
 from ._both import MODES, On, on_client
-from .test_nodes import SLOW, rewrite
 
 
 @pytest.fixture(params=MODES)
@@ -27,23 +25,13 @@ async def on(request: pytest.FixtureRequest, daemon: Daemon) -> AsyncIterator[On
         yield client
 
 
-async def until(check: Callable[[], Awaitable[Any]], what: str, within: float = 30) -> Any:
-    """Poll ``check`` until it returns something truthy (within ``within`` s); that value."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def status_is(on: On, node_id: str, status: str) -> api.Node:
-    async def check() -> api.Node | None:
-        node: api.Node = await on(lambda c: c.nodes.retrieve(node_id))
-        return node if node.status == status else None
-
-    found: api.Node = await until(check, f"{node_id} to be {status}")
+    found: api.Node = await eventually_async(
+        lambda: on(lambda c: c.nodes.retrieve(node_id)),
+        lambda node: node.status == status,
+        interval=0.02,
+        what=f"{node_id} being {status}",
+    )
     return found
 
 
@@ -197,11 +185,12 @@ async def test_jobs_are_listed_and_cancelled(on: On, scripts: Any) -> None:
         lambda c: c.nodes.create(prompt="start it", model=model, root_lifecycle="resident")
     )
 
-    async def running() -> list[api.Job] | None:
-        jobs: list[api.Job] = await on(lambda c: c.nodes.jobs.list(node.node_id))
-        return jobs if [j.status for j in jobs] == ["running"] else None
-
-    (job,) = await until(running, "the job to run")
+    (job,) = await eventually_async(
+        lambda: on(lambda c: c.nodes.jobs.list(node.node_id)),
+        lambda jobs: [j.status for j in jobs] == ["running"],
+        interval=0.02,
+        what="the job running",
+    )
     assert job.job_id == "bash-1" and job.command == "sleep 600"
     cancelled = await on(lambda c: c.nodes.jobs.cancel(node.node_id, job.job_id))
     assert cancelled.job_id == "bash-1" and cancelled.status == "killed"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron.client import AsyncHeron, Heron
 from heron.client._resource import Resource, endpoint

@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron import api
 from heron.client import ParsedFailure, ParsedOutcome, ParsedResult

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon, write_script
+from tests.support.daemon import Daemon, write_script
 
 from heron import api
 from heron.client import (

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from typing import Any, get_args, get_overloads, get_type_hints
 
 import pytest
+from tests.support.daemon import Daemon, write_script
+from tests.support.streams import STEPS, abort_a_blocked_read, abort_a_pending_read
 
 from heron import api
 from heron.client import (
@@ -20,9 +22,6 @@ from heron.client import (
     NodeStream,
     Reconnect,
 )
-
-from .conftest import Daemon, write_script
-from .test_stream import STEPS, abort_a_blocked_read, abort_a_pending_read
 
 POOL = 100
 """httpx's default connection limit: a stream that keeps its connection after ending

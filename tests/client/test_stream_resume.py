@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.daemon import Daemon, write_script
+from tests.support.streams import EXPECTED_TYPES, TOOL_TURN, check_run
 
 from heron import api
 from heron.client import (
@@ -22,9 +24,6 @@ from heron.client import (
     RequestOptions,
 )
 from heron.client._stream_flow import Emit, Open, Read, Start, stream_flow
-
-from .conftest import Daemon, write_script
-from .test_stream import EXPECTED_TYPES, TOOL_TURN, check_run
 
 _REQUEST = re.compile(rb"(GET|POST) (\S+) HTTP/1\.1")
 

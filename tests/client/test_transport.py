@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.support.polling import eventually
 
 import heron
 from heron.client import (
@@ -248,10 +249,12 @@ def test_cancel_stops_the_abandoned_worker_thread(server: FlakyServer) -> None:
         threading.Thread(target=lambda: server.arrived.wait(10) and cancel.cancel()).start()
         with pytest.raises(APIUserAbortError):
             client.request("GET", "/x", options=RequestOptions(cancel=cancel))
-        deadline = time.monotonic() + 10
-        while any(t.name == "heron-client-request" for t in threading.enumerate()):
-            assert time.monotonic() < deadline, "the cancelled request's thread lingers"
-            time.sleep(0.01)
+        eventually(
+            lambda: not any(t.name == "heron-client-request" for t in threading.enumerate()),
+            timeout=10,
+            interval=0.01,
+            what="the cancelled request's thread ending",
+        )
         # The client is still good for the next request.
         server.script("/y", OK)
         assert client.request("GET", "/y") == {"ok": True}

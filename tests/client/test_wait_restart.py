@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from tests.runtime.conftest import Daemon
+from tests.support.daemon import Daemon
 
 from heron import api
 from heron.client import APIUserAbortError, NotFoundError

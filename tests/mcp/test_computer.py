@@ -9,11 +9,11 @@ import shutil
 import socket
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.polling import eventually_async
 
 from heron.mcp import Computer, ComputerError, MCPClient, MemoryStorage
 from heron.mcp._computer import DEFAULT_TOOLS
@@ -136,20 +136,22 @@ def _free_port() -> int:
 
 async def _get(port: int, seconds: float = 20) -> bytes:
     """``GET /`` on ``127.0.0.1:port``, retried until something answers."""
-    deadline = time.monotonic() + seconds
-    while True:
+
+    async def get() -> bytes:
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"GET / HTTP/1.0\r\n\r\n")
             await writer.drain()
             answer = await reader.read()
             writer.close()
-            if answer:
-                return answer
         except OSError:
-            pass
-        assert time.monotonic() < deadline, f"nothing answered on port {port}"
-        await asyncio.sleep(0.05)
+            return b""
+        return answer
+
+    answer: bytes = await eventually_async(
+        get, timeout=seconds, what=f"something answering on port {port}"
+    )
+    return answer
 
 
 @needs_bwrap

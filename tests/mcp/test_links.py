@@ -6,13 +6,13 @@ import asyncio
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.support.polling import eventually_async
 
 from heron.mcp import (
     MCPClient,
@@ -75,19 +75,13 @@ async def test_the_link_comes_back_by_itself_without_any_call(
     async with MCPClient("me", connection, MemoryStorage()) as client:
         assert client.connected
         server.kill()
-        await until(lambda: not client.connected)
+        await eventually_async(lambda: not client.connected, timeout=10, interval=0.01)
         server.start()
-        await until(lambda: client.connected)  # no call made: the background task reconnected
+        await eventually_async(
+            lambda: client.connected, timeout=10, interval=0.01
+        )  # no call made: the background task reconnected
         assert (await client.call_tool("echo", {"text": "back"})).text == "back"
     assert not client.connected
-
-
-async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
-    """Poll ``condition`` until it holds, failing after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
 
 
 async def test_a_call_in_flight_fails_fast_when_the_server_dies(
@@ -209,6 +203,6 @@ async def test_a_dead_stdio_server_is_started_again_by_the_next_call(
     async with MCPClient("me", StdioConnection(argv[0], argv[1:]), MemoryStorage()) as client:
         first = await pid_of(client)
         os.kill(first, signal.SIGKILL)
-        await until(lambda: not client.connected)
+        await eventually_async(lambda: not client.connected, timeout=10, interval=0.01)
         second = await pid_of(client)
     assert second != first

@@ -8,7 +8,9 @@ from types import ModuleType
 
 import pytest
 from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import InvalidStatus
+from websockets.http11 import Request
 from websockets.typing import Origin, Subprotocol
 
 from heron.mcp import MCPServer, MemoryStorage, WebSocketConnection
@@ -87,3 +89,28 @@ async def test_a_client_not_offering_the_mcp_subprotocol_is_told_so(
             pass
     assert refused.value.response.status_code == 400
     assert b"must offer the WebSocket subprotocol 'mcp'" in refused.value.response.body
+
+
+async def test_messages_travel_without_compression(listening: WebSocketConnection) -> None:
+    # Deflating each small JSON-RPC message costs both sides more CPU than it saves: the
+    # server declines permessage-deflate (which websockets' client offers by default)...
+    async with connect(listening.url, subprotocols=[Subprotocol("mcp")], proxy=None) as ws:
+        assert "deflate" in (ws.request.headers.get("Sec-WebSocket-Extensions") or "")
+        assert ws.response is not None
+        assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+    # ...and Heron's client does not offer it.
+    offered: list[str | None] = []
+
+    def record(connection: ServerConnection, request: Request) -> None:
+        offered.append(request.headers.get("Sec-WebSocket-Extensions"))
+
+    async def hold(websocket: ServerConnection) -> None:
+        await websocket.wait_closed()
+
+    async with serve(
+        hold, "127.0.0.1", 0, process_request=record, subprotocols=[Subprotocol("mcp")]
+    ) as raw:
+        port = raw.sockets[0].getsockname()[1]
+        async with WebSocketConnection(mode="client", url=f"ws://127.0.0.1:{port}").open():
+            pass
+    assert offered == [None]

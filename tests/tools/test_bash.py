@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.bash_tools import alive, ends, ok
+from tests.support.polling import eventually_async
 
 from heron import SimpleAgent, UserError
 from heron.testing import ScriptedProvider, call
@@ -22,20 +24,10 @@ from heron.tools import (
     BashTools,
     LocalToolClient,
     MemoryStorage,
-    ToolResult,
     bash_tools,
 )
 
 NAMES = ["bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list"]
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a running process (a zombie nobody reaped does not count)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):  # gone, or going while read
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 def written(path: Path) -> str | None:
@@ -49,24 +41,10 @@ def written(path: Path) -> str | None:
 
 async def wait_for_file(path: Path, seconds: float = 10.0) -> str:
     """The text of ``path`` once a command has written it (polled, with a deadline)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        text = written(path)
-        if text is not None:
-            return text
-        assert time.monotonic() < deadline, f"{path} was never written"
-        await asyncio.sleep(0.01)
-
-
-async def ends(pid: int, seconds: float = 5.0) -> bool:
-    """Whether ``pid`` stops running within ``seconds`` (polled)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        if not alive(pid):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(0.01)
+    text: str = await eventually_async(
+        lambda: written(path), timeout=seconds, interval=0.01, what=f"{path} being written"
+    )
+    return text
 
 
 @pytest.fixture
@@ -78,12 +56,6 @@ async def tools(tmp_path: Path) -> AsyncIterator[BashTools]:
 @pytest.fixture
 def client(tools: BashTools) -> LocalToolClient:
     return LocalToolClient(tools)
-
-
-async def ok(client: LocalToolClient, name: str, **arguments: Any) -> ToolResult:
-    result = await client.call_tool(name, arguments)
-    assert not result.is_error, result.text
-    return result
 
 
 class TestFactory:
@@ -364,11 +336,13 @@ class TestEvents:
         command = "printf part; while [ ! -e go ]; do sleep 0.01; done; printf 'ial\\nnext\\n'"
         process_id = (await ok(client, "bash-start", command=command)).structured["id"]
         seen = ""
-        deadline = time.monotonic() + 10
-        while seen != "part":
-            assert time.monotonic() < deadline, seen
+
+        async def read_more() -> str:
+            nonlocal seen
             seen += (await ok(client, "bash-read", id=process_id)).structured["stdout"]
-            await asyncio.sleep(0.01)
+            return seen
+
+        await eventually_async(read_more, lambda got: got == "part", timeout=10, interval=0.01)
         lines: list[str] = []
         tools.interaction.subscribe(
             lambda e: lines.extend(e.lines) if isinstance(e, BashOutput) else None
@@ -418,13 +392,18 @@ class TestBackground:
         assert "bash-read" in started.text
 
         # Poll the tool until the first line shows: it must come while the process runs.
-        deadline = time.monotonic() + 10
         seen = ""
-        while "first" not in seen and time.monotonic() < deadline:
+        running: list[bool] = []
+
+        async def read_more() -> str:
+            nonlocal seen
             read = await ok(client, "bash-read", id=process_id)
-            assert read.structured["running"] is True
+            running.append(read.structured["running"])
             seen += read.structured["stdout"]
-            await asyncio.sleep(0.01)
+            return seen
+
+        await eventually_async(read_more, lambda got: "first" in got, timeout=10, interval=0.01)
+        assert all(running)
         assert seen == "first\n"
         again = await ok(client, "bash-read", id=process_id)
         assert again.structured["stdout"] == "" and "stdout: (nothing new)" in again.text

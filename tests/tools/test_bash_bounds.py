@@ -8,6 +8,7 @@ import gc
 from pathlib import Path
 
 import pytest
+from tests.support.bash_tools import alive, ends, ok
 
 from heron import SimpleAgent
 from heron.testing import ScriptedProvider, call
@@ -21,8 +22,6 @@ from heron.tools import (
     Tool,
     bash_tools,
 )
-
-from .test_bash import alive, ends, ok
 
 
 class TestCwdStaysInsideTheRoot:

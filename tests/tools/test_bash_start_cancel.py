@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import time
 from pathlib import Path
+
+from tests.support.polling import eventually_async
 
 from heron.tools._bash_process import ShellProcess
 
@@ -58,7 +59,10 @@ async def test_a_cancelled_start_leaves_no_process(tmp_path: Path) -> None:
         start.cancel()
         await asyncio.wait({start})
         assert start.cancelled()
-    deadline = time.monotonic() + 15
-    while left := marked(mark):
-        assert time.monotonic() < deadline, f"still running: {left}"
-        await asyncio.sleep(0.02)
+    await eventually_async(
+        lambda: marked(mark),
+        lambda left: not left,
+        timeout=15,
+        interval=0.02,
+        what="every marked process exiting",
+    )

@@ -9,7 +9,6 @@ import signal
 import socket
 import struct
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from tests.support.polling import eventually, eventually_async
 
 from heron import SimpleAgent, ToolContext, ToolResult
 from heron.skills import web_end_to_end_test
@@ -294,11 +294,17 @@ class TestReadClickType:
         opened = await use(client, "browser-navigate", url=f"{site}/noisy")
         # The error thrown from a timer may come after the load: poll for it.
         messages = opened.structured.get("page_messages", [])
-        deadline = time.monotonic() + 5
-        while "uncaught page error: late" not in messages and time.monotonic() < deadline:
-            page = (await use(client, "browser-read")).text
-            messages += [line[2:] for line in page.split("Page messages:\n")[1:]]
-            messages += [m[2:] for m in page.splitlines() if m.startswith("- ")]
+
+        async def read_messages() -> list[str]:
+            if "uncaught page error: late" not in messages:
+                page = (await use(client, "browser-read")).text
+                messages.extend(line[2:] for line in page.split("Page messages:\n")[1:])
+                messages.extend(m[2:] for m in page.splitlines() if m.startswith("- "))
+            return messages
+
+        await eventually_async(
+            read_messages, lambda got: "uncaught page error: late" in got, timeout=5, interval=0
+        )
         assert "console error: widget failed" in messages
         assert "uncaught page error: late" in messages
         page = (await use(client, "browser-read")).text
@@ -483,21 +489,24 @@ class TestLifecycle:
             ]
             os.kill(main, signal.SIGKILL)
             # A call racing the crash fails with a clear error; a later one starts afresh.
-            deadline = time.monotonic() + 20
-            while True:
+            failed: list[str] = []
+
+            def navigate() -> ToolResult:
                 result = asyncio.run(
                     client.call_tool("browser-navigate", {"url": f"{site}/second"})
                 )
-                if not result.is_error or time.monotonic() > deadline:
-                    break
-                assert "the page or the browser closed during the call" in result.text
+                if result.is_error:
+                    failed.append(result.text)
+                return result
+
+            result = eventually(
+                navigate, lambda result: not result.is_error, timeout=20, interval=0
+            )
+            assert all("the page or the browser closed during the call" in t for t in failed)
             assert result.structured["title"] == "Second"
             assert tools.session.user_data_dir != profile
             # The dead browser's profile goes once its last helper processes have exited.
-            deadline = time.monotonic() + 15
-            while os.path.exists(profile) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert not os.path.exists(profile)
+            eventually(lambda: not os.path.exists(profile), timeout=15, what="the profile going")
         finally:
             asyncio.run(tools.aclose())
 

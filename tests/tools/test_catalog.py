@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from tests.support.bash_tools import alive
 
 import heron.tools
 from heron import SimpleAgent, Skill, Tool, UserError
@@ -29,8 +30,6 @@ from heron.skills import (
 from heron.testing import ScriptedProvider, call
 from heron.tools import LocalToolClient, catalog
 from heron.tools.catalog import _collect, _Setup
-
-from .test_bash import alive
 
 FILES = ["fs-read-file", "fs-write-file", "fs-list-directory", "fs-edit-file", "fs-glob", "fs-grep"]
 BASH = ["bash-run", "bash-start", "bash-read", "bash-wait", "bash-kill", "bash-list"]

@@ -8,10 +8,10 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
+from tests.support.polling import eventually
 
 from heron import ToolContext, UserError
 from heron.tools import Sandbox, bash_tools, sandbox_environment
@@ -107,12 +107,17 @@ def test_contained_keeps_the_host_but_not_the_leftovers(tmp_path: Path) -> None:
 
 def _gone(cmdline: bytes, seconds: float = 10) -> bool:
     """Whether no process runs ``cmdline`` (polled: a namespace's end takes a moment)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not any(_runs(entry, cmdline) for entry in os.listdir("/proc") if entry.isdigit()):
-            return True
-        time.sleep(0.02)
-    return False
+    try:
+        eventually(
+            lambda: (
+                not any(_runs(entry, cmdline) for entry in os.listdir("/proc") if entry.isdigit())
+            ),
+            timeout=seconds,
+            interval=0.02,
+        )
+    except AssertionError:
+        return False
+    return True
 
 
 def _runs(pid: str, cmdline: bytes) -> bool:

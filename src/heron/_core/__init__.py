@@ -1,7 +1,8 @@
 """The floor every layer of Heron stands on: pure data and small helpers, importing nothing
 else of Heron.
 
-Messages, chunks, responses and errors; the version string, the lazy names of a package
+Messages, chunks, responses and errors; the compaction request agents send and providers
+recognise (:mod:`.compaction`); the version string, the lazy names of a package
 (:mod:`.lazy`) and the ``with`` / ``async with`` closing mixins (:mod:`.closing`). Names
 resolve on first use, so importing one module here (``heron._core.version`` on every
 ``import heron``) does not load the others.

@@ -1,6 +1,7 @@
-"""The runtime"s wire format: pydantic models for every ``/v1`` request and response.
+"""The runtime's wire format: pydantic models for every ``/v1`` request and response.
 
-Shared by the daemon (``heron.runtime``) and the client; imports nothing else from Heron.
+Shared by the daemon (``heron.runtime``) and the client; imports nothing else from Heron
+but the lazy-name helper (``heron._core.lazy``).
 """
 
 # Names resolve on first use (PEP 562): a client loads the models of the routes it calls.

@@ -15,6 +15,7 @@ __all__ = [
     "MODEL_SPEC_PATTERN",
     "ErrorBody",
     "ErrorResponse",
+    "KindName",
     "ModelSpec",
     "NodeId",
     "ProfileName",
@@ -59,6 +60,9 @@ HOST_PATH_PATTERN = r"^(?!.*(?:^|/)\.\.(?:/|$))/[^\x00]*$"
 NodeId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 """A node identifier: 1-128 characters, letters, digits, ``_``, ``.`` and ``-``."""
 
+
+KindName = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+"""A kind's name (the daemon knows which exist: ``422 unknown_kind`` otherwise)."""
 
 ProfileName = Annotated[
     str, StringConstraints(max_length=128), Field(json_schema_extra={"pattern": ID_PATTERN})

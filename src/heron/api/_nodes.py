@@ -8,8 +8,9 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 
-from ._common import ModelSpec, NodeId, ProfileName, RequestModel, WireModel
+from ._common import KindName, ModelSpec, NodeId, ProfileName, RequestModel, WireModel
 from ._durations import Duration
+from ._orchestration import OutcomeDelivery
 from ._worktrees import NodeWorktree
 
 __all__ = [
@@ -69,6 +70,14 @@ class's own validation."""
 Text = Annotated[str, StringConstraints(max_length=256 * 1024)]
 """Free text, up to 256 KiB."""
 
+Directory = Annotated[
+    str,
+    StringConstraints(max_length=4096),
+    # Documented, but checked by the daemon: another answers 422 invalid_cwd.
+    Field(json_schema_extra={"pattern": "^/"}),
+]
+"""An absolute directory of the daemon's host (it must exist: ``422 invalid_cwd``)."""
+
 Label = Annotated[str, StringConstraints(max_length=512)]
 """A short display string."""
 
@@ -113,20 +122,36 @@ Scope = Annotated[
 """One entry of a node's scope allow-list: one of :data:`SCOPES`."""
 
 
+class _DocumentedAs:
+    """Documents a field as ``model``'s JSON schema, built only when a schema is asked for
+    (building it at import would cost every client process pydantic's schema machinery)."""
+
+    def __init__(self, model: type[WireModel]) -> None:
+        self.model = model
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return self.model.model_json_schema(mode="validation")
+
+
+_DeliveryObject = Annotated[dict[str, Any], _DocumentedAs(OutcomeDelivery)]
+"""``outcome_delivery`` as the route reads it (an object, checked by the route itself, which
+answers ``422 invalid_outcome_delivery``), documented as the :class:`OutcomeDelivery` it must be."""
+
+
 class NodeCreateRequest(RequestModel):
     """``POST /v1/nodes``: every field is optional."""
 
     prompt: Text | None = None
     """The run's entire brief (the first message, unless ``no_kickoff``)."""
-    kind: Label | None = None
+    kind: KindName | None = None
     """Persona; omitted for the profile's default."""
     model: ModelSpec | None = None
     """Durable model override: a provider spec such as ``openai:gpt-4o`` or ``local``."""
     profile: ProfileName | None = None
     """The store, memory and purview the run uses."""
-    cwd: Text | None = None
+    cwd: Directory | None = None
     """Where the request came from (an absolute directory)."""
-    pin_cwd: Text | None = None
+    pin_cwd: Directory | None = None
     """Pin the node to this directory regardless of ``cwd``: it works there, takes no
     ``worktree`` (``422``), and its forks and children are pinned there too (a fork
     given another ``cwd`` is refused; give ``pin_cwd`` to pin a fork elsewhere)."""
@@ -172,7 +197,7 @@ class NodeCreateRequest(RequestModel):
     A miss creates the node cold and has the pool keep nodes ready for that tuple.
     Creates that cannot be served warm are created cold: with ``node_id`` (warm nodes
     have their ids), ``no_kickoff`` or no prompt, ``fork_from``, or ``worktree``."""
-    outcome_delivery: dict[str, Any] | None = None
+    outcome_delivery: _DeliveryObject | None = None
     """Arm outcome delivery at birth (``{action, payload?}``)."""
 
 

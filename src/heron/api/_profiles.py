@@ -7,11 +7,10 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
-from ._common import ProfileName, RequestModel, WireModel
+from ._common import KindName, ModelSpec, ProfileName, RequestModel, WireModel
 
 __all__ = ["Profile", "ProfileEnsureRequest"]
 
-_Label = Annotated[str, StringConstraints(max_length=512)]
 _Text = Annotated[str, StringConstraints(max_length=64 * 1024)]
 
 
@@ -26,9 +25,9 @@ class ProfileEnsureRequest(RequestModel):
     """The profile's name (an id: letters, digits, ``_``, ``.``, ``-``; up to 128)."""
     description: _Text | None = None
     """What the profile is for."""
-    default_kind: _Label | None = None
+    default_kind: KindName | None = None
     """The kind its nodes take when a create names none (must be a known kind)."""
-    default_model: _Label | None = None
+    default_model: ModelSpec | None = None
     """The model its nodes use when neither the create nor their kind names one."""
 
 

@@ -113,8 +113,7 @@ def _foreground(config: object) -> None:
 
 
 def _detach(config: object, listen: str | None) -> None:
-    from ..runtime import RuntimeConfig
-    from ..runtime._local import daemon_pid, get_json, wait_healthy
+    from ..runtime import RuntimeConfig, daemon_pid, get_json, wait_healthy
 
     assert isinstance(config, RuntimeConfig)
     running = daemon_pid(config.pid_path)
@@ -162,8 +161,7 @@ def _detach(config: object, listen: str | None) -> None:
 def _already_running(config: object, pid: int, listen: str | None) -> None:
     """``start`` with a daemon up: say so and succeed, unless it lacks the asked-for
     TCP listener (then starting nothing would not give what was asked)."""
-    from ..runtime import RuntimeConfig
-    from ..runtime._local import get_json
+    from ..runtime import RuntimeConfig, get_json
 
     assert isinstance(config, RuntimeConfig)
     where = f"on {config.socket_path}"
@@ -222,8 +220,7 @@ def start(listen: ListenOption = None, require_sandbox: RequireSandboxOption = F
 @daemon_app.command("stop")
 def stop() -> None:
     """Stop the running daemon (runs in progress resume at its next start)."""
-    from ..runtime import heron_home
-    from ..runtime._local import stop_daemon
+    from ..runtime import heron_home, stop_daemon
 
     home = heron_home()
     try:
@@ -247,9 +244,14 @@ def connect(
 
     A running daemon is handed over to a successor that boots with TCP on.
     """
-    from ..runtime import heron_home
-    from ..runtime._config import load_connect, parse_listen, save_connect
-    from ..runtime._local import daemon_pid, stop_daemon
+    from ..runtime import (
+        daemon_pid,
+        heron_home,
+        load_connect,
+        parse_listen,
+        save_connect,
+        stop_daemon,
+    )
 
     home = heron_home()
     try:
@@ -288,7 +290,7 @@ def connect(
 
 def _cannot_listen(home: Path, host: str, port: int) -> str | None:
     """Why ``host:port`` cannot be bound, or ``None`` if it can (or the daemon holds it)."""
-    from ..runtime._local import get_json
+    from ..runtime import get_json
 
     with contextlib.suppress(OSError):
         status = get_json(home / "heron.sock", "/v1/status")

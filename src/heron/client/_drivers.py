@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Awaitable, Iterator
 from typing import Any, Generic, TypeVar
 
+from .._core.closing import Closing
 from .._core.version import __version__
 from ._autostart import start_daemon
 from ._errors import APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError
@@ -117,7 +118,7 @@ def _query_value(value: Any) -> Any:
     return value
 
 
-class _Steps(Generic[T]):
+class _Steps(Closing, Generic[T]):
     """What both drivers' loops share: feeding ``flow`` each instruction's outcome.
 
     Iterating gives the flow's instructions; before the next one, the flow is sent
@@ -144,10 +145,8 @@ class _Steps(Generic[T]):
             self.result = stop.value
             raise StopIteration from None
 
-    def __enter__(self) -> _Steps[T]:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
+    def close(self) -> None:
+        """Close the flow (its cleanup runs)."""
         self.flow.close()
 
 

@@ -22,8 +22,8 @@ from ._connections import (
     TLSFiles,
     UnixSocketConnection,
     WebSocketConnection,
+    is_loopback,
 )
-from ._connections._websocket import is_loopback
 from ._forward import serve_inside
 from ._server import MCPServer
 from ._storage import FileStorage

@@ -123,7 +123,7 @@ def from_spec(spec: str, *, api_key: str | None = None, base_url: str | None = N
     passes the credentials installed in it this way, never through ``os.environ``).
     """
     kind, _, rest = spec.strip().partition(":")
-    kind = kind.lower()
+    kind = kind.strip().lower()  # ("anthropic : model", as the daemon's schema allows)
     factory = _FACTORIES.get(kind)
     if factory is None:
         raise UserError(f"unknown provider {spec!r}: use one of {', '.join(PROVIDER_KINDS)}")

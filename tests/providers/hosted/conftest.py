@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from tests.support.polling import eventually
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -207,11 +208,13 @@ def wire_server() -> Iterator[WireServer]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
+
+    def started() -> bool:
+        if not thread.is_alive():
+            raise RuntimeError("the test server's thread ended before it started")
+        return bool(server.started)
+
+    eventually(started, timeout=10, interval=0.01, what="the test server starting")
     port = server.servers[0].sockets[0].getsockname()[1]
     app.base_url = f"http://127.0.0.1:{port}"
     yield app

@@ -10,7 +10,6 @@ import importlib.util
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.polling import eventually
 
 from heron import Message, ProviderError, SimpleAgent, StreamChunk, ToolSchema, tool
 from heron.providers import OpenAIProvider, RetryPolicy
@@ -88,19 +88,17 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         )
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def answers() -> bool:
             if process.poll() is not None:
                 raise RuntimeError(f"llama_cpp.server exited:\n{log.read_text()[-2000:]}")
             try:
                 with urllib.request.urlopen(f"{base}/models", timeout=1) as response:
-                    if response.status == 200:
-                        break
+                    return bool(response.status == 200)
             except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama_cpp.server did not answer /v1/models within 60 s")
-            time.sleep(0.1)  # polling, with the deadline above
+                return False
+
+        eventually(answers, timeout=60, interval=0.1, what="llama_cpp.server answering /v1/models")
         yield base
     finally:
         process.terminate()

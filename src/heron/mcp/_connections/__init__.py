@@ -4,7 +4,7 @@ from ._base import Connection, DirectCall, DirectServer, SessionHandler, Session
 from ._inprocess import InProcessConnection
 from ._stdio import StdioConnection, StdioServerConnection
 from ._unix import UnixSocketConnection
-from ._websocket import TLSFiles, WebSocketConnection
+from ._websocket import TLSFiles, WebSocketConnection, is_loopback
 
 __all__ = [
     "Connection",
@@ -18,4 +18,5 @@ __all__ = [
     "TLSFiles",
     "UnixSocketConnection",
     "WebSocketConnection",
+    "is_loopback",
 ]

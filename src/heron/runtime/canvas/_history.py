@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import regex
 
 from ... import api
-from ..nodes._store import Row
+from ..db._handle import Row
 from ..server._errors import ApiError
+from ._store import CanvasStore
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -173,8 +174,10 @@ Consume = Callable[[_Transcript], bool | None]
 class History:
     """Reads nodes' transcripts (``engine.canvas.history``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, store: CanvasStore) -> None:
         self.engine = engine
+        self.store = store
+        """The canvas's store, which reads the transcripts."""
 
     def _live(self, only: str | None = None) -> dict[str, list[Raw]]:
         """The conversations of the runs in progress here (or of node ``only``), as they
@@ -201,7 +204,7 @@ class History:
         """Feed ``consume`` (in a worker thread) the transcripts, a batch at a time,
         until it returns ``False`` or the limits are reached."""
         live = self._live()
-        ids, more, scan.in_scope = await self.engine.store.transcript_ids(
+        ids, more, scan.in_scope = await self.store.transcript_ids(
             node_ids=node_ids,
             profile=profile,
             since=since,
@@ -211,7 +214,7 @@ class History:
         )
         scan.truncated = more
         for start in range(0, len(ids), BATCH):
-            rows = await self.engine.store.transcripts(ids[start : start + BATCH])
+            rows = await self.store.transcripts(ids[start : start + BATCH])
             if not await asyncio.to_thread(_feed, consume, rows, live, scan):
                 return
             if scan.chars >= MAX_CHARS:
@@ -225,7 +228,7 @@ class History:
         if live is not None:
             indexed: list[tuple[int, Raw]] = list(enumerate(live))
         else:
-            rows = await self.engine.store.transcripts([node_id])
+            rows = await self.store.transcripts([node_id])
             if not rows:  # pruned since the check above
                 raise ApiError(404, "node_not_found", f"no node {node_id!r}")
             indexed = saved_messages(rows[0])

@@ -85,7 +85,15 @@ def add_canvas_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/v1/canvas/history/read", tags=["canvas"], responses=errors(400, 404, 422))
     async def history_read(
-        node_id: Annotated[str, Query(description="The node.", max_length=128)],
+        node_id: Annotated[
+            str,
+            Query(
+                description="The node.",
+                max_length=128,
+                # Documented, but checked by the canvas: a bad id answers 400 invalid_node_id.
+                json_schema_extra={"pattern": api.ID_PATTERN},
+            ),
+        ],
         offset: Annotated[
             int, Query(ge=0, le=MAX_INTEGER, description="The first message (0-based).")
         ] = 0,

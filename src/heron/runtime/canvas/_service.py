@@ -10,17 +10,16 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Protocol
 
 from ... import api
 from ..nodes._rows import maybe_when, when
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
+from ..nodes._types import Outcome
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
 from ._history import History
+from ._store import CanvasStore, CardRow
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -113,7 +112,9 @@ class Canvas:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.history = History(engine)
+        self.store = CanvasStore(engine.db)
+        """Whole-graph reads and prune."""
+        self.history = History(engine, self.store)
         """Search, grep, read and stats over the nodes' transcripts."""
         self.attention_sources: list[AttentionSource] = []
         """Where ``asking`` items come from (see :data:`AttentionSource`)."""
@@ -127,7 +128,7 @@ class Canvas:
     ) -> list[api.AttentionItem]:
         """What needs a person, most urgent first (oldest first within a reason)."""
         ids = _checked(node_ids)
-        rows, outcomes = await self.engine.store.attention_rows(ids, profile)
+        rows, outcomes = await self.store.attention_rows(ids, profile)
         items = _node_items(rows, outcomes)
         items += await self._asked(ids)
         return _ordered(_filtered(items, ids, profile))
@@ -167,12 +168,12 @@ class Canvas:
         """
         taken = time.time()
         live_marks = {}
-        for row in await self.engine.store.live_rows(LIVE):
+        for row in await self.store.live_rows(LIVE):
             try:
                 live_marks[row["node_id"]] = self.engine.events.last_number(row["node_id"])
             except KeyError:  # not numbered here yet: its logged events are all there are
                 pass
-        rows, outcomes, logged = await self.engine.store.canvas_rows()
+        rows, outcomes, logged = await self.store.canvas_rows()
         ids = {r["node_id"] for r in rows}
         edges = []
         for row in rows:
@@ -197,18 +198,20 @@ class Canvas:
     async def roster(self) -> list[api.RosterEntry]:
         """The live nodes, oldest first, with what each is doing now."""
         await self.engine.events.flush()  # the last events are in the log, not just queued
-        rows = await self.engine.store.live_rows(LIVE)
-        last = await self.engine.store.last_events([r["node_id"] for r in rows])
+        rows = await self.store.live_rows(LIVE)
+        last = await self.store.last_events([r["node_id"] for r in rows])
         children = Counter(r["parent"] for r in rows if r["parent"] is not None)
         entries = []
         for row in rows:
-            node_id = row["node_id"]
+            node_id, status = row["node_id"], row["status"]
+            if status == "completed" or status == "failed" or status == "cancelled":
+                continue  # (never: live_rows reads only live nodes; narrows the type)
             event = last.get(node_id)
             entries.append(
                 api.RosterEntry(
                     node_id=node_id,
                     name=row["name"],
-                    status=row["status"],
+                    status=status,
                     profile=row["profile"] or "default",
                     parent=row["parent"],
                     run=row["runs"],
@@ -237,7 +240,7 @@ class Canvas:
             raise ApiError(422, "invalid_duration", str(exc)) from None
         # Events published before now are written first: none lands after the delete.
         await self.engine.events.flush()
-        plan = await self.engine.store.prune(
+        plan = await self.store.prune(
             node_ids=request.node_ids,
             statuses=set(request.statuses or SETTLED),
             settled_before=time.time() - age if age is not None else None,
@@ -249,7 +252,10 @@ class Canvas:
             await self._forget(plan.pruned, plan.own_workspaces)
         return api.PruneResult(
             pruned=plan.pruned,
-            skipped=[api.PruneSkip(node_id=n, reason=why) for n, why in plan.skipped],  # type: ignore[arg-type]
+            skipped=[
+                api.PruneSkip.model_validate({"node_id": n, "reason": why})
+                for n, why in plan.skipped
+            ],
             dry_run=request.dry_run,
         )
 
@@ -263,30 +269,12 @@ class Canvas:
             await asyncio.to_thread(shutil.rmtree, engine.reports.directory(node_id), True)
         for node_id in own_workspaces:
             await asyncio.to_thread(shutil.rmtree, home / "nodes" / node_id, True)
-        await asyncio.to_thread(_forget_workflows, engine.sql, pruned)
+        await self.store.forget_workflows(pruned)
         for hook in self.prune_hooks:
             try:
                 await hook(pruned)
             except Exception:
                 log.exception("a prune hook failed")
-
-
-def _forget_workflows(engine: sa.Engine, node_ids: list[str]) -> None:
-    """Delete DBOS's records of the nodes' runs (their steps hold the conversation too)."""
-    schema = "dbos." if engine.dialect.name == "postgresql" else ""
-    with engine.begin() as conn:
-        for node_id in node_ids:
-            # Ids may hold "_", a LIKE wildcard: escaped, or "n_1" would reach "nx1"'s.
-            escaped = node_id.replace("_", "\\_")
-            like = {"pattern": f"heron:{escaped}:%"}
-            # operation_outputs first: on PostgreSQL it refers to workflow_status.
-            for table in ("operation_outputs", "workflow_status"):
-                conn.execute(
-                    sa.text(
-                        f"DELETE FROM {schema}{table} WHERE workflow_uuid LIKE :pattern ESCAPE '\\'"
-                    ),
-                    like,
-                )
 
 
 def _checked(node_ids: Collection[str] | None) -> Collection[str] | None:
@@ -297,12 +285,12 @@ def _checked(node_ids: Collection[str] | None) -> Collection[str] | None:
     return node_ids
 
 
-def _node_items(rows: list[Row], outcomes: dict[str, dict[str, Any]]) -> list[api.AttentionItem]:
+def _node_items(rows: list[CardRow], outcomes: dict[str, Outcome]) -> list[api.AttentionItem]:
     """The attention items the nodes' own states make."""
     items = []
     for row in rows:
         status, outcome = row["status"], outcomes.get(row["node_id"])
-        reason: str | None = None
+        reason: api.AttentionReason | None = None
         since = row["settled_at"] or row["updated_at"]
         summary = ""
         if status == "interrupted":
@@ -328,7 +316,7 @@ def _node_items(rows: list[Row], outcomes: dict[str, dict[str, Any]]) -> list[ap
             items.append(
                 api.AttentionItem(
                     node_id=row["node_id"],
-                    reason=reason,  # type: ignore[arg-type]
+                    reason=reason,
                     since=when(since),
                     summary=_line(summary),
                     profile=row["profile"] or "default",
@@ -338,14 +326,14 @@ def _node_items(rows: list[Row], outcomes: dict[str, dict[str, Any]]) -> list[ap
     return items
 
 
-def _failure(outcome: dict[str, Any] | None) -> str:
+def _failure(outcome: Outcome | None) -> str:
     if not outcome or outcome.get("kind") != "failure":
         return "failed"
     declined = outcome.get("declined")
     if declined:
         return f"declined: {declined.get('reason', '')}"
-    detail = outcome.get("detail") or {}
-    return f"{outcome.get('reason')}: {detail.get('message', '')}"
+    detail = outcome.get("detail")
+    return f"{outcome.get('reason')}: {detail.get('message', '') if detail else ''}"
 
 
 def _line(text: str) -> str:
@@ -368,7 +356,7 @@ def _ordered(items: list[api.AttentionItem]) -> list[api.AttentionItem]:
     return sorted(items, key=lambda i: (URGENCY.index(i.reason), i.since, i.node_id or ""))
 
 
-def _card(row: Row, outcome: dict[str, Any] | None) -> api.CanvasCard:
+def _card(row: CardRow, outcome: Outcome | None) -> api.CanvasCard:
     return api.CanvasCard(
         node_id=row["node_id"],
         name=row["name"],

@@ -1,21 +1,24 @@
-"""The canvas part of :class:`~heron.runtime.nodes._store.Store`: whole-graph reads and prune."""
+"""The canvas's store: whole-graph reads and prune.
+
+It owns no table: it reads the whole node graph (nodes, their events, messages,
+outcomes, reports and human requests) in one snapshot, and a prune deletes a
+subtree's rows from every table in one transaction, so it works on those tables
+directly rather than through each one's store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import TypedDict, cast
 
 import sqlalchemy as sa
 
+from ... import api
 from ..db._database import events, human_requests, messages, nodes, outcomes, reports
+from ..db._handle import Database, Row
+from ..nodes._types import NodeExtra, Outcome, as_outcome
 
-__all__ = ["CanvasRows", "PrunePlan"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
+__all__ = ["CARD_COLUMNS", "CanvasStore", "CardRow", "PrunePlan"]
 
 SETTLED_STATUSES = ("completed", "failed", "cancelled")
 """Statuses a node never leaves (the store's copy: it imports nothing of the engine)."""
@@ -44,6 +47,32 @@ CARD_COLUMNS = (
 )
 """What the canvas reads of a node: everything but its prompt and conversation."""
 
+
+class CardRow(TypedDict):
+    """A node's row as the canvas reads it (:data:`CARD_COLUMNS`)."""
+
+    node_id: str
+    name: str | None
+    kind: str | None
+    mode: api.NodeMode
+    status: api.NodeStatus
+    root: bool
+    root_lifecycle: api.RootLifecycle
+    parent: str | None
+    creator: str | None
+    profile: str | None
+    cwd: str | None
+    created_at: float
+    updated_at: float
+    settled_at: float | None
+    deadline_at: float | None
+    runs: int
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    extra: NodeExtra
+
+
 _CHUNK = 500
 """Ids per ``IN (...)`` list (SQLite allows a few thousand parameters per statement)."""
 
@@ -60,21 +89,19 @@ class PrunePlan:
     """Pruned nodes that worked in their own directory under ``HERON_HOME`` (no ``cwd``)."""
 
 
-class CanvasRows:
-    """Reads the node graph at once and deletes settled nodes; mixed into ``Store``."""
+class CanvasStore:
+    """Reads the node graph at once and deletes settled nodes."""
 
-    engine: sa.Engine
-    """The database (set by ``Store``)."""
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        raise NotImplementedError  # Store's: runs ``func`` on its thread pool
-
-    async def canvas_rows(self) -> tuple[list[Row], dict[str, Row], dict[str, int]]:
+    async def canvas_rows(self) -> tuple[list[CardRow], dict[str, Outcome], dict[str, int]]:
         """Every node's card columns (oldest first), outcomes by node and each node's
         highest logged event number, read in one transaction (one consistent picture)."""
-        return await self._run(self._canvas_rows)
+        return await self.db.run(self._canvas_rows)
 
-    def _canvas_rows(self) -> tuple[list[Row], dict[str, Row], dict[str, int]]:
+    def _canvas_rows(self) -> tuple[list[CardRow], dict[str, Outcome], dict[str, int]]:
         query = (
             sa.select(*CARD_COLUMNS)
             .where(nodes.c.warm.is_(None))
@@ -83,24 +110,24 @@ class CanvasRows:
         last = sa.select(events.c.node_id, sa.func.max(events.c.sequence_number)).group_by(
             events.c.node_id
         )
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             _read_snapshot(conn)
-            rows = [dict(r._mapping) for r in conn.execute(query)]
-            found = {r.node_id: dict(r.outcome) for r in conn.execute(sa.select(outcomes))}
+            rows = [cast(CardRow, dict(r._mapping)) for r in conn.execute(query)]
+            found = {r.node_id: as_outcome(r.outcome) for r in conn.execute(sa.select(outcomes))}
             numbers = {node_id: int(n) for node_id, n in conn.execute(last)}
         return rows, found, numbers
 
     async def attention_rows(
         self, node_ids: Collection[str] | None, profile: str | None
-    ) -> tuple[list[Row], dict[str, Row]]:
+    ) -> tuple[list[CardRow], dict[str, Outcome]]:
         """Card columns of the nodes that may need a person (interrupted, failed,
         cancelled, and resident roots dormant with an outcome), oldest first, with their
         outcomes: the others (most of a daemon's nodes) are not read."""
-        return await self._run(self._attention_rows, node_ids, profile)
+        return await self.db.run(self._attention_rows, node_ids, profile)
 
     def _attention_rows(
         self, node_ids: Collection[str] | None, profile: str | None
-    ) -> tuple[list[Row], dict[str, Row]]:
+    ) -> tuple[list[CardRow], dict[str, Outcome]]:
         waiting = sa.and_(
             nodes.c.status == "dormant",
             nodes.c.root.is_(True),
@@ -119,36 +146,32 @@ class CanvasRows:
             query = query.where(nodes.c.node_id.in_(list(node_ids)))
         if profile is not None:
             query = query.where(_of_profile(profile))
-        with self.engine.begin() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(query)]
+        with self.db.engine.begin() as conn:
+            rows = [cast(CardRow, dict(r._mapping)) for r in conn.execute(query)]
             ids = [r["node_id"] for r in rows]
-            found: dict[str, Row] = {}
+            found: dict[str, Outcome] = {}
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 taken = sa.select(outcomes).where(outcomes.c.node_id.in_(chunk))
-                found.update((r.node_id, dict(r.outcome)) for r in conn.execute(taken))
+                found.update((r.node_id, as_outcome(r.outcome)) for r in conn.execute(taken))
         return rows, found
 
-    async def live_rows(self, statuses: Sequence[str]) -> list[Row]:
+    async def live_rows(self, statuses: Sequence[str]) -> list[CardRow]:
         """Card columns of the nodes with one of ``statuses``, oldest first."""
         query = (
             sa.select(*CARD_COLUMNS)
             .where(nodes.c.warm.is_(None), nodes.c.status.in_(list(statuses)))
             .order_by(nodes.c.created_at, nodes.c.node_id)
         )
-        return await self._run(self._rows, query)
-
-    def _rows(self, query: sa.Select[Any]) -> list[Row]:
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return cast(list[CardRow], await self.db.all(query))
 
     async def last_events(self, node_ids: Collection[str]) -> dict[str, tuple[str, float]]:
         """Each node's last logged event: ``(type, created_at)`` (nodes with none left out)."""
-        return await self._run(self._last_events, list(node_ids))
+        return await self.db.run(self._last_events, list(node_ids))
 
     def _last_events(self, node_ids: list[str]) -> dict[str, tuple[str, float]]:
         found: dict[str, tuple[str, float]] = {}
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             for start in range(0, len(node_ids), _CHUNK):
                 chunk = node_ids[start : start + _CHUNK]
                 newest = (
@@ -187,7 +210,7 @@ class CanvasRows:
         may let through a node the caller then finds nothing in, never the reverse);
         ``always``: nodes taken whatever ``containing`` says (those running here, whose
         live conversation is not saved yet)."""
-        return await self._run(
+        return await self.db.run(
             self._transcript_ids, node_ids, profile, since, limit, containing, always
         )
 
@@ -220,7 +243,7 @@ class CanvasRows:
                 held.append(nodes.c.node_id.in_(list(always)))
             query = query.where(sa.or_(*held))
         query = query.order_by(nodes.c.updated_at.desc(), nodes.c.node_id).limit(limit + 1)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             ids = [r.node_id for r in conn.execute(query)]
             if containing is None and len(ids) <= limit:
                 total = len(ids)
@@ -240,8 +263,12 @@ class CanvasRows:
             nodes.c.input_tokens,
             nodes.c.output_tokens,
         ).where(nodes.c.node_id.in_(list(node_ids)))
-        rows = {r["node_id"]: r for r in await self._run(self._rows, query)}
+        rows = {r["node_id"]: r for r in await self.db.all(query)}
         return [rows[n] for n in node_ids if n in rows]
+
+    async def forget_workflows(self, node_ids: Sequence[str]) -> None:
+        """Delete DBOS's records of the nodes' runs (their steps hold the conversation too)."""
+        await self.db.write(_forget_workflows, node_ids)
 
     async def prune(
         self,
@@ -256,7 +283,7 @@ class CanvasRows:
         reports, human requests), in one transaction with the checks: see ``PruneSkip``
         for what is left alone; ``busy`` nodes count as live whatever their status.
         Files are the caller's to remove (``own_workspaces``, report folders)."""
-        return await self._run(self._prune, node_ids, statuses, settled_before, dry_run, busy)
+        return await self.db.run(self._prune, node_ids, statuses, settled_before, dry_run, busy)
 
     def _prune(
         self,
@@ -280,7 +307,7 @@ class CanvasRows:
         if not dry_run:
             # PostgreSQL: no revive un-settles a node between the checks and the delete.
             query = query.with_for_update()
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             if not dry_run and conn.dialect.name == "sqlite":
                 # SQLite's driver begins the transaction (BEGIN IMMEDIATE: the one
                 # writer's lock) only at a first write, so the checks would read outside
@@ -298,6 +325,22 @@ class CanvasRows:
                     for table in (events, messages, outcomes, reports, human_requests, nodes):
                         conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
         return plan
+
+
+def _forget_workflows(conn: sa.Connection, node_ids: Sequence[str]) -> None:
+    schema = "dbos." if conn.dialect.name == "postgresql" else ""
+    for node_id in node_ids:
+        # Ids may hold "_", a LIKE wildcard: escaped, or "n_1" would reach "nx1"'s.
+        escaped = node_id.replace("_", "\\_")
+        like = {"pattern": f"heron:{escaped}:%"}
+        # operation_outputs first: on PostgreSQL it refers to workflow_status.
+        for table in ("operation_outputs", "workflow_status"):
+            conn.execute(
+                sa.text(
+                    f"DELETE FROM {schema}{table} WHERE workflow_uuid LIKE :pattern ESCAPE '\\'"
+                ),
+                like,
+            )
 
 
 def _read_snapshot(conn: sa.Connection) -> None:

@@ -18,11 +18,12 @@ from pydantic import ValidationError
 
 from ... import api
 from ..nodes._rows import maybe_when, when
-from ..nodes._store import Row
+from ..nodes._types import NodeExtra
 from ..orchestration._service import Orchestration
 from ..profiles._service import check_profile_name
 from ..server._errors import ApiError
 from ._schedule import Schedule, parse_schedule, parse_timezone
+from ._store import CronRow, CronStore, FiringRow
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -65,6 +66,8 @@ class Crons:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store = CronStore(engine.db)
+        """The crons' rows and their firings."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._interrupted = False
@@ -102,7 +105,7 @@ class Crons:
                     await self.repair()
                     self._interrupted = False
                 await self.fire_due()
-                earliest = await self.engine.store.earliest_fire()
+                earliest = await self.store.earliest_fire()
             except Exception:  # the database away for a moment: look again later
                 log.exception("the cron scheduler failed; retrying")
                 self._interrupted = True
@@ -113,15 +116,15 @@ class Crons:
 
     # -- firing ----------------------------------------------------------------
 
-    async def fire_due(self) -> list[Row]:
+    async def fire_due(self) -> list[FiringRow]:
         """Claim and fire every due tick (one per cron: missed ticks coalesce); the firings.
 
         Every due tick is claimed first, then their nodes are made side by side: one
         slow create does not make the other crons late.
         """
         now = time.time()
-        store = self.engine.store
-        fired: list[Row] = []
+        store = self.store
+        fired: list[FiringRow] = []
         async with self._claiming:
             for cron_id in await store.due_crons(now):
                 firing = await store.claim_tick(
@@ -135,19 +138,19 @@ class Crons:
                 raise result  # the firing stays claimed: repaired on the next pass
         return fired
 
-    async def _make(self, firing: Row) -> None:
-        cron = await self.engine.store.cron(firing["cron_id"])
+    async def _make(self, firing: FiringRow) -> None:
+        cron = await self.store.cron(firing["cron_id"])
         if cron is not None:
             await self._create_node(cron, firing)
         else:  # deleted since the claim
-            await self.engine.store.finish_firing(
+            await self.store.finish_firing(
                 firing["firing_id"], "failed", "the cron was deleted before its node was made"
             )
 
     async def repair(self) -> int:
         """Create the node of every firing left ``claimed`` (a crash came between the claim
         and the create); how many were looked at."""
-        pending = await self.engine.store.claimed_firings()
+        pending = await self.store.claimed_firings()
         for firing in pending:
             log.info("cron %s: creating the node of an interrupted firing", firing["cron_id"])
             try:
@@ -157,13 +160,13 @@ class Crons:
                 self._interrupted = True
         return len(pending)
 
-    async def _create_node(self, cron: Row, firing: Row) -> ApiError | None:
+    async def _create_node(self, cron: CronRow, firing: FiringRow) -> ApiError | None:
         """Create the firing's node and record how it went; the refusal, if refused."""
-        store = self.engine.store
+        store = self.store
         template = dict(cron["template"])
         if template.get("name") is None:
             template["name"] = cron["name"] or f"cron {cron['cron_id']}"
-        extra = {
+        extra: NodeExtra = {
             "cron": {"cron_id": cron["cron_id"], "tick": firing["tick"], "manual": firing["manual"]}
         }
         try:
@@ -176,7 +179,7 @@ class Crons:
         except ApiError as exc:
             error = exc
             if exc.code == "node_id_exists":  # made before a crash (or by another daemon)
-                node = await store.node(firing["node_id"])
+                node = await self.engine.store.node(firing["node_id"])
                 made = node is not None and (node["extra"] or {}).get("cron", {}).get("cron_id")
                 if made == cron["cron_id"]:
                     await store.finish_firing(firing["firing_id"], "created")
@@ -203,7 +206,7 @@ class Crons:
         schedule, zone = _parse(request.schedule, request.timezone)
         template, profile = await self.check_template(request.template)
         now = time.time()
-        row: Row = {
+        row: CronRow = {
             "cron_id": cron_id or f"cron_{secrets.token_hex(8)}",
             "name": request.name,
             "profile": profile,
@@ -222,7 +225,7 @@ class Crons:
             "deleted_at": None,
             "deleted_by": None,
         }
-        await self.engine.store.insert_cron(row)
+        await self.store.insert_cron(row)
         self.wake()
         return to_cron(row, [])
 
@@ -268,7 +271,7 @@ class Crons:
             values["template"], values["profile"] = await self.check_template(request.template)
         retimed = (schedule.expression, timezone) != (current["schedule"], current["timezone"])
 
-        def check(row: Row) -> dict[str, Any]:
+        def check(row: CronRow) -> dict[str, Any]:
             if retimed and not row["paused"]:
                 return {**values, "next_fire_at": schedule.next_after(time.time(), zone)}
             return values
@@ -291,7 +294,7 @@ class Crons:
                 raise ApiError(400, "invalid_cursor", f"not a cursor this list gave: {cursor!r}")
             before = int(cursor)
         await self._row(cron_id)
-        rows = await self.engine.store.firings(cron_id, limit=limit + 1, before=before)
+        rows = await self.store.firings(cron_id, limit=limit + 1, before=before)
         more = len(rows) > limit
         rows = rows[:limit]
         return api.CronFiringPage(
@@ -303,13 +306,13 @@ class Crons:
         """Every cron, oldest first, optionally only a profile's and paused (or active) ones."""
         if profile is not None:
             check_profile_name(profile)
-        rows = await self.engine.store.list_crons(profile=profile, paused=paused)
+        rows = await self.store.list_crons(profile=profile, paused=paused)
         return [await self._shown(row) for row in rows]
 
     async def pause(self, cron_id: str) -> api.Cron:
         """Stop the schedule (``409 cron_paused`` if it is already)."""
 
-        def check(row: Row) -> dict[str, Any]:
+        def check(row: CronRow) -> dict[str, Any]:
             if row["paused"]:
                 raise ApiError(409, "cron_paused", f"cron {cron_id!r} is paused already")
             return {"paused": True, "next_fire_at": None}
@@ -320,7 +323,7 @@ class Crons:
         """Restart the schedule from now: the ticks missed while paused do not fire
         (``409 cron_not_paused`` if it is not paused)."""
 
-        def check(row: Row) -> dict[str, Any]:
+        def check(row: CronRow) -> dict[str, Any]:
             if not row["paused"]:
                 raise ApiError(409, "cron_not_paused", f"cron {cron_id!r} is not paused")
             schedule, zone = _parse(row["schedule"], row["timezone"])
@@ -334,7 +337,7 @@ class Crons:
         """Fire the cron now (paused or not; the schedule is untouched); the firing."""
         cron = await self._row(cron_id)
         node_id = f"{cron_id}.run-{secrets.token_hex(4)}"
-        firing = await self.engine.store.add_manual_firing(cron_id, node_id)
+        firing = await self.store.add_manual_firing(cron_id, node_id)
         if firing is None:
             raise _not_found(cron_id)
         error = await self._create_node(cron, firing)
@@ -360,9 +363,9 @@ class Crons:
         the time it was computed at; a tick that fired already never fires twice)."""
         fired = await self.fire_due()
         now = time.time()
-        for row in await self.engine.store.list_crons(paused=False):
+        for row in await self.store.list_crons(paused=False):
 
-            def check(current: Row) -> dict[str, Any]:
+            def check(current: CronRow) -> dict[str, Any]:
                 if current["paused"] or current["next_fire_at"] is None:
                     return {}
                 schedule, zone = _parse(current["schedule"], current["timezone"])
@@ -370,26 +373,26 @@ class Crons:
                     "next_fire_at": min(current["next_fire_at"], schedule.next_after(now, zone))
                 }
 
-            await self.engine.store.update_cron(row["cron_id"], check)
+            await self.store.update_cron(row["cron_id"], check)
         self.wake()
         return api.CronPokeResult(fired=len(fired), firings=[to_firing(f) for f in fired])
 
     # -- helpers ---------------------------------------------------------------
 
-    async def _row(self, cron_id: str) -> Row:
-        row = await self.engine.store.cron(check_cron_id(cron_id))
+    async def _row(self, cron_id: str) -> CronRow:
+        row = await self.store.cron(check_cron_id(cron_id))
         if row is None:
             raise _not_found(cron_id)
         return row
 
-    async def _update(self, cron_id: str, check: Any) -> Row:
-        row = await self.engine.store.update_cron(check_cron_id(cron_id), check)
+    async def _update(self, cron_id: str, check: Any) -> CronRow:
+        row = await self.store.update_cron(check_cron_id(cron_id), check)
         if row is None:
             raise _not_found(cron_id)
         return row
 
-    async def _shown(self, row: Row) -> api.Cron:
-        firings = await self.engine.store.firings(row["cron_id"], limit=RECENT_FIRINGS)
+    async def _shown(self, row: CronRow) -> api.Cron:
+        firings = await self.store.firings(row["cron_id"], limit=RECENT_FIRINGS)
         return to_cron(row, firings)
 
 
@@ -410,7 +413,7 @@ def _parse(expression: str, timezone: str) -> tuple[Schedule, Any]:
     return schedule, zone
 
 
-def _plan(row: Row, now: float) -> tuple[float | None, float | None]:
+def _plan(row: CronRow, now: float) -> tuple[float | None, float | None]:
     """The tick a due cron fires now (the latest at or before ``now``: missed ticks
     coalesce) and the one it waits for next."""
     try:
@@ -420,12 +423,13 @@ def _plan(row: Row, now: float) -> tuple[float | None, float | None]:
     except (ApiError, ValueError) as exc:  # stored before this Heron refused it
         log.error("cron %s cannot be scheduled any more: %s", row["cron_id"], exc)
         return None, None
-    if tick is not None and tick < row["next_fire_at"]:
+    due = row["next_fire_at"]  # (set: a cron waiting for no tick is never due)
+    if tick is not None and due is not None and tick < due:
         tick = None  # no tick since the one it waited for (the clock was set back)
     return tick, following
 
 
-def to_firing(row: Row) -> api.CronFiring:
+def to_firing(row: FiringRow) -> api.CronFiring:
     """A row of ``heron_cron_firings`` on the wire."""
     return api.CronFiring(
         cron_id=row["cron_id"],
@@ -438,7 +442,7 @@ def to_firing(row: Row) -> api.CronFiring:
     )
 
 
-def to_cron(row: Row, firings: list[Row]) -> api.Cron:
+def to_cron(row: CronRow, firings: list[FiringRow]) -> api.Cron:
     """A row of ``heron_crons`` (and its latest firings, newest first) on the wire."""
     return api.Cron(
         cron_id=row["cron_id"],

@@ -12,8 +12,8 @@ from ... import api
 from ..._core import ToolError
 from ...tools import Tool, ToolContext
 from ..nodes._durable import call_key
-from ..nodes._store import Row
 from ..nodes._tools import narrowed_scopes
+from ..nodes._types import NodeRow
 from ..profiles._service import DEFAULT_PROFILE, given_model
 from ..server._errors import ApiError
 from ._schedule import parse_schedule
@@ -36,7 +36,7 @@ class _CronTool(Tool):
         self._node_id = node_id
         self._run = run
 
-    async def _node(self) -> Row:
+    async def _node(self) -> NodeRow:
         return await self._engine.row(self._node_id)
 
     def _key(self) -> str:
@@ -44,7 +44,7 @@ class _CronTool(Tool):
         return hashlib.sha256(f"{self._node_id}:{call_key(self._run)}".encode()).hexdigest()
 
 
-def _profile(node: Row) -> str:
+def _profile(node: NodeRow) -> str:
     return str(node["profile"] or DEFAULT_PROFILE)
 
 
@@ -97,7 +97,7 @@ class CronCreateTool(_CronTool):
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         key = self._key()
-        made = await self._engine.store.cron_by_key(self._node_id, key)
+        made = await self._engine.crons.store.cron_by_key(self._node_id, key)
         if made is not None:  # this very call ran before a restart
             return f"Created cron {made['cron_id']}."
         if _has_seconds(arguments["schedule"]):
@@ -166,9 +166,9 @@ class CronDeleteTool(_CronTool):
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> str:
         cron_id, key = arguments["cron_id"], self._key()
         profile = _profile(await self._node())
-        row = await self._engine.store.cron(cron_id) if api.is_valid_id(cron_id) else None
+        row = await self._engine.crons.store.cron(cron_id) if api.is_valid_id(cron_id) else None
         if row is None or row["profile"] != profile:
-            gone = await self._engine.store.deleted_cron(cron_id) if row is None else None
+            gone = await self._engine.crons.store.deleted_cron(cron_id) if row is None else None
             if gone is not None and gone["deleted_by"] == key:  # this call, before a restart
                 return f"Deleted cron {cron_id}."
             raise ToolError(f"no cron {cron_id!r} in profile {profile} (cron-list shows them)")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import api
-from ..nodes._store import Settlement, StepMark, Store
+from ..nodes._store import NodeStore, Settlement, StepMark
+from ..nodes._types import Outcome
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
 __all__ = ["Event", "EventLog"]
@@ -54,7 +55,7 @@ class EventLog:
 
     def __init__(
         self,
-        store: Store,
+        store: NodeStore,
         *,
         ring_events: int = RING_EVENTS,
         ring_bytes: int = RING_BYTES,
@@ -189,7 +190,7 @@ class EventLog:
         ):
             await self._flush_retrying()
 
-    async def settle(self, node_id: str, outcome: dict[str, Any], status: str) -> None:
+    async def settle(self, node_id: str, outcome: Outcome, status: str) -> None:
         """Settle an idle node: publish its ``status`` and ``node.settled``, and write them
         with its outcome and status in one transaction (a kill leaves both or neither).
 

@@ -6,7 +6,7 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from ... import api
@@ -15,10 +15,19 @@ from ...tools import Tool, ToolContext, ToolResult
 from ...tools.question_answer import QuestionAnswerTool, question_answer_tool
 from ..nodes._durable import call_key
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
+from ..nodes._types import Outcome
 from ..profiles._service import DEFAULT_PROFILE, check_profile_name
 from ..server._errors import ApiError
-from ._store import RESOLVED, NodeSettled, NotOpen
+from ._store import (
+    RESOLVED,
+    Change,
+    HumanStore,
+    NodeSettled,
+    NotOpen,
+    RequestRow,
+    StoredQuestion,
+    changed,
+)
 from ._text import (
     answered_text,
     check_answers,
@@ -55,6 +64,8 @@ class Human:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store = HumanStore(engine.db)
+        """The requests' rows."""
         engine.settle_hooks.append(self._node_settled)
 
     # -- filing ------------------------------------------------------------------
@@ -89,12 +100,14 @@ class Human:
         )
 
     async def file_for_node(
-        self, node_id: str, title: str, questions: list[dict[str, Any]], key: str
+        self, node_id: str, title: str, questions: list[StoredQuestion], key: str
     ) -> api.HumanRequest:
         """File the request a node's ``ask-questions`` call ``key`` makes (once per call)."""
         node = await self.engine.row(node_id)
         profile = node["profile"] or DEFAULT_PROFILE
-        stored = [{**q, "free_text": True} for q in questions]  # the tool's are suggestions
+        stored: list[StoredQuestion] = [
+            {**q, "free_text": True} for q in questions
+        ]  # the tool's are suggestions
         return await self._file(node_id, profile, title, None, stored, key)
 
     async def _file(
@@ -103,11 +116,11 @@ class Human:
         profile: str,
         title: str,
         body: str | None,
-        questions: list[dict[str, Any]],
+        questions: list[StoredQuestion],
         key: str | None = None,
     ) -> api.HumanRequest:
         now = time.time()
-        row: Row = {
+        row: RequestRow = {
             "request_id": f"hr_{secrets.token_hex(8)}",
             "node_id": node_id,
             "profile": profile,
@@ -125,7 +138,7 @@ class Human:
             "resolved_at": None,
         }
         try:
-            stored = await self.engine.store.add_request(row)
+            stored = await self.store.add_request(row)
         except NodeSettled as exc:
             raise ApiError(
                 409,
@@ -139,8 +152,8 @@ class Human:
 
     # -- reading -----------------------------------------------------------------
 
-    async def _row(self, request_id: str) -> Row:
-        row = await self.engine.store.human_request(check_request_id(request_id))
+    async def _row(self, request_id: str) -> RequestRow:
+        row = await self.store.human_request(check_request_id(request_id))
         if row is None:
             raise ApiError(404, "request_not_found", f"no human request {request_id!r}")
         return row
@@ -154,7 +167,7 @@ class Human:
     ) -> list[api.HumanRequest]:
         """The open requests (of those nodes, when given), newest first."""
         await self._sweep()
-        rows = await self.engine.store.human_requests(statuses=["open"], node_ids=node_ids)
+        rows = await self.store.human_requests(statuses=["open"], node_ids=node_ids)
         return [to_request(r) for r in rows]
 
     async def inbox(
@@ -171,7 +184,7 @@ class Human:
         if node_id is not None and not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
         await self._sweep()
-        rows = await self.engine.store.human_requests(
+        rows = await self.store.human_requests(
             statuses=RESOLVED if resolved else ["open"],
             node_ids=[node_id] if node_id is not None else None,
             profile=profile,
@@ -179,14 +192,14 @@ class Human:
             order="resolved_at" if resolved else "created_at",
         )
         # The nodes in one query, not one per ticket (a listing may hold 1000).
-        found = await self.engine.store.request_nodes({r["node_id"] for r in rows if r["node_id"]})
-        return [to_ticket(r, found.get(r["node_id"])) for r in rows]
+        found = await self.engine.store.nodes_by_id({r["node_id"] for r in rows if r["node_id"]})
+        return [to_ticket(r, found.get(r["node_id"] or "")) for r in rows]
 
     async def ticket(self, request_id: str) -> api.InboxTicket:
         """One ticket (a request with its node's context)."""
         return await self._ticket(await self._row(request_id))
 
-    async def _ticket(self, row: Row) -> api.InboxTicket:
+    async def _ticket(self, row: RequestRow) -> api.InboxTicket:
         node = await self.engine.store.node(row["node_id"]) if row["node_id"] else None
         return to_ticket(row, node)
 
@@ -210,7 +223,7 @@ class Human:
         if not questions and not (replace.body or "").strip():
             raise ApiError(422, "invalid_questions", "a request needs questions or a body")
 
-        def change(row: Row) -> tuple[dict[str, Any], str | None]:
+        def change(row: RequestRow) -> tuple[dict[str, Any], str | None]:
             _check_revision(row, replace.revision)
             title = _title(replace.title)
             return {"title": title, "body": replace.body, "questions": questions}, None
@@ -222,7 +235,7 @@ class Human:
         """Answer an open request; its node (if any) is woken with the answers."""
         await self._check_node_waits(await self._row(request_id))
 
-        def change(row: Row) -> tuple[dict[str, Any], str | None]:
+        def change(row: RequestRow) -> tuple[dict[str, Any], str | None]:
             # Checked against the questions as they are in this transaction (a replace
             # may have landed since they were read).
             _check_revision(row, respond.revision)
@@ -234,7 +247,7 @@ class Human:
                 "responded_at": time.time(),
             }
             values = {"status": "answered", "response": response}
-            return values, answered_text({**row, **values})
+            return values, answered_text(changed(row, values))
 
         return await self._resolve(request_id, change)
 
@@ -243,7 +256,7 @@ class Human:
         await self._check_node_waits(await self._row(request_id))
         values = {"status": "dismissed", "reason": _reason(reason)}
         return await self._resolve(
-            request_id, lambda row: (values, dismissed_text({**row, **values}))
+            request_id, lambda row: (values, dismissed_text(changed(row, values)))
         )
 
     async def cancel(self, request_id: str, reason: str | None) -> api.HumanRequest:
@@ -251,7 +264,7 @@ class Human:
         await self._check_node_waits(await self._row(request_id))
         values = {"status": "cancelled", "reason": _reason(reason)}
         return await self._resolve(
-            request_id, lambda row: (values, withdrawn_text({**row, **values}))
+            request_id, lambda row: (values, withdrawn_text(changed(row, values)))
         )
 
     async def progress(self, request_id: str, note: api.HumanProgressRequest) -> api.InboxTicket:
@@ -273,15 +286,15 @@ class Human:
             await self._wake(row["node_id"])
         return request
 
-    async def _change(self, request_id: str, change: Change, *, bump: bool = False) -> Row:
+    async def _change(self, request_id: str, change: Change, *, bump: bool = False) -> RequestRow:
         """Change an open request (``409 request_not_open`` otherwise)."""
 
-        def bumped(row: Row) -> tuple[dict[str, Any], str | None]:
+        def bumped(row: RequestRow) -> tuple[dict[str, Any], str | None]:
             values, message = change(row)
             return ({**values, "revision": "bump"} if bump else values), message
 
         try:
-            return await self.engine.store.change_request(request_id, bumped)
+            return await self.store.change_request(request_id, bumped)
         except KeyError:
             raise ApiError(404, "request_not_found", f"no human request {request_id!r}") from None
         except NotOpen as exc:
@@ -293,7 +306,7 @@ class Human:
                 {"status": status},
             ) from None
 
-    async def _check_node_waits(self, row: Row) -> None:
+    async def _check_node_waits(self, row: RequestRow) -> None:
         """A request whose node has settled is cancelled now (``409 request_not_open``):
         nobody waits for the answer (a settlement the settle hook did not see, such
         as a resident root closed without a new outcome)."""
@@ -308,7 +321,7 @@ class Human:
         """Cancel an open request whose node no longer waits (nothing is sent to it)."""
         values = {"status": "cancelled", "reason": why}
         try:
-            row = await self.engine.store.change_request(request_id, lambda _: (values, None))
+            row = await self.store.change_request(request_id, lambda _: (values, None))
         except (KeyError, NotOpen):
             return  # resolved meanwhile
         await self._publish(to_request(row), RESOLVED_EVENT)
@@ -330,7 +343,7 @@ class Human:
                 return
             await engine.start_next_run(node_id)
 
-    async def _node_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _node_settled(self, node_id: str, outcome: Outcome) -> None:
         """Settle hook: the node's open requests are cancelled (nobody waits for them).
 
         Not a resident root's: it records an outcome at each answer and lives on, dormant,
@@ -346,14 +359,14 @@ class Human:
         """Cancel the open requests whose node has settled without the settle hook
         seeing it (a resident root closed with no new outcome; a daemon killed between
         a settlement and its hook), so no inbox lists a question nobody waits for."""
-        for request_id in await self.engine.store.orphaned_requests():
+        for request_id in await self.store.orphaned_requests():
             await self._cancel_quietly(request_id, "its node settled")
 
     async def resume(self) -> None:
         """At start: cancel requests orphaned while the daemon was down, and wake the
         nodes a response reached just before it died."""
         await self._sweep()
-        for node_id in await self.engine.store.requests_to_wake():
+        for node_id in await self.store.requests_to_wake():
             try:
                 await self._wake(node_id)
             except Exception:
@@ -373,11 +386,7 @@ class Human:
         return AskQuestionsTool(self, node_id, run)
 
 
-Change = Callable[[Row], tuple[dict[str, Any], str | None]]
-"""Given an open request's row, the columns to set and the message for its node."""
-
-
-def _check_revision(row: Row, revision: int | None) -> None:
+def _check_revision(row: RequestRow, revision: int | None) -> None:
     """``409 revision_conflict`` unless the request is at ``revision`` (``None``: any)."""
     if revision is not None and row["revision"] != revision:
         raise ApiError(
@@ -446,6 +455,6 @@ class AskQuestionsTool(QuestionAnswerTool):
         return other is self
 
 
-def _title_of(questions: list[dict[str, Any]]) -> str:
+def _title_of(questions: list[StoredQuestion]) -> str:
     first = first_line(questions[0]["question"]) or "A question"
     return first if len(questions) == 1 else f"{first} (+{len(questions) - 1} more)"

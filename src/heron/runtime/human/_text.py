@@ -8,8 +8,9 @@ from typing import Any
 
 from ... import api
 from ..nodes._rows import maybe_when, when
-from ..nodes._store import Row
+from ..nodes._types import NodeRow
 from ..server._errors import ApiError
+from ._store import RequestRow, StoredAnswer, StoredQuestion
 
 __all__ = [
     "answered_text",
@@ -39,10 +40,10 @@ def first_line(text: str | None, width: int = TITLE_WIDTH) -> str | None:
     return None
 
 
-def check_questions(questions: Sequence[api.HumanQuestionInput]) -> list[dict[str, Any]]:
+def check_questions(questions: Sequence[api.HumanQuestionInput]) -> list[StoredQuestion]:
     """The questions as stored (spacing normalised), or ``422 invalid_questions``."""
     problems: list[str] = []
-    stored: list[dict[str, Any]] = []
+    stored: list[StoredQuestion] = []
     seen: dict[str, int] = {}
     for number, q in enumerate(questions, start=1):
         text = _flat(q.question)
@@ -74,12 +75,12 @@ def check_questions(questions: Sequence[api.HumanQuestionInput]) -> list[dict[st
 
 
 def check_answers(
-    questions: Sequence[dict[str, Any]], respond: api.HumanRespondRequest
-) -> tuple[list[dict[str, Any]] | None, str | None]:
+    questions: Sequence[StoredQuestion], respond: api.HumanRespondRequest
+) -> tuple[list[StoredAnswer] | None, str | None]:
     """The answers as stored and the overall text, or ``422 invalid_response``."""
     text = respond.text.strip() if respond.text is not None and respond.text.strip() else None
     problems: list[str] = []
-    answers: list[dict[str, Any]] | None = None
+    answers: list[StoredAnswer] | None = None
     if respond.answers is None or (not respond.answers and not questions):
         if text is None:
             problems.append("a response needs answers or a text")
@@ -103,8 +104,8 @@ def check_answers(
 
 
 def _answer(
-    number: int, q: dict[str, Any], given: api.HumanAnswerInput | str, problems: list[str]
-) -> dict[str, Any]:
+    number: int, q: StoredQuestion, given: api.HumanAnswerInput | str, problems: list[str]
+) -> StoredAnswer:
     spelled = {_flat(c).casefold(): c for c in q["choices"]}
     if isinstance(given, str):
         given = api.HumanAnswerInput(text=given)
@@ -132,39 +133,40 @@ def _answer(
     return {"question": q["question"], "choices": picked, "text": own}
 
 
-def answered_text(row: Row) -> str:
+def answered_text(row: RequestRow) -> str:
     """The message that brings a node the person's answers."""
-    response = row["response"] or {}
-    who = response.get("responded_by")
+    response = row["response"]
+    who = response.get("responded_by") if response else None
     head = f"{who} answered" if who else "The person answered"
     lines = [f"{head} your request {row['request_id']} ({row['title']}):", ""]
-    for number, answer in enumerate(response.get("answers") or [], start=1):
+    answers = (response.get("answers") if response else None) or []
+    for number, answer in enumerate(answers, start=1):
         lines.append(f"{number}. {answer['question']}")
         parts = [", ".join(answer["choices"])] if answer["choices"] else []
-        if answer.get("text"):
-            parts.append(answer["text"])
+        if own := answer.get("text"):
+            parts.append(own)
         said = " — ".join(parts)
         lines.extend(f"   {line}" for line in f"Answer: {said}".splitlines())
-    if response.get("text"):
+    if response and (text := response.get("text")):
         if response.get("answers"):
             lines += ["", "They added:"]
-        lines.append(response["text"])
+        lines.append(text)
     return "\n".join(lines).rstrip()
 
 
-def dismissed_text(row: Row) -> str:
+def dismissed_text(row: RequestRow) -> str:
     """The message telling a node the person will not answer."""
     why = f" Their reason: {row['reason']}" if row["reason"] else ""
     return _unanswered(row, "The person dismissed your request {} without answering.", why)
 
 
-def withdrawn_text(row: Row) -> str:
+def withdrawn_text(row: RequestRow) -> str:
     """The message telling a node its request was withdrawn (cancelled) for it."""
     why = f" Reason: {row['reason']}" if row["reason"] else ""
     return _unanswered(row, "Your request {} was withdrawn before anyone answered it.", why)
 
 
-def _unanswered(row: Row, what: str, why: str) -> str:
+def _unanswered(row: RequestRow, what: str, why: str) -> str:
     request = f"{row['request_id']} ({row['title']})"
     return (
         f"{what.format(request)}{why}\nGo on without the answer if you can; otherwise "
@@ -172,12 +174,12 @@ def _unanswered(row: Row, what: str, why: str) -> str:
     )
 
 
-def to_request(row: Row) -> api.HumanRequest:
+def to_request(row: RequestRow) -> api.HumanRequest:
     """A row of ``heron_human_requests`` on the wire."""
     return api.HumanRequest(**_fields(row))
 
 
-def _fields(row: Row) -> dict[str, Any]:
+def _fields(row: RequestRow) -> dict[str, Any]:
     response = row["response"]
     return {
         "request_id": row["request_id"],
@@ -189,8 +191,8 @@ def _fields(row: Row) -> dict[str, Any]:
         "questions": [api.HumanQuestion(**q) for q in row["questions"]],
         "response": (
             api.HumanResponse(
-                answers=[api.HumanAnswer(**a) for a in response["answers"]]
-                if response.get("answers") is not None
+                answers=[api.HumanAnswer(**a) for a in answers]
+                if (answers := response.get("answers")) is not None
                 else None,
                 text=response.get("text"),
                 responded_by=response.get("responded_by"),
@@ -213,7 +215,7 @@ def _fields(row: Row) -> dict[str, Any]:
     }
 
 
-def to_ticket(row: Row, node: Row | None) -> api.InboxTicket:
+def to_ticket(row: RequestRow, node: NodeRow | None) -> api.InboxTicket:
     """A request and its node's row (if it has one) as an inbox ticket."""
     context = (
         api.InboxNode(

@@ -25,6 +25,15 @@ _MODEL_FAILED: dict[int | str, dict[str, Any]] = {
 }
 
 
+_MODEL_UNUSABLE: dict[int | str, dict[str, Any]] = {
+    422: {
+        "model": api.ErrorResponse,
+        "description": "The node's model cannot be used now (`invalid_model`: its API key "
+        "was removed, its script file is gone)",
+    },
+}
+
+
 def add_lineage_routes(app: FastAPI, engine: Engine) -> None:
     """Serve the lineage actions of ``/v1/nodes`` over ``engine.lineage``."""
     lineage = engine.lineage
@@ -60,14 +69,18 @@ def add_lineage_routes(app: FastAPI, engine: Engine) -> None:
     @app.post(
         "/v1/nodes/{node_id}/recycle",
         tags=["lineage"],
-        responses={**ACTION, **_MODEL_FAILED},
+        responses={**ACTION, **_MODEL_UNUSABLE, **_MODEL_FAILED},
     )
     async def recycle(node_id: NodeIdPath) -> api.Recycled:
         """Same node, fresh context: its model summarises the conversation, and the
         summary is all it remembers from its next run on. Refused while running."""
         return await lineage.recycle(node_id)
 
-    @app.post("/v1/nodes/{node_id}/relaunch-root", tags=["lineage"], responses=ACTION)
+    @app.post(
+        "/v1/nodes/{node_id}/relaunch-root",
+        tags=["lineage"],
+        responses={**ACTION, **_MODEL_UNUSABLE},
+    )
     async def relaunch_root(node_id: NodeIdPath) -> api.Node:
         """Start this node's tree over: close everything below its root, and run the
         root again from its original prompt in a fresh conversation (unread messages

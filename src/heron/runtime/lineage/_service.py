@@ -13,31 +13,16 @@ from ..._core import ProviderError, Usage
 from ..._core.compaction import compaction_request
 from ...agents import AgentState
 from ..nodes._runs import DETERMINISTIC, SETTLED, Stop
-from ..nodes._store import Row
+from ..nodes._types import INHERITED, NodeRow, copy_fields
 from ..profiles._service import given_model
 from ..server._errors import ApiError
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
 
-__all__ = ["INHERITED", "INVOLUNTARY", "RECYCLE_TIMEOUT", "Lineage"]
+__all__ = ["INVOLUNTARY", "RECYCLE_TIMEOUT", "Lineage"]
 
 log = logging.getLogger("heron.runtime")
-
-INHERITED = (
-    "model",
-    "kind",
-    "profile",
-    "cwd",
-    "pin_cwd",
-    "scopes",
-    "mode",
-    "output_schema",
-    "situational_context",
-    "root_lifecycle",
-)
-"""Row columns a fork copies from its original unless its create sets them (``model``:
-the one the original was given, see ``profiles.given_model``)."""
 
 INVOLUNTARY = frozenset({"provider_error", "crashed"})
 """Failure reasons ``revive-all`` revives (a decline or a deadline is meant), unless the
@@ -71,7 +56,7 @@ class Lineage:
 
     # -- fork ------------------------------------------------------------------
 
-    async def inherit(self, row: Row, request: api.NodeCreateRequest) -> None:
+    async def inherit(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
         """Make a new node's ``row`` a fork of ``request.fork_from`` (a create's fork branch).
 
         The conversation is copied as the original last saved it (for a running
@@ -94,21 +79,21 @@ class Lineage:
                 "forks work there too; leave cwd out, or give pin_cwd to pin it elsewhere",
             )
         own_cwd = not pinned and ("cwd" in given or "pin_cwd" in given)
-        for column in INHERITED:
-            if column in ("cwd", "pin_cwd"):
-                if not own_cwd:
-                    row[column] = source[column]
-            elif column == "model" and column not in given:
-                # Only the model the original was given: its kind's or profile's comes
-                # again from the fork's own kind and profile (Profiles.apply).
-                row[column] = given_model(source)
-            elif column not in given:
-                row[column] = source[column]
+        copied = [
+            column
+            for column in INHERITED
+            if (not own_cwd if column in ("cwd", "pin_cwd") else column not in given)
+        ]
+        copy_fields(row, source, copied)
+        if "model" in copied:
+            # Only the model the original was given: its kind's or profile's comes
+            # again from the fork's own kind and profile (Profiles.apply).
+            row["model"] = given_model(source)
         row["state"] = source["state"]
         row["extra"] = {**row["extra"], "forked_from": source["node_id"]}
         self.engine.worktrees.inherit(row, source, request.worktree)  # its own, if source has one
 
-    async def copy_workspace(self, row: Row) -> None:
+    async def copy_workspace(self, row: NodeRow) -> None:
         """Give a just-inserted fork without a ``cwd`` a copy of its original's workspace
         (``$HERON_HOME/nodes/<id>``), before its first run starts."""
         source = row["extra"].get("forked_from")
@@ -203,16 +188,16 @@ class Lineage:
                 failed.append(api.ReviveFailure(node_id=node_id, error=error))
         return api.ReviveAllResult(revived=revived, failed=failed)
 
-    async def _involuntary(self, row: Row) -> bool:
+    async def _involuntary(self, row: NodeRow) -> bool:
         if row["status"] == "interrupted":
             return bool(row["extra"].get("interrupted_by") != "request")
         outcome = await self.engine.store.outcome(row["node_id"])
         if outcome is None or outcome.get("reason") not in INVOLUNTARY:
             return False
-        detail = outcome.get("detail") or {}
-        return str(detail.get("error_type")) not in DETERMINISTIC
+        detail = outcome.get("detail")
+        return str(detail.get("error_type") if detail else None) not in DETERMINISTIC
 
-    async def _settled_ancestor(self, row: Row) -> Row | None:
+    async def _settled_ancestor(self, row: NodeRow) -> NodeRow | None:
         seen = {row["node_id"]}
         while row["parent"] is not None and row["parent"] not in seen:
             parent = await self.engine.store.node(row["parent"])
@@ -224,7 +209,7 @@ class Lineage:
             row = parent
         return None
 
-    async def _check_ancestors(self, row: Row, done: str) -> None:
+    async def _check_ancestors(self, row: NodeRow, done: str) -> None:
         ancestor = await self._settled_ancestor(row)
         if ancestor is not None:
             raise ApiError(
@@ -373,7 +358,7 @@ class Lineage:
                 raise ApiError(409, "node_running", f"root {root_id!r} did not stop; try again")
             await engine.stop_run(root_id, row["runs"], Stop(kind="interrupted"))
 
-    async def _restart(self, root: Row) -> None:
+    async def _restart(self, root: NodeRow) -> None:
         """Start the stopped ``root`` again from its prompt (under its lock)."""
         engine, root_id, extra = self.engine, root["node_id"], root["extra"]
         if "deadline_seconds" in extra:
@@ -389,12 +374,14 @@ class Lineage:
             pending_result=None,
             extra={**extra, "relaunches": relaunches, "relaunched_at": time.time()},
         )
-        await engine.store.queue_first(root_id, root["prompt"])
+        prompt = root["prompt"]
+        assert prompt is not None  # (relaunch refuses a root without one)
+        await engine.store.queue_first(root_id, prompt)
         await engine.jobs.release(root_id)  # the previous attempt's jobs end with it
         await engine.set_deadline(root_id, span)
         await engine.start_next_run(root_id)
 
-    async def _root(self, row: Row) -> Row:
+    async def _root(self, row: NodeRow) -> NodeRow:
         seen = {row["node_id"]}
         while row["parent"] is not None and row["parent"] not in seen:
             parent = await self.engine.store.node(row["parent"])
@@ -429,7 +416,7 @@ class Lineage:
         return await engine.node(node_id)
 
 
-def _check_stopped(row: Row, done: str) -> None:
+def _check_stopped(row: NodeRow, done: str) -> None:
     """``409`` unless the node is dormant, interrupted or failed."""
     node_id, status = row["node_id"], row["status"]
     if status == "running":

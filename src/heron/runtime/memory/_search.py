@@ -4,12 +4,13 @@ live-entry filters. A user's query is never handed to FTS5 as syntax (:func:`fts
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import MutableMapping, Sequence
+from typing import Any, cast
 
 import sqlalchemy as sa
 
 from ..db._database import MEMORY_FTS, memory_entries
+from ._types import EntryRow
 
 __all__ = ["fts5_query", "live", "search", "sync_index"]
 
@@ -70,7 +71,7 @@ def live(
     return where
 
 
-def sync_index(conn: sa.Connection, row: dict[str, Any]) -> None:
+def sync_index(conn: sa.Connection, row: MutableMapping[str, Any]) -> None:
     """Bring SQLite's FTS table in line with the entry ``row`` just written (in the
     write's transaction; ``row["search_rowid"]`` follows); PostgreSQL's vector is a
     generated column, which follows the row by itself."""
@@ -114,7 +115,7 @@ def search(
     limit: int,
     prefix: str | None,
     tags: Sequence[str] | None,
-) -> list[tuple[dict[str, Any], float, str]]:
+) -> list[tuple[EntryRow, float, str]]:
     """The best ``limit`` live entries matching ``text``: (row, score, snippet), best first."""
     if conn.dialect.name == "postgresql":
         return _search_postgres(conn, text, profile, limit, prefix, tags)
@@ -128,7 +129,7 @@ def _search_sqlite(
     limit: int,
     prefix: str | None,
     tags: Sequence[str] | None,
-) -> list[tuple[dict[str, Any], float, str]]:
+) -> list[tuple[EntryRow, float, str]]:
     expression = fts5_query(text)
     if expression is None:
         return []
@@ -155,7 +156,7 @@ def _search_postgres(
     limit: int,
     prefix: str | None,
     tags: Sequence[str] | None,
-) -> list[tuple[dict[str, Any], float, str]]:
+) -> list[tuple[EntryRow, float, str]]:
     vector: sa.ColumnClause[Any] = sa.literal_column("heron_memory_entries.search_vector")
     # PostgreSQL's text cannot hold U+0000; websearch_to_tsquery takes anything else.
     wanted = sa.func.websearch_to_tsquery(_ENGLISH, sa.cast(text.replace("\x00", " "), sa.Text))
@@ -174,10 +175,10 @@ def _search_postgres(
     return _hits(conn.execute(query))
 
 
-def _hits(result: sa.CursorResult[Any]) -> list[tuple[dict[str, Any], float, str]]:
+def _hits(result: sa.CursorResult[Any]) -> list[tuple[EntryRow, float, str]]:
     hits = []
     for found in result:
         row = dict(found._mapping)
         score, snippet = float(row.pop("score")), str(row.pop("snippet") or "")
-        hits.append((row, score, snippet))
+        hits.append((cast(EntryRow, row), score, snippet))
     return hits

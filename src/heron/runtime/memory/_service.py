@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import api
 from ..nodes._rows import maybe_when, when
-from ..nodes._store import Row
 from ..server._errors import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
+from ._store import MemoryStore
+from ._types import EntryRow, VersionRow
 
 if TYPE_CHECKING:
     from ...tools import Tool
@@ -32,6 +33,8 @@ class Memory:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store = MemoryStore(engine.db)
+        """The entries and their versions."""
         # Profiles are never deleted: one known to exist need not be read again.
         self._known: set[str] = set()
 
@@ -59,7 +62,7 @@ class Memory:
         after = _decode_cursor(cursor) if cursor is not None else None
         under = normal_path(prefix, "prefix") if prefix else None
         wanted = normal_tags(tags) if tags else None
-        rows = await self.engine.store.memory_page(
+        rows = await self.store.memory_page(
             name, prefix=under, limit=limit + 1, after=after, tags=wanted
         )
         more = len(rows) > limit
@@ -82,7 +85,7 @@ class Memory:
         """The entry's versions (a deleted one's too), newest first: every one, or the
         ``limit`` newest older than version ``before``."""
         row = await self._row(entry_id, profile)
-        rows = await self.engine.store.memory_history(row["entry_id"], limit=limit, before=before)
+        rows = await self.store.memory_history(row["entry_id"], limit=limit, before=before)
         return [to_version(v) for v in rows]
 
     async def resolve(
@@ -93,7 +96,7 @@ class Memory:
         if (path is None) == (slug is None):
             raise ApiError(422, "invalid_request", "give exactly one of path or slug")
         name = await self.profile(profile)
-        store = self.engine.store
+        store = self.store
         if path is not None:
             where = normal_path(path)
             found = await store.memory_at(name, where)
@@ -117,7 +120,7 @@ class Memory:
     async def search(self, request: api.MemorySearchRequest) -> list[api.MemorySearchHit]:
         """The profile's live entries best matching the query, best first."""
         name = await self.profile(request.profile)
-        hits = await self.engine.store.memory_search(
+        hits = await self.store.memory_search(
             request.query,
             profile=name,
             limit=request.limit,
@@ -146,7 +149,7 @@ class Memory:
             "body": body_of(request.body),
             "tags": " ".join(normal_tags(request.tags)),
         }
-        entry, _ = await self.engine.store.memory_create(row, author=author)
+        entry, _ = await self.store.memory_create(row, author=author)
         return to_entry(entry)
 
     async def update(
@@ -180,21 +183,21 @@ class Memory:
     ) -> api.MemoryEntry:
         check_entry_id(entry_id)
         name = await self.profile(profile)
-        entry, _ = await self.engine.store.memory_change(
+        entry, _ = await self.store.memory_change(
             entry_id, name, op, values, expected_version=expected_version
         )
         return to_entry(entry)
 
-    async def _row(self, entry_id: str, profile: str | None) -> Row:
+    async def _row(self, entry_id: str, profile: str | None) -> EntryRow:
         """The entry's row (live or deleted); ``400``/``404`` otherwise."""
         check_entry_id(entry_id)
         name = await self.profile(profile)
-        row = await self.engine.store.memory_entry(entry_id, name)
+        row = await self.store.memory_entry(entry_id, name)
         if row is None:
             raise ApiError(404, "memory_not_found", f"no memory entry {entry_id!r} in {name!r}")
         return row
 
-    async def _live(self, entry_id: str, profile: str | None) -> Row:
+    async def _live(self, entry_id: str, profile: str | None) -> EntryRow:
         row = await self._row(entry_id, profile)
         if row["deleted_at"] is not None:
             raise ApiError(
@@ -216,18 +219,18 @@ class Memory:
         return memory_tools(self, node_id, profile or "default", run, wanted)
 
 
-def to_entry(row: Row) -> api.MemoryEntry:
+def to_entry(row: EntryRow) -> api.MemoryEntry:
     """A row of ``heron_memory_entries`` as the wire's :class:`heron.api.MemoryEntry`."""
     return api.MemoryEntry(**_summary_fields(row), body=row["body"])
 
 
-def to_summary(row: Row) -> api.MemoryEntrySummary:
+def to_summary(row: Mapping[str, Any]) -> api.MemoryEntrySummary:
     """A row (its ``body``, or the ``size`` a page query reads instead) as the wire's
     :class:`heron.api.MemoryEntrySummary`."""
     return api.MemoryEntrySummary(**_summary_fields(row))
 
 
-def _summary_fields(row: Row) -> dict[str, Any]:
+def _summary_fields(row: Mapping[str, Any]) -> dict[str, Any]:
     size = row["size"] if "size" in row else len(row["body"].encode("utf-8", "surrogatepass"))
     return {
         "entry_id": row["entry_id"],
@@ -244,7 +247,7 @@ def _summary_fields(row: Row) -> dict[str, Any]:
     }
 
 
-def to_version(row: Row) -> api.MemoryVersion:
+def to_version(row: VersionRow) -> api.MemoryVersion:
     """A row of ``heron_memory_versions`` as the wire's :class:`heron.api.MemoryVersion`."""
     return api.MemoryVersion(
         entry_id=row["entry_id"],

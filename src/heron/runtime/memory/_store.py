@@ -1,4 +1,4 @@
-"""The memory part of :class:`~heron.runtime.nodes._store.Store` (kept apart for size).
+"""Memory's own store: ``heron_memory_entries`` and every version in ``heron_memory_versions``.
 
 Each write is one transaction: the entry's row, its new version in
 ``heron_memory_versions`` and (SQLite) the FTS table change together or not at
@@ -9,38 +9,29 @@ run again after a crash finds its version and changes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import sqlalchemy as sa
 
 from ..db._database import memory_entries, memory_versions
+from ..db._handle import Database, Row
 from ..server._errors import ApiError
 from ._paths import new_entry_id, slug_of
 from ._search import live, search, sync_index
+from ._types import EntryRow, VersionRow, Written
 
-__all__ = ["MemoryRows", "Written"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
-
-Written = tuple[Row, Row]
-"""A write's outcome: the entry's row as it is now, and the version row the write made
-(or, for a call made before, the one it made then)."""
+__all__ = ["MemoryStore"]
 
 _VERSIONED = ("path", "title", "body")
 
 
-class MemoryRows:
-    """Reads and writes memory's tables; mixed into ``Store`` (its ``engine`` and ``_run``)."""
+class MemoryStore:
+    """Reads and writes memory's tables."""
 
-    engine: sa.Engine
-    """The database (set by ``Store``)."""
-
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        raise NotImplementedError  # Store's: runs ``func`` on its thread pool
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
     # -- writes ---------------------------------------------------------------
 
@@ -49,7 +40,7 @@ class MemoryRows:
     ) -> Written:
         """Insert a new entry (``row`` without version or times); ``409 memory_path_exists``
         if a live entry of the profile has its path."""
-        return await self._run(self._memory_write, None, row, "create", None, author, call_key)
+        return await self.db.run(self._memory_write, None, row, "create", None, author, call_key)
 
     async def memory_change(
         self,
@@ -68,7 +59,7 @@ class MemoryRows:
         A change that changes nothing makes no version (the current one is returned).
         """
         target = (entry_id, profile)
-        return await self._run(
+        return await self.db.run(
             self._memory_write, target, dict(values), op, expected_version, author, call_key
         )
 
@@ -82,13 +73,14 @@ class MemoryRows:
         call_key: str | None = None,
     ) -> Written:
         """Create the entry at ``path``, or update the live one there with ``values``."""
-        return await self._run(self._memory_put, profile, path, dict(values), author, call_key)
+        return await self.db.run(self._memory_put, profile, path, dict(values), author, call_key)
 
     def _memory_put(
         self, profile: str, path: str, values: Row, author: str | None, call_key: str | None
     ) -> Written:
         for _ in range(2):  # a create racing ours at the same path: update it instead
-            found = self._memory_at(profile, path)
+            with self.db.engine.connect() as conn:
+                found = _at(conn, profile, path)
             try:
                 if found is None:
                     row = {
@@ -119,7 +111,7 @@ class MemoryRows:
     ) -> Written:
         now = time.time()
         try:
-            with self.engine.begin() as conn:
+            with self.db.engine.begin() as conn:
                 done = _by_call(conn, call_key) if call_key is not None else None
                 if done is not None:
                     return done
@@ -129,7 +121,7 @@ class MemoryRows:
                     _check_path_free(conn, row["profile"], row["path"], None)
                     conn.execute(memory_entries.insert().values(**row))
                 else:
-                    current = _locked(conn, *target)
+                    current: dict[str, Any] = dict(_locked(conn, *target))
                     if expected_version is not None and current["version"] != expected_version:
                         raise ApiError(
                             409,
@@ -140,7 +132,7 @@ class MemoryRows:
                         )
                     row = {**current, **values}
                     if op != "delete" and all(row[k] == current[k] for k in (*_VERSIONED, "tags")):
-                        return current, _last_version(conn, current)
+                        return _entry(current), _last_version(conn, current)
                     if row["path"] != current["path"]:
                         _check_path_free(conn, row["profile"], row["path"], row["entry_id"])
                     row.update(version=current["version"] + 1, updated_at=now)
@@ -163,7 +155,7 @@ class MemoryRows:
                 }
                 conn.execute(memory_versions.insert().values(**version))
                 sync_index(conn, row)
-                return row, version
+                return _entry(row), _version(version)
         except sa.exc.IntegrityError:
             # Another write took the path between our check and our insert (PostgreSQL).
             path = values.get("path")
@@ -175,44 +167,36 @@ class MemoryRows:
 
     async def memory_by_call(self, call_key: str) -> Written | None:
         """What the node's tool call ``call_key`` wrote, if it wrote already."""
-        return await self._run(self._memory_by_call, call_key)
+        return await self.db.run(self._memory_by_call, call_key)
 
     def _memory_by_call(self, call_key: str) -> Written | None:
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return _by_call(conn, call_key)
 
-    async def memory_entry(self, entry_id: str, profile: str) -> Row | None:
+    async def memory_entry(self, entry_id: str, profile: str) -> EntryRow | None:
         """The entry (live or deleted) of the profile, or ``None``."""
         query = sa.select(memory_entries).where(
             memory_entries.c.entry_id == entry_id, memory_entries.c.profile == profile
         )
-        return await self._run(self._memory_one, query)
+        found = await self.db.first(query)
+        return _entry(found) if found is not None else None
 
-    async def memory_at(self, profile: str, path: str) -> Row | None:
+    async def memory_at(self, profile: str, path: str) -> EntryRow | None:
         """The profile's live entry at ``path``, or ``None``."""
-        return await self._run(self._memory_at, profile, path)
+        return await self.db.read(_at, profile, path)
 
-    def _memory_at(self, profile: str, path: str) -> Row | None:
-        query = sa.select(memory_entries).where(*live(profile), memory_entries.c.path == path)
-        return self._memory_one(query)
-
-    def _memory_one(self, query: sa.Select[Any]) -> Row | None:
-        with self.engine.connect() as conn:
-            found = conn.execute(query).first()
-        return dict(found._mapping) if found is not None else None
-
-    async def memory_by_slug(self, profile: str, slug: str) -> list[Row]:
+    async def memory_by_slug(self, profile: str, slug: str) -> list[EntryRow]:
         """The profile's live entries whose last path segment is ``slug``, by path."""
-        return await self._run(self._memory_by_slug, profile, slug)
+        return await self.db.run(self._memory_by_slug, profile, slug)
 
-    def _memory_by_slug(self, profile: str, slug: str) -> list[Row]:
+    def _memory_by_slug(self, profile: str, slug: str) -> list[EntryRow]:
         query = (
             sa.select(memory_entries)
             .where(*live(profile), memory_entries.c.slug == slug)
             .order_by(memory_entries.c.path)
         )
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        with self.db.engine.connect() as conn:
+            return [_entry(r._mapping) for r in conn.execute(query)]
 
     async def memory_page(
         self,
@@ -226,7 +210,7 @@ class MemoryRows:
         """Up to ``limit`` live entries in path order, after the path ``after`` if given
         (paths are unique among live entries: the last one seen is the whole cursor);
         each row has the body's ``size`` in bytes instead of the body."""
-        return await self._run(self._memory_page, profile, prefix, limit, after, tags)
+        return await self.db.run(self._memory_page, profile, prefix, limit, after, tags)
 
     def _memory_page(
         self,
@@ -239,7 +223,7 @@ class MemoryRows:
         c = memory_entries.c
         path = c.path
         # The body's bytes, counted by the database (a page never reads bodies).
-        if self.engine.dialect.name == "postgresql":
+        if self.db.engine.dialect.name == "postgresql":
             size = sa.func.octet_length(c.body)
         else:
             size = sa.func.length(sa.cast(c.body, sa.LargeBinary))
@@ -252,24 +236,26 @@ class MemoryRows:
         )
         if after is not None:
             query = query.where(path > after)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     async def memory_history(
         self, entry_id: str, *, limit: int | None = None, before: int | None = None
-    ) -> list[Row]:
+    ) -> list[VersionRow]:
         """The entry's versions, newest first (up to ``limit``, older than ``before``)."""
-        return await self._run(self._memory_history, entry_id, limit, before)
+        return await self.db.run(self._memory_history, entry_id, limit, before)
 
-    def _memory_history(self, entry_id: str, limit: int | None, before: int | None) -> list[Row]:
+    def _memory_history(
+        self, entry_id: str, limit: int | None, before: int | None
+    ) -> list[VersionRow]:
         v = memory_versions.c
         query = sa.select(memory_versions).where(v.entry_id == entry_id).order_by(v.version.desc())
         if before is not None:
             query = query.where(v.version < before)
         if limit is not None:
             query = query.limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        with self.db.engine.connect() as conn:
+            return [_version(r._mapping) for r in conn.execute(query)]
 
     async def memory_search(
         self,
@@ -279,9 +265,9 @@ class MemoryRows:
         limit: int,
         prefix: str | None = None,
         tags: Sequence[str] | None = None,
-    ) -> list[tuple[Row, float, str]]:
+    ) -> list[tuple[EntryRow, float, str]]:
         """The best matches among the profile's live entries: (row, score, snippet)."""
-        return await self._run(self._memory_search, text, profile, limit, prefix, tags)
+        return await self.db.run(self._memory_search, text, profile, limit, prefix, tags)
 
     def _memory_search(
         self,
@@ -290,9 +276,16 @@ class MemoryRows:
         limit: int,
         prefix: str | None,
         tags: Sequence[str] | None,
-    ) -> list[tuple[Row, float, str]]:
-        with self.engine.connect() as conn:
+    ) -> list[tuple[EntryRow, float, str]]:
+        with self.db.engine.connect() as conn:
             return search(conn, text, profile=profile, limit=limit, prefix=prefix, tags=tags)
+
+
+def _at(conn: sa.Connection, profile: str, path: str) -> EntryRow | None:
+    """The profile's live entry at ``path``, or ``None``."""
+    query = sa.select(memory_entries).where(*live(profile), memory_entries.c.path == path)
+    found = conn.execute(query).first()
+    return _entry(found._mapping) if found is not None else None
 
 
 def _by_call(conn: sa.Connection, call_key: str) -> Written | None:
@@ -302,12 +295,12 @@ def _by_call(conn: sa.Connection, call_key: str) -> Written | None:
     ).first()
     if done is None:
         return None
-    version = dict(done._mapping)
+    version = _version(done._mapping)
     query = sa.select(memory_entries).where(memory_entries.c.entry_id == version["entry_id"])
-    return dict(conn.execute(query).one()._mapping), version
+    return _entry(conn.execute(query).one()._mapping), version
 
 
-def _locked(conn: sa.Connection, entry_id: str, profile: str) -> Row:
+def _locked(conn: sa.Connection, entry_id: str, profile: str) -> EntryRow:
     """The live entry, held until the transaction ends; ``404`` if there is none."""
     found = conn.execute(
         sa.select(memory_entries)
@@ -321,17 +314,17 @@ def _locked(conn: sa.Connection, entry_id: str, profile: str) -> Row:
     ).first()
     if found is None:
         raise ApiError(404, "memory_not_found", f"no memory entry {entry_id!r} in {profile!r}")
-    return dict(found._mapping)
+    return _entry(found._mapping)
 
 
-def _last_version(conn: sa.Connection, row: Row) -> Row:
+def _last_version(conn: sa.Connection, row: Mapping[str, Any]) -> VersionRow:
     found = conn.execute(
         sa.select(memory_versions).where(
             memory_versions.c.entry_id == row["entry_id"],
             memory_versions.c.version == row["version"],
         )
     ).one()
-    return dict(found._mapping)
+    return _version(found._mapping)
 
 
 def _check_path_free(conn: sa.Connection, profile: str, path: str, entry_id: str | None) -> None:
@@ -345,3 +338,11 @@ def _check_path_free(conn: sa.Connection, profile: str, path: str, entry_id: str
             f"a memory entry exists at {path!r} ({taken[0]})",
             {"path": path, "entry_id": taken[0]},
         )
+
+
+def _entry(values: Mapping[Any, Any]) -> EntryRow:
+    return cast(EntryRow, dict(values))
+
+
+def _version(values: Mapping[Any, Any]) -> VersionRow:
+    return cast(VersionRow, dict(values))

@@ -16,7 +16,7 @@ from ..nodes._durable import call_key
 from ..server._errors import ApiError
 from ._paths import normal_path, normal_tags, slug_of
 from ._service import body_of, title_of
-from ._store import Written
+from ._types import Written
 
 if TYPE_CHECKING:
     from ._service import Memory
@@ -253,7 +253,7 @@ class MemoryWriteTool(Tool):
             raise _refused(exc) from None
 
     async def _act(self, action: str, arguments: dict[str, Any], key: str) -> str:
-        memory, store = self._memory, self._memory.engine.store
+        memory, store = self._memory, self._memory.store
         await memory.profile(self._profile)
         written = await store.memory_by_call(key)  # this call made its change before a crash
         if written is None:
@@ -265,7 +265,7 @@ class MemoryWriteTool(Tool):
         return f"{verb[version['op']]} memory {version['path']} (version {version['version']})."
 
     async def _write(self, action: str, arguments: dict[str, Any], key: str) -> Written:
-        store = self._memory.engine.store
+        store = self._memory.store
         path = normal_path(arguments["path"])
         found = await store.memory_at(self._profile, path)
         if action == "write":

@@ -53,7 +53,7 @@ class ProviderPool:
         """The provider for ``spec`` (``None``: the default); ``UserError`` if unbuildable."""
         spec = (spec or self.default).strip()
         kind, _, rest = spec.partition(":")
-        if kind.lower() == "scripted":
+        if kind.strip().lower() == "scripted":
             return ScriptedProvider(self._script(rest.strip(), reread=False), by_history=True)
         provider = self._shared.get(spec)
         if provider is None:
@@ -158,7 +158,7 @@ class ProviderPool:
         """
         key = (spec or self.default).strip()
         kind, _, rest = key.partition(":")
-        if kind.lower() == "scripted":
+        if kind.strip().lower() == "scripted":
             self._script(rest.strip(), reread=reread)
         elif key not in self._shared:
             generation = self._generation.get(_kind(key), 0)

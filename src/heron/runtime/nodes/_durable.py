@@ -24,7 +24,7 @@ from ...providers import Provider
 from ...tools import ToolClient, ToolResult
 from ..events._log import EventLog
 from ..models._providers import ProviderPool
-from ._store import Store
+from ._store import NodeStore
 
 __all__ = ["DurableProvider", "DurableToolClient", "Steps", "call_key", "shape_summary"]
 
@@ -67,7 +67,7 @@ class Steps:
         step = DBOS.step_id if DBOS.step_id is not None else 0
         return f"{self.run_number}:{step}"
 
-    async def ended_before(self, store: Store, key: str) -> bool:
+    async def ended_before(self, store: NodeStore, key: str) -> bool:
         """Whether step ``key`` ended in an earlier process (its mark was written): DBOS
         runs it again, its result unrecorded, and it must publish and count nothing."""
         return self.recovered and await store.step_mark(self.node_id) == key
@@ -119,7 +119,7 @@ class DurableProvider(Provider):
         node_id: str,
         model: Callable[[], str | None],
         providers: ProviderPool,
-        store: Store,
+        store: NodeStore,
         events: EventLog,
     ) -> None:
         self._steps = steps
@@ -201,7 +201,7 @@ class DurableToolClient(ToolClient):
     """A node's tools: each call is one recorded step, announced by tool-call events."""
 
     def __init__(
-        self, inner: ToolClient, *, node_id: str, events: EventLog, steps: Steps, store: Store
+        self, inner: ToolClient, *, node_id: str, events: EventLog, steps: Steps, store: NodeStore
     ) -> None:
         self._steps = steps
         self._store = store

@@ -28,7 +28,8 @@ from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
 from ..canvas._service import Canvas, asking_from
 from ..crons._service import Crons
-from ..db._database import create_engine, database_kind, redact_url
+from ..db._database import create_engine, redact_url
+from ..db._handle import Database
 from ..events._log import EventLog
 from ..human._service import Human
 from ..jobs._service import Jobs
@@ -54,10 +55,12 @@ from ._rows import (
     node_cursor,
     read_cursor,
     to_node,
+    to_outcome,
     when,
 )
 from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
-from ._store import DuplicateNode, Row, Store
+from ._store import DuplicateNode, NodeStore
+from ._types import NodeExtra, NodeRow, Outcome, RunEnd
 
 __all__ = [
     "SETTLED",
@@ -90,7 +93,7 @@ def _crash_if_asked() -> None:
 
 _ENGINE: Engine | None = None
 
-SettleHook = Callable[[str, dict[str, Any]], Awaitable[None]]
+SettleHook = Callable[[str, Outcome], Awaitable[None]]
 """Reacts to a node settling: ``hook(node_id, outcome)``."""
 
 
@@ -101,7 +104,7 @@ def current_engine() -> Engine:
     return _ENGINE
 
 
-def _answered(row: Row) -> bool:
+def _answered(row: NodeRow) -> bool:
     """Whether the node's outcome stands: it has one and is not at work on a later
     message (a resident root answers each message anew: until it has, it is pending)."""
     return row["settled_at"] is not None and row["status"] not in ("running", "interrupted")
@@ -112,9 +115,10 @@ class Engine:
 
     def __init__(self, config: RuntimeConfig) -> None:
         self.config = config
-        self.database = database_kind(config.db_url)
-        self.sql = create_engine(config.db_url)
-        self.store = Store(self.sql)
+        self.db = Database(create_engine(config.db_url))
+        """The daemon's database, which every feature's store uses."""
+        self.store = NodeStore(self.db)
+        """The kernel's rows: nodes, messages, outcomes, events."""
         self.events = EventLog(self.store, memory=config.stream_memory)
         self.providers = ProviderPool(config.provider)
         self.models = Models(self)  # installed keys and the stored default, into the pool
@@ -156,10 +160,10 @@ class Engine:
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
         self.sandbox.check()  # refuses to start under --require-sandbox without one
-        self.store.migrate()
+        self.db.migrate()
         self.jobs.reap()  # before any run resumes: a dead daemon's jobs are nobody's now
         if (
-            self.providers.default.partition(":")[0].lower() == "local"
+            self.providers.default.partition(":")[0].strip().lower() == "local"
             or self.models.default_model is not None
         ):
             # Loading the embedded model takes a while: let the first node find it ready.
@@ -178,7 +182,7 @@ class Engine:
             config={
                 "name": "heron",
                 "system_database_url": self.config.db_url,
-                "system_database_engine": self.sql,
+                "system_database_engine": self.db.engine,
                 "application_version": version,
                 # DBOS's default pool is unbounded: under load that meant hundreds of
                 # threads, costing ~8 ms of CPU and ~20 KiB per node (bench/daemon_load.py).
@@ -214,7 +218,7 @@ class Engine:
         await self.jobs.aclose()  # after DBOS: no run starts a job once they are killed
         await self.events.stop()
         await self.providers.aclose()
-        self.store.close()
+        self.db.close()
         _ENGINE = None
 
     async def _warm_default(self) -> None:
@@ -245,7 +249,7 @@ class Engine:
 
     # -- reads ---------------------------------------------------------------
 
-    async def row(self, node_id: str) -> Row:
+    async def row(self, node_id: str) -> NodeRow:
         """The node's row; ``404 node_not_found`` if there is none."""
         if not api.is_valid_id(node_id):
             raise ApiError(400, "invalid_node_id", f"not a valid node id: {node_id!r}")
@@ -294,7 +298,7 @@ class Engine:
         return api.OutcomePoll(
             node_id=node_id,
             state="settled" if outcome is not None else "pending",
-            outcome=outcome,  # type: ignore[arg-type]
+            outcome=to_outcome(outcome) if outcome is not None else None,
             node_status=row["status"],
             deadline_at=maybe_when(row["deadline_at"]),
         )
@@ -308,7 +312,7 @@ class Engine:
             uptime_seconds=round(now - self.started_at, 3),
             pid=os.getpid(),
             nodes=await self.store.counts_by_status(),
-            database=f"{self.database} ({redact_url(self.config.db_url)})",
+            database=f"{self.db.kind} ({redact_url(self.config.db_url)})",
             listeners=self.listeners,
             provider=self.providers.default,
             event_streams=self.events.stats(),
@@ -318,7 +322,7 @@ class Engine:
     # -- create ----------------------------------------------------------------
 
     async def create(
-        self, request: api.NodeCreateRequest, *, extra: Mapping[str, Any] | None = None
+        self, request: api.NodeCreateRequest, *, extra: NodeExtra | None = None
     ) -> api.Node:
         """Create a node and start its first run (unless ``no_kickoff``); returns at once.
 
@@ -343,7 +347,7 @@ class Engine:
         row["runs"] = 1 if kickoff else 0
         worktree = None
         requested = row["extra"]["worktree"]  # the request's, or a fork's (see inherit)
-        if requested is not None and requested is not False:
+        if requested is not None and requested is not False and not isinstance(requested, dict):
             # Made before the row exists, so the first run already works in it.
             worktree = row["extra"]["worktree"] = await self.worktrees.make(row, requested)
         # Under the parent's lock, the child exists before the parent settles or not at
@@ -366,8 +370,8 @@ class Engine:
         return to_node(row)
 
     async def _insert(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None, worktree: Any
-    ) -> Row | None:
+        self, request: api.NodeCreateRequest, row: NodeRow, prompt: str | None, worktree: Any
+    ) -> NodeRow | None:
         """Insert the new node's row (or claim a warm node for it: returned)."""
         try:
             if request.parent is not None:
@@ -386,7 +390,7 @@ class Engine:
             raise
         return warm
 
-    async def _check_placement(self, row: Row, request: api.NodeCreateRequest) -> None:
+    async def _check_placement(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
         """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
         a node pinned to its directory (``pin_cwd``: it works there and nowhere else)."""
         if request.creator is not None:
@@ -413,14 +417,15 @@ class Engine:
                 f"node {parent_id!r} is {parent['status']}: it takes no new children",
             )
 
-    def _new_row(self, request: api.NodeCreateRequest) -> tuple[Row, str | None]:
+    def _new_row(self, request: api.NodeCreateRequest) -> tuple[NodeRow, str | None]:
         now = time.time()
         schema = check_output_schema(request.output_schema)
         cwd = check_directory(request.pin_cwd or request.cwd)
         deadline = check_duration(request.deadline)
         prompt = request.prompt if request.prompt and request.prompt.strip() else None
-        row: Row = {
+        row: NodeRow = {
             "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
+            "status": "dormant",  # (running once its first run is due: see create)
             "root": request.root if request.root is not None else request.parent is None,
             "root_lifecycle": request.root_lifecycle,
             "mode": request.mode,
@@ -451,8 +456,12 @@ class Engine:
             "turns": 0,
             "input_tokens": 0,
             "output_tokens": 0,
+            "runs": 0,
             "state": None,
             "pending_result": None,
+            "events_reserved": None,
+            "step_mark": None,
+            "warm": None,
         }
         return row, prompt
 
@@ -531,7 +540,7 @@ class Engine:
         if self.active.get(active.node_id) is active:
             del self.active[active.node_id]
 
-    async def ended(self, active: Active, end: dict[str, Any]) -> None:
+    async def ended(self, active: Active, end: RunEnd) -> None:
         """Wake whoever waits on a run's end, run the settle hooks (called by the workflow,
         also when it replays an end recorded before a crash)."""
         node_id = active.node_id
@@ -548,7 +557,7 @@ class Engine:
             self._spawn(self.jobs.settled(node_id))
         active.ended.set()
 
-    async def _after_settling(self, node_id: str, outcome: dict[str, Any] | None) -> None:
+    async def _after_settling(self, node_id: str, outcome: Outcome | None) -> None:
         """Wake whoever waits on the node's outcome and run the settle hooks."""
         row = await self.store.node(node_id)
         if outcome is None:
@@ -562,7 +571,7 @@ class Engine:
                 self._spawn(self._run_hook(hook, node_id, outcome, settled_at))
 
     async def _run_hook(
-        self, hook: SettleHook, node_id: str, outcome: dict[str, Any], settled_at: float
+        self, hook: SettleHook, node_id: str, outcome: Outcome, settled_at: float
     ) -> None:
         # A revive may have taken the outcome back since (and the node may have settled
         # again, announcing that itself): react only to the settlement still standing.
@@ -597,7 +606,7 @@ class Engine:
             return await self.deliver(row, body, extra=extra)
 
     async def deliver(
-        self, row: Row, body: str, *, extra: Mapping[str, Any] | None = None
+        self, row: NodeRow, body: str, *, extra: Mapping[str, Any] | None = None
     ) -> api.MessageAccepted:
         """Queue ``body`` for an unsettled node and wake it unless it is running.
 
@@ -756,7 +765,7 @@ class Engine:
         if values:
             await self.store.update_node(node_id, **values)
             # Merged: other writers' keys of ``extra`` stay.
-            merged: dict[str, Any] = {}
+            merged: NodeExtra = {}
             if "deadline" in fields:
                 merged["deadline_seconds"] = seconds
             if "model" in fields:  # an explicit choice, passed on to forks and children

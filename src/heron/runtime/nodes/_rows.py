@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
+from pydantic import TypeAdapter
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -16,7 +18,7 @@ from ... import api
 from ..server._durations import parse_duration
 from ..server._errors import ApiError
 from ..worktrees._service import to_worktree
-from ._store import Row
+from ._types import NodeRow
 
 __all__ = [
     "check_directory",
@@ -26,6 +28,7 @@ __all__ = [
     "node_cursor",
     "read_cursor",
     "to_node",
+    "to_outcome",
     "when",
 ]
 
@@ -128,7 +131,7 @@ def _check_references(schema: dict[str, Any]) -> None:
         )
 
 
-def node_cursor(row: Row) -> str:
+def node_cursor(row: NodeRow) -> str:
     """The cursor of ``GET /v1/nodes`` listing the nodes after this one: where it sits
     in the listing (its creation time and id), so it holds after the node is pruned."""
     return f"{row['created_at']!r}:{row['node_id']}"
@@ -151,7 +154,7 @@ def read_cursor(cursor: str) -> tuple[float, str]:
     return at, node_id
 
 
-def to_node(row: Row) -> api.Node:
+def to_node(row: NodeRow) -> api.Node:
     """A row of ``heron_nodes`` as the wire's :class:`heron.api.Node`."""
     extra = row["extra"] or {}
     return api.Node(
@@ -185,9 +188,19 @@ def to_node(row: Row) -> api.Node:
         forked_from=extra.get("forked_from"),
         previous_outcomes=[
             api.PreviousOutcome(
-                outcome=p["outcome"], settled_at=when(p["settled_at"]), status=p["status"]
+                outcome=to_outcome(p["outcome"]),
+                settled_at=when(p["settled_at"]),
+                status=p["status"],
             )
             for p in extra.get("previous_outcomes", [])
         ],
-        cron_id=(extra.get("cron") or {}).get("cron_id"),
+        cron_id=cron["cron_id"] if (cron := extra.get("cron")) else None,
     )
+
+
+_OUTCOME: TypeAdapter[api.NodeResult | api.NodeFailure] = TypeAdapter(api.NodeOutcome)
+
+
+def to_outcome(value: Mapping[str, Any]) -> api.NodeResult | api.NodeFailure:
+    """A stored outcome (``heron_outcomes.outcome``, JSON) as the wire's model."""
+    return _OUTCOME.validate_python(value)

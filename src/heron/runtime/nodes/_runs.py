@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._durable import Steps
+from ._types import FailureDetail, Outcome
 
 if TYPE_CHECKING:
     from ...agents import BaseAgent
@@ -86,7 +87,10 @@ def run_workflow_id(node_id: str, run: int) -> str:
     return f"heron:{node_id}:{run}"
 
 
-def failure_outcome(stop: Stop) -> dict[str, Any]:
+def failure_outcome(stop: Stop) -> Outcome:
     """The outcome a closed or failed run settles with."""
-    detail = {"message": stop.message or stop.reason or "failed", "error_type": stop.error_type}
+    detail: FailureDetail = {
+        "message": stop.message or stop.reason or "failed",
+        "error_type": stop.error_type,
+    }
     return {"kind": "failure", "reason": stop.reason, "declined": None, "detail": detail}

@@ -1,38 +1,36 @@
 """The daemon's own records (nodes, outcomes, messages, events) over SQLAlchemy Core.
 
-Every method is a coroutine that runs its statements on a small thread pool, so
-the event loop never waits on the database; each method is one transaction.
+Every method is a coroutine that runs its statements on the database's thread pool
+(:class:`~heron.runtime.db._handle.Database`), so the event loop never waits on the
+database; each method is one transaction. Features keep their own tables in their
+own stores; they read nodes through this one's public methods.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..canvas._store import CanvasRows
-from ..crons._store import CronRows
-from ..db._database import events, messages, migrate, nodes, outcomes
-from ..human._store import HumanRows
-from ..memory._store import MemoryRows
-from ..reports._store import ReportRows
+from ..db._database import events, messages, nodes, outcomes
+from ..db._handle import Database
+from ._types import EventRow, NodeRow, Outcome, as_outcome
 
-__all__ = ["DuplicateNode", "Settlement", "StepMark", "Store"]
+__all__ = [
+    "DuplicateNode",
+    "NodeStore",
+    "Settlement",
+    "StepMark",
+    "locked_status",
+    "queue_in",
+]
 
 log = logging.getLogger("heron.runtime")
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-Row = dict[str, Any]
 
 
 class DuplicateNode(Exception):
@@ -53,41 +51,28 @@ class StepMark:
 class Settlement:
     """An idle node's settlement, written with its events (see ``_events``)."""
 
-    outcome: Mapping[str, Any]
+    outcome: Outcome
     """The outcome it settles with."""
     status: str
     """The status it takes."""
 
 
-class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
-    """Reads and writes the daemon's tables; see the module docstring."""
+class NodeStore:
+    """Reads and writes the kernel's tables; see the module docstring."""
 
-    def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:
-        self.engine = engine
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="heron-db")
-
-    def migrate(self) -> int:
-        """Create or upgrade the schema (blocking; call before serving)."""
-        return migrate(self.engine)
-
-    def close(self) -> None:
-        """Stop the thread pool and release the engine's connections."""
-        self._pool.shutdown(wait=True)
-        self.engine.dispose()
-
-    async def _run(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(func, *args, **kwargs))
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        """The daemon's database."""
 
     # -- nodes ------------------------------------------------------------
 
-    async def insert_node(self, row: Row, first_message: str | None) -> None:
+    async def insert_node(self, row: NodeRow, first_message: str | None) -> None:
         """Insert a node (and its kickoff message); :class:`DuplicateNode` if the id is taken."""
-        await self._run(self._insert_node, row, first_message)
+        await self.db.run(self._insert_node, row, first_message)
 
-    def _insert_node(self, row: Row, first_message: str | None) -> None:
+    def _insert_node(self, row: NodeRow, first_message: str | None) -> None:
         try:
-            with self.engine.begin() as conn:
+            with self.db.engine.begin() as conn:
                 conn.execute(nodes.insert().values(**row))
                 if first_message is not None:
                     conn.execute(
@@ -98,14 +83,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         except sa.exc.IntegrityError:
             raise DuplicateNode(row["node_id"]) from None
 
-    async def node(self, node_id: str) -> Row | None:
+    async def node(self, node_id: str) -> NodeRow | None:
         """The node's row, or ``None``."""
-        return await self._run(self._node, node_id)
-
-    def _node(self, node_id: str) -> Row | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(nodes).where(nodes.c.node_id == node_id)).first()
-        return dict(row._mapping) if row is not None else None
+        found = await self.db.first(sa.select(nodes).where(nodes.c.node_id == node_id))
+        return _node_row(found) if found is not None else None
 
     async def list_nodes(
         self,
@@ -114,19 +95,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         root: bool | None = None,
         limit: int | None = None,
         after: tuple[float, str] | None = None,
-    ) -> list[Row]:
+    ) -> list[NodeRow]:
         """Nodes, oldest first, optionally only those with one of ``status`` and ``root``;
         at most ``limit``, and only those listed after ``after`` (``(created_at, node_id)``
         of the last one already seen)."""
-        return await self._run(self._list_nodes, status, root, limit, after)
-
-    def _list_nodes(
-        self,
-        status: Sequence[str] | None,
-        root: bool | None,
-        limit: int | None = None,
-        after: tuple[float, str] | None = None,
-    ) -> list[Row]:
         query = (
             sa.select(nodes)
             .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
@@ -146,15 +118,14 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             )
         if limit is not None:
             query = query.limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return [_node_row(r) for r in await self.db.all(query)]
 
     async def update_node(self, node_id: str, **values: Any) -> None:
         """Set columns of a node (``updated_at`` too)."""
-        await self._run(self._update_node, node_id, values)
+        await self.db.run(self._update_node, node_id, values)
 
     def _update_node(self, node_id: str, values: Mapping[str, Any]) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             conn.execute(
                 nodes.update()
                 .where(nodes.c.node_id == node_id)
@@ -164,10 +135,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
     async def merge_extra(self, node_id: str, **values: Any) -> None:
         """Set keys of the node's ``extra`` JSON (``None`` removes one), in one transaction
         (so concurrent writers of other keys are not undone)."""
-        await self._run(self._merge_extra, node_id, values)
+        await self.db.run(self._merge_extra, node_id, values)
 
     def _merge_extra(self, node_id: str, values: Mapping[str, Any]) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             self._merge_extra_in(conn, node_id, values)
 
     @staticmethod
@@ -194,10 +165,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         crash); ``False`` otherwise. A ``closed`` claim made before the node settled
         (``settled_at`` ``None``) is bound to its next settlement, which it takes.
         """
-        return await self._run(self._claim_delivery, node_id, settled_at, how, by)
+        return await self.db.run(self._claim_delivery, node_id, settled_at, how, by)
 
     def _claim_delivery(self, node_id: str, settled_at: float, how: str, by: str | None) -> bool:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             where = nodes.c.node_id == node_id
             # FOR UPDATE: PostgreSQL holds the row until the write (SQLite locks at BEGIN),
             # so two claimers never both see "not yet claimed".
@@ -219,10 +190,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         self, node_id: str, *, turns: int, input_tokens: int, output_tokens: int
     ) -> None:
         """Count a finished model turn's tokens on the node."""
-        await self._run(self._add_usage, node_id, turns, input_tokens, output_tokens)
+        await self.db.run(self._add_usage, node_id, turns, input_tokens, output_tokens)
 
     def _add_usage(self, node_id: str, turns: int, input_tokens: int, output_tokens: int) -> None:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             conn.execute(
                 nodes.update()
                 .where(nodes.c.node_id == node_id)
@@ -234,9 +205,17 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                 )
             )
 
+    async def nodes_by_id(self, node_ids: Collection[str]) -> dict[str, NodeRow]:
+        """The rows of those nodes (that exist), by id, in one query."""
+        ids = list(node_ids)
+        if not ids:
+            return {}
+        query = sa.select(nodes).where(nodes.c.node_id.in_(ids))
+        return {r["node_id"]: _node_row(r) for r in await self.db.all(query)}
+
     async def counts_by_status(self) -> dict[str, int]:
         """How many nodes are in each status."""
-        return await self._run(self._counts)
+        return await self.db.run(self._counts)
 
     def _counts(self) -> dict[str, int]:
         query = (
@@ -244,40 +223,45 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             .where(nodes.c.warm.is_(None))  # warm-pool nodes are nobody's yet
             .group_by(nodes.c.status)
         )
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return {status: count for status, count in conn.execute(query)}
 
-    async def unsettled(self) -> list[Row]:
+    async def unsettled(self) -> list[NodeRow]:
         """Nodes without an outcome (for deadlines and wake-ups after a restart)."""
-        return await self._run(self._unsettled)
-
-    def _unsettled(self) -> list[Row]:
         query = sa.select(nodes).where(nodes.c.settled_at.is_(None), nodes.c.warm.is_(None))
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return [_node_row(r) for r in await self.db.all(query)]
 
     async def children(self, node_id: str) -> list[str]:
         """Ids of the nodes whose parent is ``node_id``."""
-        return await self._run(self._children, node_id)
-
-    def _children(self, node_id: str) -> list[str]:
         # A warm-pool node pre-started for a parent's children is not its child yet.
         query = sa.select(nodes.c.node_id).where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
-        with self.engine.connect() as conn:
-            return list(conn.execute(query).scalars())
+        return [r["node_id"] for r in await self.db.all(query)]
 
-    async def child_rows(self, node_id: str) -> list[Row]:
+    async def child_rows(self, node_id: str) -> list[NodeRow]:
         """The rows of the nodes whose parent is ``node_id``, oldest first (one query)."""
-        return await self._run(self._child_rows, node_id)
-
-    def _child_rows(self, node_id: str) -> list[Row]:
         query = (
             sa.select(nodes)
             .where(nodes.c.parent == node_id, nodes.c.warm.is_(None))
             .order_by(nodes.c.created_at, nodes.c.node_id)
         )
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return [_node_row(r) for r in await self.db.all(query)]
+
+    # -- the warm pool ------------------------------------------------------
+
+    async def claim_warm(self, key: str, row: Mapping[str, Any], prompt: str) -> bool:
+        """Give the warm node ``row["node_id"]`` (of launch tuple ``key``) the create's
+        fields and its prompt, in one transaction; ``False`` if it is no longer a warm
+        node of ``key`` (discarded)."""
+        return await self.db.write(_claim_warm, key, row, prompt)
+
+    async def delete_warm(self, node_ids: Sequence[str] | None) -> int:
+        """Delete warm rows (those listed, or all): they never had a message or event."""
+        return await self.db.write(_delete_warm, node_ids)
+
+    async def warm_without_cwd(self) -> list[str]:
+        """Ids of the stored warm nodes without a ``cwd`` (working in their own workspace)."""
+        query = sa.select(nodes.c.node_id).where(nodes.c.warm.is_not(None), nodes.c.cwd.is_(None))
+        return [r["node_id"] for r in await self.db.all(query)]
 
     # -- messages ---------------------------------------------------------
 
@@ -290,10 +274,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         transaction: a message that ends a state (a wait) is queued exactly when the
         state ends, even if the daemon dies right after.
         """
-        return await self._run(self._add_message, node_id, body, extra)
+        return await self.db.run(self._add_message, node_id, body, extra)
 
     def _add_message(self, node_id: str, body: str, extra: Mapping[str, Any] | None) -> int:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             result = conn.execute(
                 messages.insert().values(node_id=node_id, body=body, created_at=time.time())
             )
@@ -308,11 +292,11 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
         The unread messages are queued again after it, in their order, with new ids.
         """
-        await self._run(self._queue_first, node_id, body)
+        await self.db.run(self._queue_first, node_id, body)
 
     def _queue_first(self, node_id: str, body: str) -> None:
         unread = messages.c.node_id == node_id, messages.c.claimed_run.is_(None)
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             stale = conn.execute(
                 sa.select(messages.c.body, messages.c.created_at)
                 .where(*unread)
@@ -328,20 +312,20 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
         Idempotent per ``(run, step)``: asked again, it returns what it claimed then.
         """
-        return await self._run(self._claim, node_id, run, step)
+        return await self.db.run(self._claim, node_id, run, step)
 
     def _claim(self, node_id: str, run: int, step: int) -> list[str]:
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             return _claim(conn, node_id, run, step)
 
     async def recorded_steps(self, workflow_id: str) -> int:
         """How many steps DBOS has recorded for a workflow (a plain read, not a step)."""
-        return await self._run(self._recorded_steps, workflow_id)
+        return await self.db.run(self._recorded_steps, workflow_id)
 
     def _recorded_steps(self, workflow_id: str) -> int:
-        schema = "dbos." if self.engine.dialect.name == "postgresql" else ""
+        schema = "dbos." if self.db.engine.dialect.name == "postgresql" else ""
         query = sa.text(f"SELECT count(*) FROM {schema}operation_outputs WHERE workflow_uuid = :id")
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return int(conn.execute(query, {"id": workflow_id}).scalar() or 0)
 
     # -- runs and outcomes -------------------------------------------------
@@ -353,7 +337,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         *,
         state: Any,
         status: str,
-        outcome: Mapping[str, Any] | None,
+        outcome: Outcome | None,
         continue_with_messages: bool,
         step: int = 0,
         record: Mapping[str, Any] | None = None,
@@ -367,7 +351,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         ``record`` is kept in the node's ``extra["ended"]`` in the same transaction
         (so the run's end step, if run again, can return what it decided).
         """
-        return await self._run(
+        return await self.db.run(
             self._end_run,
             node_id,
             run,
@@ -385,13 +369,13 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         run: int,
         state: Any,
         status: str,
-        outcome: Mapping[str, Any] | None,
+        outcome: Outcome | None,
         continue_with_messages: bool,
         step: int,
         record: Mapping[str, Any] | None,
     ) -> list[str]:
         now = time.time()
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             values: dict[str, Any] = {"state": state, "updated_at": now}
             if continue_with_messages:
                 unread = _claim(conn, node_id, run, step)
@@ -412,15 +396,15 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))
         return []
 
-    async def settle(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
+    async def settle(self, node_id: str, outcome: Outcome, status: str) -> bool:
         """Settle a node that is not running; ``False`` if it had already settled."""
-        return await self._run(self._settle_now, node_id, outcome, status)
+        return await self.db.run(self._settle_now, node_id, outcome, status)
 
-    def _settle_now(self, node_id: str, outcome: Mapping[str, Any], status: str) -> bool:
-        with self.engine.begin() as conn:
+    def _settle_now(self, node_id: str, outcome: Outcome, status: str) -> bool:
+        with self.db.engine.begin() as conn:
             return _settle_idle(conn, node_id, Settlement(outcome=outcome, status=status))
 
-    async def unsettle(self, node_id: str, **values: Any) -> dict[str, Any] | None:
+    async def unsettle(self, node_id: str, **values: Any) -> Outcome | None:
         """Take back a node's outcome (revive, relaunch) and set ``values``, in one transaction.
 
         The outcome row is deleted and kept, with when it settled and the status the
@@ -428,10 +412,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         ``settled_at`` is cleared. Returns the outcome taken back (``None`` if there was
         none: then only ``values`` are set).
         """
-        return await self._run(self._unsettle, node_id, values)
+        return await self.db.run(self._unsettle, node_id, values)
 
-    def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
-        with self.engine.begin() as conn:
+    def _unsettle(self, node_id: str, values: Mapping[str, Any]) -> Outcome | None:
+        with self.db.engine.begin() as conn:
             found = conn.execute(
                 sa.select(outcomes.c.outcome, outcomes.c.settled_at).where(
                     outcomes.c.node_id == node_id
@@ -459,17 +443,13 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                 update["settled_at"] = None
                 conn.execute(outcomes.delete().where(outcomes.c.node_id == node_id))
             conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**update))
-        return dict(found.outcome) if found is not None else None
+        return as_outcome(found.outcome) if found is not None else None
 
-    async def outcome(self, node_id: str) -> dict[str, Any] | None:
+    async def outcome(self, node_id: str) -> Outcome | None:
         """A node's settled outcome, or ``None``."""
-        return await self._run(self._outcome, node_id)
-
-    def _outcome(self, node_id: str) -> dict[str, Any] | None:
         query = sa.select(outcomes.c.outcome).where(outcomes.c.node_id == node_id)
-        with self.engine.connect() as conn:
-            value = conn.execute(query).scalar()
-        return dict(value) if value is not None else None
+        value = await self.db.scalar(query)
+        return as_outcome(value) if value is not None else None
 
     # -- events -------------------------------------------------------------
 
@@ -486,7 +466,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         out), set the step ``marks`` (counting their usage) and settle the idle nodes of
         ``settles`` (as :meth:`settle`), in one transaction."""
         if batch or reserve or marks or settles:
-            await self._run(self._append_events, batch, reserve or {}, marks or {}, settles or {})
+            await self.db.run(self._append_events, batch, reserve or {}, marks or {}, settles or {})
 
     def _append_events(
         self,
@@ -500,7 +480,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             for n, s, t, d, c in batch
         ]
         try:
-            with self.engine.begin() as conn:
+            with self.db.engine.begin() as conn:
                 if rows:
                     conn.execute(events.insert(), rows)
                 _numbers_and_marks(conn, reserve, marks, settles)
@@ -513,7 +493,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             pass
         for row in rows:
             try:
-                with self.engine.begin() as conn:
+                with self.db.engine.begin() as conn:
                     conn.execute(events.insert(), [row])
             except sa.exc.OperationalError:
                 raise
@@ -525,17 +505,12 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
                     row["node_id"],
                     exc,
                 )
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             _numbers_and_marks(conn, reserve, marks, settles)
 
     async def step_mark(self, node_id: str) -> str | None:
         """The node's last step whose events were written (see :meth:`append_events`)."""
-        return await self._run(self._step_mark, node_id)
-
-    def _step_mark(self, node_id: str) -> str | None:
-        query = sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id)
-        with self.engine.connect() as conn:
-            value = conn.execute(query).scalar()
+        value = await self.db.scalar(sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id))
         return None if value is None else str(value)
 
     async def last_sequence(self, node_id: str) -> int:
@@ -544,12 +519,12 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
 
     async def event_numbers(self, node_id: str) -> tuple[int, int]:
         """The highest event number logged for a node and the highest reserved (0 if none)."""
-        return await self._run(self._event_numbers, node_id)
+        return await self.db.run(self._event_numbers, node_id)
 
     def _event_numbers(self, node_id: str) -> tuple[int, int]:
         last = sa.select(sa.func.max(events.c.sequence_number)).where(events.c.node_id == node_id)
         reserved = sa.select(nodes.c.events_reserved).where(nodes.c.node_id == node_id)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             return int(conn.execute(last).scalar() or 0), int(conn.execute(reserved).scalar() or 0)
 
     async def events(
@@ -560,10 +535,10 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         upto: int | None = None,
         types: Sequence[str] | None = None,
         last: int | None = None,
-    ) -> list[Row]:
+    ) -> list[EventRow]:
         """A node's logged events numbered above ``after`` (and at most ``upto``), in
         order; only of ``types`` when given; only the ``last`` such ones when given."""
-        return await self._run(self._events, node_id, after, upto, types, last)
+        return await self.db.run(self._events, node_id, after, upto, types, last)
 
     def _events(
         self,
@@ -572,7 +547,7 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
         upto: int | None,
         types: Sequence[str] | None,
         last: int | None,
-    ) -> list[Row]:
+    ) -> list[EventRow]:
         number = events.c.sequence_number
         query = sa.select(events).where(events.c.node_id == node_id, number > after)
         if upto is not None:
@@ -583,19 +558,69 @@ class Store(ReportRows, CanvasRows, MemoryRows, CronRows, HumanRows):
             query = query.order_by(number.desc()).limit(last)
         else:
             query = query.order_by(number)
-        with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(query)]
+        with self.db.engine.connect() as conn:
+            rows = [cast(EventRow, dict(r._mapping)) for r in conn.execute(query)]
         return rows[::-1] if last is not None else rows
 
     async def first_event_number(self, node_id: str) -> int | None:
         """The lowest event number logged for a node (``None`` if none)."""
-        return await self._run(self._first_event_number, node_id)
-
-    def _first_event_number(self, node_id: str) -> int | None:
         query = sa.select(sa.func.min(events.c.sequence_number)).where(events.c.node_id == node_id)
-        with self.engine.connect() as conn:
-            value = conn.execute(query).scalar()
+        value = await self.db.scalar(query)
         return None if value is None else int(value)
+
+
+_WARM_KEPT = ("node_id", "warm", "events_reserved", "step_mark")
+"""Columns a claim leaves as the warm node has them (``warm`` is cleared on its own)."""
+
+
+def locked_status(conn: sa.Connection, node_id: str) -> str | None:
+    """The node's status (``None``: no such node), its row held until the caller's
+    transaction ends (PostgreSQL; SQLite's writers lock at ``BEGIN``): a feature writing
+    rows of its own only while the node has not settled reads it so."""
+    query = sa.select(nodes.c.status).where(nodes.c.node_id == node_id).with_for_update()
+    status = conn.execute(query).scalar()
+    return None if status is None else str(status)
+
+
+def queue_in(conn: sa.Connection, node_id: str, body: str, now: float) -> None:
+    """Queue a message for the node in the caller's transaction (nothing if it is gone);
+    one created with ``no_kickoff`` that never ran gets its prompt queued first."""
+    node = conn.execute(
+        sa.select(nodes.c.status, nodes.c.runs, nodes.c.prompt).where(nodes.c.node_id == node_id)
+    ).first()
+    if node is None:
+        return  # the node is gone: nobody to tell
+    if node.status != "running" and node.runs == 0 and node.prompt is not None:
+        # Created with no_kickoff: its brief was never sent, and comes first.
+        conn.execute(messages.insert().values(node_id=node_id, body=node.prompt, created_at=now))
+    conn.execute(messages.insert().values(node_id=node_id, body=body, created_at=now))
+
+
+def _node_row(values: Mapping[Any, Any]) -> NodeRow:
+    """A row read from ``heron_nodes``, typed."""
+    return cast(NodeRow, dict(values))
+
+
+def _claim_warm(conn: sa.Connection, key: str, row: Mapping[str, Any], prompt: str) -> bool:
+    # The create's fields: not the warm run's own bookkeeping (its event numbers, step).
+    values = {k: v for k, v in row.items() if k not in _WARM_KEPT}
+    done = conn.execute(
+        nodes.update()
+        .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
+        .values(**values, warm=None)
+    )
+    if done.rowcount != 1:
+        return False
+    conn.execute(
+        messages.insert().values(node_id=row["node_id"], body=prompt, created_at=row["created_at"])
+    )
+    return True
+
+
+def _delete_warm(conn: sa.Connection, node_ids: Sequence[str] | None) -> int:
+    warm = nodes.c.warm.is_not(None)
+    where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(list(node_ids)))
+    return conn.execute(nodes.delete().where(where)).rowcount
 
 
 def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:
@@ -668,7 +693,7 @@ def _settle_idle(conn: sa.Connection, node_id: str, settlement: Settlement) -> b
     return settled
 
 
-def _settle(conn: sa.Connection, node_id: str, outcome: Mapping[str, Any], now: float) -> bool:
+def _settle(conn: sa.Connection, node_id: str, outcome: Outcome, now: float) -> bool:
     """Record ``outcome`` as the node's; ``False`` if it keeps the one it has.
 
     A node that has settled for good keeps its first outcome. One that has an outcome

@@ -35,6 +35,7 @@ from ._runs import (
     run_workflow_id,
 )
 from ._tools import ASK_TOOL, NodeTools, admits, node_tools, schema_text
+from ._types import NodeRow, Outcome, RunEnd, RunPlan, StopRecord
 
 if TYPE_CHECKING:
     from ...providers import Provider
@@ -122,7 +123,7 @@ class _Run:
         await engine.ended(active, end)
         return str(end["status"])
 
-    async def _begin(self) -> dict[str, Any] | None:
+    async def _begin(self) -> RunPlan | None:
         engine = self.engine
         row = await engine.store.node(self.node_id)
         if row is None or row["status"] in SETTLED:
@@ -130,7 +131,7 @@ class _Run:
         unread = await engine.store.claim_messages(self.node_id, self.run, _step_id())
         tree = active_worktree(row)  # while it has one, the node works in its worktree
         # What a run is prepared from before its prompt: each field read here must
-        # be in _warm.LAUNCH_FIELDS, or a warm node could serve a create it does not fit.
+        # be in _types.LAUNCH_FIELDS, or a warm node could serve a create it does not fit.
         return {
             "warm": row["warm"] is not None,
             "kind": row["kind"],
@@ -146,7 +147,7 @@ class _Run:
             "prompt": "\n\n".join(unread) or "Continue.",
         }
 
-    def _agent(self, plan: dict[str, Any], active: Active, steps: Steps) -> BaseAgent:
+    def _agent(self, plan: RunPlan, active: Active, steps: Steps) -> BaseAgent:
         engine, node_id = self.engine, self.node_id
         schema = plan["output_schema"]
 
@@ -275,7 +276,7 @@ class _Run:
     async def _inbox(self) -> list[str]:
         return await self.engine.store.claim_messages(self.node_id, self.run, _step_id())
 
-    async def _end(self, state: Any, stop: dict[str, Any], nudges: int) -> dict[str, Any]:
+    async def _end(self, state: Any, stop: StopRecord, nudges: int) -> RunEnd:
         engine, node_id, step = self.engine, self.node_id, _step_id()
         row = await engine.store.node(node_id)
         assert row is not None
@@ -283,12 +284,12 @@ class _Run:
         if record is not None and record.get("key") == [self.run, step]:
             # DBOS ran this step again after a crash: the end was saved; it is announced
             # unless that was written too (whatever the kill's timing, once).
-            ended = dict(record["value"])
+            ended = record["value"].copy()
             key = f"{self.run}:{step}"
             if await engine.store.step_mark(node_id) != key:
                 await self._announce(ended, key)
             return ended
-        outcome: dict[str, Any] | None = None
+        outcome: Outcome | None = None
         more = False
         already_settled = row["settled_at"] is not None
         if stop["kind"] == "done" and stop["asked"] and row["pending_result"] is None:
@@ -325,7 +326,7 @@ class _Run:
         # A node alive with an outcome (a resident root that answered before) takes the
         # new one: its outcome is its latest answer (see Store.end_run).
         settled_now = outcome is not None and (not already_settled or row["status"] not in SETTLED)
-        done: dict[str, Any] = {"continue": False, "status": status, "settled": settled_now}
+        done: RunEnd = {"continue": False, "status": status, "settled": settled_now}
         if settled_now:
             done["outcome"] = outcome  # announced as is (see _announce)
         async with engine.locked(node_id):
@@ -344,7 +345,7 @@ class _Run:
         await self._announce(done, f"{self.run}:{step}")
         return done
 
-    async def _announce(self, done: dict[str, Any], key: str) -> None:
+    async def _announce(self, done: RunEnd, key: str) -> None:
         """Publish the run's end (its status, and its outcome if it settled one) and write
         it with the step's mark, before the end step's result is recorded."""
         events, node_id = self.engine.events, self.node_id
@@ -375,8 +376,8 @@ def _failed(exc: Exception) -> Stop:
 
 
 def _done_outcome(
-    row: dict[str, Any], pending: Any, stop: dict[str, Any], final_report: str | None
-) -> dict[str, Any]:
+    row: NodeRow, pending: Any, stop: StopRecord, final_report: str | None
+) -> Outcome:
     reply, stop_reason = stop.get("reply"), stop.get("stop_reason")  # (older records: none)
     if row["output_schema"] is None:
         if reply is None and stop_reason == "max_tokens":
@@ -431,7 +432,7 @@ def _small_model(provider: Provider) -> bool:
     return getattr(provider, "route_tools", False) is True
 
 
-def _small_instruction(plan: dict[str, Any]) -> str:
+def _small_instruction(plan: RunPlan) -> str:
     """A small model's instruction: only what the task needs. A persona, the kind's
     advice and a JSON schema in prose crowd its context (``heron run``, which answers
     well on it, has none); the tools' own schemas carry the rest."""
@@ -445,7 +446,7 @@ def _small_instruction(plan: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _instruction(plan: dict[str, Any], kind: Kind) -> str:
+def _instruction(plan: RunPlan, kind: Kind) -> str:
     parts = ["You are a Heron node: an agent working on the task in the user's messages."]
     parts.append(kind.instruction)
     if plan.get("mode") == "orchestrator":

@@ -11,7 +11,7 @@ import secrets
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -19,7 +19,7 @@ from ... import api
 from ..._core import ToolError
 from ..nodes._rows import maybe_when
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
+from ..nodes._types import NodeRow, Outcome
 from ..server._errors import ApiError
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ def outcome_limit(children: int) -> int:
     return max(MIN_OUTCOME, min(MAX_OUTCOME, OUTCOMES_BUDGET // max(children, 1)))
 
 
-Taken = tuple[Row | None, dict[str, Any] | None]
-"""A child's row and the outcome a waiter took (``{}``: it went another way; ``None``:
-not settled)."""
+Taken = tuple[NodeRow | None, Outcome | Literal["elsewhere"] | None]
+"""A child's row and the outcome a waiter took (``elsewhere``: it went another way, as a
+message; ``None``: not settled)."""
 
 
 @dataclass(eq=False)
@@ -113,11 +113,11 @@ class Orchestration:
 
     # -- children ------------------------------------------------------------
 
-    async def children(self, parent: str) -> list[Row]:
+    async def children(self, parent: str) -> list[NodeRow]:
         """The rows of the nodes whose parent is ``parent``, oldest first."""
         return await self.engine.store.child_rows(parent)
 
-    async def child(self, parent: str, ref: str) -> Row:
+    async def child(self, parent: str, ref: str) -> NodeRow:
         """The parent's child named ``ref`` (an id or a name); a :class:`ToolError` otherwise."""
         ref = ref.strip()
         if api.is_valid_id(ref):
@@ -166,7 +166,7 @@ class Orchestration:
 
         Per child: its row and outcome if this call took it; ``(row, None)`` if it is
         still working. A settled child whose outcome went another way (a message) is left
-        out of the answer's values: ``(row, {})`` (see :data:`Taken`).
+        out of the answer's values: ``(row, "elsewhere")`` (see :data:`Taken`).
         """
         watches = {c: _Watch() for c in dict.fromkeys(children)}
         for child, watch in watches.items():
@@ -193,15 +193,15 @@ class Orchestration:
                     self._watchers.pop(child, None)
 
     async def _take(self, child: str, how: str, by: str) -> Taken:
-        """Claim the child's current outcome: ``(row, outcome)`` if won, ``(row, {})`` if it
-        went another way, ``(row, None)`` if the child has not settled (``row`` ``None``:
-        it is gone)."""
+        """Claim the child's current outcome: ``(row, outcome)`` if won, ``(row,
+        "elsewhere")`` if it went another way, ``(row, None)`` if the child has not
+        settled (``row`` ``None``: it is gone)."""
         row = await self.engine.store.node(child)
         outcome = await self.engine.store.outcome(child)
         if row is None or outcome is None or row["settled_at"] is None:
             return row, None
         won = await self.engine.store.claim_delivery(child, row["settled_at"], how, by)
-        return (row, outcome) if won else (row, {})
+        return (row, outcome) if won else (row, "elsewhere")
 
     # -- yield and wait --------------------------------------------------------
 
@@ -362,7 +362,7 @@ class Orchestration:
 
     # -- delivery ------------------------------------------------------------
 
-    async def _on_settled(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _on_settled(self, node_id: str, outcome: Outcome) -> None:
         # A wait-children call waiting on this node takes the outcome: let it claim
         # first (it gives up its claim by ending without one: then this delivers).
         watches = list(self._watchers.get(node_id, []))
@@ -371,7 +371,7 @@ class Orchestration:
         await asyncio.gather(*(w.done.wait() for w in watches))
         await self._deliver(node_id, outcome)
 
-    async def _deliver(self, node_id: str, outcome: dict[str, Any]) -> None:
+    async def _deliver(self, node_id: str, outcome: Outcome) -> None:
         row = await self.engine.store.node(node_id)
         if row is None or row["parent"] is None or row["settled_at"] is None:
             return
@@ -411,7 +411,7 @@ class Orchestration:
         return True
 
 
-def _refuse_settled(row: Row, action: str) -> None:
+def _refuse_settled(row: NodeRow, action: str) -> None:
     if row["status"] in SETTLED:
         raise ApiError(
             409,
@@ -420,17 +420,17 @@ def _refuse_settled(row: Row, action: str) -> None:
         )
 
 
-def _delivery(row: Row) -> str | None:
+def _delivery(row: NodeRow) -> str | None:
     delivery = (row["extra"] or {}).get("outcome_delivery")
     return delivery.get("action") if isinstance(delivery, dict) else None
 
 
-def _payload(row: Row) -> str | None:
+def _payload(row: NodeRow) -> str | None:
     delivery = (row["extra"] or {}).get("outcome_delivery")
     return delivery.get("payload") if isinstance(delivery, dict) else None
 
 
-def claimed(row: Row) -> bool:
+def claimed(row: NodeRow) -> bool:
     """Whether the node's current settlement's outcome is claimed (or closed quietly)."""
     claim = (row["extra"] or {}).get("delivered")
     if not isinstance(claim, dict):
@@ -446,17 +446,17 @@ def answer(child: str, taken: Taken, limit: int) -> str:
     if row is None or outcome is None:
         status = row["status"] if row is not None else "gone"
         return f"Child {child} is still working ({status})."
-    if not outcome:
+    if outcome == "elsewhere":
         return f"Child {child} {row['status']}: its outcome already reached you as a message."
     return outcome_text(row, outcome, limit=limit)
 
 
-def _label(row: Row) -> str:
+def _label(row: NodeRow) -> str:
     return f"{row['node_id']} ({row['name']!r})" if row["name"] else row["node_id"]
 
 
 def outcome_text(
-    row: Row, outcome: dict[str, Any], note: str | None = None, *, limit: int = MAX_OUTCOME
+    row: NodeRow, outcome: Outcome, note: str | None = None, *, limit: int = MAX_OUTCOME
 ) -> str:
     """A child's outcome as its parent reads it: one line saying what happened, then the
     outcome as compact JSON (long strings cut, ``None`` fields dropped)."""
@@ -482,7 +482,7 @@ def _trim(value: Any) -> Any:
     return value
 
 
-def child_summary(rows: Iterable[Row]) -> list[dict[str, Any]]:
+def child_summary(rows: Iterable[NodeRow]) -> list[dict[str, Any]]:
     """Children as ``list-children`` shows them."""
     return [
         {"node_id": r["node_id"], "name": r["name"], "status": r["status"], "turns": r["turns"]}

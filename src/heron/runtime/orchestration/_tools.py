@@ -20,8 +20,8 @@ from ...tools import Tool, ToolContext
 from ..nodes._durable import call_key
 from ..nodes._rows import to_node
 from ..nodes._runs import SETTLED
-from ..nodes._store import Row
 from ..nodes._tools import narrowed_scopes
+from ..nodes._types import NodeRow
 from ..profiles._service import given_model
 from ..server._errors import ApiError
 from ..worktrees._service import active_worktree
@@ -323,7 +323,7 @@ class CloseChildTool(_ChildTool):
         return f"Child {child_id} is {closed.status}."
 
 
-def _workdir(row: Row) -> str | None:
+def _workdir(row: NodeRow) -> str | None:
     """Where the node works: its worktree while it has one, else its ``cwd``."""
     tree = active_worktree(row)
     return str(tree["workdir"]) if tree is not None else row["cwd"]

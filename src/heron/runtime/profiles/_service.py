@@ -3,20 +3,16 @@ without being ensured."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING
 
 from ... import api
 from ...mcp import FileStorage
-from ..db._database import profiles
 from ..kinds._service import DEFAULT_KIND, Kind, Kinds
 from ..nodes._rows import when
-from ..nodes._store import Row
+from ..nodes._types import NodeRow
 from ..server._errors import ApiError
+from ._store import ProfileRow, ProfileStore
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -26,10 +22,8 @@ __all__ = ["DEFAULT_PROFILE", "Profiles", "given_model"]
 DEFAULT_PROFILE = "default"
 """The profile of nodes whose create names none (it needs no ``ensure``)."""
 
-_SETTINGS = ("default_kind", "default_model")
 
-
-def given_model(row: Row) -> str | None:
+def given_model(row: NodeRow) -> str | None:
     """The model the node's create (or a PATCH) named, not one its kind or profile
     implied: what a fork or a child passes on. (A row from before the distinction
     was kept has only its resolved model.)"""
@@ -54,6 +48,8 @@ class Profiles:
 
     def __init__(self, engine: Engine, kinds: Kinds) -> None:
         self.engine = engine
+        self.store = ProfileStore(engine.db)
+        """The profiles' rows."""
         self.kinds = kinds
         """The kinds (profiles name a default one; creates pick one)."""
 
@@ -79,19 +75,8 @@ class Profiles:
             except Exception as exc:  # an unknown provider, a missing key or script
                 raise ApiError(422, "invalid_model", str(exc)) from None
         values = {field: getattr(request, field) for field in given}
-        row, created = await asyncio.to_thread(self._ensure, name, values)
+        row, created = await self.store.ensure(name, values)
         return self._profile(row, created=created)
-
-    def _ensure(self, name: str, values: dict[str, Any]) -> tuple[Row, bool]:
-        """Upsert the profile (in a thread); its row, and whether it was created."""
-        sql = self.engine.store.engine
-        for _ in range(2):  # a concurrent ensure may insert between our read and insert
-            try:
-                with sql.begin() as conn:
-                    return _upsert(conn, name, values)
-            except sa.exc.IntegrityError:
-                continue
-        raise ApiError(409, "profile_conflict", f"profile {name!r} changed under this request")
 
     async def get(self, name: str) -> api.Profile:
         """The profile; ``404 profile_not_found`` if it was never ensured."""
@@ -101,14 +86,8 @@ class Profiles:
     async def listing(self) -> list[api.Profile]:
         """Every profile, by name (``default`` among them)."""
         await self._row(DEFAULT_PROFILE)  # made on first use: listed as it can be used
-        rows = await asyncio.to_thread(self._all)
+        rows = await self.store.profiles()
         return [self._profile(row, created=False) for row in rows]
-
-    def _all(self) -> list[Row]:
-        """Every profile row, by name (in a thread)."""
-        with self.engine.store.engine.connect() as conn:
-            found = conn.execute(sa.select(profiles).order_by(profiles.c.name)).all()
-        return [dict(row._mapping) for row in found]
 
     async def require(self, name: str | None) -> str:
         """The name of an existing profile (``None``: ``default``): ``400
@@ -117,7 +96,7 @@ class Profiles:
         row = await self._existing(name or DEFAULT_PROFILE, 422, "unknown_profile")
         return str(row["name"])
 
-    async def _existing(self, name: str, status: int, code: str) -> Row:
+    async def _existing(self, name: str, status: int, code: str) -> ProfileRow:
         """The profile's row; ``status``/``code`` (say how to ensure it) if there is none."""
         row = await self._row(check_profile_name(name))
         if row is None:
@@ -128,20 +107,14 @@ class Profiles:
             raise ApiError(status, code, message)
         return row
 
-    async def _row(self, name: str) -> Row | None:
+    async def _row(self, name: str) -> ProfileRow | None:
         """The profile's row, ``None`` if never ensured (``default`` is made on first use)."""
         if name == DEFAULT_PROFILE:
-            row, _ = await asyncio.to_thread(self._ensure, name, {})
+            row, _ = await self.store.ensure(name, {})
             return row
-        return await asyncio.to_thread(self._read, name)
+        return await self.store.profile(name)
 
-    def _read(self, name: str) -> Row | None:
-        """The profile's row as stored, if any (in a thread)."""
-        with self.engine.store.engine.connect() as conn:
-            found = conn.execute(sa.select(profiles).where(profiles.c.name == name)).first()
-        return dict(found._mapping) if found is not None else None
-
-    def _profile(self, row: Row, *, created: bool) -> api.Profile:
+    def _profile(self, row: ProfileRow, *, created: bool) -> api.Profile:
         """A profile row on the wire."""
         settings = row["settings"] or {}
         return api.Profile(
@@ -157,7 +130,7 @@ class Profiles:
 
     # -- creates ----------------------------------------------------------------
 
-    async def apply(self, row: Row) -> None:
+    async def apply(self, row: NodeRow) -> None:
         """Settle a new node's profile, kind and model in its ``row``, or refuse the create.
 
         ``row`` holds what the create chose (or a fork inherited). The kind is that,
@@ -169,7 +142,7 @@ class Profiles:
         """
         name = row["profile"] or DEFAULT_PROFILE
         found = await self._existing(name, 422, "unknown_profile")
-        settings: dict[str, Any] = found["settings"] or {}
+        settings = found["settings"] or {}
         if row["kind"] is not None:
             kind = await self.kinds.find(row["kind"], status=422)
         else:
@@ -194,38 +167,3 @@ class Profiles:
                 f"(name a kind on the create, or change the profile's default_kind)",
                 exc.details,
             ) from None
-
-
-def _upsert(conn: sa.Connection, name: str, values: dict[str, Any]) -> tuple[Row, bool]:
-    """Insert the profile, or set the given ``values`` on it (``None`` clears a setting);
-    its row, and whether it was inserted."""
-    now = time.time()
-    found = conn.execute(sa.select(profiles).where(profiles.c.name == name)).first()
-    if found is None:
-        settings = {k: values[k] for k in _SETTINGS if values.get(k) is not None}
-        row: Row = {
-            "name": name,
-            "description": values.get("description"),
-            "settings": settings,
-            "created_at": now,
-            "updated_at": now,
-        }
-        conn.execute(profiles.insert().values(**row))
-        return row, True
-    row = dict(found._mapping)
-    settings = dict(row["settings"] or {})
-    for key in _SETTINGS:
-        if key in values:
-            if values[key] is None:
-                settings.pop(key, None)
-            else:
-                settings[key] = values[key]
-    description = values.get("description", row["description"])
-    if settings != row["settings"] or description != row["description"]:
-        row.update(settings=settings, description=description, updated_at=now)
-        conn.execute(
-            profiles.update()
-            .where(profiles.c.name == name)
-            .values(settings=settings, description=description, updated_at=now)
-        )
-    return row, False

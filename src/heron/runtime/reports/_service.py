@@ -13,7 +13,8 @@ from ..._core.files import write_text_atomically
 from ...tools import Tool, ToolContext
 from ..nodes._durable import call_key
 from ..nodes._rows import when
-from ..nodes._store import Row
+from ..nodes._types import NodeRow
+from ._store import ReportRow, ReportStore
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
@@ -23,7 +24,7 @@ __all__ = ["PUSH_REPORT", "PushReportTool", "Reports"]
 PUSH_REPORT = "push-report"
 """The report tool's name."""
 
-TIERS: tuple[str, ...] = ("progress", "milestone", "final")
+TIERS: tuple[api.ReportTier, ...] = ("progress", "milestone", "final")
 """Every report tier, least to most important."""
 
 MAX_BODY = 256 * 1024
@@ -35,6 +36,8 @@ class Reports:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store = ReportStore(engine.db)
+        """The reports' rows."""
         # One writer per node at a time: final reports are numbered by counting.
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -50,22 +53,23 @@ class Reports:
         ``call_key`` names the pushing tool call: the report that call pushed already,
         if any, is returned as it is (a call run again after a crash).
         """
-        if tier not in TIERS:
+        known = next((t for t in TIERS if t == tier), None)
+        if known is None:
             raise ValueError(f"unknown report tier {tier!r}: use one of {', '.join(TIERS)}")
         lock = self._locks.setdefault(node_id, asyncio.Lock())
         async with lock:
             if call_key is not None:
-                done = await self.engine.store.report_by_key(node_id, call_key)
+                done = await self.store.report_by_key(node_id, call_key)
                 if done is not None:
                     return to_report(done)
             path = None
             if tier == "final":
-                finals = await self.engine.store.reports(node_id, tier="final")
+                finals = await self.store.reports(node_id, tier="final")
                 path = self.directory(node_id) / f"final-{len(finals) + 1}.md"
                 await asyncio.to_thread(write_text_atomically, path, _markdown(title, body))
-            row = await self.engine.store.add_report(
+            row = await self.store.add_report(
                 node_id,
-                tier=tier,
+                tier=known,
                 title=title,
                 body=body,
                 path=str(path) if path else None,
@@ -81,10 +85,10 @@ class Reports:
     async def list(self, node_id: str, *, limit: int, tier: str | None) -> list[api.Report]:
         """The node's reports, newest first (``404`` if there is no such node)."""
         await self.engine.row(node_id)
-        rows = await self.engine.store.reports(node_id, limit=limit, tier=tier)
+        rows = await self.store.reports(node_id, limit=limit, tier=tier)
         return [to_report(r) for r in rows]
 
-    async def final_report_path(self, row: Row) -> str | None:
+    async def final_report_path(self, row: NodeRow) -> str | None:
         """The file of the newest final report of the node's current settlement: pushed
         since it last settled (a revive's or relaunch's outcome before), was recycled or
         relaunched; ``None`` if it pushed none since."""
@@ -94,7 +98,7 @@ class Reports:
         if previous:
             marks.append(previous[-1].get("settled_at"))
         after = max((m for m in marks if isinstance(m, int | float)), default=None)
-        rows = await self.engine.store.reports(row["node_id"], limit=1, tier="final", after=after)
+        rows = await self.store.reports(row["node_id"], limit=1, tier="final", after=after)
         return rows[0]["path"] if rows else None
 
     def tool(self, node_id: str, run: int) -> PushReportTool:
@@ -102,7 +106,7 @@ class Reports:
         return PushReportTool(self, node_id, run)
 
 
-def to_report(row: Row) -> api.Report:
+def to_report(row: ReportRow) -> api.Report:
     """A row of ``heron_reports`` as the wire's :class:`heron.api.Report`."""
     return api.Report(
         report_id=row["report_id"],

@@ -11,51 +11,30 @@ import secrets
 import shutil
 import time
 from collections import OrderedDict
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
 from ... import api
-from ..db._database import messages, nodes
 from ..kinds._service import Kind
-from ..nodes._store import Row
+from ..nodes._types import LAUNCH_FIELDS, NodeRow, fields_of
 
 if TYPE_CHECKING:
     from ..nodes._engine import Engine
 
-__all__ = ["LAUNCH_FIELDS", "MAX_TUPLES", "WarmPool", "launch_key"]
+__all__ = ["MAX_TUPLES", "WarmPool", "launch_key"]
 
 log = logging.getLogger("heron.runtime")
-
-LAUNCH_FIELDS = (
-    "kind",
-    "model",
-    "profile",
-    "cwd",
-    "pin_cwd",
-    "scopes",
-    "mode",
-    "output_schema",
-    "situational_context",
-    "root",
-    "parent",
-    "creator",
-)
-"""The row fields a run is prepared from before its prompt is known: a warm node serves a
-create only if they all match. (A field the workflow's ``begin`` reads belongs here.)"""
 
 MAX_TUPLES = 8
 """How many launch tuples the pool keeps nodes ready for (least recently asked dropped)."""
 
 
-def launch_key(row: Row, kind: Kind, default_model: str) -> str:
+def launch_key(row: NodeRow, kind: Kind, default_model: str) -> str:
     """The launch tuple of a node row as a digest; it covers the kind's definition too,
     so a warm node made before its kind file changed serves no create after, and the
     daemon's ``default_model`` for a row naming none, so one prepared on the default
     before it changed (``PUT /v1/model-config``) serves no create after either. Scopes
     are a set: their order does not matter."""
-    fields = {f: row[f] for f in LAUNCH_FIELDS}
+    fields = fields_of(row, LAUNCH_FIELDS)
     fields["model"] = fields["model"] or default_model
     if fields["scopes"] is not None:
         fields["scopes"] = sorted(fields["scopes"])
@@ -72,7 +51,7 @@ class WarmPool:
         self.size = engine.config.warm_pool
         """Warm nodes kept ready per launch tuple (0: no pool)."""
         self._ready: OrderedDict[str, list[str]] = OrderedDict()
-        self._templates: dict[str, Row] = {}
+        self._templates: dict[str, NodeRow] = {}
         self._waiters: dict[str, asyncio.Future[bool]] = {}
         self._refilling: set[str] = set()
 
@@ -97,8 +76,8 @@ class WarmPool:
     # -- serving a create ---------------------------------------------------------
 
     async def claim(
-        self, request: api.NodeCreateRequest, row: Row, prompt: str | None
-    ) -> Row | None:
+        self, request: api.NodeCreateRequest, row: NodeRow, prompt: str | None
+    ) -> NodeRow | None:
         """Hand a warm node matching ``row``'s tuple the create's fields and first message.
 
         Returns the node's row (its id is the warm node's), or ``None`` when the create
@@ -107,7 +86,7 @@ class WarmPool:
         """
         if not self.eligible(request, prompt):
             return None
-        assert prompt is not None
+        assert prompt is not None and row["kind"] is not None  # (the profile set the kind)
         kind = await self.engine.kinds.find(row["kind"], status=422)
         key = launch_key(row, kind, self.engine.providers.default)
         await self._prune()
@@ -115,32 +94,17 @@ class WarmPool:
         ready = self._ready.get(key, [])
         while ready:
             node_id = ready.pop(0)
-            claimed = {**row, "node_id": node_id, "extra": {**row["extra"], "served_warm": True}}
-            if await asyncio.to_thread(self._claim, key, claimed, prompt):
+            claimed: NodeRow = {
+                **row,
+                "node_id": node_id,
+                "extra": {**row["extra"], "served_warm": True},
+            }
+            if await self.engine.store.claim_warm(key, claimed, prompt):
                 self._spawn_refill(key)
                 return claimed
             self._waiters.pop(node_id, None)  # its row vanished: nothing waits on it any more
         self._spawn_refill(key)
         return None
-
-    def _claim(self, key: str, row: Row, prompt: str) -> bool:
-        """Give the warm node ``row["node_id"]`` the create's fields and its prompt, in one
-        transaction; ``False`` if it is no longer a warm node of ``key`` (discarded)."""
-        values = {k: v for k, v in row.items() if k != "node_id"}
-        with self.engine.store.engine.begin() as conn:
-            done = conn.execute(
-                nodes.update()
-                .where(nodes.c.node_id == row["node_id"], nodes.c.warm == key)
-                .values(**values, warm=None)
-            )
-            if done.rowcount != 1:
-                return False
-            conn.execute(
-                messages.insert().values(
-                    node_id=row["node_id"], body=prompt, created_at=row["created_at"]
-                )
-            )
-        return True
 
     def start(self, node_id: str) -> None:
         """Let a claimed node's waiting run go on to its prompt."""
@@ -165,7 +129,7 @@ class WarmPool:
         for ids in self._ready.values():
             if node_id in ids:
                 ids.remove(node_id)
-        if not await asyncio.to_thread(self._delete, [node_id]):
+        if not await self.engine.store.delete_warm([node_id]):
             return False
         log.warning("warm node %s discarded: its run could not be set up: %s", node_id, reason)
         self._waiters.pop(node_id, None)
@@ -190,7 +154,7 @@ class WarmPool:
             for key in await asyncio.to_thread(self._stale, dict(self._templates), default):
                 self._drop(key)
 
-    def _stale(self, templates: dict[str, Row], default: str) -> list[str]:
+    def _stale(self, templates: dict[str, NodeRow], default: str) -> list[str]:
         """The keys of ``templates`` their kind as it is now (and the ``default`` model) no
         longer gives (one scan)."""
         kinds, _ = self.engine.kinds.scan()
@@ -208,12 +172,12 @@ class WarmPool:
         for node_id in ids:
             self.engine._spawn(self._discard(node_id))
 
-    def _want(self, key: str, row: Row) -> None:
+    def _want(self, key: str, row: NodeRow) -> None:
         """Note that creates ask for ``key`` (``row`` its template), most recent last;
         past :data:`MAX_TUPLES` the least recently asked tuple is dropped."""
         self._ready.setdefault(key, [])
         self._ready.move_to_end(key)
-        self._templates.setdefault(key, dict(row))
+        self._templates.setdefault(key, row.copy())
         while len(self._ready) > MAX_TUPLES:
             self._drop(next(iter(self._ready)))
 
@@ -241,7 +205,7 @@ class WarmPool:
         """Insert a warm node for ``key`` (from its template row) and launch its run."""
         now = time.time()
         node_id = f"n-{secrets.token_hex(8)}"
-        row: Row = {
+        row: NodeRow = {
             **self._templates[key],
             "node_id": node_id,
             "status": "running",
@@ -266,29 +230,16 @@ class WarmPool:
         waiter = self._waiters.pop(node_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(False)
-        await asyncio.to_thread(self._delete, [node_id])
-
-    def _delete(self, node_ids: list[str] | None) -> int:
-        """Delete warm rows (those listed, or all): they never had a message or event."""
-        with self.engine.store.engine.begin() as conn:
-            warm = nodes.c.warm.is_not(None)
-            where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(node_ids))
-            return conn.execute(nodes.delete().where(where)).rowcount
+        await self.engine.store.delete_warm([node_id])
 
     async def discard_stored(self) -> None:
         """Delete the warm nodes a previous daemon left (before DBOS resumes workflows)."""
-        homes = await asyncio.to_thread(self._own_workspaces)
-        count = await asyncio.to_thread(self._delete, None)
+        homes = [
+            self.engine.config.home / "nodes" / node_id
+            for node_id in await self.engine.store.warm_without_cwd()
+        ]
+        count = await self.engine.store.delete_warm(None)
         for path in homes:  # (their runs never get to clean up: they are skipped)
             await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
         if count:
             log.info("discarded %d warm nodes of the previous daemon", count)
-
-    def _own_workspaces(self) -> list[Path]:
-        """The workspace directories of the stored warm nodes without a ``cwd``."""
-        with self.engine.store.engine.connect() as conn:
-            query = sa.select(nodes.c.node_id).where(
-                nodes.c.warm.is_not(None), nodes.c.cwd.is_(None)
-            )
-            ids = conn.execute(query).scalars().all()
-        return [self.engine.config.home / "nodes" / node_id for node_id in ids]

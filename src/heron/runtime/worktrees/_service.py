@@ -10,10 +10,10 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ... import api
-from ..nodes._store import Row
+from ..nodes._types import NodeRow, WorktreeRecord
 from ..server._errors import ApiError
 
 if TYPE_CHECKING:
@@ -43,13 +43,13 @@ class GitError(Exception):
     """A git command failed, timed out or could not start; the message says which and why."""
 
 
-def active_worktree(row: Row) -> dict[str, Any] | None:
+def active_worktree(row: NodeRow) -> WorktreeRecord | None:
     """The node's worktree record (``workdir``, ``branch`` ...) while it is active."""
     tree = (row["extra"] or {}).get("worktree")
-    return tree if isinstance(tree, dict) and tree.get("state") == "active" else None
+    return tree if isinstance(tree, dict) and tree["state"] == "active" else None
 
 
-def to_worktree(row: Row) -> api.NodeWorktree | None:
+def to_worktree(row: NodeRow) -> api.NodeWorktree | None:
     """The node's worktree as the API shows it, if it was made one."""
     tree = (row["extra"] or {}).get("worktree")
     return api.NodeWorktree(**tree) if isinstance(tree, dict) else None
@@ -113,7 +113,7 @@ class Worktrees:
         """Where worktrees are made: ``$HERON_HOME/worktrees/<name>``."""
         self._making = asyncio.Lock()  # two creates must not both take one name
 
-    async def make(self, row: Row, requested: bool | str) -> dict[str, Any]:
+    async def make(self, row: NodeRow, requested: bool | str) -> WorktreeRecord:
         """Make the worktree a new node asked for; its record, for the node's ``extra``."""
         node_id, cwd = row["node_id"], row["cwd"]
         name = node_id if requested is True else str(requested)
@@ -179,11 +179,11 @@ class Worktrees:
             "head_commit": None,
         }
 
-    async def discard(self, record: dict[str, Any]) -> None:
+    async def discard(self, record: WorktreeRecord) -> None:
         """Undo :meth:`make` for a node that was not created after all (never raises)."""
         await _undo_add(record["repository"], Path(record["path"]), record["branch"])
 
-    def inherit(self, row: Row, source: Row, requested: bool | str | None) -> None:
+    def inherit(self, row: NodeRow, source: NodeRow, requested: bool | str | None) -> None:
         """Make a fork of ``source`` ask for a worktree of its own if ``source`` works in one
         (and the fork's create did not say otherwise): branched from ``source``'s branch tip."""
         tree = active_worktree(source)
@@ -192,7 +192,7 @@ class Worktrees:
         row["extra"]["worktree"] = True if requested is None else requested
         row["extra"]["worktree_from"] = tree["branch"]
 
-    def check_usable(self, row: Row) -> None:
+    def check_usable(self, row: NodeRow) -> None:
         """``409 worktree_removed`` if the node's worktree was removed: it runs no more."""
         tree = to_worktree(row)
         if tree is not None and tree.state != "active":
@@ -271,7 +271,7 @@ async def _has_branch(top: str, branch: str) -> bool:
     return True
 
 
-async def _check_clean(tree: dict[str, Any]) -> None:
+async def _check_clean(tree: WorktreeRecord) -> None:
     if not _exists(tree):
         return  # deleted by hand: nothing uncommitted is left to lose
     status = await git("status", "--porcelain", "--untracked-files=all", cwd=tree["path"])
@@ -286,7 +286,7 @@ async def _check_clean(tree: dict[str, Any]) -> None:
         )
 
 
-async def _head(tree: dict[str, Any]) -> str | None:
+async def _head(tree: WorktreeRecord) -> str | None:
     """The commit the worktree has checked out (its branch's tip), if it can be found."""
     here = _exists(tree)
     ref = "HEAD" if here else tree["branch"]  # deleted by hand: the branch still says
@@ -303,7 +303,7 @@ async def _head(tree: dict[str, Any]) -> str | None:
     return found.strip()
 
 
-async def _delete_branch(tree: dict[str, Any]) -> None:
+async def _delete_branch(tree: WorktreeRecord) -> None:
     # Gone already (deleted by hand) is as good as deleted.
     if await _has_branch(tree["repository"], tree["branch"]):
         await git("branch", "-D", tree["branch"], cwd=tree["repository"])
@@ -326,7 +326,7 @@ async def _undo_add(top: str, path: Path, branch: str) -> None:
             log.warning("could not clean up after a failed worktree add: %s", exc)
 
 
-async def _remove(tree: dict[str, Any], *, force: bool) -> None:
+async def _remove(tree: WorktreeRecord, *, force: bool) -> None:
     if not _is_dir(tree["repository"]):
         # The repository itself is gone: there is no git to ask, only a directory left.
         if force:
@@ -341,7 +341,7 @@ async def _remove(tree: dict[str, Any], *, force: bool) -> None:
         await git("worktree", "prune", cwd=tree["repository"])
 
 
-def _exists(tree: dict[str, Any]) -> bool:
+def _exists(tree: WorktreeRecord) -> bool:
     return _is_dir(tree["path"])
 
 

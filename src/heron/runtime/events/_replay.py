@@ -127,6 +127,10 @@ class EventStreams:
         engine = self.engine
         await engine.row(node_id)
         await engine.events.prime(node_id)
+        # What the node published before the reader came is made durable first, so the
+        # snapshot holds it: a status made from the row would otherwise be followed by
+        # the same status, live, as the event reaches the hub.
+        await engine.events.durable(node_id)
         hub = engine.events.hub(node_id)
         config = engine.config
         # Subscribe and snapshot in one go (no await in between): the snapshot plus the

@@ -10,6 +10,7 @@ from ..._core.lazy import attach as _attach
 if typing.TYPE_CHECKING:
     from ._credentials import CREDENTIALS_FILE
     from ._providers import ProviderPool
+    from ._readiness import KEY_VARIABLES
     from ._service import Models
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
@@ -19,7 +20,8 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
             "._service": ("Models",),
             "._providers": ("ProviderPool",),
             "._credentials": ("CREDENTIALS_FILE",),
+            "._readiness": ("KEY_VARIABLES",),
         },
     )
 
-__all__ = ["CREDENTIALS_FILE", "Models", "ProviderPool"]
+__all__ = ["CREDENTIALS_FILE", "KEY_VARIABLES", "Models", "ProviderPool"]

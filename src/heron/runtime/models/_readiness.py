@@ -10,7 +10,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ... import api
-from ..shell import KEY_VARIABLES
 from ._credentials import Credential
 
 __all__ = [
@@ -21,6 +20,13 @@ __all__ = [
     "readiness",
     "without_userinfo",
 ]
+
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+}
+"""The environment variable holding each hosted provider's API key."""
 
 BASE_URL_VARIABLES = {
     "openai": "OPENAI_BASE_URL",

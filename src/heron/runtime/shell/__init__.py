@@ -8,7 +8,7 @@ import typing
 from ..._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
-    from ._environment import KEY_VARIABLES, command_environment
+    from ._environment import command_environment
     from ._sandbox import NodeSandbox
     from ._service import Commands
 
@@ -18,8 +18,8 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
         {
             "._service": ("Commands",),
             "._sandbox": ("NodeSandbox",),
-            "._environment": ("KEY_VARIABLES", "command_environment"),
+            "._environment": ("command_environment",),
         },
     )
 
-__all__ = ["KEY_VARIABLES", "Commands", "NodeSandbox", "command_environment"]
+__all__ = ["Commands", "NodeSandbox", "command_environment"]

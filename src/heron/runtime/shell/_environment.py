@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["KEY_VARIABLES", "WITHHELD_VARIABLES", "command_environment"]
+from ..models import KEY_VARIABLES
 
-KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-}
-"""The environment variable holding each hosted provider's API key."""
+__all__ = ["WITHHELD_VARIABLES", "command_environment"]
 
 WITHHELD_VARIABLES = frozenset({"HERON_TOKEN", "HERON_DATABASE_URL", *KEY_VARIABLES.values()})
 """Variables of the daemon's environment a command does not inherit (its secrets)."""

@@ -20,7 +20,7 @@ if typing.TYPE_CHECKING:
         save_connect,
     )
     from ._local import daemon_pid, get_json, stop_daemon, wait_healthy
-    from .server._server import DaemonError, run_daemon
+    from .server import DaemonError, run_daemon
 
 # The server (FastAPI, DBOS, SQLAlchemy) loads when it is asked for: `heron daemon status`
 # and `stop` need only the configuration.
@@ -37,7 +37,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "save_connect",
             ),
             "._local": ("daemon_pid", "get_json", "stop_daemon", "wait_healthy"),
-            ".server._server": ("DaemonError", "run_daemon"),
+            ".server": ("DaemonError", "run_daemon"),
         },
     )
 

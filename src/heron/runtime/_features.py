@@ -23,22 +23,22 @@ daemon starts them in this order and stops them in reverse. So:
 
 from __future__ import annotations
 
-from .canvas._service import Canvas
-from .crons._service import Crons
-from .files._service import Files
-from .human._service import Human
-from .jobs._service import Jobs
-from .kinds._service import Kinds
-from .lineage._service import Lineage
-from .memory._service import Memory
-from .models._service import Models
-from .nodes._feature import FeatureFactory
-from .orchestration._service import Orchestration
-from .profiles._service import Profiles
-from .reports._service import Reports
-from .shell._service import Commands
-from .warm._service import WarmPool
-from .worktrees._service import Worktrees
+from .canvas import Canvas
+from .crons import Crons
+from .files import Files
+from .human import Human
+from .jobs import Jobs
+from .kinds import Kinds
+from .lineage import Lineage
+from .memory import Memory
+from .models import Models
+from .nodes import FeatureFactory
+from .orchestration import Orchestration
+from .profiles import Profiles
+from .reports import Reports
+from .shell import Commands
+from .warm import WarmPool
+from .worktrees import Worktrees
 
 __all__ = ["FEATURES"]
 

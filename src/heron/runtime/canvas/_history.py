@@ -16,9 +16,9 @@ from typing import Any
 import regex
 
 from ... import api
-from ..db._handle import Row
-from ..nodes._feature import Kernel
-from ..server._errors import ApiError
+from ..db import Row
+from ..nodes import Kernel
+from ..server import ApiError
 from ._store import CanvasStore
 
 __all__ = ["GREP_TIMEOUT", "MAX_CHARS", "MAX_NODES", "History", "transcript"]

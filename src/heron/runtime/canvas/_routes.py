@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Body, FastAPI, Query
 
 from ... import api
-from ..server._routing import MAX_INTEGER, errors
+from ..server import MAX_INTEGER, errors
 
 if TYPE_CHECKING:
     from ._service import Canvas

@@ -14,12 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from ... import api
 from .. import jobs, reports
-from ..nodes._feature import Feature, Kernel
-from ..nodes._rows import maybe_when, when
-from ..nodes._runs import SETTLED
-from ..nodes._types import Outcome
-from ..server._durations import parse_duration
-from ..server._errors import ApiError
+from ..nodes import SETTLED, Feature, Kernel, Outcome, maybe_when, when
+from ..server import ApiError, parse_duration
 from ._history import History
 from ._routes import add_canvas_routes
 from ._store import CanvasStore, CardRow

@@ -14,9 +14,8 @@ from typing import TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db._database import events, human_requests, messages, nodes, outcomes, reports
-from ..db._handle import Database, Row
-from ..nodes._types import NodeExtra, Outcome, as_outcome
+from ..db import Database, Row, events, human_requests, messages, nodes, outcomes, reports
+from ..nodes import NodeExtra, Outcome, as_outcome
 
 __all__ = ["CARD_COLUMNS", "CanvasStore", "CardRow", "PrunePlan"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import FastAPI, Path, Query
 
 from ... import api
-from ..server._routing import PROFILE_PATTERN, errors
+from ..server import PROFILE_PATTERN, errors
 
 if TYPE_CHECKING:
     from ._service import Crons

@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ... import api
-from ..db._database import cron_firings, crons
-from ..nodes._feature import Feature, Kernel, RunTools
-from ..nodes._rows import maybe_when, when
-from ..nodes._types import NodeExtra
+from ..db import cron_firings, crons
+from ..nodes import Feature, Kernel, NodeExtra, RunTools, maybe_when, when
 from ..profiles import check_profile_name
-from ..server._errors import ApiError
+from ..server import ApiError
 from ._routes import add_cron_routes
 from ._schedule import Schedule, parse_schedule, parse_timezone
 from ._store import CronRow, CronStore, FiringRow

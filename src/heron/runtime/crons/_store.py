@@ -15,8 +15,7 @@ from typing import Any, TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db._database import cron_firings, crons
-from ..db._handle import Database
+from ..db import Database, cron_firings, crons
 
 __all__ = ["CronRow", "CronStore", "FiringRow", "TickPlan"]
 

@@ -11,11 +11,9 @@ from pydantic import ValidationError
 from ... import api
 from ..._core import ToolError
 from ...tools import Tool, ToolContext
-from ..nodes._durable import call_key
-from ..nodes._tools import narrowed_scopes
-from ..nodes._types import NodeRow
+from ..nodes import NodeRow, call_key, narrowed_scopes
 from ..profiles import DEFAULT_PROFILE, given_model
-from ..server._errors import ApiError
+from ..server import ApiError
 from ._schedule import parse_schedule
 
 if TYPE_CHECKING:

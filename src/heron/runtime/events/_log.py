@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import api
-from ..nodes._store import NodeStore, Settlement, StepMark
-from ..nodes._types import Outcome
+from ..nodes import NodeStore, Outcome, Settlement, StepMark
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
 __all__ = ["Event", "EventLog"]

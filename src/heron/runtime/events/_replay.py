@@ -14,9 +14,8 @@ import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
-from ..nodes._engine import Engine
-from ..nodes._runs import SETTLED
-from ..server._errors import ApiError
+from ..nodes import SETTLED, Engine
+from ..server import ApiError
 from ._stream import Hub, Record, Subscription, encode, error_record, keepalive_record, merge
 
 __all__ = ["SETTLE_GRACE", "EventStreams", "Opened", "cursor_of", "framed", "parse_cursor"]

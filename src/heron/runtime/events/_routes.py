@@ -12,8 +12,8 @@ from fastapi import FastAPI, Header, Query
 from fastapi.responses import StreamingResponse
 from starlette.types import Message, Send
 
-from ..nodes._engine import Engine
-from ..server._routing import NodeIdPath, errors, stopping
+from ..nodes import Engine
+from ..server import NodeIdPath, errors, stopping
 from ._replay import EventStreams, cursor_of
 
 __all__ = ["add_event_routes"]

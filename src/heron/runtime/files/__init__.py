@@ -14,7 +14,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
     __getattr__, __dir__ = _attach(
         __name__,
         {
-            "._service": ("WRITE_BODY_LIMIT", "Files", "check_path"),
+            "._service": ("Files", "WRITE_BODY_LIMIT", "check_path"),
         },
     )
 

@@ -10,7 +10,7 @@ from fastapi import FastAPI, Query
 
 from ... import api
 from ...api import HOST_PATH_PATTERN
-from ..server._routing import errors
+from ..server import errors
 from . import _service as _files
 
 __all__ = ["add_files_routes"]

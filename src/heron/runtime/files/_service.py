@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from ... import api
 from ..._core.files import write_bytes_atomically
-from ..nodes._feature import Feature, Kernel
-from ..server._errors import ApiError
+from ..nodes import Feature, Kernel
+from ..server import ApiError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

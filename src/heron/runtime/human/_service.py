@@ -15,13 +15,10 @@ from ...tools import Tool, ToolContext, ToolResult
 from ...tools.question_answer import QuestionAnswerTool, question_answer_tool
 from .. import canvas
 from ..canvas import asking_from
-from ..db._database import human_requests
-from ..nodes._durable import call_key
-from ..nodes._feature import Feature, Kernel, RunTools
-from ..nodes._runs import SETTLED
-from ..nodes._types import Outcome
+from ..db import human_requests
+from ..nodes import SETTLED, Feature, Kernel, Outcome, RunTools, call_key
 from ..profiles import DEFAULT_PROFILE, check_profile_name
-from ..server._errors import ApiError
+from ..server import ApiError
 from ._routes import add_human_routes
 from ._store import (
     RESOLVED,

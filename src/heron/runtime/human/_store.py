@@ -13,9 +13,8 @@ from typing import Any, NotRequired, TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db._database import human_requests, messages, nodes
-from ..db._handle import Database
-from ..nodes._store import locked_status, queue_in
+from ..db import Database, human_requests, messages, nodes
+from ..nodes import locked_status, queue_in
 
 __all__ = [
     "Change",

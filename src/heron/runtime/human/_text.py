@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import api
-from ..nodes._rows import maybe_when, when
-from ..nodes._types import NodeRow
-from ..server._errors import ApiError
+from ..nodes import NodeRow, maybe_when, when
+from ..server import ApiError
 from ._store import RequestRow, StoredAnswer, StoredQuestion
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import FastAPI, Path
 
 from ... import api
-from ..server._routing import ACTION, READ, NodeIdPath
+from ..server import ACTION, READ, NodeIdPath
 
 if TYPE_CHECKING:
     from ._service import Jobs

@@ -27,10 +27,8 @@ from ...tools import (
     ToolContext,
 )
 from ...tools import bash_tools as make_bash_tools
-from ..nodes._feature import Feature, Kernel
-from ..nodes._rows import maybe_when, when
-from ..nodes._runs import SETTLED
-from ..server._errors import ApiError
+from ..nodes import SETTLED, Feature, Kernel, maybe_when, when
+from ..server import ApiError
 from ..shell import command_environment
 from ._ledger import JobLedger, group_lives, start_ticks
 from ._routes import add_jobs_routes

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import FastAPI, Path
 
 from ... import api
-from ..server._routing import errors
+from ..server import errors
 
 if TYPE_CHECKING:
     from ._service import Kinds

@@ -28,9 +28,8 @@ from ...tools import (
     question_answer_tool,
 )
 from ..memory import MEMORY_READ_TOOLS, MEMORY_WRITE_TOOLS
-from ..nodes._feature import Feature, Kernel
-from ..nodes._tools import KIND_FIXED_TOOLS, SCHEDULE_TOOLS, NodeTools, workspace_files
-from ..server._errors import ApiError
+from ..nodes import KIND_FIXED_TOOLS, SCHEDULE_TOOLS, Feature, Kernel, NodeTools, workspace_files
+from ..server import ApiError
 from ._routes import add_kind_routes
 
 if TYPE_CHECKING:

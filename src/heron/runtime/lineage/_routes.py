@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Body, FastAPI
 
 from ... import api
-from ..server._routing import ACTION, WITH_BODY, NodeIdPath, errors
+from ..server import ACTION, WITH_BODY, NodeIdPath, errors
 
 if TYPE_CHECKING:
     from ._service import Lineage

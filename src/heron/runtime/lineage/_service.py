@@ -13,11 +13,9 @@ from ..._core import ProviderError, Usage
 from ..._core.compaction import compaction_request
 from ...agents import AgentState
 from .. import jobs, orchestration, worktrees
-from ..nodes._feature import Feature, Kernel
-from ..nodes._runs import DETERMINISTIC, SETTLED, Stop
-from ..nodes._types import INHERITED, NodeRow, copy_fields
+from ..nodes import DETERMINISTIC, INHERITED, SETTLED, Feature, Kernel, NodeRow, Stop, copy_fields
 from ..profiles import given_model
-from ..server._errors import ApiError
+from ..server import ApiError
 from ._routes import add_lineage_routes
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Iterable
 
 from ... import api
-from ..server._errors import ApiError
+from ..server import ApiError
 
 __all__ = ["MAX_PATH", "check_entry_id", "new_entry_id", "normal_path", "normal_tags", "slug_of"]
 

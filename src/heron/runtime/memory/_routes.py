@@ -9,7 +9,7 @@ from fastapi import FastAPI, Path, Query
 
 from ... import api
 from ...api import MEMORY_PATH_PATTERN
-from ..server._routing import MAX_INTEGER, errors
+from ..server import MAX_INTEGER, errors
 from ._service import CURSOR_PATTERN
 
 if TYPE_CHECKING:

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from ... import api
 from .. import profiles
-from ..db._database import memory_entries, memory_versions
-from ..nodes._feature import Feature, Kernel, RunTools
-from ..nodes._rows import maybe_when, when
-from ..server._errors import ApiError
+from ..db import memory_entries, memory_versions
+from ..nodes import Feature, Kernel, RunTools, maybe_when, when
+from ..server import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
 from ._store import MemoryStore
 from ._types import EntryRow, VersionRow

@@ -14,9 +14,8 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
-from ..db._database import memory_entries, memory_versions
-from ..db._handle import Database, Row
-from ..server._errors import ApiError
+from ..db import Database, Row, memory_entries, memory_versions
+from ..server import ApiError
 from ._paths import new_entry_id, slug_of
 from ._search import live, search, sync_index
 from ._types import EntryRow, VersionRow, Written

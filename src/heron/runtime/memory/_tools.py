@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from ... import api
 from ..._core import ToolError
 from ...tools import Tool, ToolContext
-from ..nodes._durable import call_key
-from ..server._errors import ApiError
+from ..nodes import call_key
+from ..server import ApiError
 from ._paths import normal_path, normal_tags, slug_of
 from ._service import body_of, title_of
 from ._types import Written

@@ -17,10 +17,10 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
     __getattr__, __dir__ = _attach(
         __name__,
         {
-            "._service": ("Models",),
-            "._providers": ("ProviderPool",),
             "._credentials": ("CREDENTIALS_FILE",),
+            "._providers": ("ProviderPool",),
             "._readiness": ("KEY_VARIABLES",),
+            "._service": ("Models",),
         },
     )
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..server._errors import DaemonError
+from ..server import DaemonError
 
 __all__ = [
     "CREDENTIALS_FILE",

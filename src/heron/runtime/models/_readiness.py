@@ -21,7 +21,7 @@ __all__ = [
     "without_userinfo",
 ]
 
-KEY_VARIABLES = {
+KEY_VARIABLES: dict[str, str] = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
     "deepseek": "DEEPSEEK_API_KEY",

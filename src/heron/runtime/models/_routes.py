@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import FastAPI, Path
 
 from ... import api
-from ..server._routing import errors
+from ..server import errors
 from ._readiness import readiness
 
 if TYPE_CHECKING:

@@ -12,9 +12,8 @@ from urllib.parse import urlsplit
 
 from ... import api
 from ...providers import PROVIDER_KINDS
-from ..nodes._feature import Feature, Kernel
-from ..nodes._rows import maybe_when
-from ..server._errors import ApiError, DaemonError
+from ..nodes import Feature, Kernel, maybe_when
+from ..server import ApiError, DaemonError
 from ._credentials import (
     REDACTED,
     Credential,

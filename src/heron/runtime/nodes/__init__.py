@@ -1,1 +1,99 @@
 """The kernel: nodes and their runs (engine, workflow, durable steps, rows, node tools)."""
+
+import typing
+
+from ..._core.lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    from ._durable import call_key
+    from ._engine import Engine
+    from ._feature import Feature, FeatureFactory, Kernel, RunTools
+    from ._routes import add_node_routes
+    from ._rows import maybe_when, to_node, when
+    from ._runs import DETERMINISTIC, SETTLED, Stop
+    from ._store import NodeStore, Settlement, StepMark, locked_status, queue_in
+    from ._tools import (
+        KIND_FIXED_TOOLS,
+        SCHEDULE_TOOLS,
+        NodeTools,
+        narrowed_scopes,
+        workspace_files,
+    )
+    from ._types import (
+        INHERITED,
+        LAUNCH_FIELDS,
+        NodeExtra,
+        NodeRow,
+        Outcome,
+        WorktreeRecord,
+        as_outcome,
+        copy_fields,
+        fields_of,
+    )
+
+if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+    __getattr__, __dir__ = _attach(
+        __name__,
+        {
+            "._durable": ("call_key",),
+            "._engine": ("Engine",),
+            "._feature": ("Feature", "FeatureFactory", "Kernel", "RunTools"),
+            "._routes": ("add_node_routes",),
+            "._rows": ("maybe_when", "to_node", "when"),
+            "._runs": ("DETERMINISTIC", "SETTLED", "Stop"),
+            "._store": ("NodeStore", "Settlement", "StepMark", "locked_status", "queue_in"),
+            "._tools": (
+                "KIND_FIXED_TOOLS",
+                "NodeTools",
+                "SCHEDULE_TOOLS",
+                "narrowed_scopes",
+                "workspace_files",
+            ),
+            "._types": (
+                "INHERITED",
+                "LAUNCH_FIELDS",
+                "NodeExtra",
+                "NodeRow",
+                "Outcome",
+                "WorktreeRecord",
+                "as_outcome",
+                "copy_fields",
+                "fields_of",
+            ),
+        },
+    )
+
+__all__ = [
+    "DETERMINISTIC",
+    "INHERITED",
+    "KIND_FIXED_TOOLS",
+    "LAUNCH_FIELDS",
+    "SCHEDULE_TOOLS",
+    "SETTLED",
+    "Engine",
+    "Feature",
+    "FeatureFactory",
+    "Kernel",
+    "NodeExtra",
+    "NodeRow",
+    "NodeStore",
+    "NodeTools",
+    "Outcome",
+    "RunTools",
+    "Settlement",
+    "StepMark",
+    "Stop",
+    "WorktreeRecord",
+    "add_node_routes",
+    "as_outcome",
+    "call_key",
+    "copy_fields",
+    "fields_of",
+    "locked_status",
+    "maybe_when",
+    "narrowed_scopes",
+    "queue_in",
+    "to_node",
+    "when",
+    "workspace_files",
+]

@@ -22,7 +22,7 @@ from ..._core.compaction import is_compaction_request
 from ...agents import ToolCallRecord, current_tool_call
 from ...providers import Provider
 from ...tools import ToolClient, ToolResult
-from ..events._log import EventLog
+from ..events import EventLog
 from ..models import ProviderPool
 from ._store import NodeStore
 

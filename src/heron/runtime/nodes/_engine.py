@@ -26,11 +26,10 @@ from dbos import DBOS, SetWorkflowID
 from ... import api
 from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
-from ..db._database import create_engine, redact_url
-from ..db._handle import Database
-from ..events._log import EventLog
+from ..db import Database, create_engine, redact_url
+from ..events import EventLog
 from ..models import ProviderPool
-from ..server._errors import ApiError
+from ..server import ApiError
 from ..shell import NodeSandbox
 from ._durable import Steps
 from ._feature import Feature, FeatureFactory, Features

@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from ... import api
     from ...tools import Tool
     from .._config import RuntimeConfig
-    from ..db._handle import Database
-    from ..events._log import EventLog
-    from ..models._providers import ProviderPool
-    from ..shell._sandbox import NodeSandbox
+    from ..db import Database
+    from ..events import EventLog
+    from ..models import ProviderPool
+    from ..shell import NodeSandbox
     from ._runs import Active, Stop
     from ._store import NodeStore
     from ._types import NodeExtra, NodeRow, Outcome

@@ -10,7 +10,7 @@ from fastapi import Body, FastAPI, Query, Response
 
 from ... import api
 from ..._core.version import __version__
-from ..server._routing import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors, stopping
+from ..server import ACTION, READ, WITH_BODY, NodeIdPath, Wait, errors, stopping
 from ._engine import Engine
 
 __all__ = ["MAX_LIST_LIMIT", "NEXT_CURSOR", "add_node_routes"]

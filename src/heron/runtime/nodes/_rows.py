@@ -15,8 +15,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from ... import api
-from ..server._durations import parse_duration
-from ..server._errors import ApiError
+from ..server import ApiError, parse_duration
 from ..worktrees import to_worktree
 from ._types import NodeRow
 

@@ -17,8 +17,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..db._database import events, messages, nodes, outcomes
-from ..db._handle import Database
+from ..db import Database, events, messages, nodes, outcomes
 from ._types import EventRow, NodeRow, Outcome, as_outcome
 
 __all__ = [

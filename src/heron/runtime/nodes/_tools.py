@@ -29,7 +29,7 @@ from ...tools import (
     question_answer_tool,
 )
 from ..memory import MEMORY_READ_TOOLS
-from ..server._errors import ApiError
+from ..server import ApiError
 
 __all__ = [
     "ASK_TOOL",

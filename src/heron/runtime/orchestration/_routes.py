@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Body, FastAPI
 
 from ... import api
-from ..server._routing import WITH_BODY, NodeIdPath
+from ..server import WITH_BODY, NodeIdPath
 
 if TYPE_CHECKING:
     from ._service import Orchestration

@@ -17,11 +17,8 @@ from pydantic import ValidationError
 
 from ... import api
 from ..._core import ToolError
-from ..nodes._feature import Feature, Kernel, RunTools
-from ..nodes._rows import maybe_when
-from ..nodes._runs import SETTLED
-from ..nodes._types import NodeRow, Outcome
-from ..server._errors import ApiError
+from ..nodes import SETTLED, Feature, Kernel, NodeRow, Outcome, RunTools, maybe_when
+from ..server import ApiError
 from ._routes import add_orchestration_routes
 
 if TYPE_CHECKING:
@@ -252,7 +249,7 @@ class Orchestration(Feature):
 
     async def _yield(self, node_id: str, run: int) -> None:
         """Stop the node's running turn; its run ends ``dormant`` (``Stop(kind="yielded")``)."""
-        from ..nodes._engine import Stop  # _engine imports this module
+        from ..nodes import Stop
 
         await self.engine.stop_run(node_id, run, Stop(kind="yielded"))
 

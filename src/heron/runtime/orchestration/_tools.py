@@ -17,13 +17,9 @@ from pydantic import ValidationError
 from ... import api
 from ..._core import ToolError
 from ...tools import Tool, ToolContext
-from ..nodes._durable import call_key
-from ..nodes._rows import to_node
-from ..nodes._runs import SETTLED
-from ..nodes._tools import narrowed_scopes
-from ..nodes._types import NodeRow
+from ..nodes import SETTLED, NodeRow, call_key, narrowed_scopes, to_node
 from ..profiles import given_model
-from ..server._errors import ApiError
+from ..server import ApiError
 from ..worktrees import active_worktree
 from ._service import Orchestration, answer, child_summary, claimed, outcome_limit
 

@@ -9,12 +9,10 @@ from typing import TYPE_CHECKING
 from ... import api
 from ...mcp import FileStorage
 from .. import kinds
-from ..db._database import profiles
+from ..db import profiles
 from ..kinds import DEFAULT_KIND, Kind
-from ..nodes._feature import Feature, Kernel
-from ..nodes._rows import when
-from ..nodes._types import NodeRow
-from ..server._errors import ApiError
+from ..nodes import Feature, Kernel, NodeRow, when
+from ..server import ApiError
 from ._routes import add_profile_routes
 from ._store import ProfileRow, ProfileStore
 

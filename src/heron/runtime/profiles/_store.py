@@ -8,9 +8,8 @@ from typing import Any, TypedDict, cast
 
 import sqlalchemy as sa
 
-from ..db._database import profiles
-from ..db._handle import Database
-from ..server._errors import ApiError
+from ..db import Database, profiles
+from ..server import ApiError
 
 __all__ = ["SETTINGS", "ProfileRow", "ProfileSettings", "ProfileStore"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import FastAPI, Query
 
 from ... import api
-from ..server._routing import NodeIdPath, errors
+from ..server import NodeIdPath, errors
 
 if TYPE_CHECKING:
     from ._service import Reports

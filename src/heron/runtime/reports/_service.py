@@ -12,16 +12,14 @@ from ... import api
 from ..._core import ToolError
 from ..._core.files import write_text_atomically
 from ...tools import Tool, ToolContext
-from ..db._database import reports
-from ..nodes._durable import call_key
-from ..nodes._rows import when
-from ..nodes._types import NodeRow
+from ..db import reports
+from ..nodes import NodeRow, call_key, when
 from ._routes import add_report_routes
 from ._store import ReportRow, ReportStore
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-from ..nodes._feature import Feature, Kernel, RunTools
+from ..nodes import Feature, Kernel, RunTools
 
 __all__ = ["PUSH_REPORT", "PushReportTool", "Reports"]
 

@@ -8,8 +8,7 @@ from typing import NotRequired, TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db._database import reports
-from ..db._handle import Database
+from ..db import Database, reports
 
 __all__ = ["ReportRow", "ReportStore"]
 

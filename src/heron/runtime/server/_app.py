@@ -17,9 +17,8 @@ from starlette.types import ASGIApp
 
 from ... import api
 from ..._core.version import __version__
-from ..events._routes import add_event_routes
-from ..nodes._engine import Engine
-from ..nodes._routes import add_node_routes
+from ..events import add_event_routes
+from ..nodes import Engine, add_node_routes
 from ._errors import ApiError
 from ._http import BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
 

@@ -21,8 +21,8 @@ from ... import api
 from .._config import RuntimeConfig
 from .._features import FEATURES
 from .._local import daemon_pid, get_json
-from ..db._database import DatabaseUnavailable
-from ..nodes._engine import Engine
+from ..db import DatabaseUnavailable
+from ..nodes import Engine
 from ._app import build_app, wrap
 from ._errors import DaemonError
 from ._logging import configure_logging

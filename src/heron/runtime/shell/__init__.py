@@ -16,9 +16,9 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
     __getattr__, __dir__ = _attach(
         __name__,
         {
-            "._service": ("Commands",),
-            "._sandbox": ("NodeSandbox",),
             "._environment": ("command_environment",),
+            "._sandbox": ("NodeSandbox",),
+            "._service": ("Commands",),
         },
     )
 

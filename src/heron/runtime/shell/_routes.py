@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI, Request
 
 from ... import api
-from ..server._errors import ApiError
-from ..server._routing import errors
+from ..server import ApiError, errors
 
 if TYPE_CHECKING:
     from ._service import Commands

@@ -23,7 +23,7 @@ from ...tools import (
 )
 from .._config import CONNECT_FILE
 from ..models import CREDENTIALS_FILE
-from ..server._errors import DaemonError
+from ..server import DaemonError
 
 if TYPE_CHECKING:
     from .._config import RuntimeConfig

@@ -12,8 +12,8 @@ from ... import api
 from ...tools.bash import ShellProcess, Stream, describe_exit
 from .. import jobs
 from ..files import check_path
-from ..nodes._feature import Feature, Kernel
-from ..server._errors import ApiError
+from ..nodes import Feature, Kernel
+from ..server import ApiError
 from ._environment import WITHHELD_VARIABLES, command_environment
 
 if TYPE_CHECKING:

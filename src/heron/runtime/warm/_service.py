@@ -15,8 +15,7 @@ from collections import OrderedDict
 from ... import api
 from .. import jobs, kinds
 from ..kinds import Kind
-from ..nodes._feature import Feature, Kernel
-from ..nodes._types import LAUNCH_FIELDS, NodeRow, fields_of
+from ..nodes import LAUNCH_FIELDS, Feature, Kernel, NodeRow, fields_of
 
 __all__ = ["MAX_TUPLES", "WarmPool", "launch_key"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from ... import api
-from ..server._routing import ACTION, NodeIdPath
+from ..server import ACTION, NodeIdPath
 
 if TYPE_CHECKING:
     from ._service import Worktrees

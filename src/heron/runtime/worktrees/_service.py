@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 
 from ... import api
 from .. import jobs
-from ..nodes._feature import Feature, Kernel
-from ..nodes._types import NodeRow, WorktreeRecord
-from ..server._errors import ApiError
+from ..nodes import Feature, Kernel, NodeRow, WorktreeRecord
+from ..server import ApiError
 from ._routes import add_worktrees_routes
 
 if TYPE_CHECKING:

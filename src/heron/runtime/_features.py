@@ -4,15 +4,16 @@ The order is deliberate (see ``nodes/_feature.py``): a feature comes after those
 needs when it is made (profiles after kinds; human after the canvas it feeds), the
 daemon starts them in this order and stops them in reverse. So:
 
-- jobs first: it reaps a dead daemon's jobs before anything else starts; then models,
-  which loads the default model (or refuses to start without its key); the warm pool
-  discards a dead daemon's warm nodes after both, before DBOS resumes any run;
+- the shell first: it supplies the sandbox node commands run in and reaps the commands
+  (``/v1/bash``'s, node jobs) a dead daemon left, before anything else starts; then jobs,
+  which records its commands in the shell's ledger; then models, which supplies the
+  providers and loads the default model (or refuses to start without its key); the warm
+  pool discards a dead daemon's warm nodes after them, before DBOS resumes any run;
 - lineage before worktrees: a message to a node being relaunched is refused as such
   even if its worktree is gone;
-- the shell before orchestration, orchestration before human: the orchestration
-  resumes parked parents before answers queued to humans' questions are delivered;
-  on the way down, orchestration cancels its wait timeouts before the ``/v1/bash``
-  commands are killed;
+- orchestration before human: the orchestration resumes parked parents before answers
+  queued to humans' questions are delivered; on the way down, orchestration cancels its
+  wait timeouts before the ``/v1/bash`` commands are killed (the shell stops last);
 - orchestration before reports, and human, memory and crons last, in that order: the
   tools they give a node come in this order (an orchestrator's child tools and
   ``push-report`` first; the question tool, the memory and cron tools after the
@@ -43,6 +44,7 @@ from .worktrees import Worktrees
 __all__ = ["FEATURES"]
 
 FEATURES: tuple[FeatureFactory, ...] = (
+    Commands,
     Jobs,
     Models,
     Kinds.of,
@@ -51,7 +53,6 @@ FEATURES: tuple[FeatureFactory, ...] = (
     Worktrees,
     WarmPool,
     Files,
-    Commands,
     Canvas,
     Orchestration,
     Reports,

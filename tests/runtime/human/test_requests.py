@@ -230,6 +230,17 @@ class TestAsking:
         body = {"title": "Too late?", "body": "x", "node_id": node_id}
         assert error_code(client.post("/v1/human/requests", json=body)) == (409, "node_settled")
 
+    def test_a_request_for_a_node_is_filed_under_the_nodes_own_profile(
+        self, client: httpx.Client
+    ) -> None:
+        node_id = create(client, no_kickoff=True)["node_id"]
+        body = {"title": "Which?", "body": "x", "node_id": node_id, "profile": "elsewhere"}
+        refused = client.post("/v1/human/requests", json=body)
+        assert error_code(refused) == (422, "profile_mismatch")
+        assert "'default'" in refused.json()["error"]["message"]
+        filed = client.post("/v1/human/requests", json={**body, "profile": "default"})
+        assert filed.status_code == 201 and filed.json()["profile"] == "default", filed.text
+
 
 class TestRequests:
     def test_an_application_files_a_request_for_nobody(self, client: httpx.Client) -> None:

@@ -14,7 +14,7 @@ import pytest
 from tests.support.daemon import create, wait_settled, wait_status
 from tests.support.jobs import alive, gone, start, wait_jobs
 
-from heron.runtime.jobs._ledger import JobLedger, start_ticks
+from heron.runtime.shell._ledger import JobLedger, start_ticks
 
 
 def test_closing_a_resident_root_that_answered_kills_its_jobs(

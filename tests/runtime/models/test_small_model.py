@@ -11,9 +11,9 @@ import pytest
 from tests.support.daemon import Daemon, wait_settled
 
 from heron.providers import LocalProvider, ScriptedProvider
-from heron.runtime.kinds._service import BUILTIN_KINDS
+from heron.runtime.nodes import RunSetup
 from heron.runtime.nodes._tools import SMALL_MODEL_TOOLS, node_tools
-from heron.runtime.nodes._workflow import _instruction, _small_instruction, _small_model
+from heron.runtime.nodes._workflow import _say_own, _small_model
 from heron.tools import Tool, ToolContext
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -67,6 +67,15 @@ def test_the_embedded_model_counts_as_small() -> None:
     assert _small_model(ScriptedProvider(["hi"])) is False
 
 
+def _instruction(plan: dict[str, Any], *, small: bool) -> str:
+    """The kernel's own parts of a node's instruction, joined as a run joins them."""
+    setup = RunSetup(
+        node_id="n", run=1, plan=plan, workspace=Path("/srv/x"), small=small, network=False
+    )
+    _say_own(setup)
+    return "\n\n".join(text for _, text in sorted(setup.instruction, key=lambda part: part[0]))
+
+
 def test_a_small_models_instruction_is_only_what_the_task_needs() -> None:
     plan: dict[str, Any] = {
         "output_schema": None,
@@ -74,13 +83,16 @@ def test_a_small_models_instruction_is_only_what_the_task_needs() -> None:
         "cwd": "/srv/x",
         "mode": "base",
     }
-    general = next(kind for kind in BUILTIN_KINDS if kind.name == "general")
-    assert "Heron node" in _instruction(plan, general)
-    assert _small_instruction(plan) == ""  # as `heron run` has none
-    with_schema = _small_instruction({**plan, "output_schema": SCHEMA})
+    general = _instruction(plan, small=False)
+    assert general.startswith("You are a Heron node")
+    assert "Working directory (file and shell tools work here): /srv/x" in general
+    assert "submit-result" not in general
+    assert "submit-result" in _instruction({**plan, "output_schema": SCHEMA}, small=False)
+    assert _instruction(plan, small=True) == ""  # as `heron run` has none
+    with_schema = _instruction({**plan, "output_schema": SCHEMA}, small=True)
     assert with_schema == "When you have the answer, call `submit-result` with it."
-    context = _small_instruction({**plan, "situational_context": "It is a test."})
-    assert "It is a test." in context
+    context = _instruction({**plan, "situational_context": "It is a test."}, small=True)
+    assert context == "Situational context (background, not a request):\nIt is a test."
 
 
 @pytest.mark.slow

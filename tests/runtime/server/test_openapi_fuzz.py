@@ -148,6 +148,8 @@ REFUSED_BY_STATE = {
     "not_a_file": "a path that is a directory (the scratch folder itself)",
     "not_a_directory": "a path whose parent is a file",
     "unknown_kind": "a well-formed kind name that no kind file defines",
+    "not_a_git_repository": "a worktree asked for in a directory outside any git checkout",
+    "profile_mismatch": "a human request's profile that is not its node's (any other node's)",
 }
 """Refusals that depend on what exists, not on the request's shape (error code: what)."""
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from heron import api
-from heron.runtime.jobs._ledger import JobLedger
+from heron.runtime import RuntimeConfig
 from heron.runtime.server._errors import ApiError
 from heron.runtime.shell._service import Commands
 
@@ -19,11 +19,8 @@ from heron.runtime.shell._service import Commands
 async def test_a_command_starting_as_the_daemon_stops_is_killed(tmp_path: Path) -> None:
     """``aclose`` kills the running commands; one still starting then is killed too,
     not left to run out its timeout."""
-    jobs = SimpleNamespace(ledger=JobLedger(tmp_path / "jobs"))
-    engine: Any = SimpleNamespace(
-        features=SimpleNamespace(get=lambda feature: jobs),  # (the only one it asks for)
-        sandbox=SimpleNamespace(contain=None),
-    )
+    # (the only part of the kernel Commands uses: its configuration; no sandbox here)
+    engine: Any = SimpleNamespace(config=RuntimeConfig(home=tmp_path, sandbox="off"))
     commands = Commands(engine)
     request = api.BashRequest(command="sleep 600", cwd=str(tmp_path), timeout=5)
     began = time.monotonic()

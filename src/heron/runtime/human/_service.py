@@ -111,7 +111,7 @@ class Human(Feature):
             if profile is not None and profile != own:
                 raise ApiError(
                     422,
-                    "invalid_request",
+                    "profile_mismatch",
                     f"a request for node {node_id!r} belongs to its profile {own!r}, "
                     f"not {profile!r}: leave profile out",
                 )

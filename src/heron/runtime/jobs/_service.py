@@ -27,10 +27,9 @@ from ...tools import (
     ToolContext,
 )
 from ...tools import bash_tools as make_bash_tools
-from ..nodes import SETTLED, Feature, Kernel, maybe_when, when
+from ..nodes import SETTLED, Feature, Kernel, RunSetup, maybe_when, when
 from ..server import ApiError
-from ..shell import command_environment
-from ._ledger import JobLedger, group_lives, start_ticks
+from ..shell import Commands, JobLedger, command_environment, group_lives, start_ticks
 from ._routes import add_jobs_routes
 
 if TYPE_CHECKING:
@@ -165,24 +164,30 @@ class Jobs(Feature):
         # Settled nodes, oldest first: their lists are dropped past KEEP_SETTLED.
         self._settled: OrderedDict[str, None] = OrderedDict()
         self._closing: set[asyncio.Future[None]] = set()
-        self.ledger = JobLedger(engine.config.home / "jobs.json")
-        """The running jobs' process groups on disk (for the next daemon, should this die)."""
-
-    async def before_launch(self) -> None:
-        """Reap before any run resumes: a dead daemon's jobs are nobody's now."""
-        self.reap()
+        commands = engine.features.get(Commands)
+        self.ledger = commands.ledger
+        """The running commands' process groups on disk (for the next daemon, should this
+        die; the shell's, which reaps a dead daemon's at start)."""
+        self._sandbox = commands.sandbox
 
     async def after_shutdown(self) -> None:
         """Close every node's shell once DBOS is down: no run starts a job after."""
         await self.aclose()
 
+    def setup(self, run: RunSetup) -> None:
+        """A run's shell is the node's, shared by its runs (its background jobs carry on),
+        and so is the context its tools are called with (job ids stay unique)."""
+        node_id, network = run.node_id, run.network
+
+        def shell(workspace: Path) -> BashTools:
+            return self.shell(node_id, workspace, network=network)
+
+        run.shell = shell
+        run.context = self.context(node_id)
+
     def routes(self, app: FastAPI) -> None:
         """Serve the jobs routes."""
         add_jobs_routes(app, self)
-
-    def reap(self) -> None:
-        """Stop the jobs a daemon that died (SIGKILL, a crash) left running; at start."""
-        self.ledger.reap()
 
     def _entry(self, node_id: str) -> _NodeJobs:
         entry = self._nodes.get(node_id)
@@ -215,10 +220,8 @@ class Jobs(Feature):
         # The model chooses what runs here, and output goes into transcripts: in the
         # sandbox (the daemon's files hidden, a scrubbed environment) when there is one,
         # else at least without the daemon's secrets (the TCP token, API keys ...).
-        sandbox = self._engine.sandbox.for_node(node_id, workspace.resolve(), network=network)
-        environment = (
-            command_environment() if sandbox is None else self._engine.sandbox.environment()
-        )
+        sandbox = self._sandbox.for_node(node_id, workspace.resolve(), network=network)
+        environment = command_environment() if sandbox is None else self._sandbox.environment()
         shell = entry.shell = make_bash_tools(workspace, base_env=environment, sandbox=sandbox)
         # Starts and exits only: sizes come from BashStarted.size (no line splitting).
         shell.interaction.subscribe(entry.on_event, output=False)
@@ -285,7 +288,7 @@ class Jobs(Feature):
         shell, entry.shell = entry.shell, None
         await _close(entry, shell)
         if entry.shell is None:  # no new shell meanwhile: its /tmp goes
-            self._engine.sandbox.forget(node_id)
+            self._sandbox.forget(node_id)
 
     async def discard(self, node_id: str) -> None:
         """Close the node's shell and forget it: the node is gone (a discarded warm node)."""

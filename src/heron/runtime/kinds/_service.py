@@ -27,8 +27,18 @@ from ...tools import (
     get_current_time,
     question_answer_tool,
 )
-from ..memory import MEMORY_READ_TOOLS, MEMORY_WRITE_TOOLS
-from ..nodes import KIND_FIXED_TOOLS, SCHEDULE_TOOLS, Feature, Kernel, NodeTools, workspace_files
+from ..nodes import (
+    KIND_FIXED_TOOLS,
+    MEMORY_READ_TOOLS,
+    MEMORY_WRITE_TOOLS,
+    SCHEDULE_TOOLS,
+    Feature,
+    Kernel,
+    NodeTools,
+    RunSetup,
+    Section,
+    workspace_files,
+)
 from ..server import ApiError
 from ._routes import add_kind_routes
 
@@ -264,6 +274,21 @@ class Kinds(Feature):
     def of(cls, kernel: Kernel) -> Kinds:
         """The kinds of the daemon's home (how the daemon makes the feature)."""
         return cls(directory=kernel.config.home / "kinds")
+
+    def setup(self, run: RunSetup) -> None:
+        """Give a run its kind: its instruction (not to a small model), its tool filter,
+        its skills; ``422 unknown_kind`` fails the run's start if the kind is gone."""
+        # .get: a run resumed across an upgrade replays a plan recorded without it.
+        kind = self.get(run.plan.get("kind") or DEFAULT_KIND, status=422)
+        run.keep = keeps(kind.tools)
+        if not run.small:
+            run.say(Section.PERSONA, kind.instruction)
+
+        def skills(made: NodeTools) -> list[Skill]:
+            assert run.shell is not None  # the kernel refuses a run without one
+            return kind_skills(kind.skills, workspace=run.workspace, made=made, shell=run.shell)
+
+        run.skills = skills
 
     def routes(self, app: FastAPI) -> None:
         """Serve the kind listing and lookup."""

@@ -9,15 +9,13 @@ from ..._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._service import Memory
-    from ._tools import MEMORY_READ_TOOLS, MEMORY_WRITE_TOOLS
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
     __getattr__, __dir__ = _attach(
         __name__,
         {
             "._service": ("Memory",),
-            "._tools": ("MEMORY_READ_TOOLS", "MEMORY_WRITE_TOOLS"),
         },
     )
 
-__all__ = ["MEMORY_READ_TOOLS", "MEMORY_WRITE_TOOLS", "Memory"]
+__all__ = ["Memory"]

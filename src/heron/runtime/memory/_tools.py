@@ -21,12 +21,8 @@ from ._types import Written
 if TYPE_CHECKING:
     from ._service import Memory
 
-__all__ = ["MEMORY_READ_TOOLS", "MEMORY_WRITE_TOOLS", "memory_tools"]
+__all__ = ["memory_tools"]
 
-MEMORY_READ_TOOLS = ("memory-search", "memory-read")
-"""The tools ``memory:read`` brings."""
-MEMORY_WRITE_TOOLS = ("memory-write",)
-"""The tools ``memory:write`` brings."""
 
 _PATH = {
     "type": "string",

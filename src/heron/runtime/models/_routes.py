@@ -39,7 +39,7 @@ def add_model_routes(app: FastAPI, models: Models) -> None:
         """Which model providers the daemon can use now (API keys installed in it or set in
         its environment, the local model present, Ollama's host configured), and whether
         its default provider is one of them. Never shows a key."""
-        return readiness(models.engine.providers.default, models.engine.providers.credentials)
+        return readiness(models.pool.default, models.pool.credentials)
 
     @app.get("/v1/model-auth", tags=["model-auth"], responses=errors())
     async def list_credentials() -> list[api.ModelCredential]:

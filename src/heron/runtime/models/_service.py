@@ -22,6 +22,7 @@ from ._credentials import (
     save_credentials,
     save_model_config,
 )
+from ._providers import ProviderPool
 from ._readiness import (
     BASE_URL_VARIABLES,
     KEY_VARIABLES,
@@ -106,13 +107,16 @@ class Models(Feature):
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine
+        self.pool = ProviderPool(engine.config.provider)
+        """Builds the providers runs use (this feature supplies them to the kernel)."""
+        self.models = self.pool
         home = engine.config.home
         self._lock = asyncio.Lock()  # one file write at a time, in request order
         self._stored = load_credentials(home)
         """Every entry of the credentials file (kept whole when it is written again)."""
         for provider, credential in self._stored.items():
             if provider in api.CREDENTIAL_PROVIDERS:
-                engine.providers.install(provider, credential)
+                self.pool.install(provider, credential)
             else:
                 log.warning("%s: ignoring the credential of unknown provider %r", home, provider)
         stored = load_model_config(home)
@@ -127,13 +131,17 @@ class Models(Feature):
                     self.default_model,
                     engine.config.provider,
                 )
-            engine.providers.default = self.default_model
+            self.pool.default = self.default_model
+
+    async def after_shutdown(self) -> None:
+        """Close the providers (a local model's worker process ...): no run uses them now."""
+        await self.pool.aclose()
 
     async def before_launch(self) -> None:
         """Make the default model ready: the embedded one (or one set through the API) in
         the background, any other now, refusing to start without its API key."""
         engine = self.engine
-        if engine.providers.default.partition(":")[0].lower() == "local" or (
+        if self.pool.default.partition(":")[0].lower() == "local" or (
             self.default_model is not None
         ):
             # Loading the embedded model takes a while: let the first node find it ready.
@@ -142,15 +150,15 @@ class Models(Feature):
             engine.spawn(self._warm_default())
         else:
             try:
-                await engine.providers.prepare(None)
+                await self.pool.prepare(None)
             except Exception as exc:  # a missing API key: say so now, not per node
-                raise DaemonError(f"HERON_PROVIDER={engine.providers.default}: {exc}") from None
+                raise DaemonError(f"HERON_PROVIDER={self.pool.default}: {exc}") from None
 
     async def _warm_default(self) -> None:
         try:
-            await self.engine.providers.prepare(None)
+            await self.pool.prepare(None)
         except Exception:
-            log.exception("could not load the default model %s", self.engine.providers.default)
+            log.exception("could not load the default model %s", self.pool.default)
 
     def routes(self, app: FastAPI) -> None:
         """Serve the model-auth readiness, credential and model-config routes."""
@@ -164,7 +172,7 @@ class Models(Feature):
 
     def credential(self, provider: api.CredentialProvider) -> api.ModelCredential:
         """One provider's credential state: where its key comes from, never the key."""
-        installed = self.engine.providers.credentials.get(provider)
+        installed = self.pool.credentials.get(provider)
         environment_url = os.environ.get(BASE_URL_VARIABLES[provider]) or None
         if installed is not None:
             return api.ModelCredential(
@@ -225,7 +233,7 @@ class Models(Feature):
                 changed[kind] = credential
             await asyncio.to_thread(save_credentials, self.engine.config.home, changed)
             self._stored = changed
-            idle = self.engine.providers.install(kind, credential)
+            idle = self.pool.install(kind, credential)
         for provider in idle:  # built with the old key, and no call is using them
             await provider.aclose()
         return True
@@ -234,7 +242,7 @@ class Models(Feature):
 
     def config(self) -> api.ModelConfig:
         """The model settings and whether the default in effect is ready."""
-        pool = self.engine.providers
+        pool = self.pool
         ready, detail = check_spec(pool.default, pool.credentials)
         if self.default_model is not None:
             source: api.ModelConfigSource = "config"
@@ -255,7 +263,7 @@ class Models(Feature):
         if "default_model" not in request.model_fields_set:
             return self.config()
         spec = request.default_model
-        pool = self.engine.providers
+        pool = self.pool
         if spec is not None:
             spec = check_default_model(spec)
             ready, _ = check_spec(spec, pool.credentials)

@@ -7,13 +7,24 @@ from ..._core.lazy import attach as _attach
 if typing.TYPE_CHECKING:
     from ._durable import call_key
     from ._engine import Engine
-    from ._feature import Feature, FeatureFactory, Kernel, RunTools
+    from ._feature import (
+        CommandSandbox,
+        Feature,
+        FeatureFactory,
+        Kernel,
+        ModelSource,
+        RunSetup,
+        RunTools,
+        Section,
+    )
     from ._routes import add_node_routes
     from ._rows import maybe_when, to_node, when
     from ._runs import DETERMINISTIC, SETTLED, Stop
     from ._store import NodeStore, Settlement, StepMark, locked_status, queue_in
     from ._tools import (
         KIND_FIXED_TOOLS,
+        MEMORY_READ_TOOLS,
+        MEMORY_WRITE_TOOLS,
         SCHEDULE_TOOLS,
         NodeTools,
         narrowed_scopes,
@@ -25,6 +36,7 @@ if typing.TYPE_CHECKING:
         NodeExtra,
         NodeRow,
         Outcome,
+        RunPlan,
         WorktreeRecord,
         as_outcome,
         copy_fields,
@@ -37,13 +49,24 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
         {
             "._durable": ("call_key",),
             "._engine": ("Engine",),
-            "._feature": ("Feature", "FeatureFactory", "Kernel", "RunTools"),
+            "._feature": (
+                "CommandSandbox",
+                "Feature",
+                "FeatureFactory",
+                "Kernel",
+                "ModelSource",
+                "RunSetup",
+                "RunTools",
+                "Section",
+            ),
             "._routes": ("add_node_routes",),
             "._rows": ("maybe_when", "to_node", "when"),
             "._runs": ("DETERMINISTIC", "SETTLED", "Stop"),
             "._store": ("NodeStore", "Settlement", "StepMark", "locked_status", "queue_in"),
             "._tools": (
                 "KIND_FIXED_TOOLS",
+                "MEMORY_READ_TOOLS",
+                "MEMORY_WRITE_TOOLS",
                 "NodeTools",
                 "SCHEDULE_TOOLS",
                 "narrowed_scopes",
@@ -55,6 +78,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "NodeExtra",
                 "NodeRow",
                 "Outcome",
+                "RunPlan",
                 "WorktreeRecord",
                 "as_outcome",
                 "copy_fields",
@@ -68,18 +92,25 @@ __all__ = [
     "INHERITED",
     "KIND_FIXED_TOOLS",
     "LAUNCH_FIELDS",
+    "MEMORY_READ_TOOLS",
+    "MEMORY_WRITE_TOOLS",
     "SCHEDULE_TOOLS",
     "SETTLED",
+    "CommandSandbox",
     "Engine",
     "Feature",
     "FeatureFactory",
     "Kernel",
+    "ModelSource",
     "NodeExtra",
     "NodeRow",
     "NodeStore",
     "NodeTools",
     "Outcome",
+    "RunPlan",
+    "RunSetup",
     "RunTools",
+    "Section",
     "Settlement",
     "StepMark",
     "Stop",

@@ -23,7 +23,7 @@ from ...agents import ToolCallRecord, current_tool_call
 from ...providers import Provider
 from ...tools import ToolClient, ToolResult
 from ..events import EventLog
-from ..models import ProviderPool
+from ._feature import ModelSource
 from ._store import NodeStore
 
 __all__ = ["DurableProvider", "DurableToolClient", "Steps", "call_key", "shape_summary"]
@@ -118,7 +118,7 @@ class DurableProvider(Provider):
         steps: Steps,
         node_id: str,
         model: Callable[[], str | None],
-        providers: ProviderPool,
+        providers: ModelSource,
         store: NodeStore,
         events: EventLog,
     ) -> None:

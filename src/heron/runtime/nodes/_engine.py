@@ -28,11 +28,9 @@ from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
 from ..db import Database, create_engine, redact_url
 from ..events import EventLog
-from ..models import ProviderPool
 from ..server import ApiError
-from ..shell import NodeSandbox
 from ._durable import Steps
-from ._feature import Feature, FeatureFactory, Features
+from ._feature import CommandSandbox, Feature, FeatureFactory, Features, ModelSource
 from ._rows import (
     check_directory,
     check_duration,
@@ -92,6 +90,15 @@ def _answered(row: NodeRow) -> bool:
     return row["settled_at"] is not None and row["status"] not in ("running", "interrupted")
 
 
+def _supplied(features: Features, what: str) -> Any:
+    """The one thing of the kernel's that a registered feature supplies (its attribute
+    ``what``); ``RuntimeError`` unless exactly one does."""
+    found = [value for f in features if (value := getattr(f, what)) is not None]
+    if len(found) != 1:
+        raise RuntimeError(f"{len(found)} features supply the kernel's {what}: one must")
+    return found[0]
+
+
 class Engine:
     """Creates, runs, stops and reports on nodes; one per daemon process."""
 
@@ -102,8 +109,6 @@ class Engine:
         self.store = NodeStore(self.db)
         """The kernel's rows: nodes, messages, outcomes, events."""
         self.events = EventLog(self.store, memory=config.stream_memory)
-        self.providers = ProviderPool(config.provider)
-        self.sandbox = NodeSandbox(config)  # where node commands run (bubblewrap)
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
         self._early_stops: dict[str, tuple[int, Stop]] = {}
@@ -118,6 +123,9 @@ class Engine:
         its kernel and finds those listed before it registered already."""
         for make in features:
             self.features.add(make(self))
+        self.providers: ModelSource = _supplied(self.features, "models")
+        """The model providers runs use (a feature supplies them)."""
+        self._sandbox: CommandSandbox = _supplied(self.features, "sandbox")
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -126,7 +134,7 @@ class Engine:
         global _ENGINE
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
-        self.sandbox.check()  # refuses to start under --require-sandbox without one
+        self._sandbox.check()  # refuses to start under --require-sandbox without one
         self.db.migrate()
         for feature in self.features:  # before any run resumes (a dead daemon's jobs ...)
             await feature.before_launch()
@@ -170,7 +178,6 @@ class Engine:
         for feature in reversed(self.features):  # no run starts a job once they are killed
             await feature.after_shutdown()
         await self.events.stop()
-        await self.providers.aclose()
         self.db.close()
         _ENGINE = None
 
@@ -264,7 +271,7 @@ class Engine:
             listeners=self.listeners,
             provider=self.providers.default,
             event_streams=self.events.stats(),
-            sandbox=self.sandbox.status(),
+            sandbox=self._sandbox.status(),
         )
 
     # -- create ----------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -27,17 +27,27 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from ... import api
-    from ...tools import Tool
+    from ...providers import Provider
+    from ...tools import BashTools, Skill, Storage, Tool, ToolContext
     from .._config import RuntimeConfig
     from ..db import Database
     from ..events import EventLog
-    from ..models import ProviderPool
-    from ..shell import NodeSandbox
     from ._runs import Active, Stop
     from ._store import NodeStore
-    from ._types import NodeExtra, NodeRow, Outcome
+    from ._tools import NodeTools
+    from ._types import NodeExtra, NodeRow, Outcome, RunPlan
 
-__all__ = ["Feature", "FeatureFactory", "Features", "Kernel", "RunTools"]
+__all__ = [
+    "CommandSandbox",
+    "Feature",
+    "FeatureFactory",
+    "Features",
+    "Kernel",
+    "ModelSource",
+    "RunSetup",
+    "RunTools",
+    "Section",
+]
 
 F = TypeVar("F", bound="Feature")
 
@@ -56,6 +66,93 @@ class RunTools:
     """Whether the node's scopes and kind let it have a tool, by name."""
 
 
+class Section:
+    """Where a part of a node's instruction goes: the kernel joins the parts in this order,
+    so a feature's text lands where it reads best, whatever the features' order."""
+
+    PERSONA = 10
+    """Who the node is: the kernel's opening line, then its kind's instruction."""
+    ROLE = 20
+    """What its mode makes of it (an orchestrator's way of working)."""
+    WORKSPACE = 30
+    """Where it works: its directory (the kernel's), then what that directory is."""
+    TASK = 40
+    """How it finishes: the result its schema asks for."""
+    CONTEXT = 50
+    """Background it was given (situational context)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class RunSetup:
+    """A run being set up: what the kernel knows of it, and what the features make of it
+    (:meth:`Feature.setup`, called in the features' order, before its tools are made)."""
+
+    node_id: str
+    """The node."""
+    run: int
+    """Its run."""
+    plan: RunPlan
+    """The run's plan (as its ``begin`` step recorded it)."""
+    workspace: Path
+    """Where its file and shell tools work."""
+    small: bool
+    """Whether its model is too small to choose among many tools (a minimal instruction,
+    no skills)."""
+    network: bool
+    """Whether its sandboxed commands may reach the network (its ``net`` scope)."""
+    instruction: list[tuple[int, str]] = field(default_factory=list)
+    """Parts of its instruction, each with its :class:`Section`."""
+    keep: Callable[[str], bool] | None = None
+    """Which tools its kind keeps, by name (``None``: all)."""
+    shell: Callable[[Path], BashTools] | None = None
+    """Its shell in a directory (its bash tools, and skills working on files, use it)."""
+    hidden: tuple[str, ...] = ()
+    """Paths its file tools must not show (the daemon's secrets)."""
+    context: ToolContext | None = None
+    """The env id and ids its tools are called with (``None``: a fresh context)."""
+    storage: Storage | None = None
+    """Its tools' storage."""
+    skills: Callable[[NodeTools], list[Skill]] | None = None
+    """Its skills, made once its tools are (their tools are added to those)."""
+
+    def say(self, section: int, text: str) -> None:
+        """Add ``text`` to the instruction in ``section`` (after what is there already)."""
+        self.instruction.append((section, text))
+
+
+class ModelSource(Protocol):
+    """The model providers node runs use, supplied by one feature (:attr:`Feature.models`)."""
+
+    @property
+    def default(self) -> str:
+        """The spec nodes use unless they name their own model."""
+        ...
+
+    def get(self, spec: str | None) -> Provider:
+        """The provider for ``spec`` (``None``: the default)."""
+        ...
+
+    def use(self, spec: str | None) -> contextlib.AbstractAsyncContextManager[Provider]:
+        """The provider for ``spec``, held for one call."""
+        ...
+
+    async def prepare(self, spec: str | None, *, reread: bool = False) -> None:
+        """Load ``spec``'s model now (``UserError`` if it cannot be)."""
+        ...
+
+
+class CommandSandbox(Protocol):
+    """Where node commands run, supplied by one feature (:attr:`Feature.sandbox`)."""
+
+    def check(self) -> None:
+        """Refuse to start (raise) if the daemon must sandbox commands and cannot."""
+        ...
+
+    def status(self) -> api.SandboxStatus:
+        """The sandbox as ``/v1/status`` shows it."""
+        ...
+
+
 class Feature:
     """One feature of the daemon, as the kernel sees it: every hook does nothing unless
     the feature says otherwise.
@@ -66,6 +163,12 @@ class Feature:
 
     tables: tuple[sa.Table, ...] = ()
     """The database tables the feature owns."""
+
+    models: ModelSource | None = None
+    """The model providers runs use, if this feature supplies them (one feature does)."""
+
+    sandbox: CommandSandbox | None = None
+    """Where node commands run, if this feature supplies it (one feature does)."""
 
     body_limits: Mapping[str, int] = {}
     """The largest request body each of the feature's routes takes, by path, where that
@@ -142,6 +245,20 @@ class Feature:
 
     def routes(self, app: FastAPI) -> None:
         """Add the feature's routes to ``app``."""
+
+    def begin(self, row: NodeRow, plan: RunPlan) -> None:
+        """A run of the node begins: adjust the ``plan`` it is prepared from (where it
+        works ...), recorded with its ``begin`` step."""
+
+    def setup(self, run: RunSetup) -> None:
+        """Shape a run being set up: its instruction, its kind's tool filter, its shell,
+        its tools' storage and context, its skills (raise to fail the run's start)."""
+
+    async def warm(self, node_id: str, plan: RunPlan, failure: str | None) -> bool:
+        """A node made ahead of a create has its run set up (``failure``: why it could not
+        be): whether it goes on to serve a create (``False``: it was discarded, and what
+        its run left is removed). Only the feature that makes such nodes answers."""
+        return True
 
     def tools(self, run: RunTools) -> Sequence[Tool]:
         """The tools the feature gives a node for one run (the kernel keeps those the
@@ -227,13 +344,8 @@ class Kernel(Protocol):
         ...
 
     @property
-    def providers(self) -> ProviderPool:
+    def providers(self) -> ModelSource:
         """The model providers runs use."""
-        ...
-
-    @property
-    def sandbox(self) -> NodeSandbox:
-        """Where node commands run."""
         ...
 
     @property

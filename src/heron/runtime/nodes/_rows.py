@@ -16,7 +16,6 @@ from referencing.jsonschema import DRAFT202012
 
 from ... import api
 from ..server import ApiError, parse_duration
-from ..worktrees import to_worktree
 from ._types import NodeRow
 
 __all__ = [
@@ -182,7 +181,9 @@ def to_node(row: NodeRow) -> api.Node:
         turns=row["turns"],
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
-        worktree=to_worktree(row),
+        worktree=api.NodeWorktree(**tree)
+        if isinstance(tree := extra.get("worktree"), dict)
+        else None,
         warm=bool(extra.get("served_warm")),
         forked_from=extra.get("forked_from"),
         previous_outcomes=[

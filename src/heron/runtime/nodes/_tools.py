@@ -28,7 +28,6 @@ from ...tools import (
     get_current_time,
     question_answer_tool,
 )
-from ..memory import MEMORY_READ_TOOLS
 from ..server import ApiError
 
 __all__ = [
@@ -37,6 +36,8 @@ __all__ = [
     "CHILD_TOOLS",
     "ENFORCED_SCOPES",
     "KIND_FIXED_TOOLS",
+    "MEMORY_READ_TOOLS",
+    "MEMORY_WRITE_TOOLS",
     "SCHEDULE_TOOLS",
     "SMALL_MODEL_TOOLS",
     "DeclineTool",
@@ -48,6 +49,12 @@ __all__ = [
     "scope_of",
     "workspace_files",
 ]
+
+MEMORY_READ_TOOLS = ("memory-search", "memory-read")
+"""The memory tools the ``memory:read`` scope brings (``memory:write`` brings the rest)."""
+
+MEMORY_WRITE_TOOLS = ("memory-write",)
+"""The memory tools that change notes (``memory:write``)."""
 
 ASK_TOOL = "ask-questions"
 """The tool ``ask`` brings: a run that ends with it leaves the node dormant, not settled."""

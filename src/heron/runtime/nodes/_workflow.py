@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS
 
 from ..._core import ProviderError
 from ...agents import BaseAgent
-from ...tools import BashTools, LocalToolClient
-from ..jobs import Jobs
-from ..kinds import DEFAULT_KIND, Kind, Kinds, keeps, kind_skills
-from ..orchestration import ORCHESTRATOR_INSTRUCTION
-from ..profiles import Profiles
-from ..warm import WarmPool
-from ..worktrees import active_worktree
+from ...tools import LocalToolClient
 from ._durable import DurableProvider, DurableToolClient, Steps
 from ._engine import Engine, current_engine
-from ._feature import RunTools
+from ._feature import RunSetup, RunTools, Section
 from ._runs import (
     NO_RESULT,
     NOT_STARTED,
@@ -95,15 +88,10 @@ class _Run:
                 agent, failure = None, _failed(exc)
             prompt, nudges = plan["prompt"], 0
             if plan.get("warm"):
-                # A warm-pool node: all set up, it waits for a create to hand it a prompt.
-                # One that could not be set up is discarded, never served (unless a create
-                # claimed it already: it then fails as that create made cold would).
-                if (
-                    agent is None
-                    and await engine.features.get(WarmPool).unprepared(node_id, failure.message)
-                ) or (not await engine.features.get(WarmPool).claimed(node_id)):
+                # A node made ahead of a create: all set up, it waits for a create to hand
+                # it a prompt (or is discarded, never served).
+                if not await _warm(engine, node_id, plan, None if agent else failure.message):
                     engine.forget(active)
-                    await engine.features.get(WarmPool).cleanup(node_id, plan["cwd"])
                     return "discarded"
                 prompt = "\n\n".join(await steps.run("inbox", self._inbox)) or "Continue."
             while True:
@@ -133,10 +121,10 @@ class _Run:
         if row is None or row["status"] in SETTLED:
             return None  # closed before its run got going
         unread = await engine.store.claim_messages(self.node_id, self.run, _step_id())
-        tree = active_worktree(row)  # while it has one, the node works in its worktree
-        # What a run is prepared from before its prompt: each field read here must
-        # be in _types.LAUNCH_FIELDS, or a warm node could serve a create it does not fit.
-        return {
+        # What a run is prepared from before its prompt: each field read here (and by the
+        # features' ``begin``) must be in _types.LAUNCH_FIELDS, or a warm node could serve
+        # a create it does not fit.
+        plan: RunPlan = {
             "warm": row["warm"] is not None,
             "kind": row["kind"],
             "profile": row["profile"],
@@ -145,11 +133,14 @@ class _Run:
             "scopes": row["scopes"],
             "output_schema": row["output_schema"],
             "situational_context": row["situational_context"],
-            "cwd": tree["workdir"] if tree is not None else row["cwd"],
-            "branch": tree["branch"] if tree is not None else None,
+            "cwd": row["cwd"],
+            "branch": None,
             "mode": row["mode"],
             "prompt": "\n\n".join(unread) or "Continue.",
         }
+        for feature in engine.features.having("begin"):
+            feature.begin(row, plan)
+        return plan
 
     def _agent(self, plan: RunPlan, active: Active, steps: Steps) -> BaseAgent:
         engine, node_id = self.engine, self.node_id
@@ -161,22 +152,24 @@ class _Run:
         async def decline(reason: str, code: str | None, retryable: bool) -> None:
             await engine.decline(node_id, reason, code, retryable)
 
-        # .get: a run resumed across an upgrade replays a plan recorded without them.
-        kind = engine.features.get(Kinds).get(plan.get("kind") or DEFAULT_KIND, status=422)
         workspace = engine.workspace(node_id, plan["cwd"])
-
-        jobs = engine.features.get(Jobs)
-        # ``net`` (every scope, when none are given) lets the node's commands reach the network.
-        network = plan["scopes"] is None or "net" in plan["scopes"]
-
-        def shell(workspace: Path) -> BashTools:
-            # The node's shell outlives the run: its background jobs carry on (``_jobs``).
-            return jobs.shell(node_id, workspace, network=network)
-
-        keep = keeps(kind.tools)
         small = _small_model(engine.providers.get(active.model))
+        setup = RunSetup(
+            node_id=node_id,
+            run=self.run,
+            plan=plan,
+            workspace=workspace,
+            small=small,
+            # ``net`` (every scope, when none are given): its commands reach the network.
+            network=plan["scopes"] is None or "net" in plan["scopes"],
+        )
+        _say_own(setup)
+        for feature in engine.features.having("setup"):
+            feature.setup(setup)
+        if setup.shell is None:
+            raise RuntimeError("no feature gives the node a shell")
         run = RunTools(
-            node_id=node_id, run=self.run, plan=plan, admits=admits(plan["scopes"], keep)
+            node_id=node_id, run=self.run, plan=plan, admits=admits(plan["scopes"], setup.keep)
         )
         tools = self.tools = node_tools(
             scopes=plan["scopes"],
@@ -184,24 +177,20 @@ class _Run:
             workspace=workspace,
             submit=submit,
             decline=decline,
-            shell=shell,
-            keep=keep,
+            shell=setup.shell,
+            keep=setup.keep,
             granted=[tool for feature in engine.features for tool in feature.tools(run)],
-            hidden=engine.sandbox.hidden_from_files,
+            hidden=setup.hidden,
             small=small,
         )
         # A small model gets no skills: their instructions and tools would bury the task.
-        skills = (
-            [] if small else kind_skills(kind.skills, workspace=workspace, made=tools, shell=shell)
-        )
-        # One context per node (``_jobs``): job ids stay unique across its runs; tool
-        # storage (a planner's todo list) is the node's profile's.
-        context = jobs.context(node_id)
+        skills = [] if small or setup.skills is None else setup.skills(tools)
+        context = setup.context
         local = LocalToolClient(
             tools.tools,
-            env_id=context.env_id,
-            storage=engine.features.get(Profiles).storage(plan.get("profile")),
-            ids=context.ids,
+            env_id=context.env_id if context is not None else "local",
+            storage=setup.storage,
+            ids=context.ids if context is not None else None,
         )
         client = DurableToolClient(
             local, node_id=node_id, events=engine.events, steps=steps, store=engine.store
@@ -217,7 +206,7 @@ class _Run:
         return BaseAgent(
             provider=provider,
             tool_client=client,
-            instruction=_small_instruction(plan) if small else _instruction(plan, kind),
+            instruction="\n\n".join(text for _, text in sorted(setup.instruction, key=_section)),
             skills=skills,
             name=node_id,
             state=plan["state"],
@@ -356,6 +345,16 @@ class _Run:
         await events.step_done(node_id, key)
 
 
+async def _warm(engine: Engine, node_id: str, plan: RunPlan, failure: str | None) -> bool:
+    """Whether a node made ahead of a create goes on to serve one (the features that make
+    such nodes say; one that could not be set up is discarded unless a create claimed it
+    already: it then fails as that create made cold would)."""
+    for feature in engine.features.having("warm"):
+        if not await feature.warm(node_id, plan, failure):
+            return False
+    return True
+
+
 async def _held(engine: Engine, node_id: str) -> bool:
     """Whether a feature holds the node dormant (children still working for it ...)."""
     for feature in engine.features.having("holds"):
@@ -445,39 +444,35 @@ def _small_model(provider: Provider) -> bool:
     return getattr(provider, "route_tools", False) is True
 
 
-def _small_instruction(plan: RunPlan) -> str:
-    """A small model's instruction: only what the task needs. A persona, the kind's
-    advice and a JSON schema in prose crowd its context (``heron run``, which answers
-    well on it, has none); the tools' own schemas carry the rest."""
-    parts = []
-    if plan["output_schema"] is not None:
-        parts.append("When you have the answer, call `submit-result` with it.")
-    if plan["situational_context"]:
-        parts.append(
-            f"Situational context (background, not a request):\n{plan['situational_context']}"
+def _say_own(setup: RunSetup) -> None:
+    """The kernel's parts of a node's instruction. A small model's is only what the task
+    needs: a persona, advice and a JSON schema in prose crowd its context (``heron run``,
+    which answers well on it, has none); the tools' own schemas carry the rest."""
+    plan = setup.plan
+    if setup.small:
+        if plan["output_schema"] is not None:
+            setup.say(Section.TASK, "When you have the answer, call `submit-result` with it.")
+    else:
+        setup.say(
+            Section.PERSONA,
+            "You are a Heron node: an agent working on the task in the user's messages.",
         )
-    return "\n\n".join(parts)
-
-
-def _instruction(plan: RunPlan, kind: Kind) -> str:
-    parts = ["You are a Heron node: an agent working on the task in the user's messages."]
-    parts.append(kind.instruction)
-    if plan.get("mode") == "orchestrator":
-        parts.append(ORCHESTRATOR_INSTRUCTION)
-    if plan["cwd"]:
-        parts.append(f"Working directory (file and shell tools work here): {plan['cwd']}")
-    if plan.get("branch"):  # (a plan recorded before worktrees has no such key)
-        parts.append(
-            f"That directory is in a git worktree made for this task, on branch "
-            f"{plan['branch']}: commit your work on it (nothing is merged for you)."
-        )
-    if plan["output_schema"] is not None:
-        schema = schema_text(plan["output_schema"])
-        parts.append(
-            "Finish by calling `submit-result` with a result matching this JSON schema "
-            f"(or `decline` if the task cannot honestly be done):\n{schema}"
-        )
+        if plan["cwd"]:
+            setup.say(
+                Section.WORKSPACE,
+                f"Working directory (file and shell tools work here): {plan['cwd']}",
+            )
+        if plan["output_schema"] is not None:
+            schema = schema_text(plan["output_schema"])
+            setup.say(
+                Section.TASK,
+                "Finish by calling `submit-result` with a result matching this JSON schema "
+                f"(or `decline` if the task cannot honestly be done):\n{schema}",
+            )
     if plan["situational_context"]:
         context = plan["situational_context"]
-        parts.append(f"Situational context (background, not a request):\n{context}")
-    return "\n\n".join(parts)
+        setup.say(Section.CONTEXT, f"Situational context (background, not a request):\n{context}")
+
+
+def _section(part: tuple[int, str]) -> int:
+    return part[0]

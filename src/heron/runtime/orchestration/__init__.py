@@ -9,15 +9,13 @@ from ..._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._service import Orchestration
-    from ._tools import ORCHESTRATOR_INSTRUCTION
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
     __getattr__, __dir__ = _attach(
         __name__,
         {
             "._service": ("Orchestration",),
-            "._tools": ("ORCHESTRATOR_INSTRUCTION",),
         },
     )
 
-__all__ = ["ORCHESTRATOR_INSTRUCTION", "Orchestration"]
+__all__ = ["Orchestration"]

@@ -17,7 +17,17 @@ from pydantic import ValidationError
 
 from ... import api
 from ..._core import ToolError
-from ..nodes import SETTLED, Feature, Kernel, NodeRow, Outcome, RunTools, maybe_when
+from ..nodes import (
+    SETTLED,
+    Feature,
+    Kernel,
+    NodeRow,
+    Outcome,
+    RunSetup,
+    RunTools,
+    Section,
+    maybe_when,
+)
 from ..server import ApiError
 from ._routes import add_orchestration_routes
 
@@ -65,6 +75,17 @@ class _Watch:
     """Set when the call has claimed what it takes (or gave up)."""
 
 
+ORCHESTRATOR_INSTRUCTION = (
+    "You are an orchestrator: split the work and delegate it to child nodes with "
+    "`spawn-child` (each prompt is that child's entire brief), follow up with "
+    "`message-child`, collect outcomes with `wait-children` (or end your turn: the "
+    "outcomes of children still working arrive as messages and wake you), see them with "
+    "`list-children` and stop one with `close-child`. Report your progress with "
+    "`push-report`; finish with a `final` report and your answer."
+)
+"""What an orchestrator's instruction adds."""
+
+
 class Orchestration(Feature):
     """Parents and children; see the module docstring."""
 
@@ -79,6 +100,11 @@ class Orchestration(Feature):
 
     def _lock(self, parent: str) -> asyncio.Lock:
         return self._locks.setdefault(parent, asyncio.Lock())
+
+    def setup(self, run: RunSetup) -> None:
+        """An orchestrator's instruction says how it works with its children."""
+        if not run.small and run.plan.get("mode") == "orchestrator":
+            run.say(Section.ROLE, ORCHESTRATOR_INSTRUCTION)
 
     def routes(self, app: FastAPI) -> None:
         """Serve ``…/yield`` and ``…/wait``."""

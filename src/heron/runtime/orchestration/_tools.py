@@ -24,7 +24,6 @@ from ..worktrees import active_worktree
 from ._service import Orchestration, answer, child_summary, claimed, outcome_limit
 
 __all__ = [
-    "ORCHESTRATOR_INSTRUCTION",
     "ORCHESTRATOR_TOOLS",
     "CloseChildTool",
     "ListChildrenTool",
@@ -33,16 +32,6 @@ __all__ = [
     "WaitChildrenTool",
     "orchestrator_tools",
 ]
-
-ORCHESTRATOR_INSTRUCTION = (
-    "You are an orchestrator: split the work and delegate it to child nodes with "
-    "`spawn-child` (each prompt is that child's entire brief), follow up with "
-    "`message-child`, collect outcomes with `wait-children` (or end your turn: the "
-    "outcomes of children still working arrive as messages and wake you), see them with "
-    "`list-children` and stop one with `close-child`. Report your progress with "
-    "`push-report`; finish with a `final` report and your answer."
-)
-"""What an orchestrator's instruction adds."""
 
 ORCHESTRATOR_TOOLS = (
     "spawn-child",

@@ -11,7 +11,7 @@ from ...mcp import FileStorage
 from .. import kinds
 from ..db import profiles
 from ..kinds import DEFAULT_KIND, Kind
-from ..nodes import Feature, Kernel, NodeRow, when
+from ..nodes import Feature, Kernel, NodeRow, RunSetup, when
 from ..server import ApiError
 from ._routes import add_profile_routes
 from ._store import ProfileRow, ProfileStore
@@ -57,6 +57,10 @@ class Profiles(Feature):
         """The profiles' rows."""
         self.kinds = engine.features.get(kinds.Kinds)
         """The kinds (profiles name a default one; creates pick one)."""
+
+    def setup(self, run: RunSetup) -> None:
+        """A run's tool storage (a planner's todo list ...) is its profile's."""
+        run.storage = self.storage(run.plan.get("profile"))
 
     def routes(self, app: FastAPI) -> None:
         """Serve the profile routes."""

@@ -9,6 +9,7 @@ from ..._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._environment import command_environment
+    from ._ledger import JobLedger, group_lives, start_ticks
     from ._sandbox import NodeSandbox
     from ._service import Commands
 
@@ -17,9 +18,17 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
         __name__,
         {
             "._environment": ("command_environment",),
+            "._ledger": ("JobLedger", "group_lives", "start_ticks"),
             "._sandbox": ("NodeSandbox",),
             "._service": ("Commands",),
         },
     )
 
-__all__ = ["Commands", "NodeSandbox", "command_environment"]
+__all__ = [
+    "Commands",
+    "JobLedger",
+    "NodeSandbox",
+    "command_environment",
+    "group_lives",
+    "start_ticks",
+]

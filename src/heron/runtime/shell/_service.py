@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from ... import api
 from ...tools.bash import ShellProcess, Stream, describe_exit
-from .. import jobs
 from ..files import check_path
-from ..nodes import Feature, Kernel
+from ..nodes import Feature, Kernel, RunSetup
 from ..server import ApiError
 from ._environment import WITHHELD_VARIABLES, command_environment
+from ._ledger import JobLedger
+from ._sandbox import NodeSandbox
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -83,7 +84,9 @@ def _check_cwd(raw: str) -> str:
 
 
 class Commands(Feature):
-    """The commands running for ``/v1/bash``."""
+    """The commands running for ``/v1/bash``, and where node commands run."""
+
+    sandbox: NodeSandbox
 
     def __init__(self, engine: Kernel) -> None:
         self._engine = engine
@@ -91,6 +94,15 @@ class Commands(Feature):
         self._stopping = False
         self.shell = shutil.which("bash") or "/bin/bash"
         """The shell every command runs in."""
+        self.sandbox = NodeSandbox(engine.config)
+        """Where node commands run (bubblewrap, when the daemon has it)."""
+        self.ledger = JobLedger(engine.config.home / "jobs.json")
+        """The process groups of the commands running (``/v1/bash``'s and the nodes' jobs),
+        on disk for the next daemon, should this one die."""
+
+    async def before_launch(self) -> None:
+        """Reap before any run resumes: the commands a dead daemon left are nobody's now."""
+        self.ledger.reap()
 
     async def run(self, request: api.BashRequest) -> api.BashResult:
         """Run the command to its end (or its timeout) and describe how it ended."""
@@ -113,14 +125,14 @@ class Commands(Feature):
                 env=env,
                 on_output=on_output,
                 stdin=None if request.stdin is None else request.stdin.encode("utf-8", "replace"),
-                prefix=self._engine.sandbox.contain or (),
+                prefix=self.sandbox.contain or (),
             )
         except OSError as exc:
             if exc.filename == cwd:
                 message = f"cwd {cwd}: {exc.strerror or exc}"
                 raise ApiError(422, "invalid_cwd", message, {"path": cwd}) from None
             raise ApiError(500, "bash_unavailable", f"cannot start {self.shell}: {exc}") from None
-        ledger = self._engine.features.get(jobs.Jobs).ledger
+        ledger = self.ledger
         self._running.add(process)
         ledger.add(process.pid)
         try:
@@ -139,7 +151,7 @@ class Commands(Feature):
             ledger.remove([process.pid])
         await process.close()
         code, signal_name = describe_exit(process.returncode)
-        if self._engine.sandbox.contain and code is not None and 128 < code <= 128 + 64:
+        if self.sandbox.contain and code is not None and 128 < code <= 128 + 64:
             # The namespace's init reports a shell killed by signal n as 128 + n.
             code, signal_name = describe_exit(128 - code)
         ended = process.ended if process.ended is not None else time.monotonic()
@@ -172,6 +184,10 @@ class Commands(Feature):
         if not settled:
             # A process outside the group (a new session) holds the pipes: stop reading.
             process.close_output()
+
+    def setup(self, run: RunSetup) -> None:
+        """A node's file tools never show the daemon's secrets."""
+        run.hidden = self.sandbox.hidden_from_files
 
     def routes(self, app: FastAPI) -> None:
         """Serve ``POST /v1/bash``."""

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from ... import api
 from .. import jobs, kinds
 from ..kinds import Kind
-from ..nodes import LAUNCH_FIELDS, Feature, Kernel, NodeRow, fields_of
+from ..nodes import LAUNCH_FIELDS, Feature, Kernel, NodeRow, RunPlan, fields_of
 
 __all__ = ["MAX_TUPLES", "WarmPool", "launch_key"]
 
@@ -112,6 +112,18 @@ class WarmPool(Feature):
         waiter = self._waiters.pop(node_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(True)
+
+    async def warm(self, node_id: str, plan: RunPlan, failure: str | None) -> bool:
+        """A warm node's run is set up: it waits until a create claims it (``True``), or is
+        discarded, what its run left removed. One whose run could not be set up
+        (``failure``) is discarded unless a create claimed it first (that create's node
+        then fails as it would have made cold)."""
+        if (failure is not None and await self.unprepared(node_id, failure)) or (
+            not await self.claimed(node_id)
+        ):
+            await self.cleanup(node_id, plan["cwd"])
+            return False
+        return True
 
     async def claimed(self, node_id: str) -> bool:
         """Wait (in the node's run) until the warm node is claimed (``True``) or discarded.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ... import api
 from .. import jobs
-from ..nodes import Feature, Kernel, NodeRow, WorktreeRecord
+from ..nodes import Feature, Kernel, NodeRow, RunPlan, RunSetup, Section, WorktreeRecord
 from ..server import ApiError
 from ._routes import add_worktrees_routes
 
@@ -117,6 +117,22 @@ class Worktrees(Feature):
         self.root = engine.config.home / "worktrees"
         """Where worktrees are made: ``$HERON_HOME/worktrees/<name>``."""
         self._making = asyncio.Lock()  # two creates must not both take one name
+
+    def begin(self, row: NodeRow, plan: RunPlan) -> None:
+        """While it has a worktree, the node works in it, on its branch."""
+        tree = active_worktree(row)
+        if tree is not None:
+            plan["cwd"], plan["branch"] = tree["workdir"], tree["branch"]
+
+    def setup(self, run: RunSetup) -> None:
+        """A node in a worktree is told whose branch it is on."""
+        branch = run.plan.get("branch")  # (a plan recorded before worktrees has no such key)
+        if not run.small and branch:
+            run.say(
+                Section.WORKSPACE,
+                f"That directory is in a git worktree made for this task, on branch "
+                f"{branch}: commit your work on it (nothing is merged for you).",
+            )
 
     def routes(self, app: FastAPI) -> None:
         """Serve the worktree close and abandon routes."""

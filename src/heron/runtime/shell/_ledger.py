@@ -1,5 +1,6 @@
-"""The process groups of running jobs, on disk (``$HERON_HOME/jobs.json``), so a daemon that
-died can have them stopped by the next (ARCHITECTURE.md, jobs)."""
+"""The process groups of the commands the daemon runs (node jobs, ``/v1/bash``), on disk
+(``$HERON_HOME/jobs.json``), so a daemon that died can have them stopped by the next
+(ARCHITECTURE.md, jobs and shell)."""
 
 from __future__ import annotations
 

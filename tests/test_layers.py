@@ -39,7 +39,10 @@ def test_the_layer_contracts_hold() -> None:
 
 def test_every_package_of_heron_has_its_layer() -> None:
     # A new top-level package is placed deliberately, not left out of every rule.
-    (layers,) = [c["layers"] for c in contracts() if c["type"] == "layers"]
+    # (the runtime's own layers are a contract with containers, exhaustive by itself)
+    (layers,) = [
+        c["layers"] for c in contracts() if c["type"] == "layers" and "containers" not in c
+    ]
     assert isinstance(layers, list)
     placed = {name.strip() for layer in layers for name in layer.split("|")}
     packages = {f"heron.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}

@@ -20,7 +20,8 @@ if typing.TYPE_CHECKING:
         save_connect,
     )
     from ._local import daemon_pid, get_json, stop_daemon, wait_healthy
-    from .server import DaemonError, run_daemon
+    from .daemon import run_daemon
+    from .server import DaemonError
 
 # The server (FastAPI, DBOS, SQLAlchemy) loads when it is asked for: `heron daemon status`
 # and `stop` need only the configuration.
@@ -37,7 +38,8 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "save_connect",
             ),
             "._local": ("daemon_pid", "get_json", "stop_daemon", "wait_healthy"),
-            ".server": ("DaemonError", "run_daemon"),
+            ".daemon": ("run_daemon",),
+            ".server": ("DaemonError",),
         },
     )
 

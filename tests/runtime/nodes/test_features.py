@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import heron.runtime
-from heron.runtime._features import FEATURES
+from heron.runtime.daemon import FEATURES
 from heron.runtime.nodes._feature import Feature, Features
 
 RUNTIME = Path(heron.runtime.__file__).parent

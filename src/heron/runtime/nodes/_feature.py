@@ -4,7 +4,7 @@ daemon, and the :class:`Kernel`: the node operations a feature may use.
 A feature (crons, memory, human requests ...) lives in a package of its own. The kernel
 knows it only as a :class:`Feature`: something it starts and stops, whose routes it
 serves, whose tools it offers a node's run, and which it tells when a node settles. The
-engine builds the features of ``heron.runtime._features.FEATURES`` in that order and
+engine builds the features of ``heron.runtime.daemon.FEATURES`` in that order and
 names none of them.
 
 Order is explicit: the list's order. Hooks run in it while the daemon starts

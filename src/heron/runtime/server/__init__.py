@@ -1,4 +1,8 @@
-"""The daemon's HTTP server: the FastAPI app, middleware, routing and the process."""
+"""What every route shares: HTTP middleware, routing helpers, the error type and the log.
+
+The app and the process that serve the routes are the daemon's (``heron.runtime.daemon``);
+nothing here knows a node, an event or a feature.
+"""
 
 import typing
 
@@ -7,6 +11,8 @@ from ..._core.lazy import attach as _attach
 if typing.TYPE_CHECKING:
     from ._durations import parse_duration
     from ._errors import ApiError, DaemonError
+    from ._http import BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
+    from ._logging import configure_logging
     from ._routing import (
         ACTION,
         MAX_INTEGER,
@@ -18,7 +24,6 @@ if typing.TYPE_CHECKING:
         errors,
         stopping,
     )
-    from ._server import run_daemon
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
     __getattr__, __dir__ = _attach(
@@ -26,6 +31,8 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
         {
             "._durations": ("parse_duration",),
             "._errors": ("ApiError", "DaemonError"),
+            "._http": ("BearerAuth", "BodyLimit", "BodyTooLarge", "NotUnicode", "UnicodeRoute"),
+            "._logging": ("configure_logging",),
             "._routing": (
                 "ACTION",
                 "MAX_INTEGER",
@@ -37,7 +44,6 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "errors",
                 "stopping",
             ),
-            "._server": ("run_daemon",),
         },
     )
 
@@ -48,11 +54,16 @@ __all__ = [
     "READ",
     "WITH_BODY",
     "ApiError",
+    "BearerAuth",
+    "BodyLimit",
+    "BodyTooLarge",
     "DaemonError",
     "NodeIdPath",
+    "NotUnicode",
+    "UnicodeRoute",
     "Wait",
+    "configure_logging",
     "errors",
     "parse_duration",
-    "run_daemon",
     "stopping",
 ]

@@ -19,16 +19,14 @@ import uvicorn
 
 from ... import api
 from .._config import RuntimeConfig
-from .._features import FEATURES
 from .._local import daemon_pid, get_json
 from ..db import DatabaseUnavailable
 from ..nodes import Engine
+from ..server import DaemonError, configure_logging, stopping
 from ._app import build_app, wrap
-from ._errors import DaemonError
-from ._logging import configure_logging
-from ._routing import stopping
+from ._features import FEATURES
 
-__all__ = ["DaemonError", "run_daemon", "serve"]
+__all__ = ["run_daemon", "serve"]
 
 log = logging.getLogger("heron.runtime")
 

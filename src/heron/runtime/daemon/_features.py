@@ -24,22 +24,22 @@ daemon starts them in this order and stops them in reverse. So:
 
 from __future__ import annotations
 
-from .canvas import Canvas
-from .crons import Crons
-from .files import Files
-from .human import Human
-from .jobs import Jobs
-from .kinds import Kinds
-from .lineage import Lineage
-from .memory import Memory
-from .models import Models
-from .nodes import FeatureFactory
-from .orchestration import Orchestration
-from .profiles import Profiles
-from .reports import Reports
-from .shell import Commands
-from .warm import WarmPool
-from .worktrees import Worktrees
+from ..canvas import Canvas
+from ..crons import Crons
+from ..files import Files
+from ..human import Human
+from ..jobs import Jobs
+from ..kinds import Kinds
+from ..lineage import Lineage
+from ..memory import Memory
+from ..models import Models
+from ..nodes import FeatureFactory
+from ..orchestration import Orchestration
+from ..profiles import Profiles
+from ..reports import Reports
+from ..shell import Commands
+from ..warm import WarmPool
+from ..worktrees import Worktrees
 
 __all__ = ["FEATURES"]
 

@@ -19,8 +19,7 @@ from ... import api
 from ..._core.version import __version__
 from ..events import add_event_routes
 from ..nodes import Engine, add_node_routes
-from ._errors import ApiError
-from ._http import BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
+from ..server import ApiError, BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
 
 __all__ = ["build_app", "wrap"]
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from heron import api
 from heron.runtime.canvas._service import Canvas
+from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
 from heron.runtime.nodes._store import NodeStore
@@ -124,7 +125,7 @@ async def main(sizes: list[int], messages: int, rounds: int) -> None:
     for nodes in sizes:
         with tempfile.TemporaryDirectory() as home:
             database = Database(create_engine(f"sqlite:///{Path(home) / 'heron.db'}"))
-            database.migrate()
+            database.migrate(SCHEMAS)
             store = NodeStore(database)
             try:
                 chars = await fill(store, nodes, messages)

@@ -34,6 +34,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
 from heron.runtime.memory._paths import new_entry_id
@@ -72,7 +73,7 @@ async def timed(repeat: int, action: Callable[[int], Awaitable[Any]]) -> float:
 
 async def measure(url: str, sizes: list[int], repeat: int) -> dict[int, dict[str, float]]:
     database = Database(create_engine(url))
-    database.migrate()
+    database.migrate(SCHEMAS)
     store = MemoryStore(database)
     rng = random.Random(7)
     figures: dict[int, dict[str, float]] = {}

@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from heron.runtime.db._database import MIGRATIONS, create_engine, profiles
+from heron.runtime.daemon import SCHEMAS
+from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
+from heron.runtime.profiles._tables import profiles
 
 
 @pytest.fixture
 def database(tmp_path: Path) -> Iterator[Database]:
     made = Database(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
-    assert made.migrate() == len(MIGRATIONS)
+    assert made.migrate(SCHEMAS) == {s.name: s.version for s in SCHEMAS}
     try:
         yield made
     finally:

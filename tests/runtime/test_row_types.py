@@ -12,18 +12,11 @@ import sqlalchemy as sa
 import heron.runtime
 from heron.runtime.canvas._store import CARD_COLUMNS, CardRow
 from heron.runtime.crons._store import CronRow, FiringRow
-from heron.runtime.db._database import (
-    cron_firings,
-    crons,
-    events,
-    human_requests,
-    memory_entries,
-    memory_versions,
-    nodes,
-    profiles,
-    reports,
-)
+from heron.runtime.crons._tables import cron_firings, crons
+from heron.runtime.db import events, nodes
 from heron.runtime.human._store import RequestRow
+from heron.runtime.human._tables import human_requests
+from heron.runtime.memory._tables import memory_entries, memory_versions
 from heron.runtime.memory._types import EntryRow, VersionRow
 from heron.runtime.nodes._types import (
     INHERITED,
@@ -35,7 +28,9 @@ from heron.runtime.nodes._types import (
     RunPlan,
 )
 from heron.runtime.profiles._store import ProfileRow
+from heron.runtime.profiles._tables import profiles
 from heron.runtime.reports._store import ReportRow
+from heron.runtime.reports._tables import reports
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from tests.support.daemon import node_row
 from heron import api
 from heron.runtime.canvas._service import Canvas, asking_from
 from heron.runtime.canvas._store import CanvasStore
+from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
 from heron.runtime.nodes._store import NodeStore
@@ -37,7 +38,7 @@ class Request:
 def store(tmp_path: Path) -> Iterator[NodeStore]:
     engine = create_engine(f"sqlite:///{tmp_path / 'heron.db'}")
     database = Database(engine)
-    database.migrate()
+    database.migrate(SCHEMAS)
     try:
         yield NodeStore(database)
     finally:

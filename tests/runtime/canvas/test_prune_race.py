@@ -16,6 +16,7 @@ from tests.support.daemon import node_row
 
 from heron.runtime.canvas._service import Canvas
 from heron.runtime.canvas._store import CanvasStore
+from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
 from heron.runtime.nodes._store import NodeStore
@@ -24,7 +25,7 @@ from heron.runtime.nodes._store import NodeStore
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[NodeStore]:
     database = Database(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
-    database.migrate()
+    database.migrate(SCHEMAS)
     try:
         yield NodeStore(database)
     finally:

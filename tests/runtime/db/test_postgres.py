@@ -22,8 +22,8 @@ from tests.support import pg
 from tests.support.daemon import Daemon, node_row, wait_settled, wait_status, write_script
 from tests.support.polling import eventually, eventually_async
 
+from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import (
-    MIGRATIONS,
     NUL_MARK,
     DatabaseUnavailable,
     create_engine,
@@ -34,6 +34,9 @@ from heron.runtime.db._handle import Database
 from heron.runtime.nodes._store import NodeStore, Settlement, StepMark
 
 T = TypeVar("T")
+
+ALL_VERSIONS = sorted((schema.name, schema.version) for schema in SCHEMAS)
+"""Every schema's name and version, as a fully migrated database records them."""
 
 SCHEMA = {
     "type": "object",
@@ -74,11 +77,11 @@ def test_tables_live_in_their_schemas(client: httpx.Client, cluster: pg.Cluster)
     public = {name for schema, name in found if schema == "public"}
     dbos = {name for schema, name in found if schema == "dbos"}
     assert {"heron_nodes", "heron_outcomes", "heron_messages", "heron_events"} <= public
-    assert "heron_migrations" in public
+    assert "heron_schema" in public
     assert "workflow_status" in dbos and "operation_outputs" in dbos
     assert not {name for name in public if not name.startswith("heron_")}
-    versions = rows(cluster, "heron_shared", "SELECT version FROM heron_migrations ORDER BY 1")
-    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
+    versions = rows(cluster, "heron_shared", "SELECT name, version FROM heron_schema ORDER BY 1")
+    assert versions == ALL_VERSIONS
 
 
 def test_column_types_are_native(client: httpx.Client, cluster: pg.Cluster) -> None:
@@ -207,7 +210,7 @@ def store_db(
     """A migrated :class:`NodeStore` on a fresh database of its own, and that database's name."""
     name = f"heron_{request.node.name.lower()}"[:63]
     database = Database(create_engine(cluster.create_database(name)), threads=8)
-    database.migrate()
+    database.migrate(SCHEMAS)
     try:
         yield NodeStore(database), name
     finally:
@@ -221,7 +224,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NodeStore]
         yield request.getfixturevalue("store_db")[0]
         return
     database = Database(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
-    database.migrate()
+    database.migrate(SCHEMAS)
     try:
         yield NodeStore(database)
     finally:
@@ -317,7 +320,7 @@ def test_version_2_widens_the_token_counts_of_a_version_1_database(cluster: pg.C
             conn.execute(sa.text("CREATE TABLE heron_migrations (version INTEGER PRIMARY KEY)"))
             _v1_tables(conn)
             conn.execute(sa.text("INSERT INTO heron_migrations VALUES (1)"))
-        assert migrate(engine) == len(MIGRATIONS)
+        assert migrate(engine, SCHEMAS) == dict(ALL_VERSIONS)
     finally:
         engine.dispose()
     types = dict(
@@ -451,8 +454,8 @@ def test_two_daemons_migrate_one_empty_database_at_once(
     finally:
         for daemon in daemons:
             daemon.stop()
-    versions = rows(cluster, "heron_race", "SELECT version FROM heron_migrations ORDER BY 1")
-    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
+    versions = rows(cluster, "heron_race", "SELECT name, version FROM heron_schema ORDER BY 1")
+    assert versions == ALL_VERSIONS
 
 
 def submissions(delay: float) -> list[Any]:
@@ -506,25 +509,25 @@ def test_a_missing_database_is_created_even_by_two_at_once(cluster: pg.Cluster) 
     engines = [create_engine(cluster.url("heron_created")) for _ in range(2)]
     barrier = threading.Barrier(len(engines))
 
-    def start(engine: sa.Engine) -> int:
+    def start(engine: sa.Engine) -> dict[str, int]:
         barrier.wait()  # both find it missing, both try to create it, both migrate
-        return migrate(engine)
+        return migrate(engine, SCHEMAS)
 
     try:
         with ThreadPoolExecutor(len(engines)) as pool:
-            assert list(pool.map(start, engines)) == [len(MIGRATIONS)] * 2
+            assert list(pool.map(start, engines)) == [dict(ALL_VERSIONS)] * 2
     finally:
         for engine in engines:
             engine.dispose()
-    versions = rows(cluster, "heron_created", "SELECT version FROM heron_migrations ORDER BY 1")
-    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
+    versions = rows(cluster, "heron_created", "SELECT name, version FROM heron_schema ORDER BY 1")
+    assert versions == ALL_VERSIONS
 
 
 def test_a_wrong_password_is_reported_without_the_password(cluster: pg.Cluster) -> None:
     engine = create_engine(cluster.url("heron_shared").replace(cluster.password, "wrong-secret"))
     try:
         with pytest.raises(DatabaseUnavailable, match="password authentication failed") as caught:
-            migrate(engine)
+            migrate(engine, SCHEMAS)
     finally:
         engine.dispose()
     assert "wrong-secret" not in str(caught.value)
@@ -536,7 +539,7 @@ def test_an_unreachable_server_is_named_without_the_password(tmp_path: Path) -> 
     engine = create_engine(f"postgresql+psycopg://heron:hunter2-secret@/heron?host={tmp_path}")
     try:
         with pytest.raises(DatabaseUnavailable, match="cannot connect to") as caught:
-            migrate(engine)
+            migrate(engine, SCHEMAS)
     finally:
         engine.dispose()
     assert "hunter2-secret" not in str(caught.value)

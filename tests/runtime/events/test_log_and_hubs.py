@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tests.support.daemon import node_row
 
+from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
 from heron.runtime.events._log import IDLE_HUBS, EventLog
@@ -21,7 +22,7 @@ from heron.runtime.nodes._store import NodeStore
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[NodeStore]:
     database = Database(create_engine(f"sqlite:///{tmp_path / 'heron.db'}"))
-    database.migrate()
+    database.migrate(SCHEMAS)
     try:
         yield NodeStore(database)
     finally:

@@ -15,6 +15,7 @@ import pytest
 from tests.support import pg
 from tests.support.daemon import Daemon, create, node_row, wait_settled, wait_status, write_script
 
+from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
 from heron.runtime.human._store import HumanStore, NotOpen
@@ -30,7 +31,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NodeStore]
         cluster: pg.Cluster = request.getfixturevalue("cluster")
         url = cluster.create_database(f"human_{tmp_path.name[-20:].lower()}")
     database = Database(create_engine(url))
-    database.migrate()
+    database.migrate(SCHEMAS)
     try:
         yield NodeStore(database)
     finally:

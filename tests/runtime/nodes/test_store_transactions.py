@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy.exc import StatementError
 from tests.support.daemon import node_row as row
 
-from heron.runtime.db._database import MIGRATIONS, create_engine, migrate
+from heron.runtime.daemon import SCHEMAS
+from heron.runtime.db._database import create_engine, migrate
 from heron.runtime.db._handle import Database
 from heron.runtime.nodes._store import DuplicateNode, NodeStore
 from heron.runtime.reports._store import ReportStore
@@ -20,7 +21,7 @@ from heron.runtime.reports._store import ReportStore
 def store(tmp_path: Path) -> Iterator[NodeStore]:
     engine = create_engine(f"sqlite:///{tmp_path / 'heron.db'}")
     database = Database(engine)
-    database.migrate()
+    database.migrate(SCHEMAS)
     try:
         yield NodeStore(database)
     finally:
@@ -29,7 +30,8 @@ def store(tmp_path: Path) -> Iterator[NodeStore]:
 
 def test_migrations_are_idempotent(tmp_path: Path) -> None:
     engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
-    assert migrate(engine) == migrate(engine) == len(MIGRATIONS)
+    latest = {schema.name: schema.version for schema in SCHEMAS}
+    assert migrate(engine, SCHEMAS) == migrate(engine, SCHEMAS) == latest
     engine.dispose()
 
 
@@ -173,7 +175,7 @@ def test_migrations_3_and_4_upgrade_an_older_database(tmp_path: Path) -> None:
             )
         )
     try:
-        assert migrate(engine) == len(MIGRATIONS)
+        assert migrate(engine, SCHEMAS) == {schema.name: schema.version for schema in SCHEMAS}
         columns = {c["name"] for c in sa.inspect(engine).get_columns("heron_messages")}
         assert "claimed_step" in columns
         columns = {c["name"] for c in sa.inspect(engine).get_columns("heron_nodes")}

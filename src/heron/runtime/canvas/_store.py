@@ -1,9 +1,9 @@
 """The canvas's store: whole-graph reads and prune.
 
-It owns no table: it reads the whole node graph (nodes, their events, messages,
-outcomes, reports and human requests) in one snapshot, and a prune deletes a
-subtree's rows from every table in one transaction, so it works on those tables
-directly rather than through each one's store."""
+It owns no table: it reads the whole node graph (nodes, their events, messages and
+outcomes) in one snapshot, and a prune deletes a subtree's rows in one transaction
+with its checks: the kernel's and every feature's that belong to a node
+(``Database.forget_nodes``, which each schema's ``per_node`` tables say)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db import Database, Row, events, human_requests, messages, nodes, outcomes, reports
+from ..db import Database, Row, events, nodes, outcomes
 from ..nodes import NodeExtra, Outcome, as_outcome
 
 __all__ = ["CARD_COLUMNS", "CanvasStore", "CardRow", "PrunePlan"]
@@ -278,8 +278,9 @@ class CanvasStore:
         dry_run: bool,
         busy: Collection[str] = (),
     ) -> PrunePlan:
-        """Delete settled nodes and every row of theirs (events, messages, outcome,
-        reports, human requests), in one transaction with the checks: see ``PruneSkip``
+        """Delete settled nodes and every row of theirs in every schema (events,
+        messages, outcome, reports, human requests ...), in one transaction with the
+        checks: see ``PruneSkip``
         for what is left alone; ``busy`` nodes count as live whatever their status.
         Files are the caller's to remove (``own_workspaces``, report folders)."""
         return await self.db.run(self._prune, node_ids, statuses, settled_before, dry_run, busy)
@@ -321,8 +322,7 @@ class CanvasStore:
             if not dry_run:
                 for start in range(0, len(plan.pruned), _CHUNK):
                     chunk = plan.pruned[start : start + _CHUNK]
-                    for table in (events, messages, outcomes, reports, human_requests, nodes):
-                        conn.execute(table.delete().where(table.c.node_id.in_(chunk)))
+                    self.db.forget_nodes(conn, chunk)
         return plan
 
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ... import api
-from ..db import cron_firings, crons
 from ..nodes import Feature, Kernel, NodeExtra, RunTools, maybe_when, when
 from ..profiles import check_profile_name
 from ..server import ApiError
 from ._routes import add_cron_routes
 from ._schedule import Schedule, parse_schedule, parse_timezone
 from ._store import CronRow, CronStore, FiringRow
+from ._tables import CRONS_SCHEMA
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -67,7 +67,7 @@ def _template_error(exc: ApiError) -> ApiError:
 class Crons(Feature):
     """Keeps, schedules and fires crons."""
 
-    tables = (crons, cron_firings)
+    schema = CRONS_SCHEMA
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine

@@ -15,7 +15,8 @@ from typing import Any, TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db import Database, cron_firings, crons
+from ..db import Database
+from ._tables import cron_firings, crons
 
 __all__ = ["CronRow", "CronStore", "FiringRow", "TickPlan"]
 

@@ -10,7 +10,7 @@ from ..._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._app import build_app, wrap
-    from ._features import FEATURES
+    from ._features import FEATURES, SCHEMAS
     from ._server import run_daemon, serve
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
@@ -18,9 +18,9 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
         __name__,
         {
             "._app": ("build_app", "wrap"),
-            "._features": ("FEATURES",),
+            "._features": ("FEATURES", "SCHEMAS"),
             "._server": ("run_daemon", "serve"),
         },
     )
 
-__all__ = ["FEATURES", "build_app", "run_daemon", "serve", "wrap"]
+__all__ = ["FEATURES", "SCHEMAS", "build_app", "run_daemon", "serve", "wrap"]

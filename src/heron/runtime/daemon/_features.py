@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ..canvas import Canvas
 from ..crons import Crons
+from ..db import NODES_SCHEMA, Schema
 from ..files import Files
 from ..human import Human
 from ..jobs import Jobs
@@ -41,7 +42,7 @@ from ..shell import Commands
 from ..warm import WarmPool
 from ..worktrees import Worktrees
 
-__all__ = ["FEATURES"]
+__all__ = ["FEATURES", "SCHEMAS"]
 
 FEATURES: tuple[FeatureFactory, ...] = (
     Commands,
@@ -61,3 +62,16 @@ FEATURES: tuple[FeatureFactory, ...] = (
     Crons,
 )
 """Every feature of the daemon, in order (see the module docstring for why)."""
+
+
+def _schema(make: FeatureFactory) -> Schema | None:
+    # A feature made by a class method (``Kinds.of``) declares its schema on the class.
+    return getattr(getattr(make, "__self__", make), "schema", None)
+
+
+SCHEMAS: tuple[Schema, ...] = (
+    NODES_SCHEMA,
+    *(schema for make in FEATURES if (schema := _schema(make)) is not None),
+)
+"""Every table of the daemon, in the order the engine migrates them: the kernel's, then
+the features'. What a tool or a test migrates to have the daemon's whole database."""

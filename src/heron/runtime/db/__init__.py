@@ -1,4 +1,5 @@
-"""The daemon's database: one SQLAlchemy engine shared with DBOS, its tables and migrations."""
+"""The daemon's database: one SQLAlchemy engine shared with DBOS, the kernel's tables, and
+the :class:`Schema` each package declares for its own tables."""
 
 import typing
 
@@ -6,23 +7,19 @@ from ..._core.lazy import attach as _attach
 
 if typing.TYPE_CHECKING:
     from ._database import (
-        MEMORY_FTS,
+        NODES_SCHEMA,
         DatabaseUnavailable,
+        Text,
         create_engine,
-        cron_firings,
-        crons,
         events,
-        human_requests,
-        memory_entries,
-        memory_versions,
         messages,
+        metadata,
         nodes,
         outcomes,
-        profiles,
         redact_url,
-        reports,
     )
     from ._handle import Database, Row
+    from ._schema import Schema, Step, add_column
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
     __getattr__, __dir__ = _attach(
@@ -30,41 +27,35 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
         {
             "._database": (
                 "DatabaseUnavailable",
-                "MEMORY_FTS",
+                "NODES_SCHEMA",
+                "Text",
                 "create_engine",
-                "cron_firings",
-                "crons",
                 "events",
-                "human_requests",
-                "memory_entries",
-                "memory_versions",
                 "messages",
+                "metadata",
                 "nodes",
                 "outcomes",
-                "profiles",
                 "redact_url",
-                "reports",
             ),
             "._handle": ("Database", "Row"),
+            "._schema": ("Schema", "Step", "add_column"),
         },
     )
 
 __all__ = [
-    "MEMORY_FTS",
+    "NODES_SCHEMA",
     "Database",
     "DatabaseUnavailable",
     "Row",
+    "Schema",
+    "Step",
+    "Text",
+    "add_column",
     "create_engine",
-    "cron_firings",
-    "crons",
     "events",
-    "human_requests",
-    "memory_entries",
-    "memory_versions",
     "messages",
+    "metadata",
     "nodes",
     "outcomes",
-    "profiles",
     "redact_url",
-    "reports",
 ]

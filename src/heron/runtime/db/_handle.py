@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 import sqlalchemy as sa
 
 from ._database import migrate
+from ._schema import Schema, forget_nodes
 
 __all__ = ["Database", "Row"]
 
@@ -33,6 +34,8 @@ class Database:
     def __init__(self, engine: sa.Engine, *, threads: int = 4) -> None:
         self.engine = engine
         """The SQLAlchemy engine (DBOS keeps its workflow tables through it too)."""
+        self.schemas: tuple[Schema, ...] = ()
+        """The schemas :meth:`migrate` brought up to date, the kernel's first."""
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="heron-db")
 
     @property
@@ -40,9 +43,20 @@ class Database:
         """``sqlite`` or ``postgresql``."""
         return "postgresql" if self.engine.dialect.name == "postgresql" else "sqlite"
 
-    def migrate(self) -> int:
-        """Create or upgrade the schema (blocking; call before serving); returns its version."""
-        return migrate(self.engine)
+    def migrate(self, schemas: Sequence[Schema]) -> dict[str, int]:
+        """Create or upgrade the tables of ``schemas`` (the kernel's first; blocking: call
+        before serving); each one's version by name. They are the database's schemas
+        from then on (see :meth:`forget_nodes`)."""
+        versions = migrate(self.engine, schemas)
+        self.schemas = tuple(schemas)
+        return versions
+
+    def forget_nodes(self, conn: sa.Connection, node_ids: Sequence[str]) -> None:
+        """Delete every row of every schema that belongs to ``node_ids`` (a node's own
+        last), in ``conn``'s transaction."""
+        if not self.schemas:
+            raise RuntimeError("the database is not migrated: it knows no schema")
+        forget_nodes(conn, self.schemas, node_ids)
 
     def close(self) -> None:
         """Stop the thread pool and release the engine's connections."""

@@ -15,7 +15,6 @@ from ...tools import Tool, ToolContext, ToolResult
 from ...tools.question_answer import QuestionAnswerTool, question_answer_tool
 from .. import canvas
 from ..canvas import asking_from
-from ..db import human_requests
 from ..nodes import SETTLED, Feature, Kernel, Outcome, RunTools, call_key
 from ..profiles import DEFAULT_PROFILE, check_profile_name
 from ..server import ApiError
@@ -30,6 +29,7 @@ from ._store import (
     StoredQuestion,
     changed,
 )
+from ._tables import HUMAN_SCHEMA
 from ._text import (
     answered_text,
     check_answers,
@@ -64,7 +64,7 @@ def check_request_id(value: str) -> str:
 class Human(Feature):
     """Files, lists and resolves human requests."""
 
-    tables = (human_requests,)
+    schema = HUMAN_SCHEMA
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine

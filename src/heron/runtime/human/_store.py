@@ -13,8 +13,9 @@ from typing import Any, NotRequired, TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db import Database, human_requests, messages, nodes
+from ..db import Database, messages, nodes
 from ..nodes import locked_status, queue_in
+from ._tables import human_requests
 
 __all__ = [
     "Change",

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
-from ..db import MEMORY_FTS, memory_entries
+from ._tables import MEMORY_FTS, memory_entries
 from ._types import EntryRow
 
 __all__ = ["fts5_query", "live", "search", "sync_index"]

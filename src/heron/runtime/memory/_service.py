@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from ... import api
 from .. import profiles
-from ..db import memory_entries, memory_versions
 from ..nodes import Feature, Kernel, RunTools, maybe_when, when
 from ..server import ApiError
 from ._paths import check_entry_id, new_entry_id, normal_path, normal_tags, slug_of
 from ._store import MemoryStore
+from ._tables import MEMORY_SCHEMA
 from ._types import EntryRow, VersionRow
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ __all__ = [
 class Memory(Feature):
     """Keeps, finds and versions memory entries."""
 
-    tables = (memory_entries, memory_versions)
+    schema = MEMORY_SCHEMA
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine

@@ -14,10 +14,11 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
-from ..db import Database, Row, memory_entries, memory_versions
+from ..db import Database, Row
 from ..server import ApiError
 from ._paths import new_entry_id, slug_of
 from ._search import live, search, sync_index
+from ._tables import memory_entries, memory_versions
 from ._types import EntryRow, VersionRow, Written
 
 __all__ = ["MemoryStore"]

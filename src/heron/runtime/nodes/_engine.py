@@ -26,7 +26,7 @@ from dbos import DBOS, SetWorkflowID
 from ... import api
 from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
-from ..db import Database, create_engine, redact_url
+from ..db import NODES_SCHEMA, Database, create_engine, redact_url
 from ..events import EventLog
 from ..server import ApiError
 from ._durable import Steps
@@ -135,7 +135,7 @@ class Engine:
         from . import _workflow  # noqa: F401 - registers the workflow with DBOS
 
         self._sandbox.check()  # refuses to start under --require-sandbox without one
-        self.db.migrate()
+        self.db.migrate([NODES_SCHEMA, *(f.schema for f in self.features if f.schema)])
         for feature in self.features:  # before any run resumes (a dead daemon's jobs ...)
             await feature.before_launch()
         self.events.start()

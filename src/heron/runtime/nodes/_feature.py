@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    import sqlalchemy as sa
     from fastapi import FastAPI
 
     from ... import api
     from ...providers import Provider
     from ...tools import BashTools, Skill, Storage, Tool, ToolContext
     from .._config import RuntimeConfig
-    from ..db import Database
+    from ..db import Database, Schema
     from ..events import EventLog
     from ._runs import Active, Stop
     from ._store import NodeStore
@@ -161,8 +160,9 @@ class Feature:
     :data:`FeatureFactory`); features listed before it are already registered then.
     """
 
-    tables: tuple[sa.Table, ...] = ()
-    """The database tables the feature owns."""
+    schema: Schema | None = None
+    """The feature's own tables and their migrations (the engine migrates every
+    feature's, after the kernel's, before it starts any)."""
 
     models: ModelSource | None = None
     """The model providers runs use, if this feature supplies them (one feature does)."""

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from ... import api
 from ...mcp import FileStorage
 from .. import kinds
-from ..db import profiles
 from ..kinds import DEFAULT_KIND, Kind
 from ..nodes import Feature, Kernel, NodeRow, RunSetup, when
 from ..server import ApiError
 from ._routes import add_profile_routes
 from ._store import ProfileRow, ProfileStore
+from ._tables import PROFILES_SCHEMA
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -49,7 +49,7 @@ def check_profile_name(name: str) -> str:
 class Profiles(Feature):
     """Ensures, reads and applies profiles."""
 
-    tables = (profiles,)
+    schema = PROFILES_SCHEMA
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine

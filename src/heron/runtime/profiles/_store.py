@@ -8,8 +8,9 @@ from typing import Any, TypedDict, cast
 
 import sqlalchemy as sa
 
-from ..db import Database, profiles
+from ..db import Database
 from ..server import ApiError
+from ._tables import profiles
 
 __all__ = ["SETTINGS", "ProfileRow", "ProfileSettings", "ProfileStore"]
 

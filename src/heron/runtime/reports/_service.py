@@ -12,10 +12,10 @@ from ... import api
 from ..._core import ToolError
 from ..._core.files import write_text_atomically
 from ...tools import Tool, ToolContext
-from ..db import reports
 from ..nodes import NodeRow, call_key, when
 from ._routes import add_report_routes
 from ._store import ReportRow, ReportStore
+from ._tables import REPORTS_SCHEMA
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -36,7 +36,7 @@ MAX_BODY = 256 * 1024
 class Reports(Feature):
     """Keeps, lists and writes out nodes' reports."""
 
-    tables = (reports,)
+    schema = REPORTS_SCHEMA
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine

@@ -8,7 +8,8 @@ from typing import NotRequired, TypedDict, cast
 import sqlalchemy as sa
 
 from ... import api
-from ..db import Database, reports
+from ..db import Database
+from ._tables import reports
 
 __all__ = ["ReportRow", "ReportStore"]
 

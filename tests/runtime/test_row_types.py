@@ -14,6 +14,7 @@ from heron.runtime.canvas._store import CARD_COLUMNS, CardRow
 from heron.runtime.crons._store import CronRow, FiringRow
 from heron.runtime.crons._tables import cron_firings, crons
 from heron.runtime.db import events, nodes
+from heron.runtime.events._store import EventRow
 from heron.runtime.human._store import RequestRow
 from heron.runtime.human._tables import human_requests
 from heron.runtime.memory._tables import memory_entries, memory_versions
@@ -22,7 +23,6 @@ from heron.runtime.nodes._types import (
     INHERITED,
     LAUNCH_FIELDS,
     RUN_SETUP,
-    EventRow,
     NodeExtra,
     NodeRow,
     RunPlan,

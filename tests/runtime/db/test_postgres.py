@@ -31,7 +31,8 @@ from heron.runtime.db._database import (
     redact_url,
 )
 from heron.runtime.db._handle import Database
-from heron.runtime.nodes._store import NodeStore, Settlement, StepMark
+from heron.runtime.events import EventStore, Settlement, StepMark
+from heron.runtime.nodes._store import NodeStore
 
 T = TypeVar("T")
 
@@ -556,12 +557,13 @@ def test_passwords_in_the_query_are_redacted_too() -> None:
 
 
 async def test_a_step_mark_counts_a_turn_once(store: NodeStore) -> None:
+    logged_events = EventStore(store.db)
     await store.insert_node(node_row("marked"), None)
     turn = StepMark(key="1:2", usage=(100, 7))
     rows = [("marked", 1, "node.turn.started", {}, 1.0)]
-    await store.append_events(rows, marks={"marked": turn})
-    await store.append_events([], marks={"marked": turn})  # the step ended again: once
-    await store.append_events([], marks={"marked": StepMark(key="1:4", usage=(5, 1))})
+    await logged_events.append_events(rows, marks={"marked": turn})
+    await logged_events.append_events([], marks={"marked": turn})  # the step ended again: once
+    await logged_events.append_events([], marks={"marked": StepMark(key="1:4", usage=(5, 1))})
     row = await store.node("marked")
     assert row is not None and (row["turns"], row["input_tokens"], row["output_tokens"]) == (
         2,
@@ -572,19 +574,21 @@ async def test_a_step_mark_counts_a_turn_once(store: NodeStore) -> None:
 
 
 async def test_event_numbers_are_reserved_ahead_and_never_lowered(store: NodeStore) -> None:
+    logged_events = EventStore(store.db)
     await store.insert_node(node_row("numbered"), None)
-    assert await store.event_numbers("numbered") == (0, 0)
-    await store.append_events([], reserve={"numbered": 2048})
+    assert await logged_events.event_numbers("numbered") == (0, 0)
+    await logged_events.append_events([], reserve={"numbered": 2048})
     # An older, smaller reservation landing late never lowers it.
-    await store.append_events(
+    await logged_events.append_events(
         [("numbered", 5, "x", {}, 1.0), ("numbered", 7, "y", {}, 1.0)], reserve={"numbered": 1024}
     )
-    assert await store.event_numbers("numbered") == (7, 2048)
-    logged = await store.events("numbered", after=5, upto=7)
+    assert await logged_events.event_numbers("numbered") == (7, 2048)
+    logged = await logged_events.events("numbered", after=5, upto=7)
     assert [e["sequence_number"] for e in logged] == [7]
 
 
 async def test_an_idle_settlement_is_written_with_its_events(store: NodeStore) -> None:
+    logged_events = EventStore(store.db)
     await store.insert_node(node_row("idle", status="dormant"), None)
     outcome = {"kind": "failure", "reason": "cancelled"}
     said = [
@@ -592,11 +596,11 @@ async def test_an_idle_settlement_is_written_with_its_events(store: NodeStore) -
         ("idle", 2, "node.settled", {"outcome": outcome}, 1.0),
     ]
     settles = {"idle": Settlement(outcome=outcome, status="cancelled")}
-    await store.append_events(said, settles=settles)
+    await logged_events.append_events(said, settles=settles)
     row = await store.node("idle")
     assert row is not None and row["status"] == "cancelled" and row["settled_at"] is not None
     assert await store.outcome("idle") == outcome
-    assert [e["type"] for e in await store.events("idle")] == [
+    assert [e["type"] for e in await logged_events.events("idle")] == [
         "node.status.changed",
         "node.settled",
     ]

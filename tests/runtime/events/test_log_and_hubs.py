@@ -13,6 +13,7 @@ from tests.support.daemon import node_row
 from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine
 from heron.runtime.db._handle import Database
+from heron.runtime.events import EventStore
 from heron.runtime.events._log import IDLE_HUBS, EventLog
 from heron.runtime.events._replay import framed
 from heron.runtime.events._stream import Subscription, encode
@@ -66,7 +67,7 @@ def test_a_reader_buffer_is_bounded_by_bytes_as_well_as_count() -> None:
 
 
 async def test_hubs_stay_within_the_memory_budget_oldest_first(store: NodeStore) -> None:
-    log = EventLog(store, memory=1_000_000)
+    log = EventLog(store.db, memory=1_000_000)
     for n in range(6):
         node = f"n{n}"
         await fresh_node(store, log, node)
@@ -89,7 +90,8 @@ async def test_hubs_stay_within_the_memory_budget_oldest_first(store: NodeStore)
 
 
 async def test_an_event_is_streamed_only_once_it_is_durable(store: NodeStore) -> None:
-    log = EventLog(store)
+    logged_events = EventStore(store.db)
+    log = EventLog(store.db)
     await fresh_node(store, log, "a")
     sub = log.hub("a").subscribe(100, 1 << 20)
     started = log.publish("a", "node.turn.started", {})
@@ -98,14 +100,17 @@ async def test_an_event_is_streamed_only_once_it_is_durable(store: NodeStore) ->
     assert log.hub("a").last == 0 and not sub.take()
     await log.flush()
     assert [r.sequence_number for r in sub.take()] == [1, 2]
-    assert [e["sequence_number"] for e in await store.events("a")] == [started.sequence_number]
+    assert [e["sequence_number"] for e in await logged_events.events("a")] == [
+        started.sequence_number
+    ]
     # The delta is not logged, but its number is: the next daemon continues above it.
-    assert await store.event_numbers("a") == (1, delta.sequence_number)
+    assert await logged_events.event_numbers("a") == (1, delta.sequence_number)
     await log.stop()
 
 
 async def test_a_crash_reuses_only_numbers_no_reader_got(store: NodeStore) -> None:
-    log = EventLog(store)
+    logged_events = EventStore(store.db)
+    log = EventLog(store.db)
     await fresh_node(store, log, "a")
     log.publish("a", "node.turn.started", {})
     for _ in range(3):
@@ -114,24 +119,25 @@ async def test_a_crash_reuses_only_numbers_no_reader_got(store: NodeStore) -> No
     assert log.hub("a").last == 4
     unseen = [log.publish("a", "node.output_text.delta", {"delta": "y"}) for _ in range(2)]
     assert log.hub("a").last == 4  # the daemon "dies" before writing: nobody got 5 or 6
-    reborn = EventLog(store)
+    reborn = EventLog(store.db)
     await reborn.prime("a")
     assert reborn.next_number("a") == 5 == unseen[0].sequence_number
     after = reborn.publish("a", "node.turn.completed", {})
     await reborn.stop()  # a clean stop writes (and streams) what is pending
-    logged = [e["sequence_number"] for e in await store.events("a")]
+    logged = [e["sequence_number"] for e in await logged_events.events("a")]
     assert logged == [1, after.sequence_number] and reborn.hub("a").last == 5
-    third = EventLog(store)
+    third = EventLog(store.db)
     await third.prime("a")
     assert third.next_number("a") == 6  # a clean restart skips nothing
 
 
 async def test_a_step_mark_counts_its_usage_once(store: NodeStore) -> None:
-    log = EventLog(store)
+    logged_events = EventStore(store.db)
+    log = EventLog(store.db)
     await fresh_node(store, log, "a")
     log.publish("a", "node.turn.started", {})
     await log.step_done("a", "1:2", usage=(100, 7))
-    assert [e["type"] for e in await store.events("a")] == ["node.turn.started"]
+    assert [e["type"] for e in await logged_events.events("a")] == ["node.turn.started"]
     assert log.hub("a").last == 1
     # The same step ending again (DBOS ran it again, not knowing it had ended): once.
     await log.step_done("a", "1:2", usage=(100, 7))
@@ -147,13 +153,14 @@ async def test_a_step_mark_counts_its_usage_once(store: NodeStore) -> None:
 
 
 async def test_one_bad_event_row_does_not_lose_the_others(store: NodeStore) -> None:
+    logged_events = EventStore(store.db)
     await store.insert_node(node_row("c"), None)
     batch = [
         ("c", 1, "node.turn.started", {}, 1.0),
         ("c", 2, "node.turn.completed", {"bad": object()}, 1.0),  # not JSON
         ("c", 3, "node.turn.started", {}, 1.0),
     ]
-    await store.append_events(batch)
-    await store.append_events([("c", 3, "node.turn.started", {}, 2.0)])  # number taken
-    assert [e["sequence_number"] for e in await store.events("c")] == [1, 3]
+    await logged_events.append_events(batch)
+    await logged_events.append_events([("c", 3, "node.turn.started", {}, 2.0)])  # number taken
+    assert [e["sequence_number"] for e in await logged_events.events("c")] == [1, 3]
     await asyncio.sleep(0)

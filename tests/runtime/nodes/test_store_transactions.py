@@ -13,6 +13,7 @@ from tests.support.daemon import node_row as row
 from heron.runtime.daemon import SCHEMAS
 from heron.runtime.db._database import create_engine, migrate
 from heron.runtime.db._handle import Database
+from heron.runtime.events import EventStore
 from heron.runtime.nodes._store import DuplicateNode, NodeStore
 from heron.runtime.reports._store import ReportStore
 
@@ -141,12 +142,13 @@ async def test_a_close_after_a_resident_answer_replaces_it_and_keeps_the_answer(
 
 
 async def test_events_with_a_taken_number_do_not_block_the_others(store: NodeStore) -> None:
-    await store.append_events([("a", 1, "x", {}, 1.0)])
-    await store.append_events([("a", 1, "dup", {}, 2.0), ("a", 2, "y", {}, 2.0)])
-    logged = [(e["sequence_number"], e["type"]) for e in await store.events("a")]
+    logged_events = EventStore(store.db)
+    await logged_events.append_events([("a", 1, "x", {}, 1.0)])
+    await logged_events.append_events([("a", 1, "dup", {}, 2.0), ("a", 2, "y", {}, 2.0)])
+    logged = [(e["sequence_number"], e["type"]) for e in await logged_events.events("a")]
     assert logged == [(1, "x"), (2, "y")]
-    assert await store.last_sequence("a") == 2
-    assert await store.last_sequence("b") == 0
+    assert await logged_events.last_sequence("a") == 2
+    assert await logged_events.last_sequence("b") == 0
 
 
 async def test_counts_children_and_unsettled(store: NodeStore) -> None:

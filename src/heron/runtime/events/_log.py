@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import api
-from ..nodes import NodeStore, Outcome, Settlement, StepMark
+from ..db import Database
+from ..nodes import Outcome
+from ._store import EventStore, Settlement, StepMark
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
 
 __all__ = ["Event", "EventLog"]
@@ -54,13 +56,13 @@ class EventLog:
 
     def __init__(
         self,
-        store: NodeStore,
+        database: Database,
         *,
         ring_events: int = RING_EVENTS,
         ring_bytes: int = RING_BYTES,
         memory: int = STREAM_MEMORY,
     ) -> None:
-        self._store = store
+        self._store = EventStore(database)
         self._next: dict[str, int] = {}
         self._last: dict[str, int] = {}
         self._durable: dict[str, int] = {}

@@ -20,7 +20,7 @@ if typing.TYPE_CHECKING:
     from ._routes import add_node_routes
     from ._rows import maybe_when, to_node, when
     from ._runs import DETERMINISTIC, SETTLED, Stop
-    from ._store import NodeStore, Settlement, StepMark, locked_status, queue_in
+    from ._store import NodeStore, locked_status, queue_in, settle_idle
     from ._tools import (
         KIND_FIXED_TOOLS,
         MEMORY_READ_TOOLS,
@@ -62,7 +62,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
             "._routes": ("add_node_routes",),
             "._rows": ("maybe_when", "to_node", "when"),
             "._runs": ("DETERMINISTIC", "SETTLED", "Stop"),
-            "._store": ("NodeStore", "Settlement", "StepMark", "locked_status", "queue_in"),
+            "._store": ("NodeStore", "locked_status", "queue_in", "settle_idle"),
             "._tools": (
                 "KIND_FIXED_TOOLS",
                 "MEMORY_READ_TOOLS",
@@ -111,8 +111,6 @@ __all__ = [
     "RunSetup",
     "RunTools",
     "Section",
-    "Settlement",
-    "StepMark",
     "Stop",
     "WorktreeRecord",
     "add_node_routes",
@@ -124,6 +122,7 @@ __all__ = [
     "maybe_when",
     "narrowed_scopes",
     "queue_in",
+    "settle_idle",
     "to_node",
     "when",
     "workspace_files",

@@ -108,7 +108,7 @@ class Engine:
         """The daemon's database, which every feature's store uses."""
         self.store = NodeStore(self.db)
         """The kernel's rows: nodes, messages, outcomes, events."""
-        self.events = EventLog(self.store, memory=config.stream_memory)
+        self.events = EventLog(self.db, memory=config.stream_memory)
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
         self._early_stops: dict[str, tuple[int, Stop]] = {}

@@ -1,9 +1,10 @@
-"""The daemon's own records (nodes, outcomes, messages, events) over SQLAlchemy Core.
+"""The kernel's node records (nodes, outcomes, messages) over SQLAlchemy Core.
 
 Every method is a coroutine that runs its statements on the database's thread pool
 (:class:`~heron.runtime.db._handle.Database`), so the event loop never waits on the
 database; each method is one transaction. Features keep their own tables in their
-own stores; they read nodes through this one's public methods.
+own stores; they read nodes through this one's public methods. The events' table is
+the event log's (``events/_store.py``).
 """
 
 from __future__ import annotations
@@ -11,49 +12,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..db import Database, events, messages, nodes, outcomes
-from ._types import EventRow, NodeRow, Outcome, as_outcome
+from ..db import Database, messages, nodes, outcomes
+from ._types import NodeRow, Outcome, as_outcome
 
-__all__ = [
-    "DuplicateNode",
-    "NodeStore",
-    "Settlement",
-    "StepMark",
-    "locked_status",
-    "queue_in",
-]
+__all__ = ["DuplicateNode", "NodeStore", "locked_status", "queue_in", "settle_idle"]
 
 log = logging.getLogger("heron.runtime")
 
 
 class DuplicateNode(Exception):
     """A node with that id already exists."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StepMark:
-    """A workflow step that ended, written with its events (see ``events._log``)."""
-
-    key: str
-    """The step, as ``run:step``."""
-    usage: tuple[int, int] | None = None
-    """A model turn's input and output tokens, counted once per ``key``; else ``None``."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Settlement:
-    """An idle node's settlement, written with its events (see ``_events``)."""
-
-    outcome: Outcome
-    """The outcome it settles with."""
-    status: str
-    """The status it takes."""
 
 
 class NodeStore:
@@ -401,7 +374,7 @@ class NodeStore:
 
     def _settle_now(self, node_id: str, outcome: Outcome, status: str) -> bool:
         with self.db.engine.begin() as conn:
-            return _settle_idle(conn, node_id, Settlement(outcome=outcome, status=status))
+            return settle_idle(conn, node_id, outcome, status)
 
     async def unsettle(self, node_id: str, **values: Any) -> Outcome | None:
         """Take back a node's outcome (revive, relaunch) and set ``values``, in one transaction.
@@ -450,122 +423,10 @@ class NodeStore:
         value = await self.db.scalar(query)
         return as_outcome(value) if value is not None else None
 
-    # -- events -------------------------------------------------------------
-
-    async def append_events(
-        self,
-        batch: Sequence[tuple[str, int, str, Any, float]],
-        *,
-        reserve: Mapping[str, int] | None = None,
-        marks: Mapping[str, StepMark] | None = None,
-        settles: Mapping[str, Settlement] | None = None,
-    ) -> None:
-        """Write ``(node_id, sequence_number, type, data, created_at)`` events, raise each
-        node's ``events_reserved`` to ``reserve[node]`` (numbers of unlogged events handed
-        out), set the step ``marks`` (counting their usage) and settle the idle nodes of
-        ``settles`` (as :meth:`settle`), in one transaction."""
-        if batch or reserve or marks or settles:
-            await self.db.run(self._append_events, batch, reserve or {}, marks or {}, settles or {})
-
-    def _append_events(
-        self,
-        batch: Sequence[tuple[str, int, str, Any, float]],
-        reserve: Mapping[str, int],
-        marks: Mapping[str, StepMark],
-        settles: Mapping[str, Settlement],
-    ) -> None:
-        rows = [
-            {"node_id": n, "sequence_number": s, "type": t, "data": d, "created_at": c}
-            for n, s, t, d, c in batch
-        ]
-        try:
-            with self.db.engine.begin() as conn:
-                if rows:
-                    conn.execute(events.insert(), rows)
-                _numbers_and_marks(conn, reserve, marks, settles)
-            return
-        except sa.exc.OperationalError:
-            raise  # the database is unavailable: nothing was written, the batch is retried
-        except Exception:
-            # One bad row (a number already taken, a value the column cannot hold) must
-            # not lose the others, nor be retried forever: write row by row, drop failures.
-            pass
-        for row in rows:
-            try:
-                with self.db.engine.begin() as conn:
-                    conn.execute(events.insert(), [row])
-            except sa.exc.OperationalError:
-                raise
-            except Exception as exc:
-                log.error(
-                    "dropped event %s #%s of node %s: %s",
-                    row["type"],
-                    row["sequence_number"],
-                    row["node_id"],
-                    exc,
-                )
-        with self.db.engine.begin() as conn:
-            _numbers_and_marks(conn, reserve, marks, settles)
-
     async def step_mark(self, node_id: str) -> str | None:
-        """The node's last step whose events were written (see :meth:`append_events`)."""
+        """The node's last step whose events were written (with them, by the event log)."""
         value = await self.db.scalar(sa.select(nodes.c.step_mark).where(nodes.c.node_id == node_id))
         return None if value is None else str(value)
-
-    async def last_sequence(self, node_id: str) -> int:
-        """The highest event sequence number written for a node (0 if none)."""
-        return (await self.event_numbers(node_id))[0]
-
-    async def event_numbers(self, node_id: str) -> tuple[int, int]:
-        """The highest event number logged for a node and the highest reserved (0 if none)."""
-        return await self.db.run(self._event_numbers, node_id)
-
-    def _event_numbers(self, node_id: str) -> tuple[int, int]:
-        last = sa.select(sa.func.max(events.c.sequence_number)).where(events.c.node_id == node_id)
-        reserved = sa.select(nodes.c.events_reserved).where(nodes.c.node_id == node_id)
-        with self.db.engine.connect() as conn:
-            return int(conn.execute(last).scalar() or 0), int(conn.execute(reserved).scalar() or 0)
-
-    async def events(
-        self,
-        node_id: str,
-        *,
-        after: int = 0,
-        upto: int | None = None,
-        types: Sequence[str] | None = None,
-        last: int | None = None,
-    ) -> list[EventRow]:
-        """A node's logged events numbered above ``after`` (and at most ``upto``), in
-        order; only of ``types`` when given; only the ``last`` such ones when given."""
-        return await self.db.run(self._events, node_id, after, upto, types, last)
-
-    def _events(
-        self,
-        node_id: str,
-        after: int,
-        upto: int | None,
-        types: Sequence[str] | None,
-        last: int | None,
-    ) -> list[EventRow]:
-        number = events.c.sequence_number
-        query = sa.select(events).where(events.c.node_id == node_id, number > after)
-        if upto is not None:
-            query = query.where(number <= upto)
-        if types is not None:
-            query = query.where(events.c.type.in_(list(types)))
-        if last is not None:
-            query = query.order_by(number.desc()).limit(last)
-        else:
-            query = query.order_by(number)
-        with self.db.engine.connect() as conn:
-            rows = [cast(EventRow, dict(r._mapping)) for r in conn.execute(query)]
-        return rows[::-1] if last is not None else rows
-
-    async def first_event_number(self, node_id: str) -> int | None:
-        """The lowest event number logged for a node (``None`` if none)."""
-        query = sa.select(sa.func.min(events.c.sequence_number)).where(events.c.node_id == node_id)
-        value = await self.db.scalar(query)
-        return None if value is None else int(value)
 
 
 _WARM_KEPT = ("node_id", "warm", "events_reserved", "step_mark")
@@ -643,49 +504,17 @@ def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:
     return [r.body for r in sorted(claimed, key=lambda r: r.message_id)]
 
 
-def _numbers_and_marks(
-    conn: sa.Connection,
-    reserve: Mapping[str, int],
-    marks: Mapping[str, StepMark],
-    settles: Mapping[str, Settlement],
-) -> None:
-    for node_id, settlement in settles.items():
-        _settle_idle(conn, node_id, settlement)
-    reserved = nodes.c.events_reserved
-    for node_id, upto in reserve.items():
-        conn.execute(
-            nodes.update()
-            .where(nodes.c.node_id == node_id, sa.or_(reserved.is_(None), reserved < upto))
-            .values(events_reserved=upto)
-        )
-    mark = nodes.c.step_mark
-    for node_id, step in marks.items():
-        if step.usage is not None:
-            # Once per step: a step run again after its mark was written counts nothing.
-            input_tokens, output_tokens = step.usage
-            conn.execute(
-                nodes.update()
-                .where(nodes.c.node_id == node_id, sa.or_(mark.is_(None), mark != step.key))
-                .values(
-                    turns=nodes.c.turns + 1,
-                    input_tokens=nodes.c.input_tokens + input_tokens,
-                    output_tokens=nodes.c.output_tokens + output_tokens,
-                    updated_at=time.time(),
-                )
-            )
-        conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(step_mark=step.key))
-
-
 _SETTLED_STATUSES = ("completed", "failed", "cancelled")
 """Statuses a node never leaves (``_runs.SETTLED``)."""
 
 
-def _settle_idle(conn: sa.Connection, node_id: str, settlement: Settlement) -> bool:
-    """Settle a node no run of which is going (its outcome, status and ``settled_at``);
-    ``False`` if it keeps the outcome it has (it has settled for good)."""
+def settle_idle(conn: sa.Connection, node_id: str, outcome: Outcome, status: str) -> bool:
+    """Settle a node no run of which is going (its outcome, status and ``settled_at``),
+    in ``conn``'s transaction; ``False`` if it keeps the outcome it has (it has settled
+    for good)."""
     now = time.time()
-    settled = _settle(conn, node_id, settlement.outcome, now)
-    values: dict[str, Any] = {"status": settlement.status, "updated_at": now}
+    settled = _settle(conn, node_id, outcome, now)
+    values: dict[str, Any] = {"status": status, "updated_at": now}
     if settled:
         values["settled_at"] = now
     conn.execute(nodes.update().where(nodes.c.node_id == node_id).values(**values))

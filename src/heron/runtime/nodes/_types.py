@@ -20,7 +20,6 @@ __all__ = [
     "CronMark",
     "DeliveryClaim",
     "EndRecord",
-    "EventRow",
     "FailureDetail",
     "NodeExtra",
     "NodeRow",
@@ -268,16 +267,6 @@ class NodeRow(TypedDict):
     step_mark: str | None
     warm: str | None
     """A warm-pool node's launch key until a create takes it; ``None`` for every real node."""
-
-
-class EventRow(TypedDict):
-    """A row of ``heron_events``: one logged event of a node."""
-
-    node_id: str
-    sequence_number: int
-    type: str
-    data: Any
-    created_at: float
 
 
 def fields_of(row: NodeRow, names: Iterable[str]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import itertools
 import time
 
 import pytest
-from tests.support.polling import eventually, eventually_async
+from tests.support.polling import eventually, eventually_async, holds
 
 
 def test_returns_the_first_value_that_satisfies_it() -> None:
@@ -65,3 +65,19 @@ async def test_the_async_flavour_awaits_coroutine_probes() -> None:
     assert await eventually_async(probe, lambda n: n == 2, interval=0) == 2
     with pytest.raises(AssertionError, match=r"the condition did not hold within 0\.1 s"):
         await eventually_async(lambda: False, timeout=0.1, interval=0.01)
+
+
+def test_holds_probes_for_the_whole_while_and_returns_the_last_value() -> None:
+    calls = itertools.count(1)
+    began = time.monotonic()
+    last = holds(lambda: next(calls), lambda n: n > 0, seconds=0.2, interval=0.01)
+    assert time.monotonic() - began >= 0.2
+    assert last > 5  # probed again and again, not once
+
+
+def test_holds_fails_at_the_first_value_that_breaks_it() -> None:
+    values = iter([True, True, False, True])
+    began = time.monotonic()
+    with pytest.raises(AssertionError, match=r"the flag stopped holding within 30 s: False"):
+        holds(lambda: next(values), seconds=30, interval=0, what="the flag")
+    assert time.monotonic() - began < 5

@@ -1,6 +1,7 @@
 """``eventually``: wait for something to become true, and say what was seen when it did not.
 
-Every wait in the suite goes through here instead of a hand-written ``while`` loop. A probe
+Every wait in the suite goes through here instead of a hand-written ``while`` loop, and
+so does every check that something stays true for a while (:func:`holds`). A probe
 is called until it gives a truthy value (or, with ``until``, until ``until(value)`` holds);
 a probe that raises ``AssertionError`` counts as "not yet" (so a probe may assert). The
 last value or assertion is in the failure message, and a wait always probes once more
@@ -102,3 +103,27 @@ async def eventually_async(
         if time.monotonic() >= deadline:
             raise _failure(_describe(probe, what), timeout, last, error) from error
         await asyncio.sleep(interval)
+
+
+def holds(
+    probe: Callable[[], T],
+    until: Callable[[T], bool] = _truthy,
+    *,
+    seconds: float,
+    interval: float = INTERVAL,
+    what: str | None = None,
+) -> T:
+    """Call ``probe`` for ``seconds``, asserting that ``until(value)`` holds every time
+    (by default: that the value stays truthy): the opposite of :func:`eventually`, for
+    what must *not* happen within a while. Returns the last value; the first that breaks
+    it fails the test at once, naming ``what`` and showing that value."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = probe()
+        if not until(value):
+            raise AssertionError(
+                f"{_describe(probe, what)} stopped holding within {seconds:g} s: {value!r}"
+            )
+        if time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
 from tests.support.daemon import create, wait_status
-from tests.support.polling import eventually
+from tests.support.polling import eventually, holds
 
 
 def test_a_resident_roots_answer_keeps_the_request_filed_for_it(
@@ -31,10 +30,12 @@ def test_a_resident_roots_answer_keeps_the_request_filed_for_it(
     )
     wait_status(client, node_id, "dormant")
     # The answer's settle hooks run in the background within moments: it stays open.
-    time_limit = time.monotonic() + 1.0
-    while time.monotonic() < time_limit:
-        assert client.get(f"/v1/human/requests/{request_id}").json()["status"] == "open"
-        time.sleep(0.05)
+    holds(
+        lambda: client.get(f"/v1/human/requests/{request_id}").json()["status"],
+        lambda status: status == "open",
+        seconds=1.0,
+        what=f"request {request_id} staying open",
+    )
 
     answered = client.post(f"/v1/human/requests/{request_id}/respond", json={"answers": ["a"]})
     assert answered.status_code == 200, answered.text

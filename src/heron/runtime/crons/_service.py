@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ... import api
-from ..nodes import Feature, Kernel, NodeExtra, RunTools, maybe_when, when
+from ..nodes import Feature, Kernel, NodeExtra, RunTools, maybe_when, new_row, when
 from ..profiles import check_profile_name
 from ..server import ApiError
 from ._routes import add_cron_routes
@@ -263,7 +263,7 @@ class Crons(Feature):
                 raise ApiError(422, "invalid_request", "a root node has no parent")
             for feature in engine.features:  # outcome delivery
                 feature.check_create(template)
-            row, _ = engine.new_row(template)  # output schema, cwd, deadline
+            row, _ = new_row(template)  # output schema, cwd, deadline
             for feature in engine.features:  # a fork: the original's profile, kind, model
                 await feature.derive(row, template)
             if template.parent is not None:

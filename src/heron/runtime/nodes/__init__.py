@@ -18,7 +18,7 @@ if typing.TYPE_CHECKING:
         Section,
     )
     from ._routes import add_node_routes
-    from ._rows import maybe_when, to_node, when
+    from ._rows import maybe_when, new_row, to_node, when
     from ._runs import DETERMINISTIC, SETTLED, Stop
     from ._store import NodeStore, locked_status, queue_in, settle_idle
     from ._tools import (
@@ -60,7 +60,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
                 "Section",
             ),
             "._routes": ("add_node_routes",),
-            "._rows": ("maybe_when", "to_node", "when"),
+            "._rows": ("maybe_when", "new_row", "to_node", "when"),
             "._runs": ("DETERMINISTIC", "SETTLED", "Stop"),
             "._store": ("NodeStore", "locked_status", "queue_in", "settle_idle"),
             "._tools": (
@@ -121,6 +121,7 @@ __all__ = [
     "locked_status",
     "maybe_when",
     "narrowed_scopes",
+    "new_row",
     "queue_in",
     "settle_idle",
     "to_node",

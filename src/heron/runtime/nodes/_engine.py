@@ -13,7 +13,6 @@ import contextlib
 import contextvars
 import logging
 import os
-import secrets
 import signal
 import time
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
@@ -32,10 +31,9 @@ from ..server import ApiError
 from ._durable import Steps
 from ._feature import CommandSandbox, Feature, FeatureFactory, Features, ModelSource
 from ._rows import (
-    check_directory,
     check_duration,
-    check_output_schema,
     maybe_when,
+    new_row,
     node_cursor,
     read_cursor,
     to_node,
@@ -288,12 +286,12 @@ class Engine:
             raise ApiError(422, "invalid_request", "a root node has no parent: drop one of the two")
         for feature in self.features.having("check_create"):
             feature.check_create(request)
-        row, prompt = self.new_row(request)
+        row, prompt = new_row(request)
         row["extra"].update(extra or {})
         # A fork: the conversation and unset settings.
         for feature in self.features.having("derive"):
             await feature.derive(row, request)
-        await self._check_placement(row, request)
+        await self._check_creator(request)
         for feature in self.features.having("complete"):  # profile, kind and their model
             await feature.complete(row)
         if row["model"] is not None:
@@ -353,22 +351,13 @@ class Engine:
             ) from None
         return None
 
-    async def _check_placement(self, row: NodeRow, request: api.NodeCreateRequest) -> None:
-        """``404`` for a ``creator`` that does not exist; ``422`` for a worktree asked of
-        a node pinned to its directory (``pin_cwd``: it works there and nowhere else)."""
+    async def _check_creator(self, request: api.NodeCreateRequest) -> None:
+        """``404`` for a ``creator`` that does not exist."""
         if request.creator is not None:
             try:
                 await self.row(request.creator)
             except ApiError as exc:
                 raise ApiError(exc.status, exc.code, f"creator: {exc.message}") from None
-        worktree = row["extra"]["worktree"]
-        if row["pin_cwd"] and worktree is not None and worktree is not False:
-            raise ApiError(
-                422,
-                "invalid_request",
-                f"the node is pinned to {row['cwd']} (pin_cwd): it takes no worktree, "
-                "which would move it elsewhere; drop one of the two",
-            )
 
     async def _check_parent(self, parent_id: str) -> None:
         """``404`` if there is no such parent, ``409 node_settled`` if it has settled."""
@@ -379,56 +368,6 @@ class Engine:
                 "node_settled",
                 f"node {parent_id!r} is {parent['status']}: it takes no new children",
             )
-
-    def new_row(self, request: api.NodeCreateRequest) -> tuple[NodeRow, str | None]:
-        """The row a create of ``request`` starts from (its output schema, ``cwd`` and
-        deadline checked: ``422``), and its prompt (``None``: none to send)."""
-        now = time.time()
-        schema = check_output_schema(request.output_schema)
-        cwd = check_directory(request.pin_cwd or request.cwd)
-        deadline = check_duration(request.deadline)
-        prompt = request.prompt if request.prompt and request.prompt.strip() else None
-        row: NodeRow = {
-            "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
-            "status": "dormant",  # (running once its first run is due: see create)
-            "root": request.root if request.root is not None else request.parent is None,
-            "root_lifecycle": request.root_lifecycle,
-            "mode": request.mode,
-            "name": request.name,
-            "description": request.description,
-            "prompt": prompt,
-            "kind": request.kind,
-            "model": request.model,
-            "profile": request.profile,
-            "cwd": cwd,
-            "pin_cwd": request.pin_cwd is not None,
-            "scopes": list(dict.fromkeys(request.scopes)) if request.scopes is not None else None,
-            "parent": request.parent,
-            "creator": request.creator,
-            "output_schema": schema,
-            "situational_context": request.situational_context,
-            "extra": {
-                "worktree": request.worktree,
-                "prefer_warm": request.prefer_warm,
-                "outcome_delivery": request.outcome_delivery,
-                # Kept so relaunch-root can count the same span again from its restart.
-                "deadline_seconds": deadline,
-            },
-            "created_at": now,
-            "updated_at": now,
-            "deadline_at": now + deadline if deadline is not None else None,
-            "settled_at": None,
-            "turns": 0,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "runs": 0,
-            "state": None,
-            "pending_result": None,
-            "events_reserved": None,
-            "step_mark": None,
-            "warm": None,
-        }
-        return row, prompt
 
     async def prepare_model(self, spec: str | None) -> None:
         """Load the model ``spec`` now (a script file is re-read); ``422 invalid_model``."""

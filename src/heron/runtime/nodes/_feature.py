@@ -374,10 +374,6 @@ class Kernel(Protocol):
         """The node as the API shows it."""
         ...
 
-    def new_row(self, request: api.NodeCreateRequest) -> tuple[NodeRow, str | None]:
-        """The row a create would insert (checked: schema, cwd, deadline), and its prompt."""
-        ...
-
     async def create(
         self, request: api.NodeCreateRequest, *, extra: NodeExtra | None = None
     ) -> api.Node:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +25,7 @@ __all__ = [
     "check_duration",
     "check_output_schema",
     "maybe_when",
+    "new_row",
     "node_cursor",
     "read_cursor",
     "to_node",
@@ -204,3 +207,54 @@ _OUTCOME: TypeAdapter[api.NodeResult | api.NodeFailure] = TypeAdapter(api.NodeOu
 def to_outcome(value: Mapping[str, Any]) -> api.NodeResult | api.NodeFailure:
     """A stored outcome (``heron_outcomes.outcome``, JSON) as the wire's model."""
     return _OUTCOME.validate_python(value)
+
+
+def new_row(request: api.NodeCreateRequest) -> tuple[NodeRow, str | None]:
+    """The row a create of ``request`` starts from (its output schema, ``cwd`` and
+    deadline checked: ``422``), and its prompt (``None``: none to send)."""
+    now = time.time()
+    schema = check_output_schema(request.output_schema)
+    cwd = check_directory(request.pin_cwd or request.cwd)
+    deadline = check_duration(request.deadline)
+    prompt = request.prompt if request.prompt and request.prompt.strip() else None
+    row: NodeRow = {
+        "node_id": request.node_id or f"n-{secrets.token_hex(8)}",
+        "status": "dormant",  # (running once its first run is due: see create)
+        "root": request.root if request.root is not None else request.parent is None,
+        "root_lifecycle": request.root_lifecycle,
+        "mode": request.mode,
+        "name": request.name,
+        "description": request.description,
+        "prompt": prompt,
+        "kind": request.kind,
+        "model": request.model,
+        "profile": request.profile,
+        "cwd": cwd,
+        "pin_cwd": request.pin_cwd is not None,
+        "scopes": list(dict.fromkeys(request.scopes)) if request.scopes is not None else None,
+        "parent": request.parent,
+        "creator": request.creator,
+        "output_schema": schema,
+        "situational_context": request.situational_context,
+        "extra": {
+            "worktree": request.worktree,
+            "prefer_warm": request.prefer_warm,
+            "outcome_delivery": request.outcome_delivery,
+            # Kept so relaunch-root can count the same span again from its restart.
+            "deadline_seconds": deadline,
+        },
+        "created_at": now,
+        "updated_at": now,
+        "deadline_at": now + deadline if deadline is not None else None,
+        "settled_at": None,
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "runs": 0,
+        "state": None,
+        "pending_result": None,
+        "events_reserved": None,
+        "step_mark": None,
+        "warm": None,
+    }
+    return row, prompt

@@ -138,6 +138,18 @@ class Worktrees(Feature):
         """Serve the worktree close and abandon routes."""
         add_worktrees_routes(app, self)
 
+    async def complete(self, row: NodeRow) -> None:
+        """A node pinned to its directory (``pin_cwd``: it works there and nowhere else)
+        takes no worktree, which would move it elsewhere: ``422``."""
+        worktree = row["extra"]["worktree"]
+        if row["pin_cwd"] and worktree is not None and worktree is not False:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"the node is pinned to {row['cwd']} (pin_cwd): it takes no worktree, "
+                "which would move it elsewhere; drop one of the two",
+            )
+
     async def inserted(self, row: NodeRow) -> None:
         """The node owns the worktree :meth:`provision` made for it now."""
         self._made.pop(row["node_id"], None)

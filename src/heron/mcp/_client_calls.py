@@ -60,11 +60,11 @@ class ToolCallDispatcher(JSONRPCDispatcher[TransportContext]):
     """The SDK's JSON-RPC dispatcher, sending plain ``tools/call`` requests the lean way.
 
     Every other request, notification and response goes through the SDK's
-    own code, and so does a ``tools/call`` when a tracer provider is set
-    (the SDK's span records it). Answers to lean requests are taken off the
-    read stream before the SDK's read loop would look them up; when the
-    link ends, the calls still waiting fail as the SDK's do, with
-    ``CONNECTION_CLOSED``.
+    own code, and so does every ``tools/call`` of a session that started
+    with a tracer provider set (the SDK's span records each). Answers to
+    lean requests are taken off the read stream before the SDK's read loop
+    would look them up; when the link ends, the calls still waiting fail as
+    the SDK's do, with ``CONNECTION_CLOSED``.
     """
 
     def __init__(
@@ -74,7 +74,7 @@ class ToolCallDispatcher(JSONRPCDispatcher[TransportContext]):
     ) -> None:
         self._answers: dict[types.RequestId, asyncio.Future[_Answer]] = {}
         self._out = write_stream
-        self._live = False  # true from run() until the link or the dispatcher ends
+        self._live = False  # whether to send the lean way: from run() until the link ends
         super().__init__(_AnswerReader(read_stream, self), write_stream)
         # The lean path shares the SDK's id sequence, so its ids never collide with the SDK's.
         self._lean = callable(getattr(self, "_allocate_id", None)) and isinstance(
@@ -96,7 +96,6 @@ class ToolCallDispatcher(JSONRPCDispatcher[TransportContext]):
             or not self._lean
             or not self._live
             or not PLAIN_OPTIONS.issuperset(opts or {})
-            or _tracing()
         ):
             return await super().send_raw_request(
                 method, params, opts, _related_request_id=_related_request_id
@@ -111,8 +110,12 @@ class ToolCallDispatcher(JSONRPCDispatcher[TransportContext]):
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Drive the SDK's read loop; lean calls still waiting when it ends fail."""
-        self._live = True
+        """Drive the SDK's read loop; lean calls still waiting when it ends fail.
+
+        With a tracer provider set by now, every request keeps the SDK's span
+        for the whole session (a provider set later shows from the next one).
+        """
+        self._live = not _tracing()
         try:
             await super().run(on_request, on_notify, on_notify_intercept, task_status=task_status)
         finally:

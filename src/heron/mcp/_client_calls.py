@@ -48,6 +48,7 @@ __all__ = ["StreamClient", "ToolCallDispatcher"]
 _log = logging.getLogger("heron.mcp")
 
 METHOD = "tools/call"
+"""The one method sent the lean way."""
 PLAIN_OPTIONS = frozenset({"headers", "cancel_on_abandon"})
 """Call options the lean path honours; any other sends the request the SDK's way."""
 ABANDON_WRITE_TIMEOUT = 5.0
@@ -152,25 +153,16 @@ class ToolCallDispatcher(JSONRPCDispatcher[TransportContext]):
         request_id = self._allocate_id()
         while request_id in self._pending:
             request_id = self._allocate_id()
-        message = _request(request_id, params)
         headers = opts.get("headers")
-        metadata = ClientMessageMetadata(headers=headers) if headers else None
+        request = SessionMessage(
+            message=_request(request_id, params),
+            metadata=ClientMessageMetadata(headers=headers) if headers else None,
+        )
         answer: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
         self._answers[request_id] = answer
-        written = False
         try:
-            # A caller already cancelled must not send the request at all.
-            await anyio.lowlevel.checkpoint_if_cancelled()
-            written = True  # a write cut short may still have reached the server
-            try:
-                await self._out.send(SessionMessage(message=message, metadata=metadata))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
-            outcome = await answer
-        except asyncio.CancelledError:
-            if written and opts.get("cancel_on_abandon", True):
-                await self._withdraw(request_id)
-            raise
+            withdraw = opts.get("cancel_on_abandon", True)
+            outcome = await self._exchange(request_id, request, answer, withdraw=withdraw)
         finally:
             self._answers.pop(request_id, None)
         if outcome is None:
@@ -178,6 +170,30 @@ class ToolCallDispatcher(JSONRPCDispatcher[TransportContext]):
         if isinstance(outcome, types.ErrorData):
             raise MCPError(code=outcome.code, message=outcome.message, data=outcome.data)
         return outcome
+
+    async def _exchange(
+        self,
+        request_id: types.RequestId,
+        request: SessionMessage,
+        answer: asyncio.Future[_Answer],
+        *,
+        withdraw: bool,
+    ) -> _Answer:
+        """Write ``request`` and wait for its answer; withdraw it if the caller gives up."""
+        written = False
+        try:
+            # A caller already cancelled must not send the request at all.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            written = True  # a write cut short may still have reached the server
+            try:
+                await self._out.send(request)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
+            return await answer
+        except asyncio.CancelledError:
+            if written and withdraw:
+                await self._withdraw(request_id)
+            raise
 
     async def _withdraw(self, request_id: types.RequestId) -> None:
         """Tell the server the caller gave up on ``request_id``, as the SDK does."""

@@ -39,6 +39,7 @@ __all__ = ["ToolCallRouter"]
 _log = logging.getLogger("heron.mcp")
 
 METHOD = "tools/call"
+"""The one method answered here."""
 SHUTDOWN_WRITE_TIMEOUT = 1.0
 """Seconds the answer to a call cut short by the session's end may take (the SDK's bound)."""
 

@@ -9,6 +9,7 @@ that comes back.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -16,12 +17,13 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from mcp.shared._context_streams import create_context_streams
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 from heron import Tool, ToolContext, ToolResult, tool
 from heron.mcp import InProcessConnection, MCPServer, MemoryStorage
-from heron.mcp._connections._base import message_streams
+from heron.mcp._connections._base import decode, message_streams
 from heron.mcp._server_calls import ToolCallRouter
 
 from .conftest import INITIALIZE, INITIALIZED
@@ -56,6 +58,13 @@ async def data(n: int) -> dict[str, int]:
 
 
 started = asyncio.Event()
+sender = contextvars.ContextVar("sender", default="nobody")
+
+
+@tool
+async def whose() -> str:
+    """Which sender's context the call runs in."""
+    return sender.get()
 
 
 @tool
@@ -112,7 +121,7 @@ def steps(*frames: dict[str, Any] | str | Step) -> list[Step]:
 @pytest.fixture
 async def server() -> AsyncIterator[MCPServer]:
     async with MCPServer(InProcessConnection(), MemoryStorage()) as served:
-        for t in (echo, fail, data, slow, Broken()):
+        for t in (echo, fail, data, slow, whose, Broken()):
             served.register_tool(t)
         yield served
 
@@ -338,3 +347,43 @@ async def test_a_call_opening_the_session_is_left_to_the_sdk(
     fast, sdk = await both(server, steps(call(1, "echo", {"text": "a"}), call(2, "echo", {})))
     assert fast == sdk
     assert claimed == ["2"]  # the first request decides the era, in the SDK
+
+
+async def test_a_call_runs_in_its_senders_context_as_the_sdk_runs_it(
+    server: MCPServer, claimed: list[str]
+) -> None:
+    """A link that records each frame's sender context (the SDK's stdio server does)."""
+
+    async def play_from_sender(serve: Serve) -> list[str]:
+        inbound, read = create_context_streams[SessionMessage | Exception](10)
+        outgoing: asyncio.Queue[str] = asyncio.Queue()
+
+        async def send(text: str) -> None:
+            outgoing.put_nowait(text)
+
+        async def sender_task() -> list[str]:
+            sender.set("the stdin reader")
+            written = []
+            for frame in (DISCOVER, call(2, "whose", {})):
+                await inbound.send(decode(json.dumps(frame)))
+                written.append(await outgoing.get())
+            await inbound.aclose()
+            return written
+
+        async with message_streams(asyncio.Event().wait, send) as (_, write):
+            _, written = await asyncio.wait_for(
+                asyncio.gather(serve(read, write), sender_task()), 5
+            )
+        return written
+
+    lowlevel = server._lowlevel
+
+    async def sdk(
+        read: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]
+    ) -> None:
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    fast = await play_from_sender(server._serve_session)
+    assert fast == await play_from_sender(sdk)
+    assert claimed == ["2"]
+    assert json.loads(fast[1])["result"]["content"][0]["text"] == "the stdin reader"

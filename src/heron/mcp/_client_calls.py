@@ -16,6 +16,7 @@ after a header mismatch) is still the SDK's session and client.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -243,6 +244,12 @@ class _AnswerReader(AsyncClosing):
                 raise
             if not self._dispatcher.take_answer(item):
                 return item
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        """The sender's context of the last frame, when the link records one (the SDK reads it)."""
+        context: contextvars.Context | None = getattr(self._inner, "last_context", None)
+        return context
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -15,6 +15,7 @@ every frame of a handshake-era session, goes to the SDK untouched.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -83,6 +84,15 @@ class ToolCallRouter(AsyncClosing):
             if not self._claimed(item):
                 return item
 
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        """The sender's context of the last frame received, when the link records one.
+
+        The SDK runs each request's handler in its sender's context; so do the calls here.
+        """
+        context: contextvars.Context | None = getattr(self._read, "last_context", None)
+        return context
+
     async def end_calls(self) -> None:
         """Stop the calls still running and wait for them (each answers "connection closed")."""
         running = set(self._running)
@@ -126,7 +136,9 @@ class ToolCallRouter(AsyncClosing):
         call = _Call(request)
         # A reused id replaces the entry, as the SDK's in-flight table does.
         self._calls[coerce_request_id(request.id)] = call
-        task = asyncio.create_task(self._respond(call))
+        sender = self.last_context
+        context = sender.copy() if sender is not None else None
+        task = asyncio.create_task(self._respond(call), context=context)
         call.task = task
         self._running.add(task)
         task.add_done_callback(self._running.discard)

@@ -36,6 +36,11 @@ LISTED = {
     "resultType": "complete",
     "_meta": SERVER_INFO,
 }
+INITIALIZED = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {"tools": {"listChanged": False}},
+    "serverInfo": {"name": "far", "version": "1"},
+}
 META = {"heron/env_id": "t"}
 
 Reply = dict[str, Any] | str | None  # a frame (as data or as text), or None: the link ends
@@ -59,8 +64,9 @@ def error(request: dict[str, Any], code: int, message: str, data: Any = None) ->
 class Far:
     """The server end of a client's link: canned discovery and listing; ``answer`` answers calls."""
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, *, legacy: bool = False) -> None:
         self.answer = answer
+        self.legacy = legacy  # a handshake-era server: no server/discover, an initialize
         self.frames: list[dict[str, Any]] = []
         self.incoming: asyncio.Queue[str | None] = asyncio.Queue()
         self.calls = 0
@@ -73,8 +79,12 @@ class Far:
         self.frames.append(frame)
         if "id" not in frame:
             return
-        if frame["method"] == "server/discover":
+        if frame["method"] == "server/discover" and self.legacy:
+            self._reply(error(frame, types.METHOD_NOT_FOUND, "Method not found"))
+        elif frame["method"] == "server/discover":
             self._reply({"jsonrpc": "2.0", "id": frame["id"], "result": DISCOVERED})
+        elif frame["method"] == "initialize":
+            self._reply({"jsonrpc": "2.0", "id": frame["id"], "result": INITIALIZED})
         elif frame["method"] == "tools/list":
             self._reply({"jsonrpc": "2.0", "id": frame["id"], "result": LISTED})
         else:
@@ -91,10 +101,14 @@ Outcome = tuple[str, Any]
 
 
 async def run(
-    client_type: type[Client], answer: Answer, calls: Callable[[Client], Awaitable[Any]]
+    client_type: type[Client],
+    answer: Answer,
+    calls: Callable[[Client], Awaitable[Any]],
+    *,
+    legacy: bool = False,
 ) -> tuple[list[dict[str, Any]], Outcome]:
     """The frames a client of ``client_type`` writes and what ``calls`` comes to."""
-    far = Far(answer)
+    far = Far(answer, legacy=legacy)
     async with client_type(message_streams(far.receive, far.send), cache=None) as client:
         try:
             outcome: Outcome = ("result", _comparable(await calls(client)))
@@ -128,11 +142,11 @@ def lean(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def both(
-    answer: Answer, calls: Callable[[Client], Awaitable[Any]]
+    answer: Answer, calls: Callable[[Client], Awaitable[Any]], *, legacy: bool = False
 ) -> tuple[list[dict[str, Any]], Outcome]:
     """Run one exchange with each client; assert they match; return the lean one's."""
-    sdk = await asyncio.wait_for(run(Client, answer, calls), 10)
-    fast = await asyncio.wait_for(run(StreamClient, answer, calls), 10)
+    sdk = await asyncio.wait_for(run(Client, answer, calls, legacy=legacy), 10)
+    fast = await asyncio.wait_for(run(StreamClient, answer, calls, legacy=legacy), 10)
     assert fast == sdk
     return fast
 
@@ -154,6 +168,17 @@ async def test_a_call_sends_the_same_request_and_returns_the_same_result(
     assert calls[0]["params"]["arguments"] == {"text": "ping"}
     assert outcome[0] == "result"
     assert [r["content"][0]["text"] for r in outcome[1]] == ["pong 1", "pong 2"]
+
+
+async def test_a_handshake_era_call_is_the_same_too(lean: list[str]) -> None:
+    def answer(request: dict[str, Any], n: int) -> list[Reply]:
+        body = {"content": [{"type": "text", "text": "old pong"}], "isError": False}
+        return [{"jsonrpc": "2.0", "id": request["id"], "result": body}]
+
+    frames, outcome = await both(answer, call_echo, legacy=True)
+    assert lean == ["tools/call"]
+    assert "notifications/initialized" in [f.get("method") for f in frames]
+    assert outcome[1]["content"][0]["text"] == "old pong"
 
 
 async def test_an_error_result_is_the_same_result(lean: list[str]) -> None:

@@ -15,7 +15,9 @@ the figures, as they would any trivial sync tool's). Each row times
   for scale: what Heron's client adds over the SDK it is built on;
 - **LocalToolClient**: no MCP at all, the floor.
 
-Server processes run ``python -m heron.mcp serve`` and are stopped at the end. Figures are
+Server processes run ``python -m heron.mcp serve`` from the same source tree as the bench
+(``PYTHONPATH`` names it: run from a worktree, they serve that worktree's code, not whichever
+checkout the virtualenv installed) and are stopped at the end. Figures are
 the median and 99th percentile in microseconds per call, and each median over the official
 client's (the goal for the socket and WebSocket rows is at most 0.5). Beside them, the CPU
 time per call of the calling process and of the server process (from ``/proc``), and their
@@ -47,6 +49,7 @@ from typing import TextIO
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+import heron
 from heron import LocalToolClient, tool
 from heron.mcp import (
     InProcessConnection,
@@ -70,6 +73,8 @@ TOOLS = [echo]
 '''
 ARGS = {"text": "ping"}
 TOKEN = "bench-token"
+SOURCE_ENV = {"PYTHONPATH": str(Path(heron.__file__).resolve().parent.parent)}
+"""Server processes import the heron this process imported."""
 
 
 @tool
@@ -134,7 +139,7 @@ def start_server(spec: str, *where: str) -> subprocess.Popen[str]:
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={"HERON_MCP_TOKEN": TOKEN, "PATH": "/usr/bin:/bin"},
+        env={"HERON_MCP_TOKEN": TOKEN, "PATH": "/usr/bin:/bin", **SOURCE_ENV},
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()
@@ -182,7 +187,7 @@ async def run(calls: int, quiet: TextIO) -> list[tuple[str, Timing]]:
             results.append(("websocket", timing))
 
         argv = [sys.executable, "-m", "heron.mcp", "serve", spec, "--stdio"]
-        stdio = StdioConnection(argv[0], argv[1:], stderr=quiet)
+        stdio = StdioConnection(argv[0], argv[1:], env=SOURCE_ENV, stderr=quiet)
         before = children()
         async with MCPClient("bench", stdio, MemoryStorage()) as client:
             await client.call_tool("echo", ARGS)  # the server process is up once this answers
@@ -190,7 +195,7 @@ async def run(calls: int, quiet: TextIO) -> list[tuple[str, Timing]]:
             timing = await measure(lambda: client.call_tool("echo", ARGS), calls, server)
             results.append(("stdio", timing))
 
-        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=SOURCE_ENV)
         before = children()
         async with Client(stdio_client(params, errlog=quiet)) as official:
             await official.call_tool("echo", ARGS)

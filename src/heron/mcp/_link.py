@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from .._core.closing import AsyncClosing
+from ._client_calls import StreamClient
 from ._connections import Connection, DirectCall, SessionStreams
 from ._errors import MCPConnectionError
 
@@ -233,7 +234,7 @@ class Link:
                 async with self.connection.open() as (read, write):
                     dropped = asyncio.Event()
                     transport = _Given((_Watched(read, dropped), write))
-                    async with Client(transport, cache=None) as client:
+                    async with StreamClient(transport, cache=None) as client:
                         connecting.reschedule(None)
                         await self._serve_calls(client, dropped)
         except TimeoutError:

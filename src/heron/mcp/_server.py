@@ -23,6 +23,7 @@ from ..tools import IdGenerator, Storage, Tool, ToolContext, ToolResult
 from ._connections import Connection, DirectServer
 from ._convert import ENV_ID_META_KEY, meta_value, to_mcp_result, to_mcp_tool
 from ._lifecycle import Lifecycle
+from ._server_calls import ToolCallRouter
 from ._storage import FileStorage, ScopedStorage
 
 __all__ = ["DEFAULT_ENV_ID", "MCPServer"]
@@ -171,7 +172,17 @@ class MCPServer(Lifecycle):
         read: ReadStream[SessionMessage | Exception],
         write: WriteStream[SessionMessage],
     ) -> None:
-        await self._lowlevel.run(read, write, self._lowlevel.create_initialization_options())
+        options = self._lowlevel.create_initialization_options()
+        if self._lowlevel.middleware:
+            # Middleware (the tracing span, when a tracer provider is set) sees every
+            # request: leave them all to the SDK's dispatch.
+            await self._lowlevel.run(read, write, options)
+            return
+        router = ToolCallRouter(read, write, self._answer, self._lowlevel.server_info_stamp)
+        try:
+            await self._lowlevel.run(router, write, options)
+        finally:
+            await router.end_calls()
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

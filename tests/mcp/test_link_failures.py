@@ -25,6 +25,7 @@ from heron.mcp import (
     UnixSocketConnection,
     WebSocketConnection,
 )
+from heron.mcp._link import Link
 
 
 async def test_a_client_whose_first_start_failed_connects_once_the_server_is_up(
@@ -243,3 +244,17 @@ def test_client_options_of_the_wrong_kind_are_refused(
 ) -> None:
     with pytest.raises(UserError, match=message):
         MCPClient("env", InProcessConnection(), **option)  # type: ignore[arg-type]
+
+
+async def test_a_timeout_raised_by_the_transport_is_a_connection_error_even_without_a_limit() -> (
+    None
+):
+    # No call_timeout: a TimeoutError from below (a transport's own limit) still comes out
+    # as a connection error naming what was being done, not a TypeError about the limit.
+    link = Link(InProcessConnection(), connect_timeout=1, call_timeout=None)
+
+    async def transport_gives_up() -> None:
+        raise TimeoutError("read timed out")
+
+    with pytest.raises(MCPConnectionError, match="timed out while listing tools: read timed out"):
+        await link._guard(transport_gives_up(), "listing tools")

@@ -124,8 +124,9 @@ class Link:
 
     async def _guard(self, request: Coroutine[Any, Any, Any], doing: str) -> Any:
         calls = self._direct_calls
+        deadline = asyncio.timeout(self._call_timeout)
         try:
-            async with asyncio.timeout(self._call_timeout):
+            async with deadline:
                 if calls is None:  # over streams: the session fails its requests when it ends
                     return await request
                 # A direct (in-process) call has no stream whose end would fail it: run it
@@ -140,11 +141,16 @@ class Link:
                     if current is not None and current.cancelling():
                         raise  # our caller was cancelled, or the timeout fired
                 error: BaseException | None = None  # the session ended under the call
-        except TimeoutError:
+        except TimeoutError as exc:
+            if deadline.expired():
+                raise MCPConnectionError(
+                    f"{self.connection.describe()} did not answer within "
+                    f"{self._call_timeout:g} s while {doing}"
+                ) from None
+            # Not the call's limit (there may be none): the transport's own, say.
             raise MCPConnectionError(
-                f"{self.connection.describe()} did not answer within {self._call_timeout:g} s "
-                f"while {doing}"
-            ) from None
+                f"{self.connection.describe()} timed out while {doing}: {exc or 'TimeoutError'}"
+            ) from exc
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
                 raise

@@ -164,6 +164,25 @@ def test_a_declared_oversized_body_is_413_before_it_is_sent(
     assert node_count(client) == before
 
 
+def test_an_oversized_body_sent_whole_still_gets_its_413(
+    daemon: Daemon, client: httpx.Client
+) -> None:
+    """A client that sends all of a body over the limit reads the 413: the daemon reads
+    what it sends before answering, so closing the connection does not reset it away."""
+    before = node_count(client)
+    body = b'{"prompt": "' + b"x" * (LIMIT * 4) + b'"}'
+
+    def send_all(conn: http.client.HTTPConnection) -> None:
+        conn.request("POST", "/v1/nodes", body=body, headers={"Content-Type": "application/json"})
+
+    for _ in range(3):  # (the reset it avoids was a race: try it more than once)
+        status, headers, answer = _raw(daemon, send_all)
+        assert status == 413
+        assert answer["error"]["code"] == "body_too_large"
+        assert headers["connection"] == "close"
+    assert node_count(client) == before
+
+
 def test_a_chunked_oversized_body_is_413(daemon: Daemon, client: httpx.Client) -> None:
     before = node_count(client)
     chunk = b" " * (64 * 1024)

@@ -7,6 +7,7 @@ its ``server`` address has a port; those must carry ``Authorization: Bearer``.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import re
@@ -103,10 +104,47 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+DRAIN_BYTES = 32 * 1024 * 1024
+"""At most this much of a refused body is read (and dropped) before the 413 goes out."""
+DRAIN_SECONDS = 5.0
+"""At most this long is spent reading a refused body."""
+DRAIN_IDLE = 0.2
+"""A refused body's reading stops once no more of it has come for this long."""
+
+
+async def _drain(receive: Receive, already: int = 0) -> None:
+    """Read and drop what is left of a refused request body, within bounds.
+
+    The answer to a body that is too large goes out before the body is read, and the
+    connection closes after it: a socket closed with unread bytes in it is reset, and a
+    client still sending loses the answer with it. Reading what the client sends
+    promptly (up to :data:`DRAIN_BYTES`, for :data:`DRAIN_SECONDS`) lets the 413 arrive;
+    a client that sends nothing more (only its headers) waits :data:`DRAIN_IDLE`.
+    """
+    loop = asyncio.get_running_loop()
+    end = loop.time() + DRAIN_SECONDS
+    read = already
+    while read < DRAIN_BYTES:
+        left = end - loop.time()
+        if left <= 0:
+            return
+        try:
+            message = await asyncio.wait_for(receive(), min(DRAIN_IDLE, left))
+        except TimeoutError:
+            return
+        if message["type"] != "http.request":
+            return  # the client went away
+        read += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
 class BodyLimit:
     """Refuse request bodies over ``limit`` bytes with 413, declared or streamed.
 
-    ``per_path`` sets another limit for the routes at those exact paths.
+    ``per_path`` sets another limit for the routes at those exact paths. What the client
+    sends of a refused body is read first, within bounds (see :func:`_drain`), so the
+    answer is not lost to a reset connection.
     """
 
     def __init__(self, app: ASGIApp, limit: int, per_path: dict[str, int] | None = None) -> None:
@@ -119,12 +157,19 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         limit = self.per_path.get(scope.get("path", ""), self.limit)
+        declared: bytes | None = None
+        expects_continue = False
         for name, value in scope["headers"]:
             if name == b"content-length":
-                if not value.isdigit() or int(value) > limit:
-                    await self._too_large(send, limit)
-                    return
-                break
+                declared = value
+            elif name == b"expect":
+                expects_continue = value.lower() == b"100-continue"
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            # A client waiting for "100 Continue" has sent no body: nothing to read.
+            if not expects_continue:
+                await _drain(receive)
+            await self._too_large(send, limit)
+            return
         received = 0
         started = False
 
@@ -134,6 +179,8 @@ class BodyLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
+                    if message.get("more_body", False):
+                        await _drain(receive, received)
                     raise BodyTooLarge(limit)
             return message
 

@@ -42,8 +42,6 @@ from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp.shared.transport_context import TransportContext
 from opentelemetry import trace
 
-from .._core.closing import AsyncClosing
-
 __all__ = ["StreamClient", "ToolCallDispatcher"]
 
 _log = logging.getLogger("heron.mcp")
@@ -226,7 +224,7 @@ class StreamClient(Client):
         self._connect = connect
 
 
-class _AnswerReader(AsyncClosing):
+class _AnswerReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """The read stream the SDK's loop runs on, minus the answers to lean calls."""
 
     def __init__(
@@ -253,15 +251,6 @@ class _AnswerReader(AsyncClosing):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    def __aiter__(self) -> _AnswerReader:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
 
 def _request(request_id: types.RequestId, params: Mapping[str, Any] | None) -> types.JSONRPCRequest:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from mcp.server.runner import modern_error_data
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -32,7 +33,6 @@ from mcp.shared.message import SessionMessage
 from mcp_types import methods
 from pydantic import ValidationError
 
-from .._core.closing import AsyncClosing
 from ._connections import DirectCall
 
 __all__ = ["ToolCallRouter"]
@@ -45,7 +45,7 @@ SHUTDOWN_WRITE_TIMEOUT = 1.0
 """Seconds the answer to a call cut short by the session's end may take (the SDK's bound)."""
 
 
-class ToolCallRouter(AsyncClosing):
+class ToolCallRouter(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """The read stream an SDK server session runs on, answering ``tools/call`` itself.
 
     ``answer`` is the server's ``tools/call`` handler (params and protocol
@@ -103,15 +103,6 @@ class ToolCallRouter(AsyncClosing):
     async def aclose(self) -> None:
         """Close the link's read side."""
         await self._read.aclose()
-
-    def __aiter__(self) -> ToolCallRouter:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
     def _claimed(self, item: SessionMessage | Exception) -> bool:
         """Whether ``item`` is a call answered here (started, then); cancellations are noted

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp_types
 from mcp.server.lowlevel.server import Server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -147,7 +148,7 @@ async def message_streams(
         await reader.aclose()
 
 
-class _FrameReader(AsyncClosing):
+class _FrameReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """The read side: each ``receive`` reads and decodes the next frame of the link."""
 
     def __init__(self, receive: Callable[[], Awaitable[str | bytes | None]]) -> None:
@@ -168,15 +169,6 @@ class _FrameReader(AsyncClosing):
 
     async def aclose(self) -> None:
         self._closed = True
-
-    def __aiter__(self) -> _FrameReader:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
 
 class _FrameWriter(AsyncClosing):

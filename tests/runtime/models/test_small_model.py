@@ -73,7 +73,7 @@ def _instruction(plan: dict[str, Any], *, small: bool) -> str:
         node_id="n", run=1, plan=plan, workspace=Path("/srv/x"), small=small, network=False
     )
     _say_own(setup)
-    return "\n\n".join(text for _, text in sorted(setup.instruction, key=lambda part: part[0]))
+    return setup.instruction_text()
 
 
 def test_a_small_models_instruction_is_only_what_the_task_needs() -> None:

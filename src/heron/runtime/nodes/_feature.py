@@ -118,6 +118,12 @@ class RunSetup:
         """Add ``text`` to the instruction in ``section`` (after what is there already)."""
         self.instruction.append((section, text))
 
+    def instruction_text(self) -> str:
+        """The instruction as the model gets it: the parts in section order (in the order
+        they were said within one), a blank line between two."""
+        ordered = sorted(self.instruction, key=lambda part: part[0])  # (stable: said order)
+        return "\n\n".join(text for _, text in ordered)
+
 
 class ModelSource(Protocol):
     """The model providers node runs use, supplied by one feature (:attr:`Feature.models`)."""

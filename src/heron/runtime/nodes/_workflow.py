@@ -206,7 +206,7 @@ class _Run:
         return BaseAgent(
             provider=provider,
             tool_client=client,
-            instruction="\n\n".join(text for _, text in sorted(setup.instruction, key=_section)),
+            instruction=setup.instruction_text(),
             skills=skills,
             name=node_id,
             state=plan["state"],
@@ -472,7 +472,3 @@ def _say_own(setup: RunSetup) -> None:
     if plan["situational_context"]:
         context = plan["situational_context"]
         setup.say(Section.CONTEXT, f"Situational context (background, not a request):\n{context}")
-
-
-def _section(part: tuple[int, str]) -> int:
-    return part[0]

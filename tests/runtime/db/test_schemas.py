@@ -74,7 +74,8 @@ def test_a_database_of_the_daemon_wide_numbering_carries_over_and_keeps_its_rows
         assert _recorded(engine) == {**LATEST, "crons": LATEST["crons"] + 1}
         with engine.connect() as conn:
             assert conn.execute(sa.select(nodes.c.node_id)).scalars().all() == ["kept"]
-        assert migrate(engine, grown) and ran == ["crons v2"]  # once
+        migrate(engine, grown)
+        assert ran == ["crons v2"]  # once
     finally:
         engine.dispose()
 

@@ -11,7 +11,15 @@ from ..._core.lazy import attach as _attach
 if typing.TYPE_CHECKING:
     from ._durations import parse_duration
     from ._errors import ApiError, DaemonError
-    from ._http import BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
+    from ._http import (
+        CSRF_HEADER,
+        BearerAuth,
+        BodyLimit,
+        BodyTooLarge,
+        BrowserSessions,
+        NotUnicode,
+        UnicodeRoute,
+    )
     from ._logging import configure_logging
     from ._routing import (
         ACTION,
@@ -31,7 +39,15 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
         {
             "._durations": ("parse_duration",),
             "._errors": ("ApiError", "DaemonError"),
-            "._http": ("BearerAuth", "BodyLimit", "BodyTooLarge", "NotUnicode", "UnicodeRoute"),
+            "._http": (
+                "CSRF_HEADER",
+                "BearerAuth",
+                "BodyLimit",
+                "BrowserSessions",
+                "BodyTooLarge",
+                "NotUnicode",
+                "UnicodeRoute",
+            ),
             "._logging": ("configure_logging",),
             "._routing": (
                 "ACTION",
@@ -49,6 +65,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
 
 __all__ = [
     "ACTION",
+    "CSRF_HEADER",
     "MAX_INTEGER",
     "PROFILE_PATTERN",
     "READ",
@@ -57,6 +74,7 @@ __all__ = [
     "BearerAuth",
     "BodyLimit",
     "BodyTooLarge",
+    "BrowserSessions",
     "DaemonError",
     "NodeIdPath",
     "NotUnicode",

@@ -1,8 +1,12 @@
-"""ASGI middleware: body limits, and bearer-token auth on the TCP listener.
+"""ASGI middleware: body limits, and auth on the TCP listener.
 
 One server listens on both the Unix socket (authenticated by filesystem
 permission: mode 0600) and, when enabled, TCP. A request arrived over TCP when
-its ``server`` address has a port; those must carry ``Authorization: Bearer``.
+its ``server`` address has a port; those must carry ``Authorization: Bearer``, or
+be a browser's with a live session cookie (:class:`BrowserSessions`, the daemon's
+page): then a request that changes anything must also carry the session's CSRF
+token in ``X-Heron-CSRF`` and, if it says where it comes from, come from the
+daemon's own origin.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import hmac
 import json
 import re
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
@@ -21,9 +25,11 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
+    "CSRF_HEADER",
     "BearerAuth",
     "BodyLimit",
     "BodyTooLarge",
+    "BrowserSessions",
     "NotUnicode",
     "UnicodeRoute",
     "error_body",
@@ -63,22 +69,136 @@ async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes
     await send({"type": "http.response.body", "body": body})
 
 
-class BearerAuth:
-    """Refuse TCP requests without the right ``Authorization: Bearer <token>`` (401)."""
+CSRF_HEADER = "X-Heron-CSRF"
+"""The header a browser session's requests that change anything carry its CSRF token in."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+_NO_CREDENTIAL = "this listener needs Authorization: Bearer <token> (see `heron sys connect`)"
+
+
+class BrowserSessions(Protocol):
+    """The sessions of browsers signed in to the daemon's page (its feature supplies them)."""
+
+    def cookie_name(self, port: int) -> str:
+        """The session cookie's name on the TCP listener at ``port`` (cookies are per host,
+        not per port: two daemons on one host must not read each other's)."""
+        ...
+
+    def csrf_token(self, session: str) -> str | None:
+        """The CSRF token of the live session ``session`` names; ``None`` if none is."""
+        ...
+
+    def is_public(self, path: str) -> bool:
+        """Whether ``path`` is served without any credential (the sign-in itself)."""
+        ...
+
+    def refusal_page(self, path: str) -> bytes | None:
+        """The HTML a browser opening ``path`` without a session is shown (``None``: the
+        JSON answer)."""
+        ...
+
+
+def _cookie(header: bytes, name: str) -> str | None:
+    """The value of cookie ``name`` in a ``Cookie`` header, if it has one."""
+    wanted = name.encode()
+    for part in header.split(b";"):
+        key, sep, value = part.strip().partition(b"=")
+        if sep and key == wanted:
+            return value.decode("latin-1")
+    return None
+
+
+def _same_origin(origin: bytes, host: bytes) -> bool:
+    """Whether an ``Origin`` header names the daemon's own listener (``Host``)."""
+    return origin in (b"http://" + host, b"https://" + host)
+
+
+class BearerAuth:
+    """Refuse TCP requests without the right ``Authorization: Bearer <token>`` or a live
+    browser session (401), and a session's changes without its CSRF token (403)."""
+
+    def __init__(
+        self, app: ASGIApp, token: str | None, sessions: BrowserSessions | None = None
+    ) -> None:
         self.app = app
         self._token = token.encode() if token else None
+        self._sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not over_tcp(scope):
             await self.app(scope, receive, send)
             return
-        given = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                given = value
-                break
+        headers = dict(reversed(scope["headers"]))  # (a repeated header: its first value)
+        given = headers.get(b"authorization", b"")
+        sessions = self._sessions
+        if sessions is not None and not given:
+            if sessions.is_public(scope.get("path", "")):
+                await self.app(scope, receive, send)
+                return
+            if b"cookie" in headers and await self._session(scope, headers, send, sessions):
+                scope["heron.auth"] = "session"  # (a route may refuse the page's session)
+                await self.app(scope, receive, send)
+            elif b"cookie" not in headers:
+                await self._refuse(send, scope, _NO_CREDENTIAL)
+            return
+        await self._bearer(scope, receive, send, given)
+
+    async def _session(
+        self, scope: Scope, headers: dict[bytes, bytes], send: Send, sessions: BrowserSessions
+    ) -> bool:
+        """Whether the request's session lets it through (else the refusal is sent)."""
+        server = scope.get("server")
+        port = server[1] if isinstance(server, tuple | list) and len(server) == 2 else 0
+        session = _cookie(headers[b"cookie"], sessions.cookie_name(int(port or 0)))
+        csrf = sessions.csrf_token(session) if session else None
+        if csrf is None:
+            await self._refuse(
+                send,
+                scope,
+                "the page's session has ended or is not valid: run `heron ui` to sign in again",
+            )
+            return False
+        if scope.get("method", "GET") in _SAFE_METHODS:
+            return True
+        origin = headers.get(b"origin")
+        if origin is not None and not _same_origin(origin, headers.get(b"host", b"")):
+            message = f"a request from {origin.decode('latin-1')} may not change this daemon"
+            await _reply(send, 403, error_body("csrf_refused", message), [])
+            return False
+        sent = headers.get(CSRF_HEADER.lower().encode(), b"")
+        if not hmac.compare_digest(sent.strip(), csrf.encode()):
+            message = f"a change made with the page's session needs its {CSRF_HEADER} header"
+            await _reply(send, 403, error_body("csrf_refused", message), [])
+            return False
+        return True
+
+    async def _refuse(self, send: Send, scope: Scope, message: str) -> None:
+        page = None
+        if self._sessions is not None and scope.get("method") in ("GET", "HEAD"):
+            page = self._sessions.refusal_page(scope.get("path", ""))
+        if page is not None:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"text/html; charset=utf-8"),
+                        (b"content-length", str(len(page)).encode()),
+                        (b"cache-control", b"no-store"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": page})
+            return
+        await _reply(
+            send,
+            401,
+            error_body("unauthorized", message),
+            [(b"www-authenticate", b'Bearer realm="heron"')],
+        )
+
+    async def _bearer(self, scope: Scope, receive: Receive, send: Send, given: bytes) -> None:
         scheme, _, token = given.partition(b" ")
         ok = (
             self._token is not None
@@ -87,19 +207,14 @@ class BearerAuth:
         )
         if not ok:
             if not given:
-                message = (
-                    "this listener needs Authorization: Bearer <token> (see `heron sys connect`)"
-                )
+                message = _NO_CREDENTIAL
             elif scheme.lower() != b"bearer":
                 message = "the Authorization header must read `Bearer <token>`"
+            elif self._token is None:
+                message = "this daemon takes no bearer token on TCP (its page signs in: `heron ui`)"
             else:
                 message = "the bearer token is not valid for this daemon"
-            await _reply(
-                send,
-                401,
-                error_body("unauthorized", message),
-                [(b"www-authenticate", b'Bearer realm="heron"')],
-            )
+            await self._refuse(send, scope, message)
             return
         await self.app(scope, receive, send)
 

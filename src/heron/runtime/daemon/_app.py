@@ -19,7 +19,15 @@ from ... import api
 from ..._core.version import __version__
 from ..events import add_event_routes
 from ..nodes import Engine, add_node_routes
-from ..server import ApiError, BearerAuth, BodyLimit, BodyTooLarge, NotUnicode, UnicodeRoute
+from ..server import (
+    ApiError,
+    BearerAuth,
+    BodyLimit,
+    BodyTooLarge,
+    BrowserSessions,
+    NotUnicode,
+    UnicodeRoute,
+)
 
 __all__ = ["build_app", "wrap"]
 
@@ -197,8 +205,10 @@ def wrap(
     token: str | None,
     max_body_bytes: int,
     body_limits: Mapping[str, int] | None = None,
+    sessions: BrowserSessions | None = None,
 ) -> ASGIApp:
-    """``app`` behind the body limit, TCP bearer auth and (with a token) CORS.
+    """``app`` behind the body limit, TCP auth (the bearer ``token``, the page's browser
+    ``sessions``) and (with a token) CORS.
 
     ``body_limits``: the routes (by path) whose legal bodies can be larger than
     ``max_body_bytes`` (a file write's JSON): they get room enough, and refuse content
@@ -206,7 +216,7 @@ def wrap(
     """
     limits = {path: max(max_body_bytes, limit) for path, limit in (body_limits or {}).items()}
     wrapped: ASGIApp = BodyLimit(app, max_body_bytes, limits)
-    wrapped = BearerAuth(wrapped, token)
+    wrapped = BearerAuth(wrapped, token, sessions)
     if token:
         # A browser reaches the daemon only over TCP, where the token is the credential.
         wrapped = CORSMiddleware(

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from ..._core.version import __version__ as version
 from .._config import RuntimeConfig
 from ..db import NODES_SCHEMA, Database, create_engine, redact_url
 from ..events import EventLog
-from ..server import ApiError
+from ..server import ApiError, DaemonError
 from ._durable import Steps
 from ._feature import CommandSandbox, Feature, FeatureFactory, Features, ModelSource
 from ._rows import (
@@ -116,6 +116,9 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.listeners: list[api.Listener] = []
+        """Where the daemon listens (``/v1/status`` shows them)."""
+        self.open_listener: Callable[[str, int], Awaitable[api.Listener]] | None = None
+        """Opens another TCP listener while serving (the daemon's process sets it)."""
         self.features = Features()
         """The features, in the order of ``features``: each is made with the engine as
         its kernel and finds those listed before it registered already."""
@@ -273,6 +276,17 @@ class Engine:
         )
 
     # -- create ----------------------------------------------------------------
+
+    async def listen(self, host: str, port: int) -> api.Listener:
+        """Open another TCP listener on ``host``:``port`` (0: any free port) while serving;
+        ``503 listener_unavailable`` if this daemon cannot, ``409 listen_failed`` if the
+        address cannot be bound."""
+        if self.open_listener is None:
+            raise ApiError(503, "listener_unavailable", "this daemon cannot open a listener")
+        try:
+            return await self.open_listener(host, port)
+        except DaemonError as exc:
+            raise ApiError(409, "listen_failed", str(exc)) from None
 
     async def create(
         self, request: api.NodeCreateRequest, *, extra: NodeExtra | None = None

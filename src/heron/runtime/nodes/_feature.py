@@ -364,6 +364,15 @@ class Kernel(Protocol):
         """The runs in progress here, by node id."""
         ...
 
+    @property
+    def listeners(self) -> list[api.Listener]:
+        """Where the daemon listens now."""
+        ...
+
+    async def listen(self, host: str, port: int) -> api.Listener:
+        """Open another TCP listener while serving (see ``Engine.listen``)."""
+        ...
+
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run ``coro`` in the background (kept referenced until it ends)."""
         ...

@@ -16,7 +16,7 @@ from ... import api
 from ..db import Database
 from ..nodes import Outcome
 from ._store import EventStore, Settlement, StepMark
-from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, encode
+from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, Subscription, encode
 
 __all__ = ["Event", "EventLog"]
 
@@ -24,6 +24,9 @@ log = logging.getLogger("heron.runtime")
 
 NOT_LOGGED = frozenset({"node.output_text.delta"})
 """Event types only streamed live (their text is logged once, in ``output_text.done``)."""
+
+NOT_IN_FEED = NOT_LOGGED
+"""Event types the daemon-wide feed leaves out (a node's own stream has them)."""
 
 IDLE_HUBS = 128
 """How many hubs of idle nodes nobody watches are kept (for resumes with deltas)."""
@@ -80,6 +83,7 @@ class EventLog:
         self._wake = asyncio.Event()
         self._flush_lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
+        self._watchers: list[Subscription] = []
         self.readers = 0
         """Event streams open now (kept by the route)."""
         self.readers_dropped = 0
@@ -242,6 +246,30 @@ class EventLog:
         if hub.idle:
             self._idle[node_id] = None
         self._shrink()
+        if self._watchers and record.type not in NOT_IN_FEED:
+            for sub in tuple(self._watchers):
+                if not sub.offer(record):  # dropped: it is told so by its route
+                    self._watchers.remove(sub)
+
+    # -- the daemon-wide feed ------------------------------------------------
+
+    def watch(self, limit: int, max_bytes: int) -> Subscription:
+        """Attach a reader of every node's events as they are streamed (but the types of
+        :data:`NOT_IN_FEED`), with a buffer of ``limit`` records and ``max_bytes`` bytes:
+        what ``GET /v1/events`` reads. A reader that lets its buffer fill is dropped."""
+        sub = Subscription(limit=limit, max_bytes=max_bytes)
+        self._watchers.append(sub)
+        return sub
+
+    def unwatch(self, sub: Subscription) -> None:
+        """Detach a reader of the feed (a no-op if it was dropped)."""
+        if sub in self._watchers:
+            self._watchers.remove(sub)
+
+    @property
+    def watchers(self) -> int:
+        """How many readers follow the daemon-wide feed."""
+        return len(self._watchers)
 
     # -- hubs ----------------------------------------------------------------
 

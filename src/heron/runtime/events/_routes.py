@@ -1,5 +1,6 @@
 """``GET /v1/nodes/{id}/events``: a node's events as server-sent events (the replay
-and the live tail are :mod:`._replay`'s)."""
+and the live tail are :mod:`._replay`'s); ``GET /v1/events``: every node's, live
+(:mod:`._feed`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from starlette.types import Message, Send
 
 from ..nodes import Engine
 from ..server import NodeIdPath, errors, stopping
+from ._feed import Feed
 from ._replay import EventStreams, cursor_of
 
 __all__ = ["add_event_routes"]
@@ -60,11 +62,13 @@ class EventResponse(StreamingResponse):
         send_timeout: float,
         on_stalled: Callable[[], None],
         headers: dict[str, str],
+        on_end: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(content, media_type="text/event-stream", headers=headers)
         self._content = content
         self._send_timeout = send_timeout
         self._on_stalled = on_stalled
+        self._on_end = on_end
 
     async def stream_response(self, send: Send) -> None:
         """Write the stream; on a stalled write return unfinished, which makes the
@@ -87,12 +91,48 @@ class EventResponse(StreamingResponse):
             await timed({"type": "http.response.body", "body": b"", "more_body": False})
         except TimeoutError:
             self._on_stalled()
+        finally:
+            # (also when the client left before the body began: its ``finally`` never ran)
+            if self._on_end is not None:
+                self._on_end()
+
+
+_FEED_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-sent events of every node: `event: <type>`, `data: <JSON>` "
+        "(typed by `heron.api.NodeEvent`, each with its `node_id` and `sequence_number`), "
+        "no `id:` lines and no `node.output_text.delta`; `: keepalive` comments.",
+        "content": {"text/event-stream": _STREAM_DOC[200]["content"]["text/event-stream"]},
+    }
+}
+
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def add_event_routes(app: FastAPI, engine: Engine) -> None:
-    """Serve ``GET /v1/nodes/{node_id}/events``."""
+    """Serve ``GET /v1/nodes/{node_id}/events`` and ``GET /v1/events``."""
     streams = EventStreams(engine)
     stopping(app).on_set(streams.close)
+    feed = Feed(engine)
+    stopping(app).on_set(feed.close)
+
+    @app.get(
+        "/v1/events",
+        tags=["nodes"],
+        responses={**errors(), **_FEED_DOC},
+        response_class=StreamingResponse,
+    )
+    async def all_events() -> StreamingResponse:
+        """Watch every node: their events as they happen (no replay, no text deltas).
+        Read ``GET /v1/canvas/snapshot`` after opening it to know where each node is."""
+        sub = feed.open()
+        return EventResponse(
+            feed.write(sub),
+            send_timeout=engine.config.sse_send_timeout,
+            on_stalled=feed.stalled,
+            headers=_SSE_HEADERS,
+            on_end=lambda: engine.events.unwatch(sub),
+        )
 
     @app.get(
         "/v1/nodes/{node_id}/events",
@@ -124,5 +164,5 @@ def add_event_routes(app: FastAPI, engine: Engine) -> None:
             streams.write(opened, node_id),
             send_timeout=engine.config.sse_send_timeout,
             on_stalled=lambda: streams.stalled(node_id, opened),
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers=_SSE_HEADERS,
         )

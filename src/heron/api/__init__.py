@@ -175,7 +175,16 @@ if typing.TYPE_CHECKING:
     )
     from ._profiles import Profile, ProfileEnsureRequest
     from ._reports import Report, ReportTier
-    from ._system import EventStreamStats, Health, Listener, SandboxStatus, SystemStatus
+    from ._system import (
+        EventStreamStats,
+        Health,
+        Listener,
+        PageOpen,
+        PageOpenRequest,
+        PageSession,
+        SandboxStatus,
+        SystemStatus,
+    )
     from ._worktrees import NodeWorktree, WorktreeState
 
 if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
@@ -347,7 +356,16 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
             ),
             "._profiles": ("Profile", "ProfileEnsureRequest"),
             "._reports": ("Report", "ReportTier"),
-            "._system": ("EventStreamStats", "Health", "Listener", "SandboxStatus", "SystemStatus"),
+            "._system": (
+                "EventStreamStats",
+                "Health",
+                "Listener",
+                "PageOpen",
+                "PageOpenRequest",
+                "PageSession",
+                "SandboxStatus",
+                "SystemStatus",
+            ),
             "._worktrees": ("NodeWorktree", "WorktreeState"),
         },
     )
@@ -470,6 +488,9 @@ __all__ = [
     "OutcomeReason",
     "OutputTextDelta",
     "OutputTextDone",
+    "PageOpen",
+    "PageOpenRequest",
+    "PageSession",
     "PreviousOutcome",
     "Profile",
     "ProfileEnsureRequest",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+from pydantic import Field
+
 from ._common import WireModel
 
 __all__ = ["EventStreamStats", "Health", "Listener", "SandboxStatus", "SystemStatus"]
@@ -26,8 +28,10 @@ class Listener(WireModel):
     """Unix socket or TCP."""
     address: str
     """Socket path, or ``host:port``."""
-    auth: Literal["filesystem", "bearer"]
-    """How callers authenticate there."""
+    auth: Literal["filesystem", "bearer", "session"]
+    """How callers authenticate there: the socket's file permission, a bearer token (the
+    page's session cookie is taken too), or only the page's session cookie (a loopback
+    listener ``heron ui`` opened on a daemon with no token)."""
 
 
 class EventStreamStats(WireModel):
@@ -86,3 +90,36 @@ class SystemStatus(WireModel):
     """The node event streams' readers and memory."""
     sandbox: SandboxStatus = SandboxStatus.model_construct()
     """Whether node commands run in a sandbox, and if not, why."""
+
+
+class PageOpenRequest(WireModel):
+    """``POST /v1/ui/open``: where the daemon's page should be reachable."""
+
+    port: int | None = Field(default=None, ge=0, le=65535)
+    """The loopback port to listen on if the daemon has no TCP listener yet (0: any free
+    port; left out: the port the page had last time, else any)."""
+
+
+class PageOpen(WireModel):
+    """How to reach the daemon's page (``POST /v1/ui/open``)."""
+
+    url: str
+    """The page's address (``http://127.0.0.1:PORT/ui/``)."""
+    login_url: str
+    """The address that signs a browser in: it holds a one-time code, good once and for a
+    short while (see ``expires_at``), exchanged for the page's session cookie."""
+    expires_at: float
+    """When the code stops being accepted (Unix time)."""
+    listener: Listener
+    """The TCP listener the page is served on."""
+
+
+class PageSession(WireModel):
+    """``GET /ui/session``: the signed-in page's session."""
+
+    csrf_token: str
+    """What the page's requests that change anything carry in ``X-Heron-CSRF``."""
+    version: str
+    """The daemon's Heron version."""
+    expires_at: float
+    """When the session ends (Unix time): the page signs in again with ``heron ui``."""

@@ -52,6 +52,7 @@ _LAZY: dict[str, tuple[str, str, bool]] = {
     "canvas": ("._canvas", "canvas_app", True),
     "profiles": ("._profiles", "profiles_app", True),
     "kinds": ("._profiles", "kinds_app", True),
+    "ui": ("._ui", "ui", False),
 }
 
 

@@ -23,6 +23,22 @@ class System(Resource[M]):
         return self._call("GET", "/v1/status", api.SystemStatus, options=options)
 
     @endpoint
+    def open_page(
+        self, *, port: int | None = None, options: RequestOptions | None = None
+    ) -> Flow[api.PageOpen]:
+        """``POST /v1/ui/open``: make the daemon's web page reachable (a loopback TCP
+        listener if it has none; ``port`` picks its port, 0 any) and mint a one-time
+        sign-in link for a browser (what ``heron ui`` opens).
+
+        Example::
+
+            page = client.system.open_page()
+            webbrowser.open(page.login_url)
+        """
+        body = {} if port is None else {"port": port}
+        return self._call("POST", "/v1/ui/open", api.PageOpen, body=body, options=options)
+
+    @endpoint
     def health(self, *, options: RequestOptions | None = None) -> Flow[api.Health]:
         """``GET /healthz``: answers as soon as the daemon serves requests."""
         return self._call("GET", "/healthz", api.Health, options=options)

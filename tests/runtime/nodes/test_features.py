@@ -60,7 +60,7 @@ def _names() -> list[str]:
 
 def test_the_daemon_starts_and_stops_its_features_in_the_documented_order() -> None:
     names = _names()
-    assert len(set(names)) == len(names) == len(FEATURE_PACKAGES) == 15
+    assert len(set(names)) == len(names) == len(FEATURE_PACKAGES) == 16
     # the shell reaps (jobs use its ledger), then the default model loads, before the
     # warm pool discards old nodes; profiles need kinds; human feeds the canvas;
     # orchestration resumes before human.
@@ -68,6 +68,7 @@ def test_the_daemon_starts_and_stops_its_features_in_the_documented_order() -> N
     assert names.index("Jobs") < names.index("Models") < names.index("WarmPool")
     assert names.index("Kinds") < names.index("Profiles")
     assert names.index("Canvas") < names.index("Human")
+    assert names.index("Canvas") < names.index("Page")  # the page shows the canvas
     assert names.index("Commands") < names.index("Orchestration") < names.index("Human")
     # tools in the order a node is offered them (child tools, push-report; ask, memory, cron)
     assert names.index("Orchestration") < names.index("Reports")

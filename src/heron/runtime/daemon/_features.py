@@ -18,6 +18,7 @@ daemon starts them in this order and stops them in reverse. So:
   tools they give a node come in this order (an orchestrator's child tools and
   ``push-report`` first; the question tool, the memory and cron tools after the
   workspace's);
+- the page after the canvas it shows (it only serves routes);
 - crons last: it starts once everything else is up (its firings create nodes) and
   stops first (no firing creates a node in a stopping daemon).
 """
@@ -39,6 +40,7 @@ from ..orchestration import Orchestration
 from ..profiles import Profiles
 from ..reports import Reports
 from ..shell import Commands
+from ..ui import Page
 from ..warm import WarmPool
 from ..worktrees import Worktrees
 
@@ -55,6 +57,7 @@ FEATURES: tuple[FeatureFactory, ...] = (
     WarmPool,
     Files,
     Canvas,
+    Page,
     Orchestration,
     Reports,
     Human,

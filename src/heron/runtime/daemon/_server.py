@@ -23,6 +23,7 @@ from .._local import daemon_pid, get_json
 from ..db import DatabaseUnavailable
 from ..nodes import Engine
 from ..server import DaemonError, configure_logging, stopping
+from ..ui import Page
 from ._app import build_app, wrap
 from ._features import FEATURES
 
@@ -170,6 +171,7 @@ async def _serve_locked(
     app = wrap(
         api_app,
         token=config.token,
+        sessions=engine.features.get(Page).sessions,
         max_body_bytes=config.max_body_bytes,
         body_limits={
             path: limit
@@ -206,6 +208,41 @@ async def _serve_locked(
         await original_shutdown(sockets=sockets)
 
     server.shutdown = shutdown  # type: ignore[method-assign]
+
+    async def open_tcp(host: str, port: int) -> api.Listener:
+        sock = _tcp_socket(host, port)
+        # What uvicorn's own startup does for each socket, for one opened while serving;
+        # it joins ``server.servers``, so the shutdown closes and drains it with the rest.
+        uv = server.config
+
+        def protocol(_loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Protocol:
+            made: asyncio.Protocol = uv.http_protocol_class(  # type: ignore[call-arg]
+                config=uv,
+                server_state=server.server_state,
+                app_state=server.lifespan.state,
+                _loop=_loop,
+            )
+            return made
+
+        loop = asyncio.get_running_loop()
+        try:
+            opened = await loop.create_server(protocol, sock=sock, backlog=uv.backlog)
+        except BaseException:
+            sock.close()
+            raise
+        server.servers.append(opened)
+        bound_host, bound_port = sock.getsockname()[:2]
+        shown = (
+            f"[{bound_host}]:{bound_port}" if ":" in bound_host else f"{bound_host}:{bound_port}"
+        )
+        listener = api.Listener(
+            kind="tcp", address=shown, auth="bearer" if config.token else "session"
+        )
+        listeners.append(listener)
+        log.info("listening on %s too", shown)
+        return listener
+
+    engine.open_listener = open_tcp
     try:
         await server.serve(sockets=sockets)
     finally:

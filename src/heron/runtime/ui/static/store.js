@@ -49,16 +49,25 @@ class Store extends EventTarget {
     this.deadlines = new Map();
     this.connected = false;
     this.loaded = false;
-    this._fetching = new Set();
+    /** node id → the number of its last event the store has applied */
+    this.seqs = new Map();
+    /** node id → its events that came while it was first read */
+    this._fetching = new Map();
+    /** reads of the snapshot in flight, and the events that came meanwhile */
+    this._reloading = 0;
+    this._held = [];
     this._tokenTimers = new Map();
     this._attentionTimer = 0;
     this._changedTimer = 0;
     this._source = null;
   }
 
-  /** Open the feed (reads the snapshot each time it connects). */
+  /** Read the snapshot and open the feed (which reads it again each time it connects:
+   * what happened before the feed was listening is in the later snapshot). */
   start() {
     if (this._source) return;
+    // Not waiting for the feed to open: its headers may come only with its first record.
+    this.reload().catch(() => {});
     const handlers = {};
     for (const type of [
       "node.status.changed",
@@ -78,7 +87,7 @@ class Store extends EventTarget {
       onOpen: () => {
         this.connected = true;
         this._emit("connection");
-        this.reload();
+        this.reload().catch(() => {});
       },
     });
     this._source.addEventListener("error", () => {
@@ -88,23 +97,52 @@ class Store extends EventTarget {
     setInterval(() => this._readRoster(), ROSTER_REFRESH_MS);
   }
 
-  /** Read the whole snapshot again. */
+  /** Read the whole snapshot again.
+   *
+   * Events that come while it is read are held, then applied over it unless the
+   * snapshot covers them already (its event_sequences): a snapshot read before an
+   * event never hides it, and one read after never has it applied twice. */
   async reload() {
-    const snapshot = await get("/v1/canvas/snapshot");
-    this.cards = new Map(snapshot.nodes.map((card) => [card.node_id, card]));
-    this._setAttention(snapshot.attention);
-    this.loaded = true;
+    this._reloading += 1;
+    try {
+      const snapshot = await get("/v1/canvas/snapshot");
+      this.cards = new Map(snapshot.nodes.map((card) => [card.node_id, card]));
+      this.seqs = new Map(Object.entries(snapshot.event_sequences || {}));
+      this._setAttention(snapshot.attention);
+      this.loaded = true;
+      for (const [type, data] of this._held) this._apply(type, data);
+    } finally {
+      this._reloading -= 1;
+      if (this._reloading === 0) this._held = [];
+    }
     this._changed();
     this._readRoster();
   }
 
   _onEvent(type, data) {
-    const id = data.node_id;
-    if (!id) return;
-    const card = this.cards.get(id);
+    if (!data.node_id) return;
     this.dispatchEvent(new CustomEvent("event", { detail: { type, data } }));
+    if (this._reloading) this._held.push([type, data]);
+    else this._apply(type, data);
+  }
+
+  /** Apply one feed event to its card (once: the numbers the store has seen are kept). */
+  _apply(type, data) {
+    const id = data.node_id;
+    const pending = this._fetching.get(id);
+    if (pending) {
+      pending.push([type, data]); // applied once the node is read
+      return;
+    }
+    const seq = data.sequence_number;
+    if (typeof seq === "number") {
+      if (seq <= (this.seqs.get(id) ?? 0)) return;
+      this.seqs.set(id, seq);
+    }
+    const card = this.cards.get(id);
     if (!card) {
-      this._fetchNode(id);
+      this.seqs.delete(id);
+      this._fetchNode(id, [type, data]);
       return;
     }
     if (type === "node.status.changed" && data.status) {
@@ -125,20 +163,22 @@ class Store extends EventTarget {
     }
   }
 
-  /** A node first heard of on the feed (just created): read it, then show it. */
-  async _fetchNode(id) {
-    if (this._fetching.has(id)) return;
-    this._fetching.add(id);
+  /** A node first heard of on the feed (just created): read it, then show it, then
+   * apply its events (the first, and those that came while it was read). */
+  async _fetchNode(id, first) {
+    const pending = [first];
+    this._fetching.set(id, pending);
     try {
       const node = await get(`/v1/nodes/${encodeURIComponent(id)}`);
       this.cards.set(id, { ...cardOf(node), ...(this.cards.get(id) || {}), status: node.status });
       if (node.deadline_at) this.deadlines.set(id, Date.parse(node.deadline_at));
-      this._changed();
     } catch {
       // pruned already, or the session ended (the page says so)
     } finally {
       this._fetching.delete(id);
     }
+    if (this.cards.has(id)) for (const [type, data] of pending) this._apply(type, data);
+    this._changed();
   }
 
   /** A node's tokens and turns, read again soon (at most once per interval per node). */

@@ -56,7 +56,10 @@ def _unix_socket(path: os.PathLike[str] | str) -> socket.socket:
 
 def _tcp_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio turns Nagle off only on accepted sockets whose
+    # proto says TCP (they inherit this one's), and with Nagle on, every answer on a
+    # kept-alive connection waited ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

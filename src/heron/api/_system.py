@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._common import WireModel
+from ._common import RequestModel, WireModel
 
 __all__ = ["EventStreamStats", "Health", "Listener", "SandboxStatus", "SystemStatus"]
 
@@ -92,7 +92,7 @@ class SystemStatus(WireModel):
     """Whether node commands run in a sandbox, and if not, why."""
 
 
-class PageOpenRequest(WireModel):
+class PageOpenRequest(RequestModel):
     """``POST /v1/ui/open``: where the daemon's page should be reachable."""
 
     port: int | None = Field(default=None, ge=0, le=65535)

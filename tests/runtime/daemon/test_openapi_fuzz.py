@@ -252,6 +252,7 @@ def run_schemathesis(base_url: str, scratch: Path) -> tuple[int, list[Finding]]:
             },
             "operations": [
                 {"include-path": "/v1/nodes/{node_id}/events", "request-timeout": STREAM_SECONDS},
+                {"include-path": "/v1/events", "request-timeout": STREAM_SECONDS},
                 # A recycle waits for the node's model to write a summary (up to
                 # RECYCLE_TIMEOUT): a node created with `local` asks the embedded model.
                 {"include-path": "/v1/nodes/{node_id}/recycle", "request-timeout": RECYCLE_WAIT},

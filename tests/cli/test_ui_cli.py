@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import stat
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, write_script
 from tests.support.polling import eventually
 
 pytestmark = pytest.mark.usefixtures("on_daemon")
@@ -77,3 +78,30 @@ def test_a_port_taken_by_the_pages_listener_already_is_a_clear_error() -> None:
     assert done.returncode != 0
     assert "served on" in done.stderr and str(port) in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_over_tcp_the_link_names_the_host_the_client_reaches(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    home = tmp_path_factory.mktemp("heron-ui-remote")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "ui-remote-token-0123456789"
+    env = {"HERON_PROVIDER": write_script(home, "d", ["Hi."]), "HERON_TOKEN": token}
+    remote = Daemon(home, env).start("--listen", f"127.0.0.1:{port}")
+    try:
+        # As a client on another machine would: the daemon's address as it reaches it.
+        done = run_ui(
+            "--no-open",
+            env={"HERON_BASE_URL": f"http://localhost:{port}", "HERON_TOKEN": token},
+        )
+        assert done.returncode == 0, done.stderr
+        page, login = links(done.stdout)
+        assert page == f"http://localhost:{port}/ui/"
+        assert login.startswith(f"http://localhost:{port}/ui/login?code=")
+        with httpx.Client(timeout=30, follow_redirects=True) as browser:
+            assert browser.get(login).status_code == 200
+            assert browser.get(f"http://localhost:{port}/v1/status").status_code == 200
+    finally:
+        remote.stop()

@@ -29,10 +29,7 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -41,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from daemon_load import Daemon
 
 CHROMIUM = "/usr/bin/chromium"
-STARTUP_TIMEOUT = 60.0
 STREAM_WORDS = 400
 STREAM_CHUNK_DELAY = 0.02
 """Each streaming node writes :data:`STREAM_WORDS` words, one per 20 ms (about 8 s)."""
@@ -69,57 +66,11 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
-class Daemon:
-    """One ``heron daemon`` on ``home``, its output in ``home/daemon.log``."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.socket = home / "heron.sock"
-        quick = home / "quick.json"
-        quick.write_text(json.dumps(["Done."]))
-        env = {**os.environ, "HERON_HOME": str(home), "HERON_PROVIDER": f"scripted:{quick}"}
-        env.pop("HERON_SOCKET", None)
-        env.pop("HERON_DATABASE_URL", None)
-        self.log = open(home / "daemon.log", "wb")  # closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "heron", "daemon"],
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-
-    def client(self, connections: int = 64) -> httpx.AsyncClient:
-        """An async HTTP client on the socket."""
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-        transport = httpx.AsyncHTTPTransport(uds=str(self.socket), limits=limits)
-        return httpx.AsyncClient(transport=transport, base_url="http://heron", timeout=120)
-
-    async def wait_ready(self) -> None:
-        """Poll ``/healthz`` until it answers (or the process dies, or time runs out)."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        async with self.client(1) as client:
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"the daemon exited: see {self.home / 'daemon.log'}")
-                try:
-                    if (await client.get("/healthz")).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.05)
-        raise RuntimeError(f"the daemon did not come up: see {self.home / 'daemon.log'}")
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it lingers."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+def start_daemon(home: Path) -> Daemon:
+    """A daemon on ``home`` whose default model answers "Done." at once."""
+    quick = home / "quick.json"
+    quick.write_text(json.dumps(["Done."]))
+    return Daemon(home, f"scripted:{quick}")
 
 
 async def create_all(client: httpx.AsyncClient, bodies: list[dict[str, Any]]) -> list[str]:
@@ -171,7 +122,7 @@ async def wait_idle(pid: int, within: float = 120) -> None:
 async def make_tree(daemon: Daemon, count: int) -> str:
     """``count`` nodes (a tenth resident roots, the rest children); a sign-in link."""
     roots = max(1, count // 10)
-    async with daemon.client() as client:
+    async with daemon.client(64) as client:
         ids = await create_all(
             client,
             [
@@ -197,7 +148,7 @@ async def start_streaming(daemon: Daemon, count: int) -> list[str]:
     words = " ".join(f"word{i}" for i in range(STREAM_WORDS))
     script.write_text(json.dumps([{"text": words, "chunk_delay": STREAM_CHUNK_DELAY}]))
     body = {"prompt": "Write.", "model": f"scripted:{script}"}
-    async with daemon.client() as client:
+    async with daemon.client(64) as client:
         return await create_all(
             client, [{**body, "name": f"streamer-{i:03d}"} for i in range(count)]
         )
@@ -296,7 +247,7 @@ def main() -> None:
         parser.error(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     load = os.getloadavg()
     home = Path(tempfile.mkdtemp(prefix="heron-ui-load-"))
-    daemon = Daemon(home)
+    daemon = start_daemon(home)
     try:
         asyncio.run(daemon.wait_ready())
         login = asyncio.run(make_tree(daemon, args.nodes))

@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncGenerator
 
 from ..nodes import Engine
-from ._stream import Record, Subscription, error_record, keepalive_record
+from ._stream import Record, Subscription, Writers, error_record, keepalive_record
 
 __all__ = ["FEED_BUFFER_FACTOR", "Feed", "unnumbered"]
 
@@ -38,20 +38,12 @@ def unnumbered(record: Record) -> bytes:
     return wire
 
 
-class Feed:
+class Feed(Writers):
     """Opens and writes readers of the daemon-wide feed over one engine."""
 
     def __init__(self, engine: Engine) -> None:
+        super().__init__()
         self.engine = engine
-        self.closing = False
-        """The daemon is stopping: every feed ends (a reader reconnects elsewhere or later)."""
-        self._writing: set[Subscription] = set()
-
-    def close(self) -> None:
-        """End every feed now."""
-        self.closing = True
-        for sub in self._writing:
-            sub.wake.set()
 
     def open(self) -> Subscription:
         """Attach a reader: from now on every streamed event is buffered for it."""

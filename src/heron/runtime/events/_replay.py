@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 
 from ..nodes import SETTLED, Engine
 from ..server import ApiError
-from ._stream import Hub, Record, Subscription, encode, error_record, keepalive_record, merge
+from ._stream import (
+    Hub,
+    Record,
+    Subscription,
+    Writers,
+    encode,
+    error_record,
+    keepalive_record,
+    merge,
+)
 
 __all__ = ["SETTLE_GRACE", "EventStreams", "Opened", "cursor_of", "framed", "parse_cursor"]
 
@@ -105,20 +114,14 @@ def framed(records: list[Record], after: int, end: int) -> list[bytes]:
     return out
 
 
-class EventStreams:
-    """Opens and writes node event streams over one engine."""
+class EventStreams(Writers):
+    """Opens and writes node event streams over one engine. Once closed, every stream
+    ends, and every stream opened from then on after its replay (a client resumes from
+    its cursor)."""
 
     def __init__(self, engine: Engine) -> None:
+        super().__init__()
         self.engine = engine
-        self.closing = False
-        """The daemon is stopping: every stream ends (a client resumes from its cursor)."""
-        self._writing: set[Subscription] = set()
-
-    def close(self) -> None:
-        """End every stream now, and every stream opened from now on after its replay."""
-        self.closing = True
-        for sub in self._writing:
-            sub.wake.set()
 
     async def open(self, node_id: str, cursor: int | None) -> Opened:
         """Validate the node, subscribe, and plan the replay (errors are raised before

@@ -15,6 +15,7 @@ __all__ = [
     "Hub",
     "Record",
     "Subscription",
+    "Writers",
     "error_record",
     "keepalive_record",
 ]
@@ -108,6 +109,21 @@ class Subscription:
         self.size = 0
         self.wake.clear()
         return records
+
+
+class Writers:
+    """The responses a route is writing: every one ends when the daemon stops."""
+
+    def __init__(self) -> None:
+        self.closing = False
+        """The daemon is stopping: every stream ends (its reader comes back later)."""
+        self._writing: set[Subscription] = set()
+
+    def close(self) -> None:
+        """End every stream now (each ends after what it is writing)."""
+        self.closing = True
+        for sub in self._writing:
+            sub.wake.set()
 
 
 class Hub:

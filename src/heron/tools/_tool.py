@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import copy
 import dataclasses
 import functools
 import inspect
 import json
 import re
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -23,6 +20,7 @@ from .._core.problems import jsonschema_problems, pydantic_problems
 from ._context import ToolContext
 from ._result import ToolResult, to_tool_result
 from ._schema import inspect_function
+from ._threads import in_worker_thread
 
 __all__ = ["FunctionTool", "Tool", "tool"]
 
@@ -192,38 +190,6 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
-
-
-async def in_worker_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Run a blocking ``func`` in a thread of its own, with the caller's context vars.
-
-    A thread cannot be stopped: when the caller gives up (a timeout, a
-    cancellation) the function runs on and its result is dropped. The thread is
-    a daemon, so neither ``asyncio.run()`` nor the program's exit waits for a
-    tool that hangs, and hung tools never starve the others of threads.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(value: Any, failure: BaseException | None) -> None:
-        if future.done():  # the caller gave up
-            return
-        if failure is not None:
-            future.set_exception(failure)
-        else:
-            future.set_result(value)
-
-    def work() -> None:
-        try:
-            value, failure = context.run(func, *args, **kwargs), None
-        except BaseException as exc:
-            value, failure = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop closed while we worked
-            loop.call_soon_threadsafe(settle, value, failure)
-
-    threading.Thread(target=work, name=f"heron-tool-{func.__name__}", daemon=True).start()
-    return await future
 
 
 @functools.lru_cache(maxsize=2048)

@@ -759,3 +759,50 @@ def test_a_hung_sync_tool_does_not_keep_the_program_from_exiting(tmp_path: Any) 
         [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "tool 'hang' timed out after 0.1 s"
+
+
+# -- tools made anew by one def (a node's tools, each run) ------------------------
+
+
+def _made_with(limit: int) -> FunctionTool:
+    def read(path: str, upto: int = limit) -> str:
+        """Read a file.
+
+        Args:
+            path: Which file.
+            upto: How many characters.
+        """
+        return path[:upto]
+
+    return FunctionTool(read)
+
+
+def test_tools_made_by_one_def_share_their_signature_but_not_their_schema() -> None:
+    first, second = _made_with(10), _made_with(10)
+    assert first._model is second._model  # inspected once
+    assert first.input_schema == second.input_schema
+    assert first.input_schema is not second.input_schema
+    first.input_schema["properties"]["path"]["description"] = "changed"
+    assert second.input_schema["properties"]["path"]["description"] == "Which file."
+    assert _made_with(10).input_schema["properties"]["path"]["description"] == "Which file."
+
+
+def test_a_different_default_is_a_different_signature() -> None:
+    ten, five = _made_with(10), _made_with(5)
+    assert ten._model is not five._model
+    assert ten.input_schema["properties"]["upto"]["default"] == 10
+    assert five.input_schema["properties"]["upto"]["default"] == 5
+    assert five.validate({"path": "abc"}) == {"path": "abc", "upto": 5}
+
+
+def test_an_unhashable_default_is_inspected_each_time() -> None:
+    def make() -> FunctionTool:
+        def pick(names: list[str] = ["a", "b"]) -> str:  # noqa: B006
+            """Pick one."""
+            return names[0]
+
+        return FunctionTool(pick)
+
+    one, two = make(), make()
+    assert one._model is not two._model
+    assert one.input_schema == two.input_schema

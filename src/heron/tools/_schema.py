@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
@@ -94,13 +96,63 @@ class FunctionSignature:
     """The model's field names, each mapped to the function parameter it fills."""
 
 
+SIGNATURES_KEPT = 1024
+"""How many inspected signatures :func:`inspect_function` keeps."""
+
+_signatures: dict[Hashable, FunctionSignature] = {}
+
+
+def _signature_key(func: Callable[..., Any]) -> Hashable | None:
+    """What a function's signature is made of, if it can be hashed: the code (names,
+    kinds), the defaults, the annotations, the docstring and the module the hints are
+    read in. Functions made by one ``def`` (a tool built per run as a closure) share it,
+    unless their defaults differ. ``None``: not a plain function, or unhashable parts."""
+    code = getattr(func, "__code__", None)
+    if code is None or not inspect.isfunction(func):
+        return None
+    defaults = func.__defaults__ or ()
+    kwdefaults = func.__kwdefaults__ or {}
+    key = (
+        code,
+        func.__name__,
+        func.__doc__,
+        id(func.__globals__),
+        tuple((type(d), d) for d in defaults),
+        tuple(sorted((k, type(v), v) for k, v in kwdefaults.items())),
+        tuple(func.__annotations__.items()),
+    )
+    try:
+        hash(key)
+    except TypeError:  # a Field(...) default, a list ...
+        return None
+    return key
+
+
 def inspect_function(func: Callable[..., Any]) -> FunctionSignature:
     """Build the argument model and JSON schema of ``func`` from its hints and docstring.
 
     ``Annotated[int, Field(ge=0)]`` and ``x: int = Field(1, ge=1)`` constrain and
     describe an argument as they would a pydantic model field; a description in
     the docstring fills in where the field has none.
+
+    A function made by the same ``def`` as one inspected before, with the same defaults
+    (a tool made anew for each run of a node), gets the signature found then: building
+    its pydantic model is most of what making a tool costs.
     """
+    key = _signature_key(func)
+    if key is None:
+        return _inspect(func)
+    found = _signatures.get(key)
+    if found is None:
+        found = _inspect(func)
+        if len(_signatures) >= SIGNATURES_KEPT:
+            del _signatures[next(iter(_signatures))]  # the oldest
+        _signatures[key] = found
+    # Each caller owns its schema (the rest is read-only).
+    return dataclasses.replace(found, json_schema=copy.deepcopy(found.json_schema))
+
+
+def _inspect(func: Callable[..., Any]) -> FunctionSignature:
     where = f"tool {getattr(func, '__name__', func)!r}"
     signature = inspect.signature(func)
     try:

@@ -288,7 +288,7 @@ class Jobs(Feature):
         shell, entry.shell = entry.shell, None
         await _close(entry, shell)
         if entry.shell is None:  # no new shell meanwhile: its /tmp goes
-            self._sandbox.forget(node_id)
+            await self._sandbox.forget(node_id)
 
     async def discard(self, node_id: str) -> None:
         """Close the node's shell and forget it: the node is gone (a discarded warm node)."""

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import secrets
 import shutil
 import subprocess
 from pathlib import Path
@@ -144,9 +146,19 @@ class NodeSandbox:
         """The environment node commands start from."""
         return sandbox_environment(keep=self.keep_env)
 
-    def forget(self, node_id: str) -> None:
-        """Remove the node's ``/tmp`` (its shell is closed)."""
-        shutil.rmtree(self.root / node_id, ignore_errors=True)
+    async def forget(self, node_id: str) -> None:
+        """Remove the node's ``/tmp`` (its shell is closed). It is moved aside at once (a
+        new shell of the node, made while the rest is deleted, gets an empty one) and
+        deleted in a worker thread: the event loop never walks a directory tree."""
+        tmp = self.root / node_id
+        gone = self.root / f".gone-{node_id}-{secrets.token_hex(4)}"
+        try:
+            tmp.rename(gone)
+        except FileNotFoundError:
+            return
+        except OSError:
+            gone = tmp  # (cannot happen within one directory; delete it in place)
+        await asyncio.to_thread(shutil.rmtree, gone, ignore_errors=True)
 
 
 def git_paths(workspace: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -9,6 +9,7 @@ its last completed step. Between runs the conversation lives in the node's row.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import logging
@@ -176,6 +177,11 @@ class Engine:
             handle.cancel()
         # DBOS first: no step finishes (and publishes) after the events are written.
         DBOS.destroy(workflow_completion_timeout_sec=0)
+        # DBOS made its thread pool the loop's default executor and has shut it down: what
+        # the features still do in threads (removing a node's files) gets a pool of its own.
+        asyncio.get_running_loop().set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="heron-stop")
+        )
         for feature in reversed(self.features):  # no run starts a job once they are killed
             await feature.after_shutdown()
         await self.events.stop()

@@ -279,6 +279,10 @@ class HistoryPage(WireModel):
     """The page, in order."""
     next_offset: int | None
     """Where the next page starts (``None``: this was the last)."""
+    event_sequence: int = 0
+    """The node's last event whose effect is in these messages: stream its events after
+    this number (``GET /v1/nodes/{id}/events?after=``) to see only what is new, the text
+    being written from its start included."""
 
 
 MAX_HISTORY_LIMIT = 500

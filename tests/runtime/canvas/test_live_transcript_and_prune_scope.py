@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 from tests.support.daemon import Daemon, create, wait_settled
 from tests.support.polling import eventually
+from tests.support.sse import collect, events, stream
 
 TIME = {"name": "get-current-time", "arguments": {}}
 SLOW = {"text": "still thinking", "delay": 30}
@@ -62,6 +63,31 @@ def test_a_running_nodes_transcript_is_read_live(client: httpx.Client, scripts: 
         "assistant",
         "tool",
     ]
+
+
+def test_a_transcript_read_says_which_events_it_covers(client: httpx.Client, scripts: Any) -> None:
+    # An answer half written: its first word streamed, the rest 30 s away.
+    model = scripts("marks", [{"text": "Ospreys fly at dawn.", "chunk_delay": 30}])
+    node_id = create(client, prompt="When do ospreys fly?", model=model)["node_id"]
+    try:
+        with stream(client, node_id) as response:
+            first = events(response, until=lambda e: e.event == "node.output_text.delta")[-1]
+        page = read(client, node_id)
+        # The answer is not in the messages yet, and the mark is right before its text:
+        # streaming after it shows the answer from its first word, nothing else twice.
+        assert [m["role"] for m in page["messages"]] == ["user"]
+        assert page["event_sequence"] == first.seq - 1
+        with stream(client, node_id, after=page["event_sequence"]) as response:
+            resumed = events(response, until=lambda e: e.event == "node.output_text.delta")
+        assert [(e.seq, e.data["delta"]) for e in resumed] == [(first.seq, first.data["delta"])]
+    finally:
+        client.post(f"/v1/nodes/{node_id}/close")
+    wait_settled(client, node_id)
+    # Settled, the mark is its last event: nothing after it.
+    page = read(client, node_id)
+    assert page["event_sequence"] == collect(client, node_id)[-1].seq
+    later = collect(client, node_id, after=page["event_sequence"])
+    assert [e.seq for e in later if e.seq > page["event_sequence"]] == []
 
 
 def test_pruning_a_node_leaves_the_run_records_of_a_node_whose_id_is_alike(

@@ -140,7 +140,7 @@ def test_a_message_from_the_page_wakes_a_dormant_node(
     node_id = create(client, prompt="Hi.", model=model, root_lifecycle="resident")["node_id"]
     wait_status(client, node_id, "dormant")
     go(page, f"#/nodes/{node_id}")
-    page.locator(".msg-text", has_text="First answer.").wait_for()
+    page.locator("#transcript .msg-text", has_text="First answer.").wait_for()
     page.fill("#message-body", "Once more, please.")
     page.click("#send-message")
     page.locator(".msg-user .msg-text", has_text="Once more, please.").wait_for()

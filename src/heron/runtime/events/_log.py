@@ -25,6 +25,12 @@ log = logging.getLogger("heron.runtime")
 NOT_LOGGED = frozenset({"node.output_text.delta"})
 """Event types only streamed live (their text is logged once, in ``output_text.done``)."""
 
+TEXT_ENDS = frozenset(
+    {"node.output_text.done", "node.turn.completed", "node.status.changed", "node.settled"}
+)
+"""Event types after which no text is being written (a turn that failed mid-text has no
+``output_text.done``)."""
+
 NOT_IN_FEED = NOT_LOGGED
 """Event types the daemon-wide feed leaves out (a node's own stream has them)."""
 
@@ -78,6 +84,7 @@ class EventLog:
         self._bytes = 0
         self._pending: list[tuple[str, int, str, Any, float]] = []
         self._handed: dict[str, int] = {}  # per node, the highest number since the last batch
+        self._writing: dict[str, int] = {}  # per node, the first delta of the text being written
         self._marks: dict[str, StepMark] = {}
         self._settles: dict[str, Settlement] = {}
         self._wake = asyncio.Event()
@@ -127,7 +134,14 @@ class EventLog:
     def forget(self, node_id: str) -> None:
         """Drop a node that is gone without a trace (a discarded warm node): its numbering,
         and its hub unless someone reads it."""
-        for numbering in (self._next, self._last, self._durable, self._status, self._held):
+        for numbering in (
+            self._next,
+            self._last,
+            self._durable,
+            self._status,
+            self._held,
+            self._writing,
+        ):
             numbering.pop(node_id, None)
         hub = self._hubs.get(node_id)
         if hub is not None and hub.subscribers == 0:
@@ -140,6 +154,26 @@ class EventLog:
     def last_number(self, node_id: str) -> int:
         """The number of the node's last event streamed (the node must be primed)."""
         return self._last[node_id]
+
+    def shown_before(self, node_id: str) -> int | None:
+        """The number of the node's last event whose effect is in its messages now, for a
+        transcript read in the same step of the event loop (``None``: not numbered here).
+
+        That is the last event published, unless a message is being written: then the
+        one before its first text delta. A page that shows the messages and streams the
+        node's events after this number shows the text being written from its start,
+        and no finished message twice."""
+        first = self._writing.get(node_id)
+        if first is not None:
+            return first - 1
+        following = self._next.get(node_id)
+        return None if following is None else following - 1
+
+    async def logged_last(self, node_id: str) -> int:
+        """The highest event number the node was given, read from the database (for a
+        node this daemon does not number)."""
+        last, reserved = await self._store.event_numbers(node_id)
+        return max(last, reserved)
 
     # -- publishing ----------------------------------------------------------
 
@@ -159,6 +193,10 @@ class EventLog:
         if type not in NOT_LOGGED:
             self._pending.append((node_id, seq, type, data, event.created_at))
         self._handed[node_id] = seq
+        if type in NOT_LOGGED:
+            self._writing.setdefault(node_id, seq)
+        elif type in TEXT_ENDS:
+            self._writing.pop(node_id, None)
         if type == "node.status.changed":
             self._status[node_id] = str(data.get("status", ""))
         elif type == "node.settled":

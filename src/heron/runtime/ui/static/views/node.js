@@ -8,6 +8,7 @@ import { isSettled, store } from "../store.js";
 import { Transcript } from "./transcript.js";
 
 const LIVE = new Set(["running", "dormant", "interrupted"]);
+const REVIVABLE = new Set(["dormant", "interrupted", "failed"]); // as POST …/revive takes
 
 /** Mount the page of node `id` in `root`; returns its cleanup. */
 export function mount(root, { id }) {
@@ -92,7 +93,7 @@ export function mount(root, { id }) {
           if (answer) message.value = "";
           openStream();
         });
-      }, isSettled(s) || s === "interrupted"),
+      }, REVIVABLE.has(s)),
     );
   };
 
@@ -168,7 +169,9 @@ export function mount(root, { id }) {
     replace(badges, store.badges(id).map((reason) => h("span", { class: `badge badge-${reason}` }, reason.replace("_", " "))));
     transcript.running = node.status === "running";
     message.placeholder = isSettled(node.status)
-      ? "A message for Revive or Fork (optional)"
+      ? REVIVABLE.has(node.status)
+        ? "A message for Revive or Fork (optional)"
+        : "A first message for a Fork (optional)"
       : "Send the node a message (Ctrl+Enter); Fork and Revive take it too";
     sendButton.disabled = isSettled(node.status);
     renderActions();
@@ -178,8 +181,10 @@ export function mount(root, { id }) {
 
   const readNode = async () => show(await get(path));
 
+  let outcomeSettled = false;
   const readOutcome = async () => {
     const poll = await get(`${path}/outcome`);
+    outcomeSettled = poll.state === "settled";
     if (poll.state !== "settled") {
       replace(outcome, h("h2", {}, "Outcome"), h("p", { class: "muted" }, `Not settled (${poll.node_status}).`));
       return;
@@ -238,11 +243,29 @@ export function mount(root, { id }) {
   };
 
   /** The node's own stream (only this page opens one: the canvas shares the feed). */
+  // The number of the last event applied: the stream starts after what the transcript
+  // shows, and a reconnect (which replays from there) applies no event twice.
+  let applied = 0;
+  const once = (handlers) =>
+    Object.fromEntries(
+      Object.entries(handlers).map(([type, fn]) => [
+        type,
+        (data, message) => {
+          const seq = data.sequence_number;
+          if (typeof seq === "number") {
+            if (seq <= applied) return;
+            applied = seq;
+          }
+          fn(data, message);
+        },
+      ]),
+    );
   const openStream = () => {
     if (source || disposed) return;
-    source = events(`${path}/events`, {
-      "node.output_text.delta": (data) => transcript.delta(data.delta),
-      "node.output_text.done": (data) => transcript.done(data.text),
+    applied = Math.max(applied, transcript.mark);
+    source = events(`${path}/events${query({ after: applied })}`, once({
+      "node.output_text.delta": (data) => transcript.delta(data.delta, data.sequence_number),
+      "node.output_text.done": (data) => transcript.done(data.text, data.sequence_number),
       "node.tool_call.started": () => transcript.refresh(),
       "node.tool_call.completed": () => transcript.refresh(),
       "node.turn.completed": () => {
@@ -266,7 +289,7 @@ export function mount(root, { id }) {
         readOutcome().catch(() => {});
         readSoon();
       },
-    });
+    }));
   };
   const closeStream = () => {
     if (source) source.close();
@@ -308,6 +331,11 @@ export function mount(root, { id }) {
   everything().then(() => {
     if (!node) return;
     if (!isSettled(node.status)) openStream();
+    else if (!outcomeSettled) {
+      // It settled while the page read it: the outcome and transcript read are older.
+      readOutcome().catch(() => {});
+      transcript.refresh(0);
+    }
   });
 
   return () => {

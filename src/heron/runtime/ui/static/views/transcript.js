@@ -9,14 +9,17 @@ import { h, pretty, replace } from "../dom.js";
 
 const PAGE = 500;
 
-/** Every message of the node's transcript. */
+/** The node's whole transcript, and the number of its last event whose effect is in it
+ * (stream after that number to see only what is new). */
 export async function readHistory(nodeId) {
   const messages = [];
   let offset = 0;
   for (;;) {
     const page = await get(`/v1/canvas/history/read${query({ node_id: nodeId, offset, limit: PAGE })}`);
     messages.push(...page.messages);
-    if (page.next_offset === null || page.next_offset === undefined) return messages;
+    if (page.next_offset === null || page.next_offset === undefined) {
+      return { messages, mark: page.event_sequence ?? 0 };
+    }
     offset = page.next_offset;
   }
 }
@@ -78,6 +81,10 @@ export class Transcript {
     this.el.append(this.history, this.live);
     this.partial = "";
     this.running = false;
+    /** The number of the node's last event the history shown covers. */
+    this.mark = 0;
+    /** The number of the first delta of the text shown live. */
+    this.partialFrom = 0;
     this._timer = 0;
     this._reading = null;
     this._again = false;
@@ -96,10 +103,13 @@ export class Transcript {
     }
     this._reading = (async () => {
       try {
-        const messages = await readHistory(this.nodeId);
+        const { messages, mark } = await readHistory(this.nodeId);
+        this.mark = Math.max(this.mark, mark);
         const stick = this._atBottom();
         replace(this.history, renderMessages(messages, this.running));
-        if (!this.partial) this.live.hidden = true;
+        // The history has the text being shown live once it covers its first delta.
+        if (this.partial && this.mark >= this.partialFrom) this.partial = "";
+        if (!this.partial) this._hideLive();
         if (stick) this._scrollDown();
       } finally {
         this._reading = null;
@@ -113,8 +123,10 @@ export class Transcript {
   }
 
   /** Text being written (a delta); the first after a gap starts a new message. */
-  delta(text) {
+  delta(text, seq) {
+    if (seq <= this.mark) return; // the history shown has its message already
     const stick = this._atBottom();
+    if (!this.partial) this.partialFrom = seq;
     this.partial += text;
     this.liveText.textContent = this.partial;
     this.live.hidden = false;
@@ -122,10 +134,17 @@ export class Transcript {
   }
 
   /** A message is complete: the history has it now. */
-  done(text) {
+  done(text, seq) {
     this.partial = "";
-    this.liveText.textContent = text;
+    if (seq <= this.mark) this._hideLive(); // the history shown has it
+    else this.liveText.textContent = text;
     this.refresh(0);
+  }
+
+  /** Hide the live tail, and empty it (no stale copy of a message stays in the page). */
+  _hideLive() {
+    this.live.hidden = true;
+    this.liveText.textContent = "";
   }
 
   _atBottom() {

@@ -35,7 +35,7 @@ export function mount(root) {
                 "tr",
                 {},
                 h("td", {}, p.provider),
-                h("td", {}, key ? (key.installed ? ["installed", key.source ? ` (${key.source})` : "", " ", when(key.installed_at)] : "not set") : "no key needed"),
+                h("td", {}, key ? (key.installed ? ["installed", key.source ? ` (${key.source})` : "", " ", when(key.installed_at)] : key.source ? `set (${key.source})` : "not set") : "no key needed"),
                 h("td", {}, h("span", { class: `pill ${p.ready ? "ok" : "bad"}` }, p.ready ? "ready" : "not ready")),
                 h("td", { class: "detail" }, p.detail),
               );

@@ -223,14 +223,13 @@ class History:
         """A page of the node's transcript (``404`` if there is no such node)."""
         await self.engine.row(node_id)
         events = self.engine.events
-        # Read before the messages (none after their own, for the running node: in the
-        # same step of the loop), so that no event whose effect they miss is before it.
+        live = self._live(node_id).get(node_id)
+        # Read with the running node's messages (in the same step of the loop) or before
+        # the saved ones, so that no event whose effect they miss is before it.
         mark = events.shown_before(node_id)
         if mark is None:
             mark = await events.logged_last(node_id)
-        live = self._live(node_id).get(node_id)
         if live is not None:
-            mark = events.shown_before(node_id) or mark
             indexed: list[tuple[int, Raw]] = list(enumerate(live))
         else:
             rows = await self.store.transcripts([node_id])

@@ -190,13 +190,13 @@ class EventLog:
         event = Event(
             node_id=node_id, sequence_number=seq, type=type, data=data, created_at=time.time()
         )
-        if type not in NOT_LOGGED:
-            self._pending.append((node_id, seq, type, data, event.created_at))
-        self._handed[node_id] = seq
         if type in NOT_LOGGED:
             self._writing.setdefault(node_id, seq)
-        elif type in TEXT_ENDS:
-            self._writing.pop(node_id, None)
+        else:
+            self._pending.append((node_id, seq, type, data, event.created_at))
+            if type in TEXT_ENDS:
+                self._writing.pop(node_id, None)
+        self._handed[node_id] = seq
         if type == "node.status.changed":
             self._status[node_id] = str(data.get("status", ""))
         elif type == "node.settled":

@@ -242,7 +242,6 @@ export function mount(root, { id }) {
     readTimer = setTimeout(() => readNode().catch(() => {}), 200);
   };
 
-  /** The node's own stream (only this page opens one: the canvas shares the feed). */
   // The number of the last event applied: the stream starts after what the transcript
   // shows, and a reconnect (which replays from there) applies no event twice.
   let applied = 0;
@@ -260,6 +259,7 @@ export function mount(root, { id }) {
         },
       ]),
     );
+  /** The node's own stream (only this page opens one: the canvas shares the feed). */
   const openStream = () => {
     if (source || disposed) return;
     applied = Math.max(applied, transcript.mark);

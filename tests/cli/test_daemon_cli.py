@@ -69,6 +69,20 @@ def test_status_of_a_running_daemon(on_daemon: Daemon, client: Heron) -> None:
     assert f"  sandbox    {sandbox}" in lines
 
 
+def test_status_lists_the_daemons_on_the_database(on_daemon: Daemon) -> None:
+    code, out, _ = heron("daemon", "status")
+    assert code == 0
+    lines = out.splitlines()
+    at = lines.index("  daemons    1 on the database (1 alive)")
+    assert on_daemon.process is not None
+    executor = (on_daemon.home / "executor-id").read_text().strip()
+    assert re.fullmatch(
+        rf"             {executor} \(this one\) on \S+, pid {on_daemon.process.pid}: "
+        r"\d+ running, beat \d+s ago",
+        lines[at + 1],
+    )
+
+
 def test_status_json_is_the_wire_status(on_daemon: Daemon) -> None:
     code, out, _ = heron("daemon", "status", "--json")
     assert code == 0
@@ -93,6 +107,28 @@ def test_options_before_a_subcommand_are_refused(tmp_path: Path) -> None:
     code, _, err = heron("daemon", "--listen", "127.0.0.1:0", "status")
     assert code == 1
     assert "give the options after the command: heron daemon status" in err
+
+
+def test_workers_on_sqlite_are_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HERON_DATABASE_URL", raising=False)
+    code, _, err = heron("daemon", "--workers", "2")
+    assert code == 1
+    assert err.startswith("heron: error: --workers needs PostgreSQL (HERON_DATABASE_URL)")
+    monkeypatch.setenv("HERON_WORKERS", "2")  # the setting, as the option
+    code, _, err = heron("daemon", "start")
+    assert code == 1 and "--workers needs PostgreSQL" in err
+    assert not (tmp_path / "home" / "heron.sock").exists()
+
+
+def test_help_says_what_stays_in_front_of_the_workers() -> None:
+    code, out, _ = heron("daemon", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "--workers" in text and "PostgreSQL only" in text
+    assert "--worker " not in out  # the workers' own option is hidden
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ small calls most daemon tests make (create a node, wait for it, read its databas
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,18 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@contextlib.contextmanager
+def scripted_daemon(tmp_path: Path, **env: str) -> Iterator[Daemon]:
+    """A started daemon on ``tmp_path/home`` whose default model answers ``default``
+    (nodes name their own scripts), with ``env`` set; stopped at the end."""
+    default = write_script(tmp_path, "default", ["default"])
+    daemon = Daemon(tmp_path / "home", {"HERON_PROVIDER": default, **env})
+    try:
+        yield daemon.start()
+    finally:
+        daemon.stop()
 
 
 def node_row(node_id: str, **extra: Any) -> dict[str, Any]:

@@ -176,6 +176,7 @@ if typing.TYPE_CHECKING:
     from ._profiles import Profile, ProfileEnsureRequest
     from ._reports import Report, ReportTier
     from ._system import (
+        DaemonInfo,
         EventStreamStats,
         Health,
         Listener,
@@ -357,6 +358,7 @@ if not typing.TYPE_CHECKING:  # type checkers see the imports above, and no catc
             "._profiles": ("Profile", "ProfileEnsureRequest"),
             "._reports": ("Report", "ReportTier"),
             "._system": (
+                "DaemonInfo",
                 "EventStreamStats",
                 "Health",
                 "Listener",
@@ -398,6 +400,7 @@ __all__ = [
     "CronFiringStatus",
     "CronPokeResult",
     "CronUpdateRequest",
+    "DaemonInfo",
     "DeclineRequest",
     "Declined",
     "DeliveryAction",

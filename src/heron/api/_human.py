@@ -23,7 +23,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, StringConstraints
 
-from ._common import ProfileName, RequestModel, WireModel
+from ._common import NodeId, ProfileName, RequestModel, WireModel
 
 __all__ = [
     "HumanAnswer",
@@ -201,7 +201,7 @@ class HumanRequestCreate(RequestModel):
     """More for the person to read (Markdown)."""
     questions: list[HumanQuestionInput] = Field(default_factory=list, max_length=MAX_QUESTIONS)
     """The questions, in order."""
-    node_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    node_id: NodeId | None = None
     """A live node to wake with the answer (it must exist and not have settled)."""
     profile: ProfileName | None = None
     """The profile it belongs to (default: the node's, else ``default``)."""

@@ -9,7 +9,14 @@ from pydantic import Field
 
 from ._common import RequestModel, WireModel
 
-__all__ = ["EventStreamStats", "Health", "Listener", "SandboxStatus", "SystemStatus"]
+__all__ = [
+    "DaemonInfo",
+    "EventStreamStats",
+    "Health",
+    "Listener",
+    "SandboxStatus",
+    "SystemStatus",
+]
 
 
 class Health(WireModel):
@@ -65,6 +72,46 @@ class SandboxStatus(WireModel):
     they start outlives them) or, where none can start, their process group."""
 
 
+class DaemonInfo(WireModel):
+    """One daemon sharing the database (``GET /v1/status``, ``daemons``).
+
+    Times are the database's clock, so daemons on hosts whose clocks disagree still agree
+    on which of them is alive.
+    """
+
+    executor_id: str
+    """Its DBOS executor id (kept in its ``HERON_HOME``: the same across its restarts)."""
+    host: str
+    """The host name of the machine it runs on."""
+    pid: int
+    """Its process id on that host."""
+    home: str
+    """Its ``HERON_HOME``."""
+    socket: str
+    """Its Unix socket (on its host)."""
+    version: str
+    """The Heron version it runs (only a daemon of the same version takes over its runs)."""
+    started_at: datetime
+    """When it started."""
+    heartbeat_at: datetime
+    """Its last heartbeat."""
+    running: int
+    """Node runs going in it at its last heartbeat."""
+    this: bool
+    """Whether it is the daemon answering."""
+    alive: bool
+    """Whether it is running: it beat within the bound and has not stopped."""
+    stopped_at: datetime | None = None
+    """When it stopped cleanly, if it did."""
+    recovered_by: str | None = None
+    """The executor id of the daemon that took over its runs, once one did."""
+    role: Literal["daemon", "front", "worker"] = "daemon"
+    """``daemon``: one process running its nodes itself; ``front``: the API process of a
+    daemon started with ``--workers``, which runs no nodes; ``worker``: one of those workers."""
+    front: str | None = None
+    """A worker's front: that daemon's executor id."""
+
+
 class SystemStatus(WireModel):
     """``GET /v1/status``."""
 
@@ -90,6 +137,9 @@ class SystemStatus(WireModel):
     """The node event streams' readers and memory."""
     sandbox: SandboxStatus = SandboxStatus.model_construct()
     """Whether node commands run in a sandbox, and if not, why."""
+    daemons: list[DaemonInfo] = Field(default_factory=list)
+    """Every daemon sharing the database (this one too), alive or not, the oldest first;
+    one that died is listed for a day after its runs were taken over."""
 
 
 class PageOpenRequest(RequestModel):

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from ..api import SystemStatus
+    from ..api import DaemonInfo, SystemStatus
 
 __all__ = ["daemon_app", "sys_app"]
 
@@ -45,6 +46,23 @@ RequireSandboxOption = Annotated[
 ]
 
 
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=0,
+        max=64,
+        metavar="N",
+        help="Run the nodes in N worker processes on this host sharing the database "
+        "(PostgreSQL only; default: HERON_WORKERS, else 0, everything in this one process). "
+        "This process then serves the API, fires crons and keeps the warm pool (a node "
+        "served warm runs here); every other run goes to a worker. A worker that dies is "
+        "started again and its runs resume; jobs belong to the process running their node.",
+        show_default=False,
+    ),
+]
+
+
 def _say(message: str, *, err: bool = False, style: str | None = None) -> None:
     Console(stderr=err, highlight=False, soft_wrap=True).print(Text(message, style=style or ""))
 
@@ -54,13 +72,15 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _config(listen: str | None, require_sandbox: bool = False) -> object:
+def _config(
+    listen: str | None, require_sandbox: bool = False, workers: int | None = None, worker: int = 0
+) -> object:
     import dataclasses
 
     from ..runtime import RuntimeConfig
 
     try:
-        config = RuntimeConfig.from_env(listen=listen)
+        config = RuntimeConfig.from_env(listen=listen, workers=workers, worker=worker)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     return dataclasses.replace(config, sandbox="require") if require_sandbox else config
@@ -74,10 +94,12 @@ def daemon(
         bool, typer.Option("--detach", help="Run in the background and return once it is up.")
     ] = False,
     require_sandbox: RequireSandboxOption = False,
+    workers: WorkersOption = None,
+    worker: Annotated[int, typer.Option("--worker", hidden=True, min=0)] = 0,
 ) -> None:
     """Run the daemon on $HERON_HOME/heron.sock (and TCP with --listen)."""
     if ctx.invoked_subcommand is not None:
-        if listen is not None or detach or require_sandbox:
+        if listen is not None or detach or require_sandbox or workers is not None:
             # Silently dropping them would start a daemon the caller did not ask for.
             raise _fail(
                 f"give the options after the command: heron daemon {ctx.invoked_subcommand} ..."
@@ -85,7 +107,7 @@ def daemon(
         return
     from ..runtime import RuntimeConfig
 
-    config = _config(listen, require_sandbox)
+    config = _config(listen, require_sandbox, workers, worker)
     assert isinstance(config, RuntimeConfig)
     if detach:
         _detach(config, listen)
@@ -126,6 +148,8 @@ def _detach(config: object, listen: str | None) -> None:
         command += ["--listen", listen]
     if config.sandbox == "require":
         command += ["--require-sandbox"]
+    if config.workers:
+        command += ["--workers", str(config.workers)]
     with open(config.log_path, "ab") as log:
         process = subprocess.Popen(
             command,
@@ -204,7 +228,11 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 @daemon_app.command("start")
-def start(listen: ListenOption = None, require_sandbox: RequireSandboxOption = False) -> None:
+def start(
+    listen: ListenOption = None,
+    require_sandbox: RequireSandboxOption = False,
+    workers: WorkersOption = None,
+) -> None:
     """Start the daemon in the background and return once it answers (what --detach does).
 
     With a daemon already running it says so and exits 0 (with --listen, only if that
@@ -212,7 +240,7 @@ def start(listen: ListenOption = None, require_sandbox: RequireSandboxOption = F
     """
     from ..runtime import RuntimeConfig
 
-    config = _config(listen, require_sandbox)
+    config = _config(listen, require_sandbox, workers)
     assert isinstance(config, RuntimeConfig)
     _detach(config, listen)
 
@@ -317,7 +345,8 @@ _STATUS_ORDER = ("running", "dormant", "interrupted", "completed", "failed", "ca
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print GET /v1/status as JSON.")] = False,
 ) -> None:
-    """Whether a daemon runs: pid, version, uptime, listeners and node counts.
+    """Whether a daemon runs: pid, version, uptime, listeners, node counts, and the daemons
+    sharing its database (executor ids, heartbeats, running counts).
 
     It never starts one. Reaches the daemon as every client does: HERON_BASE_URL
     (with HERON_TOKEN or the token `heron sys connect` stored), else HERON_SOCKET,
@@ -365,7 +394,30 @@ def status_lines(info: SystemStatus) -> list[str]:
         f"  provider   {info.provider}",
         f"  sandbox    {sandbox_line(info)}",
     ]
+    if info.daemons:
+        alive = sum(1 for d in info.daemons if d.alive)
+        many = len(info.daemons)
+        lines.append(f"  daemons    {many} on the database ({alive} alive)")
+        lines.extend(f"             {daemon_line(d)}" for d in info.daemons)
     return lines
+
+
+def daemon_line(daemon: DaemonInfo, now: datetime | None = None) -> str:
+    """One daemon sharing the database: ``host-1a2b (this one) on host, pid 12: 3 running,
+    beat 2s ago``; a dead one says so, and who took over its runs."""
+    now = now or datetime.now(UTC)
+    this = " (this one)" if daemon.this else ""
+    if daemon.role == "worker":
+        this += f" (worker of {daemon.front})"
+    elif daemon.role == "front":
+        this += " (front: runs no nodes)"
+    where = f"{daemon.executor_id}{this} on {daemon.host}, pid {daemon.pid}"
+    ago = duration((now - daemon.heartbeat_at).total_seconds())
+    if daemon.alive:
+        return f"{where}: {daemon.running} running, beat {ago} ago"
+    state = "stopped" if daemon.stopped_at is not None else f"DEAD (silent for {ago})"
+    taken = f", runs taken over by {daemon.recovered_by}" if daemon.recovered_by else ""
+    return f"{where}: {state}{taken}"
 
 
 def sandbox_line(info: SystemStatus) -> str:

@@ -26,6 +26,22 @@ SandboxMode = Literal["auto", "require", "off"]
 DEFAULT_WARM_POOL = 2
 """Warm nodes kept per launch tuple when ``HERON_WARM_POOL`` is not set."""
 
+DEFAULT_MAX_RUNS = 64
+"""Top-level nodes' runs a daemon process drives at once when ``HERON_MAX_RUNS`` is not set."""
+
+DEFAULT_QUEUE_POLL = 0.05
+"""Seconds between looks at the run queue when ``HERON_QUEUE_POLL`` is not set."""
+
+DEFAULT_HEARTBEAT = 5.0
+"""Seconds between a daemon's heartbeats when ``HERON_HEARTBEAT`` is not set."""
+
+MAX_WORKERS = 64
+"""The most worker processes ``--workers`` (``HERON_WORKERS``) may ask for."""
+
+Role = Literal["daemon", "front", "worker"]
+"""What a daemon process is: the one process of a daemon without workers (``daemon``),
+the API process in front of its workers (``front``), or one of those workers."""
+
 
 def heron_home() -> Path:
     """``$HERON_HOME``, or ``~/.heron``."""
@@ -111,12 +127,40 @@ class RuntimeConfig:
     (``HERON_SSE_SEND_TIMEOUT``)."""
     stream_memory: int = 64 * 1024 * 1024
     """Bytes all nodes' replay rings may hold together (``HERON_STREAM_MEMORY``)."""
+    max_runs: int = DEFAULT_MAX_RUNS
+    """``HERON_MAX_RUNS``: top-level nodes' runs this daemon process drives at once;
+    creates past it wait in the database's run queue (children and wake-ups never do)."""
+    queue_poll: float = DEFAULT_QUEUE_POLL
+    """``HERON_QUEUE_POLL``: seconds between the daemon's looks at the run queue (the most
+    a queued run waits while there is room for it)."""
+    heartbeat: float = DEFAULT_HEARTBEAT
+    """``HERON_HEARTBEAT``: seconds between this daemon's heartbeats in the database; the
+    daemons sharing it take the runs of one silent for three (see ``nodes/_cluster.py``)."""
+    workers: int = 0
+    """``HERON_WORKERS`` (``heron daemon --workers``): worker processes on this host that
+    run the node runs, the daemon's process serving the API in front of them (PostgreSQL
+    only); 0 runs everything in the one process."""
+    worker: int = 0
+    """Which of its front's workers this process is (1, 2 …); 0 for the daemon itself."""
     sandbox: SandboxMode = "auto"
     """``HERON_SANDBOX``: ``auto`` sandboxes node commands where bubblewrap works (and says
     so where it does not), ``require`` refuses to start without it, ``off`` never uses it."""
     sandbox_env: tuple[str, ...] = ()
     """``HERON_SANDBOX_ENV`` (comma-separated names): variables of the daemon's environment a
     sandboxed command keeps, beyond ``PATH``, the locale, ``TZ`` and ``TERM``."""
+
+    @property
+    def role(self) -> Role:
+        """What this process is: a daemon on its own, a front with workers, or a worker."""
+        if self.worker:
+            return "worker"
+        return "front" if self.workers else "daemon"
+
+    @property
+    def process_suffix(self) -> str:
+        """What tells this process's own files and ids from the others' on the same home:
+        ``-w1`` for worker 1, empty for the daemon itself."""
+        return f"-w{self.worker}" if self.worker else ""
 
     @property
     def socket_path(self) -> Path:
@@ -144,10 +188,17 @@ class RuntimeConfig:
         return self.database_url or f"sqlite:///{self.home / 'heron.db'}"
 
     @classmethod
-    def from_env(cls, *, listen: str | None = None) -> RuntimeConfig:
+    def from_env(
+        cls, *, listen: str | None = None, workers: int | None = None, worker: int = 0
+    ) -> RuntimeConfig:
         """Read ``HERON_HOME``, ``HERON_DATABASE_URL``, ``HERON_PROVIDER``, ``HERON_TOKEN``,
         the event-stream settings ``HERON_SSE_KEEPALIVE`` and ``HERON_SSE_BUFFER``,
-        ``HERON_WARM_POOL``, and ``HERON_SANDBOX`` and ``HERON_SANDBOX_ENV``.
+        ``HERON_WARM_POOL``, the run queue's ``HERON_MAX_RUNS`` and ``HERON_QUEUE_POLL``,
+        ``HERON_HEARTBEAT``, ``HERON_WORKERS`` (``workers`` overrides it), and
+        ``HERON_SANDBOX`` and ``HERON_SANDBOX_ENV``. ``worker``: this process is that
+        worker of a front (set by the front only).
+
+        ``ValueError`` for workers on SQLite: it has one writer process.
 
         The TCP listener is on when ``listen`` is given or ``heron sys connect``
         stored settings; its token is ``HERON_TOKEN``, else the stored one, else
@@ -165,9 +216,19 @@ class RuntimeConfig:
                     token = stored.token
                 else:
                     token = save_connect(home, chosen).token
+        database_url = os.environ.get("HERON_DATABASE_URL") or None
+        if workers is None:
+            workers = _workers(os.environ.get("HERON_WORKERS"))
+        elif not 0 <= workers <= MAX_WORKERS:
+            raise ValueError(f"--workers must be from 0 to {MAX_WORKERS}, not {workers}")
+        if workers and (database_url is None or database_url.startswith("sqlite")):
+            raise ValueError(
+                "--workers needs PostgreSQL (HERON_DATABASE_URL): SQLite takes one writer "
+                "process, so a daemon on it runs its nodes in its own process (--workers 0)"
+            )
         return cls(
             home=home,
-            database_url=os.environ.get("HERON_DATABASE_URL") or None,
+            database_url=database_url,
             listen=address,
             token=token,
             provider=os.environ.get("HERON_PROVIDER") or None,
@@ -177,6 +238,11 @@ class RuntimeConfig:
             sse_buffer_bytes=int(_positive("HERON_SSE_BUFFER_BYTES", 4 * 1024 * 1024, int)),
             sse_send_timeout=_positive("HERON_SSE_SEND_TIMEOUT", 30.0, float),
             stream_memory=int(_positive("HERON_STREAM_MEMORY", 64 * 1024 * 1024, int)),
+            max_runs=int(_positive("HERON_MAX_RUNS", DEFAULT_MAX_RUNS, int)),
+            queue_poll=_positive("HERON_QUEUE_POLL", DEFAULT_QUEUE_POLL, float),
+            heartbeat=_positive("HERON_HEARTBEAT", DEFAULT_HEARTBEAT, float),
+            workers=workers,
+            worker=worker,
             sandbox=_sandbox_mode(os.environ.get("HERON_SANDBOX")),
             sandbox_env=tuple(
                 name.strip()
@@ -215,4 +281,15 @@ def _warm_pool(value: str | None) -> int:
         return DEFAULT_WARM_POOL
     if not value.strip().isdigit() or int(value) > 64:
         raise ValueError(f"HERON_WARM_POOL must be a whole number from 0 to 64, not {value!r}")
+    return int(value)
+
+
+def _workers(value: str | None) -> int:
+    """``HERON_WORKERS`` as a count; ``ValueError`` saying what is wrong otherwise."""
+    if value is None or not value.strip():
+        return 0
+    if not value.strip().isdigit() or int(value) > MAX_WORKERS:
+        raise ValueError(
+            f"HERON_WORKERS must be a whole number from 0 to {MAX_WORKERS}, not {value!r}"
+        )
     return int(value)

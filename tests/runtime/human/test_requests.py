@@ -388,7 +388,7 @@ def test_every_route_refuses_a_bad_id_and_an_unknown_one(
 def test_bad_filings_are_refused(client: httpx.Client) -> None:
     post = "/v1/human/requests"
     cases: list[tuple[dict[str, Any], tuple[int, str]]] = [
-        ({"title": "t", "node_id": "bad id!", "body": "b"}, (400, "invalid_node_id")),
+        ({"title": "t", "node_id": "bad id!", "body": "b"}, (422, "invalid_request")),
         ({"title": "t", "node_id": "n-nobody", "body": "b"}, (404, "node_not_found")),
         ({"title": "t"}, (422, "invalid_questions")),
         (

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.daemon import Daemon, wait_logged, wait_settled, wait_status, write_script
+from tests.support.daemon import (
+    Daemon,
+    scripted_daemon,
+    wait_logged,
+    wait_settled,
+    wait_status,
+    write_script,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -19,12 +26,8 @@ TIME = {"name": "get-current-time", "arguments": {}}
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[Daemon]:
-    default = write_script(tmp_path, "default", ["default"])
-    daemon = Daemon(tmp_path / "home", {"HERON_PROVIDER": default})
-    try:
-        yield daemon.start()
-    finally:
-        daemon.stop()
+    with scripted_daemon(tmp_path) as daemon:
+        yield daemon
 
 
 def events(daemon: Daemon, node_id: str, type: str) -> list[str]:
@@ -158,3 +161,62 @@ def test_a_message_to_a_dormant_node_after_restart_wakes_it(fresh: Daemon, tmp_p
     statuses = [json.loads(d)["status"] for d in events(fresh, node_id, "node.status.changed")]
     assert statuses == ["running", "dormant", "running", "dormant"]
     assert "could not write node events" not in fresh.log.read_text()
+
+
+def test_a_run_recorded_by_another_heron_fails_clearly_and_a_revive_runs_it(
+    fresh: Daemon, tmp_path: Path
+) -> None:
+    model = write_script(tmp_path, "slow", [{"text": "finally", "delay": 3}])
+    with fresh.client() as client:
+        node_id = client.post("/v1/nodes", json={"prompt": "go", "model": model}).json()["node_id"]
+        wait_logged(fresh, node_id, "node.turn.started")
+    fresh.kill()
+    # As if a Heron whose runs take other steps had recorded the run: DBOS would never
+    # resume it here, and the node would stay running for ever.
+    with sqlite3.connect(fresh.home / "heron.db") as db:
+        changed = db.execute(
+            "UPDATE workflow_status SET application_version = '0.0.1' WHERE workflow_uuid = ?",
+            (f"heron:{node_id}:1",),
+        ).rowcount
+    assert changed == 1
+    fresh.start()
+    with fresh.client() as client:
+        outcome = wait_settled(client, node_id)["outcome"]
+        assert outcome["kind"] == "failure" and outcome["reason"] == "crashed"
+        assert "another version of Heron (0.0.1)" in outcome["detail"]["message"]
+        response = client.post(f"/v1/nodes/{node_id}/revive")
+        assert response.status_code in (200, 202), response.text
+        wait_status(client, node_id, "completed")
+        poll = client.get(f"/v1/nodes/{node_id}/outcome").json()
+        assert poll["outcome"]["output_text"] == "finally"
+
+
+def test_a_first_turn_that_ended_unrecorded_is_asked_again_quietly(
+    fresh: Daemon, tmp_path: Path
+) -> None:
+    wait = {"name": "bash-run", "arguments": {"command": "sleep 4"}}
+    model = write_script(
+        tmp_path, "first", [{"text": "let me wait", "tool_calls": [wait]}, "waited"]
+    )
+    with fresh.client() as client:
+        node_id = client.post("/v1/nodes", json={"prompt": "go", "model": model}).json()["node_id"]
+        wait_logged(fresh, node_id, "node.tool_call.started")  # the first turn has ended
+    fresh.kill()
+    # As if the kill had come after the turn's events and mark were written but before
+    # DBOS recorded its result: only the begin step is recorded.
+    with sqlite3.connect(fresh.home / "heron.db") as db:
+        removed = db.execute(
+            "DELETE FROM operation_outputs WHERE workflow_uuid = ? AND function_name = ?",
+            (f"heron:{node_id}:1", "model-turn"),
+        ).rowcount
+        (mark,) = db.execute(
+            "SELECT step_mark FROM heron_nodes WHERE node_id = ?", (node_id,)
+        ).fetchone()
+    assert removed == 1 and mark is not None
+    fresh.start()
+    with fresh.client() as client:
+        assert wait_settled(client, node_id, timeout=90)["outcome"]["output_text"] == "waited"
+        assert client.get(f"/v1/nodes/{node_id}").json()["turns"] == 2  # counted once
+    # The first turn ran again, quietly: its events are there once.
+    assert len(events(fresh, node_id, "node.turn.started")) == 2
+    assert len(events(fresh, node_id, "node.output_text.done")) == 2

@@ -96,7 +96,10 @@ class Crons(Feature):
 
     async def start(self) -> None:
         """Create the nodes of firings a crash left without one, then start scheduling
-        (last of the features: its firings create nodes on a running engine)."""
+        (last of the features: its firings create nodes on a running engine). A worker
+        fires none: its front does (their nodes' runs come to the workers)."""
+        if self.engine.config.role == "worker":
+            return
         await self.repair()
         self._task = asyncio.create_task(self._loop(), name="heron-crons")
 

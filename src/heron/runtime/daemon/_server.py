@@ -26,6 +26,7 @@ from ..server import DaemonError, configure_logging, stopping
 from ..ui import Page
 from ._app import build_app, wrap
 from ._features import FEATURES
+from ._workers import Workers, serve_worker
 
 __all__ = ["run_daemon", "serve"]
 
@@ -126,7 +127,13 @@ def _hold_lock(path: Path, pid_path: Path) -> int:
 
 
 async def serve(config: RuntimeConfig, *, on_ready: Callable[[list[api.Listener]], None]) -> None:
-    """Serve until SIGINT/SIGTERM; then stop accepting, save events and return."""
+    """Serve until SIGINT/SIGTERM; then stop accepting, save events and return.
+
+    With ``config.workers``, the node runs go to that many worker processes this one
+    starts (see ``_workers.py``); a worker (``config.worker``) serves no API."""
+    if config.role == "worker":
+        await serve_worker(config)
+        return
     if config.listen is not None and not config.token:
         raise DaemonError("the TCP listener needs a token (HERON_TOKEN or `heron sys connect`)")
     _private_home(config.home)
@@ -246,11 +253,16 @@ async def _serve_locked(
         return listener
 
     engine.open_listener = open_tcp
+    workers = Workers(config)
+    workers.start()
     try:
         await server.serve(sockets=sockets)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(config.socket_path)
+        # Not taking over the workers as they stop: they resume their own runs next start.
+        await engine.cluster.stop()
+        await workers.stop()
         _remove_pid(config)
         await engine.stop()
 

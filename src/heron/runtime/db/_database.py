@@ -22,6 +22,7 @@ __all__ = [
     "DatabaseUnavailable",
     "Text",
     "create_engine",
+    "daemons",
     "database_kind",
     "ensure_database",
     "events",
@@ -142,8 +143,10 @@ messages = sa.Table(
     sa.Column("body", Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     # Which run of the node took the message into its conversation (NULL: not yet),
-    # and at which of that run's steps: a step DBOS runs again (at-least-once after a
-    # crash) gets back what it claimed the first time instead of nothing.
+    # and at which of that run's steps (its begin or end), or which of its reads between
+    # turns (negative: the first is -1): a step DBOS runs again (at-least-once after a
+    # crash), or a read a recovered run makes again, gets back what it claimed the first
+    # time instead of nothing.
     sa.Column("claimed_run", sa.Integer),
     sa.Column("claimed_step", sa.Integer),
     sa.Index("ix_heron_messages_node_claimed", "node_id", "claimed_run"),
@@ -157,6 +160,32 @@ events = sa.Table(
     sa.Column("type", sa.String(64), nullable=False),
     sa.Column("data", sa.JSON, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+)
+
+
+daemons = sa.Table(
+    "heron_daemons",
+    metadata,
+    # The daemon's DBOS executor id: its workflows' rows in DBOS's tables name it.
+    sa.Column("executor_id", sa.String(128), primary_key=True),
+    sa.Column("host", Text, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("home", Text, nullable=False),
+    sa.Column("socket", Text, nullable=False),
+    sa.Column("version", sa.String(64), nullable=False),
+    # Times are the database's clock (never a daemon's own): hosts' clocks may disagree.
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("heartbeat_at", sa.Float, nullable=False),
+    sa.Column("running", sa.Integer, nullable=False),
+    # Set by a clean stop: its runs are for the others to take at once.
+    sa.Column("stopped_at", sa.Float),
+    # The live daemon that claimed the recovery of this one's runs, and when.
+    sa.Column("recovered_by", sa.String(128)),
+    sa.Column("recovered_at", sa.Float),
+    # "daemon", "front" (the API process of a daemon with workers) or "worker".
+    sa.Column("role", sa.String(16), nullable=False, server_default="daemon"),
+    # A worker's front: its executor id.
+    sa.Column("front", sa.String(128)),
 )
 
 
@@ -198,14 +227,19 @@ def _v6_step_marks(conn: sa.Connection) -> None:
     add_column(conn, "heron_nodes", "step_mark", "VARCHAR(64)")
 
 
+def _v7_daemons(conn: sa.Connection) -> None:
+    """The daemons sharing the database, with their heartbeats (``nodes/_cluster.py``)."""
+    metadata.create_all(conn, tables=[daemons])
+
+
 NODES_SCHEMA = Schema(
     "nodes",
-    steps=(_v1, _v2, _v3, _v4_reserved, _v5_warm, _v6_step_marks),
+    steps=(_v1, _v2, _v3, _v4_reserved, _v5_warm, _v6_step_marks, _v7_daemons),
     # (nodes last: the rows that name a node go before it)
     per_node=(events, messages, outcomes, nodes),
     legacy=(1, 2, 3, 4, 5, 10),
 )
-"""The kernel's tables: nodes, their outcomes, messages and events."""
+"""The kernel's tables: nodes, their outcomes, messages and events, and the daemons."""
 
 
 def migrate(engine: sa.Engine, schemas: Sequence[Schema]) -> dict[str, int]:

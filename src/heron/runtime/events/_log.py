@@ -7,15 +7,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ... import api
 from ..db import Database
 from ..nodes import Outcome
-from ._store import EventStore, Settlement, StepMark
+from ._relay import Handler, Listener, Relay
+from ._store import EVENTS_CHANNEL, EventRow, EventStore, Settlement, StepMark
 from ._stream import RING_BYTES, RING_EVENTS, Hub, Record, Subscription, encode
 
 __all__ = ["Event", "EventLog"]
@@ -71,7 +74,9 @@ class EventLog:
         ring_bytes: int = RING_BYTES,
         memory: int = STREAM_MEMORY,
     ) -> None:
-        self._store = EventStore(database)
+        self.origin = secrets.token_hex(8)
+        """This process's name in the notifications of the batches it writes."""
+        self._store = EventStore(database, origin=self.origin)
         self._next: dict[str, int] = {}
         self._last: dict[str, int] = {}
         self._durable: dict[str, int] = {}
@@ -91,17 +96,37 @@ class EventLog:
         self._flush_lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
         self._watchers: list[Subscription] = []
+        self._wanted: dict[str, int] = {}  # per node, the outcome polls waiting on it here
+        self._deferred: set[str] = set()  # nodes to relay once their own events are streamed
         self.readers = 0
         """Event streams open now (kept by the route)."""
         self.readers_dropped = 0
         """Readers cut off since start: too far behind, or stopped reading (by the route)."""
+        self.settled_elsewhere: Callable[[str], None] | None = None
+        """Called with a node's id when another daemon's ``node.settled`` of it is streamed
+        here (the engine wakes its outcome polls)."""
+        # Daemons sharing one PostgreSQL database stream each other's events (``_relay``);
+        # on SQLite there is one daemon, and nothing to listen to.
+        self._listener: Listener | None = None
+        self._relay: Relay | None = None
+        if database.kind == "postgresql":
+            self._listener = Listener(database.engine)
+            self._relay = Relay(self, self._store)
+            self._listener.on(EVENTS_CHANNEL, self._relay.notified, self._caught_up)
 
     def start(self) -> None:
-        """Start the background writer (inside the running loop)."""
+        """Start the background writer (inside the running loop), and on PostgreSQL the
+        relay of other daemons' events."""
         self._flusher = asyncio.create_task(self._flush_forever(), name="heron-event-log")
+        if self._relay is not None and self._listener is not None:
+            self._relay.start()
+            self._listener.start()
 
     async def stop(self) -> None:
         """Write what is pending (streaming it) and stop the writer."""
+        if self._listener is not None and self._relay is not None:
+            await self._listener.stop()
+            await self._relay.stop()
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -115,11 +140,27 @@ class EventLog:
 
     async def prime(self, node_id: str) -> None:
         """Continue a node's numbering right above everything handed out before (after a
-        restart, or when its numbering was let go)."""
-        if node_id not in self._next:
-            last, reserved = await self._store.event_numbers(node_id)
-            if node_id not in self._next:  # not primed meanwhile
-                self._set(node_id, max(last, reserved))
+        restart, or when its numbering was let go); call it before publishing.
+
+        On PostgreSQL another daemon may have numbered the node since this one last did,
+        so the numbering is read again (unless this process holds events of the node not
+        yet written: it is numbering it now), and what the other daemon logged is
+        streamed here first. See ARCHITECTURE.md's event numbers."""
+        if node_id in self._next and (self._relay is None or self._held.get(node_id)):
+            return
+        last, reserved = await self._store.event_numbers(node_id)
+        used = max(last, reserved)
+        if node_id not in self._next:  # not primed meanwhile
+            self._set(node_id, used)
+            if self._relay is not None:
+                self._relay.check(node_id)
+            return
+        if self._held.get(node_id):
+            return  # publishing here since the read: its numbers are above it
+        self._next[node_id] = max(self._next[node_id], used + 1)
+        if self._relay is not None and last > self._last[node_id]:
+            await self._relay.pull(node_id)
+        self._durable[node_id] = max(self._durable[node_id], used)
 
     def fresh(self, node_id: str) -> None:
         """Start numbering a node just created (its first event is number 1)."""
@@ -143,9 +184,97 @@ class EventLog:
             self._writing,
         ):
             numbering.pop(node_id, None)
+        self._deferred.discard(node_id)
         hub = self._hubs.get(node_id)
         if hub is not None and hub.subscribers == 0:
             self._drop(node_id)
+
+    # -- other daemons' events (PostgreSQL) -----------------------------------
+
+    def listen(
+        self,
+        channel: str,
+        handler: Handler,
+        on_connect: Callable[[], Awaitable[None]] | None = None,
+    ) -> bool:
+        """Have ``handler`` called with each payload notified on ``channel`` by any daemon
+        sharing the database (and ``on_connect`` each time the listening connection is
+        made again, to catch up on what it missed); before :meth:`start`. ``False`` on
+        SQLite: there is no other daemon."""
+        if self._listener is None:
+            return False
+        self._listener.on(channel, handler, on_connect)
+        return True
+
+    def cursor(self, node_id: str) -> int | None:
+        """The node's last event streamed here (``None``: not followed here)."""
+        return self._last.get(node_id)
+
+    def wanted(self, node_id: str) -> bool:
+        """Whether someone here waits on the node's events: a reader of its stream, or an
+        outcome poll (see :meth:`want`)."""
+        if node_id in self._wanted:
+            return True
+        hub = self._hubs.get(node_id)
+        return hub is not None and hub.subscribers > 0
+
+    @contextlib.contextmanager
+    def want(self, node_id: str) -> Iterator[None]:
+        """While inside, another daemon's events of the (primed) node are streamed here
+        as they are logged (an outcome poll waits for its ``node.settled``)."""
+        self._wanted[node_id] = self._wanted.get(node_id, 0) + 1
+        self.subscribed(node_id)
+        try:
+            yield
+        finally:
+            left = self._wanted[node_id] - 1
+            if left:
+                self._wanted[node_id] = left
+            else:
+                del self._wanted[node_id]
+
+    def subscribed(self, node_id: str) -> None:
+        """A reader of the node subscribed to its hub (after :meth:`prime`): what another
+        daemon logged since is streamed to it."""
+        if self._relay is not None:
+            self._relay.check(node_id)
+
+    def follow(self, node_id: str, after: int) -> None:
+        """Follow a node numbered elsewhere from after ``after`` (for the feed)."""
+        if node_id not in self._next:
+            self._set(node_id, after)
+
+    def relayed(self, rows: Sequence[EventRow]) -> int:
+        """Stream logged events of nodes followed here that another daemon wrote (by
+        node, in number order); those already streamed are skipped. How many were new."""
+        count = 0
+        for row in rows:
+            node_id, seq, kind = row["node_id"], row["sequence_number"], row["type"]
+            last = self._last.get(node_id)
+            if last is None or seq <= last:
+                continue
+            if self._held.get(node_id):
+                # This process is numbering the node too (see ARCHITECTURE.md): its own
+                # events stream first, then the log is read again.
+                self._deferred.add(node_id)
+                continue
+            self._durable[node_id] = max(self._durable[node_id], seq)
+            self._next[node_id] = max(self._next[node_id], seq + 1)
+            if kind in ("node.status.changed", "node.settled"):
+                self._status.pop(node_id, None)  # not this process's statuses any more
+            if kind in TEXT_ENDS:
+                self._writing.pop(node_id, None)
+            self._stream(node_id, encode(node_id, seq, kind, row["data"]))
+            count += 1
+            if kind == "node.settled" and self.settled_elsewhere is not None:
+                self.settled_elsewhere(node_id)
+        return count
+
+    async def _caught_up(self) -> None:
+        """The listening connection is (back) up: read the wanted nodes again."""
+        if self._relay is not None:
+            wanted = [n for n in self._hubs if self.wanted(n)] if not self._watchers else self._hubs
+            self._relay.follow_all([*wanted, *self._wanted])
 
     def next_number(self, node_id: str) -> int:
         """The number the node's next event will get (the node must be primed)."""
@@ -212,6 +341,8 @@ class EventLog:
 
     async def durable(self, node_id: str) -> None:
         """Return once every event the node has published so far is durable (streamed)."""
+        if node_id not in self._next:  # it published nothing here
+            return
         target = self._next[node_id] - 1
         while self._durable.get(node_id, target) < target:
             await self._flush_retrying()
@@ -274,8 +405,13 @@ class EventLog:
                 self._stream(node_id, record)
         if not held:
             self._held.pop(node_id, None)
+            if node_id in self._deferred and self._relay is not None:
+                self._deferred.discard(node_id)
+                self._relay.follow_all([node_id])
 
     def _stream(self, node_id: str, record: Record) -> None:
+        if record.sequence_number <= self._last.get(node_id, 0):
+            return  # streamed already, relayed from the log (see ``_relay``)
         hub = self.hub(node_id)  # (a hub made now starts after the last event streamed)
         self._last[node_id] = record.sequence_number
         before = hub.size

@@ -144,6 +144,7 @@ class EventStreams(Writers):
             last=hub.last,
             run=(hub.run_known, list(hub.done), hub.partial, hub.partial_seq),
         )
+        engine.events.subscribed(node_id)  # (a node running in another daemon: see _relay)
         try:
             row = await engine.row(node_id)
             settled = row["settled_at"] is not None or row["status"] in SETTLED

@@ -8,9 +8,10 @@ say so are.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
@@ -19,9 +20,15 @@ import sqlalchemy as sa
 from ..db import Database, events, nodes
 from ..nodes import Outcome, settle_idle
 
-__all__ = ["EventRow", "EventStore", "Settlement", "StepMark"]
+__all__ = ["EVENTS_CHANNEL", "NOTIFY_BYTES", "EventRow", "EventStore", "Settlement", "StepMark"]
 
 log = logging.getLogger("heron.runtime")
+
+EVENTS_CHANNEL = "heron_events"
+"""The PostgreSQL ``NOTIFY`` channel a batch of logged events is announced on."""
+
+NOTIFY_BYTES = 7900
+"""At most this many bytes per notification (PostgreSQL refuses payloads of 8000)."""
 
 
 class EventRow(TypedDict):
@@ -57,9 +64,11 @@ class Settlement:
 class EventStore:
     """Reads and writes the events' table (and, with a batch, the node columns it moves)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, origin: str = "") -> None:
         self.db = database
         """The daemon's database."""
+        self.origin = origin
+        """Who writes (named in each notification, so a daemon knows its own)."""
 
     async def append_events(
         self,
@@ -92,6 +101,7 @@ class EventStore:
                 if rows:
                     conn.execute(events.insert(), rows)
                 _numbers_and_marks(conn, reserve, marks, settles)
+                self._notify(conn, rows)
             return
         except sa.exc.OperationalError:
             raise  # the database is unavailable: nothing was written, the batch is retried
@@ -99,10 +109,12 @@ class EventStore:
             # One bad row (a number already taken, a value the column cannot hold) must
             # not lose the others, nor be retried forever: write row by row, drop failures.
             pass
+        written: list[dict[str, Any]] = []
         for row in rows:
             try:
                 with self.db.engine.begin() as conn:
                     conn.execute(events.insert(), [row])
+                written.append(row)
             except sa.exc.OperationalError:
                 raise
             except Exception as exc:
@@ -115,6 +127,12 @@ class EventStore:
                 )
         with self.db.engine.begin() as conn:
             _numbers_and_marks(conn, reserve, marks, settles)
+            self._notify(conn, written)
+
+    def _notify(self, conn: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        if rows and conn.dialect.name == "postgresql":
+            for payload in notifications(self.origin, rows):
+                conn.execute(sa.select(sa.func.pg_notify(EVENTS_CHANNEL, payload)))
 
     async def last_sequence(self, node_id: str) -> int:
         """The highest event sequence number written for a node (0 if none)."""
@@ -165,11 +183,53 @@ class EventStore:
             rows = [cast(EventRow, dict(r._mapping)) for r in conn.execute(query)]
         return rows[::-1] if last is not None else rows
 
+    async def events_after(self, cursors: Mapping[str, int]) -> list[EventRow]:
+        """The logged events of several nodes, each numbered above its cursor, in one
+        query: by node, in number order."""
+        return await self.db.run(self._events_after, dict(cursors)) if cursors else []
+
+    def _events_after(self, cursors: Mapping[str, int]) -> list[EventRow]:
+        number = events.c.sequence_number
+        query = (
+            sa.select(events)
+            .where(
+                sa.or_(*(sa.and_(events.c.node_id == n, number > c) for n, c in cursors.items()))
+            )
+            .order_by(events.c.node_id, number)
+        )
+        with self.db.engine.connect() as conn:
+            return [cast(EventRow, dict(r._mapping)) for r in conn.execute(query)]
+
     async def first_event_number(self, node_id: str) -> int | None:
         """The lowest event number logged for a node (``None`` if none)."""
         query = sa.select(sa.func.min(events.c.sequence_number)).where(events.c.node_id == node_id)
         value = await self.db.scalar(query)
         return None if value is None else int(value)
+
+
+def notifications(origin: str, rows: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+    """The payloads announcing ``rows``: ``{"o": origin, "n": [[node, first, last] ...]}``,
+    each under :data:`NOTIFY_BYTES` (a batch of many nodes takes several)."""
+    span: dict[str, list[int]] = {}
+    for row in rows:
+        node_id, seq = str(row["node_id"]), int(row["sequence_number"])
+        found = span.get(node_id)
+        if found is None:
+            span[node_id] = [seq, seq]
+        else:
+            found[0], found[1] = min(found[0], seq), max(found[1], seq)
+    head = json.dumps(origin)
+    size = len(head) + 16
+    chunk: list[str] = []
+    for node_id, (first, last) in span.items():
+        item = json.dumps([node_id, first, last], separators=(",", ":"))
+        if chunk and size + len(item) + 1 > NOTIFY_BYTES:
+            yield f'{{"o":{head},"n":[{",".join(chunk)}]}}'
+            chunk, size = [], len(head) + 16
+        chunk.append(item)
+        size += len(item) + 1
+    if chunk:
+        yield f'{{"o":{head},"n":[{",".join(chunk)}]}}'
 
 
 def _numbers_and_marks(

@@ -49,14 +49,14 @@ class Steps:
     stopped, or its steps would no longer match the record.
     """
 
-    def __init__(self, recorded: int, *, node_id: str, run: int) -> None:
+    def __init__(self, recorded: int, *, node_id: str, run: int, recovered: bool = False) -> None:
         self._left = recorded
         self.node_id = node_id
         """The node whose run this is."""
         self.run_number = run
         """The run's number (the node's ``runs`` when it started)."""
-        self.recovered = recorded > 0
-        """DBOS recorded steps of this run before: a crash came, a step may run again."""
+        self.recovered = recovered or recorded > 0
+        """The run was begun by an earlier process: a crash came, a step may run again."""
         self.caught_up = asyncio.Event()
         """Set once every recorded step has been replayed."""
         if recorded <= 0:

@@ -29,6 +29,8 @@ from .._config import RuntimeConfig
 from ..db import NODES_SCHEMA, Database, create_engine, redact_url
 from ..events import EventLog
 from ..server import ApiError, DaemonError
+from ._cluster import LEGACY_EXECUTOR, NOW_QUEUE, Cluster, requeue_direct
+from ._commands import ACK_TIMEOUT, RemoteStops
 from ._durable import Steps
 from ._feature import CommandSandbox, Feature, FeatureFactory, Features, ModelSource
 from ._rows import (
@@ -41,7 +43,7 @@ from ._rows import (
     to_outcome,
     when,
 )
-from ._runs import SETTLED, Active, Stop, failure_outcome, run_workflow_id
+from ._runs import RUN_STEPS, SETTLED, Active, Stop, failure_outcome, run_workflow_id
 from ._store import DuplicateNode, NodeStore
 from ._types import NodeExtra, NodeRow, Outcome, RunEnd
 
@@ -61,6 +63,14 @@ SETTLE_CRASH_ENV = "HERON_TEST_SETTLE_CRASH"
 """Test hook: the path of a file. A daemon that finds it right after settling an idle node
 (a close, a deadline: its settlement and events written) deletes it and kills itself
 with SIGKILL (once per file)."""
+
+
+APP_VERSION = f"{version}+steps.{RUN_STEPS}"
+"""DBOS's application version: a run is resumed only by a Heron that makes the same steps."""
+
+RUN_QUEUE = "heron.runs"
+"""The DBOS queue top-level nodes' first runs wait in until a daemon has room for them
+(``HERON_MAX_RUNS`` at once per process)."""
 
 
 def _crash_if_asked() -> None:
@@ -108,9 +118,16 @@ class Engine:
         self.store = NodeStore(self.db)
         """The kernel's rows: nodes, messages, outcomes, events."""
         self.events = EventLog(self.db, memory=config.stream_memory)
+        self.events.settled_elsewhere = self._settled_elsewhere
+        self.remote = RemoteStops(self)
+        """Stops of runs going in other daemons on the same database (PostgreSQL)."""
+        self.cluster = Cluster(self)
+        """The daemons sharing the database: this one's heartbeat, the takeover of dead ones."""
         self.started_at = time.time()
         self.active: dict[str, Active] = {}
         self._early_stops: dict[str, tuple[int, Stop]] = {}
+        self._queue: Any = None  # the DBOS run queue, once launched
+        self._now_queue: Any = None  # with workers: the queue of the runs started at once
         self._registered: dict[str, asyncio.Event] = {}
         self._settled: dict[str, asyncio.Event] = {}
         self._deadlines: dict[str, asyncio.TimerHandle] = {}
@@ -142,25 +159,57 @@ class Engine:
             await feature.before_launch()
         self.events.start()
         _ENGINE = self
+        await self.cluster.join()
         DBOS(
             config={
                 "name": "heron",
+                "executor_id": self.cluster.executor_id,
                 "system_database_url": self.config.db_url,
                 "system_database_engine": self.db.engine,
-                "application_version": version,
+                "application_version": APP_VERSION,
                 # DBOS's default pool is unbounded: under load that meant hundreds of
                 # threads, costing ~8 ms of CPU and ~20 KiB per node (bench/daemon_load.py).
                 "max_executor_threads": 8,
                 "log_level": "WARNING",
             }
         )
+        role = self.config.role
+        if role == "front":
+            DBOS.listen_queues([])  # its runs go to the workers (DBOS's own queue aside)
+        elif role == "worker":
+            DBOS.listen_queues([RUN_QUEUE, NOW_QUEUE])
+        if role != "daemon":
+            # The runs it started in its process (a worker's children and wake-ups, the
+            # front's warm ones) that a crash left go to a worker's queue as DBOS resumes
+            # them, not to DBOS's own, which the front takes from too.
+            await self.db.write(requeue_direct, self.cluster.executor_id)
         DBOS.launch()
-        now = time.time()
-        for row in await self.store.list_nodes(status=["running", "dormant", "interrupted"]):
-            if row["deadline_at"] is not None:
-                self._arm_deadline(row["node_id"], row["deadline_at"] - now)
+        # Settings are the queue's, in the database: the daemon started last sets them.
+        self._queue = await DBOS.register_queue_async(
+            RUN_QUEUE,
+            worker_concurrency=self.config.max_runs,
+            polling_interval_sec=self.config.queue_poll,
+            on_conflict="always_update",
+        )
+        if role != "daemon":
+            self._now_queue = await DBOS.register_queue_async(
+                NOW_QUEUE, polling_interval_sec=self.config.queue_poll, on_conflict="always_update"
+            )
+        await self.cluster.adopt_legacy()
+        # Repairs first, deadlines after: a deadline already past would close a node while
+        # its repair reads the run's workflow (one it withdrew would look cut off).
         for row in await self.store.list_nodes(status=["running"]):
             await self._ensure_run(row["node_id"], row["runs"])
+        now = time.time()
+        unsettled: list[NodeRow] = []
+        if role != "worker":  # a worker's front arms them: one process of a daemon keeps each
+            unsettled = await self.store.list_nodes(status=["running", "dormant", "interrupted"])
+        timed = [(r["node_id"], r["runs"]) for r in unsettled if r["deadline_at"] is not None]
+        theirs = await self.cluster.foreign(timed)  # another live daemon keeps those
+        for row in unsettled:
+            if row["deadline_at"] is not None and row["node_id"] not in theirs:
+                self._arm_deadline(row["node_id"], row["deadline_at"] - now)
+        self.cluster.start()
         for feature in self.features:  # in order: the last ones create nodes (crons)
             await feature.start()
 
@@ -171,6 +220,7 @@ class Engine:
         the next start resumes them from their last completed step.
         """
         global _ENGINE
+        await self.cluster.stop()
         for feature in reversed(self.features):  # the last first: no cron fires into a stop
             await feature.stop()
         for handle in self._deadlines.values():
@@ -185,6 +235,7 @@ class Engine:
         for feature in reversed(self.features):  # no run starts a job once they are killed
             await feature.after_shutdown()
         await self.events.stop()
+        await self.cluster.leave()  # last: the others may take this one's runs from now on
         self.db.close()
         _ENGINE = None
 
@@ -251,7 +302,9 @@ class Engine:
         event = self._settled.setdefault(node_id, asyncio.Event()) if wait > 0 else None
         row = await self.row(node_id)
         if not _answered(row) and event is not None:
-            with contextlib.suppress(TimeoutError):
+            if self.remote.enabled:
+                await self.events.prime(node_id)  # its settling in another daemon wakes this
+            with self.events.want(node_id), contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait)
             row = await self.row(node_id)
         elif event is not None and not event.is_set():
@@ -279,6 +332,7 @@ class Engine:
             provider=self.providers.default,
             event_streams=self.events.stats(),
             sandbox=self._sandbox.status(),
+            daemons=await self.cluster.daemons(),
         )
 
     # -- create ----------------------------------------------------------------
@@ -349,7 +403,10 @@ class Engine:
         if claimed is not None:
             claimed[0].serve(node_id)  # its run is already going: it only waited for this
         elif kickoff:
-            await self.launch(node_id, 1)
+            # A top-level node's run waits its turn in the queue, so a create answers at
+            # once however busy the daemon is; a child's starts now (its parent may be
+            # waiting on it, holding a place in the queue).
+            await self.launch(node_id, 1, queued=request.parent is None)
         return to_node(row)
 
     async def _insert(
@@ -398,13 +455,35 @@ class Engine:
 
     # -- runs ------------------------------------------------------------------
 
-    async def launch(self, node_id: str, run: int) -> None:
-        """Start the workflow of the node's run ``run`` (its row says it is running)."""
+    async def launch(
+        self, node_id: str, run: int, *, queued: bool = False, here: bool = False
+    ) -> None:
+        """Start the workflow of the node's run ``run`` (its row says it is running);
+        ``queued``: put it in the run queue instead, which starts it when a daemon sharing
+        the database has room (only for runs nothing waits on: see ``create``).
+
+        The front of a daemon with workers starts none itself: a run goes to the run queue
+        if ``queued``, else to the one without a limit (:data:`NOW_QUEUE`), unless ``here``
+        (a warm node's run, which waits in the process serving creates). A worker starts
+        the others itself, as a daemon does: a child in its parent's process, where its
+        ``wait-children`` waits on it.
+        """
         from ._workflow import node_run
+
+        queue = self._queue if queued else None
+        if queue is None and not here and self.config.role == "front":
+            queue = self._now_queue
+        if queue is not None and self.db.kind == "postgresql":
+            # Another process may take the run up: it numbers the node's events from what
+            # is written, so those published here so far must be first.
+            await self.events.durable(node_id)
 
         async def start() -> None:
             with SetWorkflowID(run_workflow_id(node_id, run)):
-                await DBOS.start_workflow_async(node_run, node_id, run)
+                if queue is not None:
+                    await queue.enqueue_async(node_run, node_id, run)
+                else:
+                    await DBOS.start_workflow_async(node_run, node_id, run)
 
         # A context of its own: DBOS refuses to start a workflow inside another's step
         # (spawn-child). Shielded: a stop of that run must not strand the node running.
@@ -419,6 +498,27 @@ class Engine:
         status = await DBOS.get_workflow_status_async(run_workflow_id(node_id, run))
         if status is None:
             await self.launch(node_id, run)
+        elif (
+            status.status == "PENDING"
+            and status.app_version != APP_VERSION
+            and status.executor_id in (self.cluster.executor_id, LEGACY_EXECUTOR)
+        ):
+            # Recorded by a Heron whose runs take other steps: DBOS never resumes it here,
+            # and the node would be running for ever. It fails, and a revive runs it again.
+            await DBOS.cancel_workflow_async(status.workflow_id)
+            stop = Stop(
+                kind="failed",
+                reason="crashed",
+                message=f"the node's run was recorded by another version of Heron "
+                f"({status.app_version}), which this one ({APP_VERSION}) cannot resume: "
+                "revive the node to run it again",
+            )
+            await self._settle_idle(node_id, stop, "failed")
+        elif status.status == "CANCELLED":
+            # Only a close takes a run out of the queue without settling the node in
+            # the same transaction (see withdraw_queued): this one was cut off.
+            stop = Stop(kind="closed", reason="cancelled", message="closed on request")
+            await self._settle_idle(node_id, stop, "cancelled")
         elif status.status not in ("PENDING", "ENQUEUED", "SUCCESS"):
             stop = Stop(
                 kind="failed",
@@ -427,8 +527,9 @@ class Engine:
             )
             await self._settle_idle(node_id, stop, "failed")
 
-    async def start_next_run(self, node_id: str) -> None:
-        """Start the next run of a dormant or interrupted node (under its lock)."""
+    async def start_next_run(self, node_id: str) -> bool:
+        """Start the next run of a dormant or interrupted node (under its lock); ``False``
+        if it is running already (another daemon woke it first)."""
         previous = self.active.get(node_id)
         if previous is not None:
             # Its last run has saved its end but not yet announced it: let it finish
@@ -438,11 +539,15 @@ class Engine:
                 await asyncio.wait_for(previous.ended.wait(), 30)
         row = await self.row(node_id)
         run = row["runs"] + 1
+        # Taken in one statement: of two daemons waking it at once, one runs it (and
+        # numbers its events from then on: see ARCHITECTURE.md's event numbers).
+        if not await self.store.begin_next_run(node_id, row["runs"]):
+            return False
         await self.events.prime(node_id)
         await self.events.repair_status(node_id, row["status"])  # lost to a SIGKILL?
-        await self.store.update_node(node_id, status="running", runs=run)
         self.events.publish(node_id, "node.status.changed", {"status": "running"})
         await self.launch(node_id, run)
+        return True
 
     def register(self, node_id: str, run: int, model: str | None, steps: Steps) -> Active:
         """Note a run as in progress here (called by the workflow as it starts)."""
@@ -454,6 +559,7 @@ class Engine:
         registered = self._registered.pop(node_id, None)
         if registered is not None:
             registered.set()
+        self.remote.registered(active)  # a stop another daemon sent before it came
         return active
 
     def forget(self, active: Active) -> None:
@@ -504,6 +610,12 @@ class Engine:
         except Exception:  # one feature failing must not stop the others
             log.exception("reacting to the settlement of node %s failed", node_id)
 
+    def _settled_elsewhere(self, node_id: str) -> None:
+        """Another daemon settled the node (its ``node.settled`` was relayed here)."""
+        event = self._settled.pop(node_id, None)
+        if event is not None:
+            event.set()
+
     def _release(self, node_id: str) -> None:
         """Tell the features (in the background) that the node's status became settled."""
         for feature in self.features.having("released"):
@@ -542,11 +654,11 @@ class Engine:
         node_id = row["node_id"]
         if row["status"] != "running" and row["runs"] == 0 and row["prompt"] is not None:
             # Created with no_kickoff: its brief was never sent, and comes first.
-            await self.store.add_message(node_id, row["prompt"])
+            await self.store.queue_prompt(node_id, row["prompt"])
         message_id = await self.store.add_message(node_id, body, extra=extra)
-        if row["status"] == "running":
+        # A wake-up another daemon won (or a run going) reads the message from the inbox.
+        if row["status"] == "running" or not await self.start_next_run(node_id):
             return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="queued")
-        await self.start_next_run(node_id)
         return api.MessageAccepted(node_id=node_id, message_id=message_id, delivery="woke")
 
     async def interrupt(self, node_id: str, by: str = "request") -> api.Node:
@@ -574,6 +686,14 @@ class Engine:
                     409, code, f"node {node_id!r} is {status}: nothing to interrupt{hint}"
                 )
             await self.store.merge_extra(node_id, interrupted_by=by)
+            workflow = run_workflow_id(node_id, row["runs"])
+            if node_id not in self.active and await self.store.withdraw_queued(
+                workflow, node_id, status="interrupted"
+            ):
+                # Its run was still waiting in the queue: it never begins, anywhere.
+                await self.events.prime(node_id)
+                self.events.publish(node_id, "node.status.changed", {"status": "interrupted"})
+                return await self.node(node_id)
         await self.stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
@@ -644,15 +764,22 @@ class Engine:
         self._release(node_id)
 
     async def stop_run(self, node_id: str, run: int, stop: Stop) -> None:
-        """Stop the running conversation and wait (a little) for its run to save its end."""
+        """Stop the running conversation and wait (a little) for its run to save its end
+        (a run still waiting in the queue is withdrawn: it never begins)."""
         active = self.active.get(node_id)
+        if active is None and await self.store.withdraw_queued(run_workflow_id(node_id, run)):
+            return
         if active is None:
             # Its workflow has not reached this process yet (just launched or resuming):
             # it takes the stop as it starts.
             self._early_stops[node_id] = (run, stop)
             registered = self._registered.setdefault(node_id, asyncio.Event())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(registered.wait(), 10)
+            if self.remote.enabled:
+                # Or it is going in another daemon on the database: that one applies it.
+                await self.remote.stop(node_id, run, stop, registered)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(registered.wait(), ACK_TIMEOUT)
             active = self.active.get(node_id)
             if active is None:
                 self._early_stops.pop(node_id, None)

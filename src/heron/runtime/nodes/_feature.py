@@ -423,12 +423,14 @@ class Kernel(Protocol):
         """Stop the node's running conversation with ``stop``."""
         ...
 
-    async def start_next_run(self, node_id: str) -> None:
-        """Start the next run of a dormant or interrupted node (under its lock)."""
+    async def start_next_run(self, node_id: str) -> bool:
+        """Start the next run of a dormant or interrupted node (under its lock); ``False``
+        if it is running already (another daemon woke it first)."""
         ...
 
-    async def launch(self, node_id: str, run: int) -> None:
-        """Start the workflow of the node's run ``run``."""
+    async def launch(self, node_id: str, run: int, *, here: bool = False) -> None:
+        """Start the workflow of the node's run ``run`` (``here``: in this process, also
+        in a daemon with workers)."""
         ...
 
     async def prepare_model(self, spec: str | None) -> None:

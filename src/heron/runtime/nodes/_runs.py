@@ -16,6 +16,7 @@ __all__ = [
     "DETERMINISTIC",
     "NOT_STARTED",
     "NO_RESULT",
+    "RUN_STEPS",
     "SETTLED",
     "Active",
     "Stop",
@@ -25,6 +26,11 @@ __all__ = [
 
 SETTLED = frozenset({"completed", "failed", "cancelled"})
 """Statuses a node never leaves."""
+
+RUN_STEPS = 2
+"""The version of the steps a run is made of, part of DBOS's application version: raised
+whenever they change, so no run is replayed against steps other than those it recorded
+(2: the inbox is read between turns without a step of its own)."""
 
 NO_RESULT = "NoResultSubmitted"
 """``detail.error_type`` of a node that had to submit a result and ended without one."""

@@ -9,6 +9,7 @@ the event log's (``events/_store.py``).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -18,9 +19,16 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..db import Database, messages, nodes, outcomes
-from ._types import NodeRow, Outcome, as_outcome
+from ._types import NodeRow, Outcome, StopRequest, as_outcome
 
-__all__ = ["DuplicateNode", "NodeStore", "locked_status", "queue_in", "settle_idle"]
+__all__ = [
+    "COMMANDS_CHANNEL",
+    "DuplicateNode",
+    "NodeStore",
+    "locked_status",
+    "queue_in",
+    "settle_idle",
+]
 
 log = logging.getLogger("heron.runtime")
 
@@ -125,6 +133,28 @@ class NodeStore:
             else:
                 extra[key] = value
         conn.execute(nodes.update().where(where).values(extra=extra, updated_at=time.time()))
+
+    async def begin_next_run(self, node_id: str, runs: int) -> bool:
+        """Mark the node running its run ``runs + 1``, if it is still not running and its
+        last run is ``runs``; ``False`` if another wake-up took it first (one statement:
+        of two daemons waking it at once, one wins)."""
+        return await self.db.write(_begin_next_run, node_id, runs)
+
+    async def request_stop(self, node_id: str, run: int, stop: Mapping[str, Any]) -> None:
+        """Ask the daemon running the node's run ``run`` to stop it with ``stop`` (a
+        :class:`~._runs.Stop`'s fields): kept as ``extra["stop_request"]`` and, on
+        PostgreSQL, notified on :data:`COMMANDS_CHANNEL`, in one transaction."""
+        await self.db.write(_request_stop, node_id, run, stop)
+
+    async def stop_requests(self, node_ids: Collection[str]) -> dict[str, StopRequest]:
+        """The stop requests kept on those nodes (see :meth:`request_stop`), by node."""
+        rows = await self.nodes_by_id(node_ids)
+        found: dict[str, StopRequest] = {}
+        for node_id, row in rows.items():
+            request = (row["extra"] or {}).get("stop_request")
+            if isinstance(request, dict):
+                found[node_id] = request
+        return found
 
     async def claim_delivery(
         self, node_id: str, settled_at: float, how: str, by: str | None = None
@@ -259,6 +289,11 @@ class NodeStore:
             assert key is not None
             return int(key[0])
 
+    async def queue_prompt(self, node_id: str, prompt: str) -> None:
+        """Queue the prompt of a node created with ``no_kickoff`` unless it has messages
+        already (two daemons messaging it at once queue it once: the node's row is held)."""
+        await self.db.write(_queue_prompt, node_id, prompt)
+
     async def queue_first(self, node_id: str, body: str) -> None:
         """Queue ``body`` ahead of the node's unread messages (relaunch-root's prompt).
 
@@ -289,6 +324,67 @@ class NodeStore:
     def _claim(self, node_id: str, run: int, step: int) -> list[str]:
         with self.db.engine.begin() as conn:
             return _claim(conn, node_id, run, step)
+
+    async def read_inbox(self, node_id: str, run: int, key: int, *, claim: bool) -> list[str]:
+        """The messages a run takes between two turns, oldest first: those it claimed
+        under ``key`` before (the same answer again), else, with ``claim``, every
+        unclaimed one, claimed now under ``key``. Only a read when there is none.
+
+        Not a workflow step: a run replaying what it recorded passes ``claim=False``
+        and gets exactly what it took then (``key`` is its count of such reads, the
+        same each time), so it never takes a message its recorded turns did not see.
+        """
+        return await self.db.run(self._read_inbox, node_id, run, key, claim)
+
+    def _read_inbox(self, node_id: str, run: int, key: int, claim: bool) -> list[str]:
+        with self.db.engine.begin() as conn:
+            found = conn.execute(
+                sa.select(messages.c.message_id, messages.c.body, messages.c.claimed_run).where(
+                    messages.c.node_id == node_id,
+                    sa.or_(
+                        messages.c.claimed_run.is_(None),
+                        sa.and_(messages.c.claimed_run == run, messages.c.claimed_step == key),
+                    ),
+                )
+            ).all()
+            taken = sorted((r for r in found if r.claimed_run is not None), key=_by_id)
+            if taken:
+                return [r.body for r in taken]
+            if not claim or not found:
+                return []
+            return _claim(conn, node_id, run, key)
+
+    async def withdraw_queued(
+        self, workflow_id: str, node_id: str | None = None, *, status: str | None = None
+    ) -> bool:
+        """Take a run's workflow out of the run queue if it is still waiting there (no
+        daemon has taken it up): it never runs. With ``status``, the node takes it in the
+        same transaction. Whether it was withdrawn.
+
+        DBOS has no "cancel unless started": this is its cancel, made conditional on
+        the workflow being ``ENQUEUED``, so it cannot race a daemon dequeuing it.
+        """
+        return await self.db.run(self._withdraw_queued, workflow_id, node_id, status)
+
+    def _withdraw_queued(self, workflow_id: str, node_id: str | None, status: str | None) -> bool:
+        schema = "dbos." if self.db.engine.dialect.name == "postgresql" else ""
+        now_ms = int(time.time() * 1000)
+        withdraw = sa.text(
+            f"UPDATE {schema}workflow_status SET status = 'CANCELLED', owner_xid = NULL, "
+            "queue_name = NULL, deduplication_id = NULL, started_at_epoch_ms = NULL, "
+            "updated_at = :now, completed_at = :now "
+            "WHERE workflow_uuid = :id AND status = 'ENQUEUED'"
+        )
+        with self.db.engine.begin() as conn:
+            if conn.execute(withdraw, {"id": workflow_id, "now": now_ms}).rowcount != 1:
+                return False
+            if node_id is not None and status is not None:
+                conn.execute(
+                    nodes.update()
+                    .where(nodes.c.node_id == node_id)
+                    .values(status=status, updated_at=time.time())
+                )
+        return True
 
     async def recorded_steps(self, workflow_id: str) -> int:
         """How many steps DBOS has recorded for a workflow (a plain read, not a step)."""
@@ -429,6 +525,35 @@ class NodeStore:
         return None if value is None else str(value)
 
 
+COMMANDS_CHANNEL = "heron_commands"
+"""The PostgreSQL ``NOTIFY`` channel of stop requests (``{"node_id", "run"}``)."""
+
+
+def _queue_prompt(conn: sa.Connection, node_id: str, prompt: str) -> None:
+    locked_status(conn, node_id)
+    queued = sa.select(messages.c.message_id).where(messages.c.node_id == node_id).limit(1)
+    if conn.execute(queued).first() is None:
+        conn.execute(messages.insert().values(node_id=node_id, body=prompt, created_at=time.time()))
+
+
+def _begin_next_run(conn: sa.Connection, node_id: str, runs: int) -> bool:
+    woken = conn.execute(
+        nodes.update()
+        .where(nodes.c.node_id == node_id, nodes.c.runs == runs, nodes.c.status != "running")
+        .values(status="running", runs=runs + 1, updated_at=time.time())
+        .returning(nodes.c.node_id)
+    ).first()
+    return woken is not None
+
+
+def _request_stop(conn: sa.Connection, node_id: str, run: int, stop: Mapping[str, Any]) -> None:
+    request: StopRequest = {"run": run, "stop": dict(stop)}
+    NodeStore._merge_extra_in(conn, node_id, {"stop_request": request})
+    if conn.dialect.name == "postgresql":
+        payload = json.dumps({"node_id": node_id, "run": run})
+        conn.execute(sa.select(sa.func.pg_notify(COMMANDS_CHANNEL, payload)))
+
+
 _WARM_KEPT = ("node_id", "warm", "events_reserved", "step_mark")
 """Columns a claim leaves as the warm node has them (``warm`` is cleared on its own)."""
 
@@ -481,6 +606,10 @@ def _delete_warm(conn: sa.Connection, node_ids: Sequence[str] | None) -> int:
     warm = nodes.c.warm.is_not(None)
     where = warm if node_ids is None else sa.and_(warm, nodes.c.node_id.in_(list(node_ids)))
     return conn.execute(nodes.delete().where(where)).rowcount
+
+
+def _by_id(row: Any) -> int:
+    return int(row.message_id)
 
 
 def _claim(conn: sa.Connection, node_id: str, run: int, step: int) -> list[str]:

@@ -199,6 +199,15 @@ class EndRecord(TypedDict):
     value: RunEnd
 
 
+class StopRequest(TypedDict):
+    """An interrupt or close sent to the daemon running the node (see ``_commands``)."""
+
+    run: int
+    """The run it stops (a later run of the node ignores it)."""
+    stop: dict[str, Any]
+    """The :class:`~._runs.Stop`, as its fields."""
+
+
 class NodeExtra(TypedDict, total=False):
     """``heron_nodes.extra``: every key a feature writes (each only when it applies)."""
 
@@ -223,6 +232,8 @@ class NodeExtra(TypedDict, total=False):
     interrupted_by: str
     """Who stopped it: ``request`` (a client) or the daemon's reason."""
     ended: EndRecord
+    stop_request: StopRequest
+    """A stop for the run going in another daemon (see ``_commands``)."""
     recycles: int
     recycled_at: float
     relaunches: int

@@ -59,6 +59,8 @@ class _Run:
         self.node_id = node_id
         self.run = run
         self.tools: NodeTools | None = None
+        self._reads = 0  # inbox reads between turns so far (each one's key)
+        self._fresh = False  # its begin step ran in this process (it is no recovered run)
 
     async def drive(self) -> str:
         engine, node_id = self.engine, self.node_id
@@ -68,8 +70,13 @@ class _Run:
         await engine.events.prime(node_id)
         # Steps DBOS recorded before a restart are replayed, not run: until the replay
         # has caught up, a stop must wait, or the run's steps would no longer line up.
-        recorded = await engine.store.recorded_steps(run_workflow_id(node_id, self.run))
-        steps = Steps(recorded - 1, node_id=node_id, run=self.run)
+        if self._fresh:
+            steps = Steps(0, node_id=node_id, run=self.run)
+        else:
+            # Recovered (its begin recorded before): even with no other step recorded, its
+            # first turn may have ended unrecorded, and must then run again quietly.
+            recorded = await engine.store.recorded_steps(run_workflow_id(node_id, self.run))
+            steps = Steps(recorded - 1, node_id=node_id, run=self.run, recovered=True)
         current = await engine.store.node(node_id)  # the model as PATCHed since begin
         model = current["model"] if current is not None else plan["model"]
         # A run recovered after a restart is running as the log says (unless a SIGKILL
@@ -117,6 +124,7 @@ class _Run:
 
     async def _begin(self) -> RunPlan | None:
         engine = self.engine
+        self._fresh = True
         row = await engine.store.node(self.node_id)
         if row is None or row["status"] in SETTLED:
             return None  # closed before its run got going
@@ -222,7 +230,7 @@ class _Run:
                 async for turn in conversation:
                     if turn.done:
                         break
-                    unread = await steps.run("inbox", self._inbox)
+                    unread = await self._between_turns(steps)
                     for body in unread:
                         await conversation.add(body)
                 result = conversation.result
@@ -261,6 +269,16 @@ class _Run:
 
     async def _inbox(self) -> list[str]:
         return await self.engine.store.claim_messages(self.node_id, self.run, _step_id())
+
+    async def _between_turns(self, steps: Steps) -> list[str]:
+        """Messages that came while the turn ran, for the next one. Not a step (a step
+        costs two writes, and most turns find none): each read has a key of its own, the
+        count of reads so far (negative: never a step's id), and a run replaying its
+        recorded steps only reads back what it took then (see ``read_inbox``)."""
+        self._reads += 1
+        return await self.engine.store.read_inbox(
+            self.node_id, self.run, -self._reads, claim=steps.caught_up.is_set()
+        )
 
     async def _end(self, state: Any, stop: StopRecord, nudges: int) -> RunEnd:
         engine, node_id, step = self.engine, self.node_id, _step_id()

@@ -96,7 +96,8 @@ class Commands(Feature):
         """The shell every command runs in."""
         self.sandbox = NodeSandbox(engine.config)
         """Where node commands run (bubblewrap, when the daemon has it)."""
-        self.ledger = JobLedger(engine.config.home / "jobs.json")
+        # One per process on the home: a worker's commands are its own to reap.
+        self.ledger = JobLedger(engine.config.home / f"jobs{engine.config.process_suffix}.json")
         """The process groups of the commands running (``/v1/bash``'s and the nodes' jobs),
         on disk for the next daemon, should this one die."""
 

@@ -45,7 +45,8 @@ class WarmPool(Feature):
 
     def __init__(self, engine: Kernel) -> None:
         self.engine = engine
-        self.size = engine.config.warm_pool
+        # A worker keeps none: a warm run waits in the process serving creates (the front).
+        self.size = 0 if engine.config.role == "worker" else engine.config.warm_pool
         """Warm nodes kept ready per launch tuple (0: no pool)."""
         self._ready: OrderedDict[str, list[str]] = OrderedDict()
         self._templates: dict[str, NodeRow] = {}
@@ -104,8 +105,10 @@ class WarmPool(Feature):
         return None
 
     async def before_launch(self) -> None:
-        """Discard the warm nodes a previous daemon left, before DBOS resumes their runs."""
-        await self.discard_stored()
+        """Discard the warm nodes a previous daemon left, before DBOS resumes their runs
+        (the front's, not a worker's: they are the front's)."""
+        if self.engine.config.role != "worker":
+            await self.discard_stored()
 
     def serve(self, node_id: str) -> None:
         """Let a claimed node's waiting run go on to its prompt."""
@@ -235,7 +238,8 @@ class WarmPool(Feature):
         await self.engine.store.insert_node(row, None)
         self.engine.events.fresh(node_id)
         self._waiters[node_id] = asyncio.get_running_loop().create_future()
-        await self.engine.launch(node_id, 1)
+        # Here, also in a daemon with workers: the create that claims it wakes it here.
+        await self.engine.launch(node_id, 1, here=True)
         return node_id
 
     async def _discard(self, node_id: str) -> None:

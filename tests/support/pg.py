@@ -169,3 +169,13 @@ def cluster() -> Iterator[Cluster]:
         yield server.start()
     finally:
         server.stop()
+
+
+def logged_count(cluster: Cluster, database: str, node_id: str, kind: str) -> int:
+    """How many events of type ``kind`` the node has in ``database``'s log."""
+    with cluster.connect(database) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM heron_events WHERE node_id = %s AND type = %s", (node_id, kind)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])

@@ -30,15 +30,6 @@ HEARTBEAT = 1.0
 """The daemons' heartbeat in these tests (seconds): the bound is three of them."""
 
 
-def count(cluster: pg.Cluster, database: str, node_id: str, kind: str) -> int:
-    with cluster.connect(database) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM heron_events WHERE node_id = %s AND type = %s", (node_id, kind)
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def executor_of(cluster: pg.Cluster, database: str, workflow_id: str) -> str:
     with cluster.connect(database) as conn:
         row = conn.execute(
@@ -91,7 +82,9 @@ def test_a_killed_daemons_runs_are_finished_by_the_others(
             resident = client.post("/v1/nodes", json=body).json()["node_id"]
             wait_status(client, resident, "dormant")
         for node_id in running:
-            eventually(lambda n=node_id: count(cluster, database, n, "node.turn.started") >= 2)
+            eventually(
+                lambda n=node_id: pg.logged_count(cluster, database, n, "node.turn.started") >= 2
+            )
         b.start()
         c.start()
 
@@ -160,10 +153,10 @@ def test_a_killed_daemons_runs_are_finished_by_the_others(
         assert row[1] - row[0] <= (DEAD_AFTER + 1) * HEARTBEAT + 1.0
         for node_id in running:
             # The first turn and its tool call were not asked again: only the cut-off turn.
-            assert count(cluster, database, node_id, "node.turn.completed") == 2
-            assert count(cluster, database, node_id, "node.tool_call.started") == 1
-            assert count(cluster, database, node_id, "node.turn.started") == 3
-            assert count(cluster, database, node_id, "node.settled") == 1
+            assert pg.logged_count(cluster, database, node_id, "node.turn.completed") == 2
+            assert pg.logged_count(cluster, database, node_id, "node.tool_call.started") == 1
+            assert pg.logged_count(cluster, database, node_id, "node.turn.started") == 3
+            assert pg.logged_count(cluster, database, node_id, "node.settled") == 1
             assert executor_of(cluster, database, f"heron:{node_id}:1") in (ids[b], ids[c])
 
         # a comes back under its own executor id, alive again.
@@ -192,7 +185,7 @@ def test_a_cleanly_stopped_daemons_runs_are_taken_at_once(
         with a.client() as client:
             node_id = client.post("/v1/nodes", json={"prompt": "x", "model": model}).json()
             node_id = node_id["node_id"]
-        eventually(lambda: count(cluster, database, node_id, "node.turn.started"))
+        eventually(lambda: pg.logged_count(cluster, database, node_id, "node.turn.started"))
         b.start()
         a.stop()
         write_script(tmp_path, "slow", [{"text": "done", "delay": 0}])

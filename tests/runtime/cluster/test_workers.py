@@ -67,15 +67,6 @@ def executors(cluster: pg.Cluster, database: str, node_ids: list[str]) -> dict[s
     return {str(w).split(":")[1]: str(e) for w, e in rows}
 
 
-def count(cluster: pg.Cluster, database: str, node_id: str, kind: str) -> int:
-    with cluster.connect(database) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM heron_events WHERE node_id = %s AND type = %s", (node_id, kind)
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 @pytest.fixture(scope="module")
 def front(cluster: pg.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     """A daemon with two workers on its own database, both workers alive."""
@@ -214,11 +205,14 @@ def test_interrupt_and_close_through_the_front_reach_a_run_on_a_worker(
 ) -> None:
     model = write_script(tmp_path, "slow", [SLOW, "Back again."])
     node_id = create(client, prompt="Go.", model=model)["node_id"]
-    eventually(lambda: count(cluster, DATABASE, node_id, "node.turn.started"), timeout=30)
+    eventually(lambda: pg.logged_count(cluster, DATABASE, node_id, "node.turn.started"), timeout=30)
     answer = client.post(f"/v1/nodes/{node_id}/interrupt")
     assert answer.status_code == 200 and answer.json()["status"] == "interrupted", answer.text
     other = create(client, prompt="Go.", model=write_script(tmp_path, "slower", [SLOW]))
-    eventually(lambda: count(cluster, DATABASE, other["node_id"], "node.turn.started"), timeout=30)
+    eventually(
+        lambda: pg.logged_count(cluster, DATABASE, other["node_id"], "node.turn.started"),
+        timeout=30,
+    )
     closed = client.post(f"/v1/nodes/{other['node_id']}/close", json={"reason": "enough"})
     assert closed.status_code == 200 and closed.json()["status"] == "cancelled", closed.text
     # A message through the front wakes the interrupted node on a worker; it finishes.
@@ -248,14 +242,18 @@ def test_a_killed_worker_is_started_again_and_its_runs_finish(
             parent = create(client, prompt="x", model=parent_model, mode="orchestrator")
             parent = parent["node_id"]
             kid = children(client, parent, 1)["kid"]["node_id"]
-            eventually(lambda: count(cluster, database, kid, "node.turn.started"), timeout=30)
+            eventually(
+                lambda: pg.logged_count(cluster, database, kid, "node.turn.started"), timeout=30
+            )
             victim = executors(cluster, database, [parent])[parent]
             assert executors(cluster, database, [kid])[kid] == victim
             wait_status(client, parent, "dormant")  # its run ended: its place is free
             running = [create(client, prompt="x", model=model)["node_id"] for _ in range(4)]
             for node_id in running:
                 eventually(
-                    lambda n=node_id: count(cluster, database, n, "node.turn.started") >= 2,
+                    lambda n=node_id: (
+                        pg.logged_count(cluster, database, n, "node.turn.started") >= 2
+                    ),
                     timeout=60,
                 )
             ran = executors(cluster, database, running)
@@ -280,16 +278,20 @@ def test_a_killed_worker_is_started_again_and_its_runs_finish(
                 (f"heron:{kid}:1",),
             ).fetchone()
         assert row is not None and row[0] == "heron.now"  # not DBOS's own queue (the front's)
-        assert count(cluster, database, kid, "node.turn.started") == 2  # the cut-off turn again
+        assert (
+            pg.logged_count(cluster, database, kid, "node.turn.started") == 2
+        )  # the cut-off turn again
         killed = [n for n in running if ran[n] == victim]
         assert killed
         for node_id in running:
             # The first turn and its tool call were not asked again: only the cut-off turn.
             cut = node_id in killed
-            assert count(cluster, database, node_id, "node.turn.completed") == 2
-            assert count(cluster, database, node_id, "node.tool_call.started") == 1
-            assert count(cluster, database, node_id, "node.turn.started") == (3 if cut else 2)
-            assert count(cluster, database, node_id, "node.settled") == 1
+            assert pg.logged_count(cluster, database, node_id, "node.turn.completed") == 2
+            assert pg.logged_count(cluster, database, node_id, "node.tool_call.started") == 1
+            assert pg.logged_count(cluster, database, node_id, "node.turn.started") == (
+                3 if cut else 2
+            )
+            assert pg.logged_count(cluster, database, node_id, "node.settled") == 1
         front_id = (home / "executor-id").read_text().strip()
         finished = executors(cluster, database, [*running, kid])
         assert all(e.startswith(f"{front_id}-w") for e in finished.values())

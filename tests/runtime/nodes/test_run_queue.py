@@ -185,3 +185,21 @@ def test_the_queue_limit_is_read_from_the_environment(tmp_path: Path) -> None:
     daemon = Daemon(tmp_path / "home2", {"HERON_MAX_RUNS": "0"})
     with pytest.raises(RuntimeError, match="HERON_MAX_RUNS must be above 0"):
         daemon.start()
+
+
+def test_a_root_relaunched_while_its_run_waits_in_the_queue_runs_once(
+    one_at_a_time: Daemon, tmp_path: Path
+) -> None:
+    slow = write_script(tmp_path, "slow", [{"text": "slow", "delay": 3}])
+    quick = write_script(tmp_path, "quick", ["quick", "again"])
+    with one_at_a_time.client() as client:
+        busy = create(client, prompt="go", model=slow)["node_id"]
+        wait_logged(one_at_a_time, busy, "node.turn.started")
+        root = create(client, prompt="go", model=quick)["node_id"]
+        # The relaunch stops the queued run (withdrawn: the node is interrupted at once,
+        # not left running for the relaunch to wait on), then starts the root over.
+        response = client.post(f"/v1/nodes/{root}/relaunch-root")
+        assert response.status_code == 200, response.text
+        assert wait_settled(client, root)["outcome"]["output_text"] == "quick"
+        assert workflow_status(one_at_a_time, root, 1) == "CANCELLED"
+        assert turns_started(one_at_a_time, root) == 1

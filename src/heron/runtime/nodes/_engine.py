@@ -68,6 +68,9 @@ with SIGKILL (once per file)."""
 APP_VERSION = f"{version}+steps.{RUN_STEPS}"
 """DBOS's application version: a run is resumed only by a Heron that makes the same steps."""
 
+_WITHDRAWN_STATUS = {"interrupted": "interrupted", "yielded": "dormant"}
+"""The status a node takes when a stop withdraws its queued run, by the stop's kind."""
+
 RUN_QUEUE = "heron.runs"
 """The DBOS queue top-level nodes' first runs wait in until a daemon has room for them
 (``HERON_MAX_RUNS`` at once per process)."""
@@ -118,7 +121,7 @@ class Engine:
         self.store = NodeStore(self.db)
         """The kernel's rows: nodes, messages, outcomes, events."""
         self.events = EventLog(self.db, memory=config.stream_memory)
-        self.events.settled_elsewhere = self._settled_elsewhere
+        self.events.settled_elsewhere = self._wake_outcome_polls
         self.remote = RemoteStops(self)
         """Stops of runs going in other daemons on the same database (PostgreSQL)."""
         self.cluster = Cluster(self)
@@ -589,9 +592,7 @@ class Engine:
         row = await self.store.node(node_id)
         if outcome is None:
             outcome = await self.store.outcome(node_id)
-        event = self._settled.pop(node_id, None)
-        if event is not None:
-            event.set()
+        self._wake_outcome_polls(node_id)
         settled_at = row["settled_at"] if row is not None else None
         if outcome is not None and settled_at is not None:
             for feature in self.features.having("settled"):
@@ -610,8 +611,9 @@ class Engine:
         except Exception:  # one feature failing must not stop the others
             log.exception("reacting to the settlement of node %s failed", node_id)
 
-    def _settled_elsewhere(self, node_id: str) -> None:
-        """Another daemon settled the node (its ``node.settled`` was relayed here)."""
+    def _wake_outcome_polls(self, node_id: str) -> None:
+        """Answer the outcome polls waiting on the node: it settled, here or (its
+        ``node.settled`` relayed here) in another daemon."""
         event = self._settled.pop(node_id, None)
         if event is not None:
             event.set()
@@ -686,14 +688,6 @@ class Engine:
                     409, code, f"node {node_id!r} is {status}: nothing to interrupt{hint}"
                 )
             await self.store.merge_extra(node_id, interrupted_by=by)
-            workflow = run_workflow_id(node_id, row["runs"])
-            if node_id not in self.active and await self.store.withdraw_queued(
-                workflow, node_id, status="interrupted"
-            ):
-                # Its run was still waiting in the queue: it never begins, anywhere.
-                await self.events.prime(node_id)
-                self.events.publish(node_id, "node.status.changed", {"status": "interrupted"})
-                return await self.node(node_id)
         await self.stop_run(node_id, row["runs"], Stop(kind="interrupted"))
         return await self.node(node_id)
 
@@ -767,8 +761,17 @@ class Engine:
         """Stop the running conversation and wait (a little) for its run to save its end
         (a run still waiting in the queue is withdrawn: it never begins)."""
         active = self.active.get(node_id)
-        if active is None and await self.store.withdraw_queued(run_workflow_id(node_id, run)):
-            return
+        if active is None:
+            # Still waiting in the queue: withdrawn, it never begins anywhere, and the node
+            # takes the status its run would have stopped with, in the same transaction
+            # (a close's settlement is its caller's).
+            status = _WITHDRAWN_STATUS.get(stop.kind)
+            workflow = run_workflow_id(node_id, run)
+            if await self.store.withdraw_queued(workflow, node_id, status=status):
+                if status is not None:
+                    await self.events.prime(node_id)
+                    self.events.publish(node_id, "node.status.changed", {"status": status})
+                return
         if active is None:
             # Its workflow has not reached this process yet (just launched or resuming):
             # it takes the stop as it starts.

@@ -355,7 +355,7 @@ class NodeStore:
             return _claim(conn, node_id, run, key)
 
     async def withdraw_queued(
-        self, workflow_id: str, node_id: str | None = None, *, status: str | None = None
+        self, workflow_id: str, node_id: str, *, status: str | None = None
     ) -> bool:
         """Take a run's workflow out of the run queue if it is still waiting there (no
         daemon has taken it up): it never runs. With ``status``, the node takes it in the
@@ -366,7 +366,7 @@ class NodeStore:
         """
         return await self.db.run(self._withdraw_queued, workflow_id, node_id, status)
 
-    def _withdraw_queued(self, workflow_id: str, node_id: str | None, status: str | None) -> bool:
+    def _withdraw_queued(self, workflow_id: str, node_id: str, status: str | None) -> bool:
         schema = "dbos." if self.db.engine.dialect.name == "postgresql" else ""
         now_ms = int(time.time() * 1000)
         withdraw = sa.text(
@@ -378,7 +378,7 @@ class NodeStore:
         with self.db.engine.begin() as conn:
             if conn.execute(withdraw, {"id": workflow_id, "now": now_ms}).rowcount != 1:
                 return False
-            if node_id is not None and status is not None:
+            if status is not None:
                 conn.execute(
                     nodes.update()
                     .where(nodes.c.node_id == node_id)
